@@ -1,0 +1,50 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "streamd",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "streamd", targets: ["streamd"]),
+        .executable(name: "streamplay", targets: ["streamplay"]),
+        .library(name: "StreamShared", targets: ["StreamShared"]),
+        .library(name: "StreamServer", targets: ["StreamServer"]),
+        .library(name: "StreamClient", targets: ["StreamClient"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-atomics", from: "1.2.0"),
+    ],
+    targets: [
+        // C libraries, each wrapped by exactly one Swift type.
+        .systemLibrary(name: "CMPG123", path: "Sources/CMPG123", pkgConfig: "libmpg123",
+                       providers: [.apt(["libmpg123-dev"])]),
+        .systemLibrary(name: "CFAAD", path: "Sources/CFAAD", pkgConfig: "faad2",
+                       providers: [.apt(["libfaad-dev"])]),
+        .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
+                       providers: [.apt(["libasound2-dev"])]),
+
+        .target(name: "StreamShared", path: "Sources/Shared"),
+        .target(name: "StreamServer",
+                dependencies: ["StreamShared", .product(name: "Logging", package: "swift-log")],
+                path: "Sources/Server"),
+        .target(name: "StreamClient",
+                dependencies: ["StreamShared", "CMPG123", "CFAAD", "CALSA",
+                               .product(name: "Atomics", package: "swift-atomics")],
+                path: "Sources/Client"),
+        .executableTarget(name: "streamd",
+                          dependencies: ["StreamServer",
+                                         .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                                         .product(name: "Logging", package: "swift-log")],
+                          path: "Sources/streamd"),
+        .executableTarget(name: "streamplay",
+                          dependencies: ["StreamClient",
+                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                          path: "Sources/streamplay"),
+
+        .testTarget(name: "SharedTests", dependencies: ["StreamShared"], path: "Tests/SharedTests"),
+        .testTarget(name: "ClientTests", dependencies: ["StreamClient", "StreamShared"], path: "Tests/ClientTests"),
+        .testTarget(name: "EndToEndTests", dependencies: ["StreamShared"], path: "Tests/EndToEndTests"),
+    ]
+)

@@ -1,0 +1,5 @@
+#ifndef CMPG123_SHIM_H
+#define CMPG123_SHIM_H
+#include <sys/types.h>
+#include <mpg123.h>
+#endif

@@ -1,0 +1,2 @@
+import StreamServer
+print("streamd: the server arrives with issue 4")

@@ -1,0 +1,2 @@
+import StreamClient
+print("streamplay")

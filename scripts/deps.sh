@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the project needs; fast no-op when they are all present.
+set -euo pipefail
+PACKAGES=(
+  pkg-config libmpg123-dev libfaad-dev libasound2-dev libcurl4-openssl-dev   # build
+  sox libsox-fmt-mp3 espeak-ng lame ffmpeg                                    # media/make-media.sh
+  mpg123 python3-numpy                                                        # reference decoders for tests
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "deps: installing ${missing[*]}"
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
