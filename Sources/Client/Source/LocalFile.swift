@@ -1,0 +1,69 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import StreamShared
+
+/// Errors from reading local files, carrying the call that failed and its errno.
+public struct FileError: Error, Sendable, CustomStringConvertible {
+    public var path: String
+    /// The C call that failed (`open`, `fstat`, `pread`).
+    public var call: String
+    public var errno: Int32
+
+    public var description: String {
+        let reason = String(cString: strerror(errno))
+        return "source: \(call) \(path): \(reason)"
+    }
+}
+
+/// A local file opened for random-access reads (`pread`), closed when released.
+public final class LocalFile: RandomAccessBytes, @unchecked Sendable {
+    // @unchecked: the descriptor and size never change after init, and pread is thread-safe.
+    public let path: String
+    public let size: Int
+    private let fd: Int32
+
+    public init(path: String) throws {
+        self.path = path
+        var fd: Int32
+        repeat { fd = open(path, O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR
+        guard fd >= 0 else { throw FileError(path: path, call: "open", errno: errno) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            close(fd)
+            throw FileError(path: path, call: "fstat", errno: code)
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw FileError(path: path, call: "open", errno: EISDIR)
+        }
+        self.fd = fd
+        self.size = Int(info.st_size)
+    }
+
+    deinit { close(fd) }
+
+    public func read(at offset: Int, count: Int) throws -> [UInt8] {
+        guard offset >= 0, offset < size, count > 0 else { return [] }
+        let wanted = min(count, size - offset)
+        var result = [UInt8](repeating: 0, count: wanted)
+        var done = 0
+        while done < wanted {
+            let n = result.withUnsafeMutableBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                return pread(fd, base + done, wanted - done, off_t(offset + done))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileError(path: path, call: "pread", errno: errno)
+            }
+            if n == 0 { break }   // the file shrank under us
+            done += n
+        }
+        if done < wanted { result.removeLast(wanted - done) }
+        return result
+    }
+}
