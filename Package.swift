@@ -44,6 +44,7 @@ let package = Package(
                           path: "Sources/streamplay"),
 
         .testTarget(name: "SharedTests", dependencies: ["StreamShared"], path: "Tests/SharedTests"),
+        .testTarget(name: "ServerTests", dependencies: ["StreamServer", "StreamShared"], path: "Tests/ServerTests"),
         .testTarget(name: "ClientTests", dependencies: ["StreamClient", "StreamShared"], path: "Tests/ClientTests"),
         .testTarget(name: "EndToEndTests", dependencies: ["StreamShared"], path: "Tests/EndToEndTests"),
     ]

@@ -1,0 +1,67 @@
+/// One parsed HTTP/1.x request head (the server never reads request bodies: GET/HEAD only).
+public struct HTTPRequest: Sendable, Equatable {
+    public var method: String
+    /// The request target as sent (origin form: path and optional query, still percent-encoded).
+    public var target: String
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    public var minorVersion: Int
+    /// Header fields in order, names as sent.
+    public var headers: [(name: String, value: String)]
+
+    public static func == (lhs: HTTPRequest, rhs: HTTPRequest) -> Bool {
+        lhs.method == rhs.method && lhs.target == rhs.target && lhs.minorVersion == rhs.minorVersion
+            && lhs.headers.elementsEqual(rhs.headers) { $0.name == $1.name && $0.value == $1.value }
+    }
+
+    /// The first value of a header, matched case-insensitively.
+    public func header(_ name: String) -> String? {
+        let wanted = name.lowercased()
+        return headers.first { $0.name.lowercased() == wanted }?.value
+    }
+
+    /// All values of a header (for fields that may repeat), in order.
+    public func headerValues(_ name: String) -> [String] {
+        let wanted = name.lowercased()
+        return headers.filter { $0.name.lowercased() == wanted }.map(\.value)
+    }
+
+    /// Whether the connection stays open after the response (RFC 9112 section 9.3).
+    public var keepAlive: Bool {
+        let tokens = headerValues("Connection").flatMap { $0.lowercased().split(separator: ",") }
+            .map { $0.trimmingCharacters(in: " \t") }
+        if tokens.contains("close") { return false }
+        if minorVersion == 0 { return tokens.contains("keep-alive") }
+        return true
+    }
+
+    /// The path part of the target, before any `?`.
+    public var path: Substring {
+        target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+    }
+
+    /// The query string after `?`, if any.
+    public var query: Substring? {
+        guard let mark = target.firstIndex(of: "?") else { return nil }
+        return target[target.index(after: mark)...]
+    }
+
+    /// Value of one `name=value` pair of the query (first match, not percent-decoded).
+    public func queryValue(_ name: String) -> String? {
+        guard let query else { return nil }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            if parts.first.map(String.init) == name { return parts.count > 1 ? String(parts[1]) : "" }
+        }
+        return nil
+    }
+}
+
+extension StringProtocol {
+    /// The text with the given characters removed from both ends.
+    func trimmingCharacters(in set: String) -> String {
+        var view = Substring(self)
+        while let first = view.first, set.contains(first) { view = view.dropFirst() }
+        while let last = view.last, set.contains(last) { view = view.dropLast() }
+        return String(view)
+    }
+}
