@@ -25,9 +25,13 @@ let package = Package(
         .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
                        providers: [.apt(["libasound2-dev"])]),
 
+        // Linux headers (epoll, eventfd, sendfile) that the Glibc module does not expose.
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+
         .target(name: "StreamShared", path: "Sources/Shared"),
         .target(name: "StreamServer",
-                dependencies: ["StreamShared", .product(name: "Logging", package: "swift-log")],
+                dependencies: ["StreamShared", "CLinux", .product(name: "Logging", package: "swift-log"),
+                               .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Server"),
         .target(name: "StreamClient",
                 dependencies: ["StreamShared", "CMPG123", "CFAAD", "CALSA",

@@ -1,0 +1,126 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+
+/// One client connection, owned by exactly one event loop thread.
+final class Connection {
+    let fd: Int32
+    /// Distinguishes this connection from a later one that reuses the same fd number.
+    let generation: UInt32
+    let peer: String
+    var readBuffer: [UInt8] = []
+    /// Set once the peer has closed its side (read returned 0).
+    var peerClosed = false
+    /// The response being written, if any.
+    var outgoing: Outgoing?
+    /// Deadline for the current request head to arrive (slowloris guard), or nil.
+    var headDeadline: UInt64?
+    /// Deadline for an idle keep-alive connection, or nil.
+    var idleDeadline: UInt64?
+    /// The epoll events currently registered.
+    var interest: UInt32 = 0
+    var requestsServed = 0
+
+    init(fd: Int32, generation: UInt32, peer: String) {
+        self.fd = fd
+        self.generation = generation
+        self.peer = peer
+    }
+
+    /// State of a response on its way out.
+    struct Outgoing {
+        var head: [UInt8]
+        var body: (any ResponseBody)?
+        /// The part being written and how much of it is already sent.
+        var part: BodyPart?
+        var partSent = 0
+        var headSent = 0
+        var keepAlive: Bool
+        // For the access log.
+        var method: String
+        var target: String
+        var status: Int
+        var started: UInt64
+        var bytesSent = 0
+        /// Pacing: bytes per second, the time pacing started, and when to wake to write more.
+        var pace: Int?
+        var paceStart: UInt64 = 0
+        var paceBodyBytes = 0
+        var wakeAt: UInt64?
+    }
+
+    /// Outcome of trying to write.
+    enum WriteOutcome {
+        /// The whole response went out.
+        case finished
+        /// The socket is full; wait for EPOLLOUT.
+        case blocked
+        /// Pacing: wait until the given time.
+        case paced(UInt64)
+    }
+
+    /// Writes as much of the current response as the socket (and pacing) allows.
+    func write(now: UInt64) throws -> WriteOutcome {
+        guard var out = outgoing else { return .finished }
+        defer { outgoing = out }
+        // Head first.
+        while out.headSent < out.head.count {
+            let more = out.body != nil
+            let result = try out.head.withUnsafeBytes { raw throws -> IOResult<Int> in
+                try syscall("send") {
+                    send(fd, raw.baseAddress.map { $0 + out.headSent }, raw.count - out.headSent,
+                         Int32(MSG_NOSIGNAL) | (more ? Int32(MSG_MORE) : 0))
+                }
+            }
+            guard case .done(let n) = result else { return .blocked }
+            out.headSent += n
+            out.bytesSent += n
+        }
+        while true {
+            if out.part == nil {
+                out.part = out.body?.nextPart()
+                out.partSent = 0
+                if out.part == nil { return .finished }
+            }
+            guard let part = out.part else { return .finished }
+            var allowance = part.length - out.partSent
+            if let pace = out.pace {
+                if out.paceStart == 0 { out.paceStart = now }
+                // Allow what the rate permits since pacing started, plus a 4 KiB burst.
+                let elapsed = Double(now - out.paceStart) / 1e9
+                let budget = Int(Double(pace) * elapsed) + 4096 - out.paceBodyBytes
+                if budget <= 0 {
+                    let wait = UInt64(Double(4096 - budget) / Double(pace) * 1e9)
+                    return .paced(now + max(wait, 5_000_000))
+                }
+                allowance = min(allowance, budget)
+            }
+            let n: Int
+            switch part {
+            case .bytes(let bytes):
+                let sent = out.partSent
+                let result = try bytes.withUnsafeBytes { raw throws -> IOResult<Int> in
+                    try syscall("send") {
+                        send(fd, raw.baseAddress.map { $0 + sent }, allowance, Int32(MSG_NOSIGNAL) | Int32(MSG_MORE))
+                    }
+                }
+                guard case .done(let count) = result else { return .blocked }
+                n = count
+            case .file(let file, let offset, _):
+                var position = off_t(offset + out.partSent)
+                let result = try syscall("sendfile") { sendfile(fd, file.fd, &position, allowance) }
+                guard case .done(let count) = result else { return .blocked }
+                if count == 0 {
+                    // The file shrank while being served: the promised length cannot be met.
+                    throw SystemError(call: "sendfile", errno: EIO)
+                }
+                n = count
+            }
+            out.partSent += n
+            out.bytesSent += n
+            out.paceBodyBytes += n
+            if out.partSent >= part.length { out.part = nil }
+        }
+    }
+}

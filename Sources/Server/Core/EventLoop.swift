@@ -1,0 +1,400 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import Atomics
+import Logging
+
+/// Answers one parsed request. Called on an event-loop thread, so it must not block for long.
+public typealias RequestHandler = @Sendable (HTTPRequest) -> HTTPResponse
+
+/// Settings shared by every event loop of a server.
+struct LoopSettings: Sendable {
+    var limits: HTTPLimits
+    var headTimeout: UInt64     // ns
+    var idleTimeout: UInt64     // ns
+    var maxConnections: Int
+    var accessLog: Bool
+}
+
+/// One epoll loop on its own thread: accepts from the shared listening socket
+/// (EPOLLEXCLUSIVE, so one loop wakes per connection) and drives its connections.
+final class EventLoop: @unchecked Sendable {
+    // @unchecked: all mutable state is touched only by the loop's own thread, except
+    // `stopRequested`/`drainDeadline`, which are atomics, and the eventfd, which is thread-safe.
+    let epfd: Int32
+    let wakeFD: Int32
+    let listenFD: Int32
+    let settings: LoopSettings
+    let handler: RequestHandler
+    let logger: Logger
+    let openConnections: ManagedAtomic<Int>
+    private var connections: [Int32: Connection] = [:]
+    private var nextGeneration: UInt32 = 1
+    private let parser: HTTPRequestParser
+    private var listening = true
+    let stopRequested = ManagedAtomic<Bool>(false)
+    let drainDeadline = ManagedAtomic<UInt64>(0)
+    private var cachedDateSecond = -1
+    private var cachedDate = ""
+
+    static let wakeToken: UInt64 = UInt64.max
+    static let listenToken: UInt64 = UInt64.max - 1
+
+    init(listenFD: Int32, settings: LoopSettings, handler: @escaping RequestHandler, logger: Logger,
+         openConnections: ManagedAtomic<Int>) throws(SystemError) {
+        self.epfd = try Epoll.create()
+        self.wakeFD = try Epoll.makeEventFD()
+        self.listenFD = listenFD
+        self.settings = settings
+        self.handler = handler
+        self.logger = logger
+        self.openConnections = openConnections
+        self.parser = HTTPRequestParser(limits: settings.limits)
+        try Epoll.add(epfd, fd: wakeFD, events: Epoll.readable, data: Self.wakeToken)
+        try Epoll.add(epfd, fd: listenFD, events: Epoll.readable | Epoll.exclusive, data: Self.listenToken)
+    }
+
+    deinit {
+        close(epfd)
+        close(wakeFD)
+    }
+
+    /// Asks the loop to stop accepting and finish in-flight responses until `deadline`.
+    func requestStop(deadline: UInt64) {
+        drainDeadline.store(deadline, ordering: .relaxed)
+        stopRequested.store(true, ordering: .releasing)
+        Epoll.signal(eventFD: wakeFD)
+    }
+
+    /// Runs until stopped and drained.
+    func run() {
+        var events = [epoll_event](repeating: epoll_event(), count: 256)
+        while true {
+            let now = monotonicNanos()
+            if stopRequested.load(ordering: .acquiring) {
+                if listening {
+                    Epoll.remove(epfd, fd: listenFD)
+                    listening = false
+                }
+                // Idle connections close now; busy ones get until the deadline.
+                for connection in Array(connections.values) where connection.outgoing == nil {
+                    closeConnection(connection)
+                }
+                if connections.isEmpty || now >= drainDeadline.load(ordering: .relaxed) {
+                    for connection in Array(connections.values) { closeConnection(connection) }
+                    return
+                }
+            }
+            let timeout = nextTimeoutMillis(now: now)
+            let count = events.withUnsafeMutableBufferPointer { buffer in
+                epoll_wait(epfd, buffer.baseAddress, Int32(buffer.count), timeout)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                logger.error("epoll_wait: \(String(cString: strerror(errno)))")
+                return
+            }
+            for i in 0..<Int(count) {
+                let event = events[i]
+                let token = event.data.u64
+                if token == Self.wakeToken {
+                    Epoll.drain(eventFD: wakeFD)
+                } else if token == Self.listenToken {
+                    acceptAll()
+                } else {
+                    let fd = Int32(truncatingIfNeeded: token & 0xFFFF_FFFF)
+                    let generation = UInt32(truncatingIfNeeded: token >> 32)
+                    guard let connection = connections[fd], connection.generation == generation else { continue }
+                    handle(event: event.events, on: connection)
+                }
+            }
+            checkTimers(now: monotonicNanos())
+        }
+    }
+
+    // MARK: Accepting
+
+    private func acceptAll() {
+        while true {
+            var address = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    accept4(listenFD, $0, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+                }
+            }
+            if fd < 0 {
+                switch errno {
+                case EINTR, ECONNABORTED: continue
+                case EAGAIN, EWOULDBLOCK: return
+                case EMFILE, ENFILE:
+                    logger.warning("accept4: out of file descriptors")
+                    return
+                default:
+                    return
+                }
+            }
+            // The connection cap: beyond it, new connections are closed at once.
+            if openConnections.loadThenWrappingIncrement(ordering: .relaxed) >= settings.maxConnections {
+                openConnections.wrappingDecrement(ordering: .relaxed)
+                close(fd)
+                continue
+            }
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let generation = nextGeneration
+            nextGeneration = nextGeneration == UInt32.max ? 1 : nextGeneration + 1
+            let connection = Connection(fd: fd, generation: generation, peer: Self.describe(address))
+            connection.headDeadline = monotonicNanos() + settings.headTimeout
+            connections[fd] = connection
+            setInterest(connection, Epoll.readable | UInt32(EPOLLRDHUP.rawValue), add: true)
+        }
+    }
+
+    static func describe(_ address: sockaddr_storage) -> String {
+        var copy = address
+        var host = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        switch Int32(address.ss_family) {
+        case AF_INET:
+            return withUnsafePointer(to: &copy) { pointer in
+                pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
+                    var addr = sin.pointee.sin_addr
+                    inet_ntop(AF_INET, &addr, &host, socklen_t(host.count))
+                    return String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                        + ":\(UInt16(bigEndian: sin.pointee.sin_port))"
+                }
+            }
+        case AF_INET6:
+            return withUnsafePointer(to: &copy) { pointer in
+                pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin in
+                    var addr = sin.pointee.sin6_addr
+                    inet_ntop(AF_INET6, &addr, &host, socklen_t(host.count))
+                    return "[" + String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                        + "]:\(UInt16(bigEndian: sin.pointee.sin6_port))"
+                }
+            }
+        default:
+            return "unknown"
+        }
+    }
+
+    // MARK: Connection events
+
+    private func handle(event: UInt32, on connection: Connection) {
+        if event & UInt32(EPOLLERR.rawValue) != 0 {
+            closeConnection(connection)
+            return
+        }
+        if event & (Epoll.readable | UInt32(EPOLLRDHUP.rawValue) | UInt32(EPOLLHUP.rawValue)) != 0 {
+            readAvailable(connection)
+            if connections[connection.fd] !== connection { return }
+        }
+        if event & Epoll.writable != 0 || connection.outgoing == nil {
+            progress(connection)
+        }
+    }
+
+    /// Most bytes buffered from a client ahead of the response being written (pipelining).
+    private var maxReadBuffer: Int { settings.limits.maxRequestLine + settings.limits.maxHeaderBytes + 4096 }
+
+    private func readAvailable(_ connection: Connection) {
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while connection.readBuffer.count < maxReadBuffer {
+            let n = chunk.withUnsafeMutableBytes { raw in
+                recv(connection.fd, raw.baseAddress, raw.count, 0)
+            }
+            if n > 0 {
+                connection.readBuffer.append(contentsOf: chunk[0..<n])
+                if connection.headDeadline == nil {
+                    connection.headDeadline = monotonicNanos() + settings.headTimeout
+                }
+                connection.idleDeadline = nil
+                continue
+            }
+            if n == 0 {
+                connection.peerClosed = true
+                break
+            }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { break }
+            closeConnection(connection)
+            return
+        }
+        if connection.peerClosed && connection.outgoing == nil {
+            // Serve what was fully received (a client may send a request and half-close).
+            if (try? parser.parse(connection.readBuffer[...])) == nil {
+                closeConnection(connection)
+            }
+        }
+    }
+
+    /// Starts the next response if none is running, and writes what can be written.
+    private func progress(_ connection: Connection) {
+        while true {
+            if connection.outgoing == nil {
+                guard startNextResponse(connection) else { return }
+            }
+            let now = monotonicNanos()
+            let outcome: Connection.WriteOutcome
+            do {
+                outcome = try connection.write(now: now)
+            } catch {
+                closeConnection(connection)
+                return
+            }
+            switch outcome {
+            case .blocked:
+                setInterest(connection, Epoll.readable | Epoll.writable | UInt32(EPOLLRDHUP.rawValue))
+                return
+            case .paced(let wake):
+                connection.outgoing?.wakeAt = wake
+                setInterest(connection, Epoll.readable | UInt32(EPOLLRDHUP.rawValue))
+                return
+            case .finished:
+                guard let done = connection.outgoing else { return }
+                connection.outgoing = nil
+                connection.requestsServed += 1
+                logAccess(connection, done, now: now)
+                if !done.keepAlive || stopRequested.load(ordering: .relaxed) {
+                    closeConnection(connection)
+                    return
+                }
+                if connection.readBuffer.isEmpty {
+                    if connection.peerClosed {
+                        closeConnection(connection)
+                        return
+                    }
+                    connection.idleDeadline = now + settings.idleTimeout
+                    connection.headDeadline = nil
+                }
+                setInterest(connection, Epoll.readable | UInt32(EPOLLRDHUP.rawValue))
+            }
+        }
+    }
+
+    /// Parses the next request from the buffer and prepares its response; false when
+    /// no complete request is buffered yet.
+    private func startNextResponse(_ connection: Connection) -> Bool {
+        let now = monotonicNanos()
+        let request: HTTPRequest
+        let consumed: Int
+        do {
+            guard let (parsed, used) = try parser.parse(connection.readBuffer[...]) else { return false }
+            request = parsed
+            consumed = used
+        } catch {
+            var response = HTTPResponse.error(error.status, Self.message(for: error), close: true)
+            response.closeConnection = true
+            connection.readBuffer.removeAll()
+            begin(response, for: nil, on: connection, now: now)
+            return true
+        }
+        connection.readBuffer.removeFirst(consumed)
+        connection.headDeadline = connection.readBuffer.isEmpty ? nil : now + settings.headTimeout
+        var response = handler(request)
+        if request.method == "HEAD" { response.body = nil }
+        begin(response, for: request, on: connection, now: now)
+        return true
+    }
+
+    private func begin(_ response: HTTPResponse, for request: HTTPRequest?, on connection: Connection, now: UInt64) {
+        let keepAlive = !(response.closeConnection || request?.keepAlive == false || request == nil
+                          || stopRequested.load(ordering: .relaxed))
+        connection.outgoing = Connection.Outgoing(
+            head: response.head(keepAlive: keepAlive, date: currentDate()), body: response.body,
+            keepAlive: keepAlive, method: request?.method ?? "-", target: request?.target ?? "-",
+            status: response.status, started: now, pace: response.pacingBytesPerSecond)
+    }
+
+    static func message(for error: HTTPParseError) -> String {
+        switch error {
+        case .badRequest(let why): return "bad request: \(why)"
+        case .uriTooLong: return "request line too long"
+        case .headersTooLarge: return "request header fields too large"
+        case .versionNotSupported: return "HTTP version not supported"
+        case .bodyNotAllowed: return "request bodies are not accepted"
+        }
+    }
+
+    private func currentDate() -> String {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        let second = Int(ts.tv_sec)
+        if second != cachedDateSecond {
+            cachedDateSecond = second
+            cachedDate = HTTPDate.format(second)
+        }
+        return cachedDate
+    }
+
+    private func logAccess(_ connection: Connection, _ out: Connection.Outgoing, now: UInt64) {
+        guard settings.accessLog else { return }
+        let ms = Double(now - out.started) / 1e6
+        logger.info("\(connection.peer) \(out.method) \(out.target) \(out.status) \(out.bytesSent) \(Int(ms.rounded()))ms")
+    }
+
+    // MARK: Timers
+
+    private func nextTimeoutMillis(now: UInt64) -> Int32 {
+        // A coarse tick bounds the work of checking timers; pacing needs finer steps.
+        var earliest: UInt64 = now + 1_000_000_000
+        for connection in connections.values {
+            if let wake = connection.outgoing?.wakeAt { earliest = min(earliest, wake) }
+        }
+        if stopRequested.load(ordering: .relaxed) { earliest = min(earliest, now + 50_000_000) }
+        return Int32(max(0, min(1000, (earliest > now ? earliest - now : 0) / 1_000_000)))
+    }
+
+    private var lastSweep: UInt64 = 0
+
+    private func checkTimers(now: UInt64) {
+        for connection in Array(connections.values) {
+            if let wake = connection.outgoing?.wakeAt, wake <= now {
+                connection.outgoing?.wakeAt = nil
+                progress(connection)
+            }
+        }
+        // Timeouts need only second precision: sweep at most a few times a second.
+        guard now - lastSweep > 250_000_000 else { return }
+        lastSweep = now
+        for connection in Array(connections.values) where connection.outgoing == nil {
+            if let deadline = connection.headDeadline, deadline <= now, !connection.readBuffer.isEmpty {
+                // Slowloris: a request head that does not arrive in time.
+                begin(HTTPResponse.error(408, "request head not received in time", close: true), for: nil,
+                      on: connection, now: now)
+                progress(connection)
+            } else if let deadline = connection.idleDeadline, deadline <= now {
+                closeConnection(connection)
+            } else if let deadline = connection.headDeadline, deadline <= now {
+                closeConnection(connection)
+            }
+        }
+    }
+
+    // MARK: Bookkeeping
+
+    private func setInterest(_ connection: Connection, _ events: UInt32, add: Bool = false) {
+        guard add || connection.interest != events else { return }
+        let data = UInt64(connection.generation) << 32 | UInt64(UInt32(bitPattern: connection.fd))
+        do {
+            if add {
+                try Epoll.add(epfd, fd: connection.fd, events: events, data: data)
+            } else {
+                try Epoll.modify(epfd, fd: connection.fd, events: events, data: data)
+            }
+            connection.interest = events
+        } catch {
+            closeConnection(connection)
+        }
+    }
+
+    private func closeConnection(_ connection: Connection) {
+        guard connections[connection.fd] === connection else { return }
+        connections[connection.fd] = nil
+        Epoll.remove(epfd, fd: connection.fd)
+        close(connection.fd)
+        connection.outgoing = nil
+        openConnections.wrappingDecrement(ordering: .relaxed)
+    }
+}

@@ -1,0 +1,169 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import Atomics
+import Foundation
+import Logging
+
+/// Configuration of an `HTTPServer`.
+public struct HTTPServerConfiguration: Sendable {
+    public var host: String = "127.0.0.1"
+    /// 0 picks a free port.
+    public var port: Int = 8080
+    /// Event-loop threads; defaults to the number of cores.
+    public var threads: Int = ProcessInfo.processInfo.activeProcessorCount
+    public var limits = HTTPLimits()
+    public var headTimeout: Double = 10
+    public var idleTimeout: Double = 30
+    public var maxConnections = 10_000
+    public var accessLog = true
+    /// How long in-flight responses may run after a shutdown request.
+    public var shutdownGrace: Double = 5
+
+    public init() {}
+}
+
+/// Why the server could not start.
+public enum ServerStartError: Error, CustomStringConvertible, Sendable {
+    case badAddress(String)
+    case portInUse(String, Int)
+    case system(SystemError)
+
+    public var description: String {
+        switch self {
+        case .badAddress(let host): return "cannot listen on '\(host)': not an IPv4 or IPv6 address"
+        case .portInUse(let host, let port): return "cannot listen on \(host):\(port): address already in use"
+        case .system(let error): return "cannot listen: \(error)"
+        }
+    }
+}
+
+/// The HTTP/1.1 server: a listening socket and a fixed set of epoll loops, one thread each.
+public final class HTTPServer: @unchecked Sendable {
+    // @unchecked: `loops` and `threads` are set in start() before any other thread sees them,
+    // then only read; shutdown coordination goes through the loops' atomics.
+    public let configuration: HTTPServerConfiguration
+    private let handler: RequestHandler
+    private let logger: Logger
+    private var listenFD: Int32 = -1
+    private var loops: [EventLoop] = []
+    private var exited: [DispatchSemaphore] = []
+    private let openConnections = ManagedAtomic<Int>(0)
+    /// The port actually bound (useful with port 0).
+    public private(set) var port: Int = 0
+
+    public init(configuration: HTTPServerConfiguration, logger: Logger, handler: @escaping RequestHandler) {
+        self.configuration = configuration
+        self.logger = logger
+        self.handler = handler
+    }
+
+    /// Binds, listens and starts the loops; returns the bound port.
+    @discardableResult
+    public func start() throws(ServerStartError) -> Int {
+        signal(SIGPIPE, SIG_IGN)
+        let fd = try bindListener()
+        listenFD = fd
+        port = Self.boundPort(fd)
+        let settings = LoopSettings(limits: configuration.limits,
+                                    headTimeout: UInt64(configuration.headTimeout * 1e9),
+                                    idleTimeout: UInt64(configuration.idleTimeout * 1e9),
+                                    maxConnections: configuration.maxConnections,
+                                    accessLog: configuration.accessLog)
+        do {
+            for _ in 0..<max(1, configuration.threads) {
+                loops.append(try EventLoop(listenFD: fd, settings: settings, handler: handler, logger: logger,
+                                           openConnections: openConnections))
+            }
+        } catch {
+            throw .system(error)
+        }
+        for (i, loop) in loops.enumerated() {
+            let done = DispatchSemaphore(value: 0)
+            exited.append(done)
+            let thread = Thread {
+                loop.run()
+                done.signal()
+            }
+            thread.name = "streamd-loop-\(i)"
+            thread.start()
+        }
+        return port
+    }
+
+    /// Stops accepting, lets in-flight responses finish within the grace period, and returns
+    /// once every loop has exited.
+    public func shutdown() {
+        let deadline = monotonicNanos() + UInt64(configuration.shutdownGrace * 1e9)
+        for loop in loops { loop.requestStop(deadline: deadline) }
+        for done in exited { done.wait() }
+        if listenFD >= 0 {
+            close(listenFD)
+            listenFD = -1
+        }
+    }
+
+    /// Connections currently open (for tests and stats).
+    public var connectionCount: Int { openConnections.load(ordering: .relaxed) }
+
+    private func bindListener() throws(ServerStartError) -> Int32 {
+        let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
+        var v4 = sockaddr_in()
+        var v6 = sockaddr_in6()
+        let family: Int32
+        if inet_pton(AF_INET, host, &v4.sin_addr) == 1 {
+            family = AF_INET
+            v4.sin_family = sa_family_t(AF_INET)
+            v4.sin_port = in_port_t(UInt16(truncatingIfNeeded: configuration.port)).bigEndian
+        } else if inet_pton(AF_INET6, host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), &v6.sin6_addr) == 1 {
+            family = AF_INET6
+            v6.sin6_family = sa_family_t(AF_INET6)
+            v6.sin6_port = in_port_t(UInt16(truncatingIfNeeded: configuration.port)).bigEndian
+        } else {
+            throw .badAddress(configuration.host)
+        }
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .system(SystemError(call: "socket", errno: errno)) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let result: Int32
+        if family == AF_INET {
+            result = withUnsafePointer(to: &v4) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        } else {
+            result = withUnsafePointer(to: &v6) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        }
+        if result != 0 {
+            let code = errno
+            close(fd)
+            if code == EADDRINUSE { throw .portInUse(configuration.host, configuration.port) }
+            throw .system(SystemError(call: "bind", errno: code))
+        }
+        guard listen(fd, 4096) == 0 else {
+            let code = errno
+            close(fd)
+            throw .system(SystemError(call: "listen", errno: code))
+        }
+        return fd
+    }
+
+    private static func boundPort(_ fd: Int32) -> Int {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        if Int32(address.ss_family) == AF_INET6 {
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+            }
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+        }
+    }
+}

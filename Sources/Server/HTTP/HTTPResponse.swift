@@ -1,0 +1,214 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import StreamShared
+
+/// A file opened to serve one response; the descriptor closes when the last user lets go.
+public final class OpenFile: @unchecked Sendable {
+    // @unchecked: every property is immutable after init; the fd is only read (pread/sendfile).
+    public let fd: Int32
+    public let size: Int
+    /// Modification time, seconds since the epoch.
+    public let mtime: Int
+    /// Strong validator built from inode, size and mtime (nanoseconds), like nginx's.
+    public let etag: String
+
+    /// Opens `path` read-only; throws `SystemError` (ENOENT, EACCES, EISDIR, ...).
+    public init(path: String) throws(SystemError) {
+        let fd = try syscallChecked("open") { open(path, O_RDONLY | O_CLOEXEC) }
+        var info = stat()
+        if fstat(fd, &info) != 0 {
+            let code = errno
+            close(fd)
+            throw SystemError(call: "fstat", errno: code)
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw SystemError(call: "open", errno: EISDIR)
+        }
+        self.fd = fd
+        self.size = Int(info.st_size)
+        self.mtime = Int(info.st_mtim.tv_sec)
+        let nanos = UInt64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ UInt64(info.st_mtim.tv_nsec)
+        self.etag = "\"\(String(UInt64(info.st_ino), radix: 16))-\(String(info.st_size, radix: 16))-\(String(nanos, radix: 16))\""
+    }
+
+    deinit { close(fd) }
+}
+
+/// One piece of a response on the wire: bytes in memory, or a span of a file sent with sendfile.
+public enum BodyPart: Sendable {
+    case bytes([UInt8])
+    case file(OpenFile, offset: Int, length: Int)
+
+    var length: Int {
+        switch self {
+        case .bytes(let b): return b.count
+        case .file(_, _, let length): return length
+        }
+    }
+}
+
+/// Produces a response body part by part, so a 4-hour file never sits in memory.
+public protocol ResponseBody: AnyObject, Sendable {
+    /// The next part, or nil when the body is complete.
+    func nextPart() -> BodyPart?
+}
+
+/// A body made of parts known up front (small bodies, ranges, multipart).
+public final class FixedBody: ResponseBody, @unchecked Sendable {
+    // @unchecked: used by one event-loop thread at a time.
+    private var parts: [BodyPart]
+    private var index = 0
+
+    public init(_ parts: [BodyPart]) { self.parts = parts }
+
+    public func nextPart() -> BodyPart? {
+        guard index < parts.count else { return nil }
+        defer { index += 1 }
+        return parts[index]
+    }
+}
+
+/// A file span framed with `Transfer-Encoding: chunked` around sendfile'd chunks.
+public final class ChunkedFileBody: ResponseBody, @unchecked Sendable {
+    // @unchecked: used by one event-loop thread at a time.
+    private let file: OpenFile
+    private var offset: Int
+    private let end: Int
+    private let chunkSize: Int
+    private enum Step { case chunkHeader, chunkData(Int), chunkTrailer, done }
+    private var step = Step.chunkHeader
+
+    public init(file: OpenFile, range: Range<Int>, chunkSize: Int = 256 * 1024) {
+        self.file = file
+        self.offset = range.lowerBound
+        self.end = range.upperBound
+        self.chunkSize = chunkSize
+    }
+
+    public func nextPart() -> BodyPart? {
+        switch step {
+        case .chunkHeader:
+            let n = min(chunkSize, end - offset)
+            if n <= 0 {
+                step = .done
+                return .bytes(Array("0\r\n\r\n".utf8))
+            }
+            step = .chunkData(n)
+            return .bytes(Array((String(n, radix: 16) + "\r\n").utf8))
+        case .chunkData(let n):
+            step = .chunkTrailer
+            defer { offset += n }
+            return .file(file, offset: offset, length: n)
+        case .chunkTrailer:
+            step = .chunkHeader
+            return .bytes([0x0D, 0x0A])
+        case .done:
+            return nil
+        }
+    }
+}
+
+/// A response: status, headers and an optional body.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: (any ResponseBody)?
+    /// Pace the body to this many bytes per second (`?kbps=N`).
+    public var pacingBytesPerSecond: Int?
+    /// Close the connection after this response whatever the request asked.
+    public var closeConnection = false
+
+    public init(status: Int, headers: [(String, String)] = [], body: (any ResponseBody)? = nil) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A small in-memory response with Content-Length.
+    public static func bytes(_ status: Int, _ body: [UInt8], contentType: String,
+                             extraHeaders: [(String, String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status,
+                     headers: [("Content-Type", contentType), ("Content-Length", String(body.count))] + extraHeaders,
+                     body: FixedBody([.bytes(body)]))
+    }
+
+    /// A JSON error body `{"error": message}` (the contract for 4xx/5xx).
+    public static func error(_ status: Int, _ message: String, close: Bool = false) -> HTTPResponse {
+        var w = JSONObjectWriter()
+        w.add("error", message)
+        var response = bytes(status, Array((w.text + "\n").utf8), contentType: "application/json")
+        response.closeConnection = close
+        return response
+    }
+
+    /// The serialized status line and headers, ending with the blank line.
+    func head(keepAlive: Bool, date: String) -> [UInt8] {
+        var text = "HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\n"
+        text += "Server: streamd\r\nDate: \(date)\r\n"
+        for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        text += keepAlive ? "" : "Connection: close\r\n"
+        text += "\r\n"
+        return Array(text.utf8)
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: return "OK"
+        case 204: return "No Content"
+        case 206: return "Partial Content"
+        case 301: return "Moved Permanently"
+        case 304: return "Not Modified"
+        case 400: return "Bad Request"
+        case 403: return "Forbidden"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 408: return "Request Timeout"
+        case 412: return "Precondition Failed"
+        case 413: return "Content Too Large"
+        case 414: return "URI Too Long"
+        case 416: return "Range Not Satisfiable"
+        case 431: return "Request Header Fields Too Large"
+        case 500: return "Internal Server Error"
+        case 503: return "Service Unavailable"
+        case 505: return "HTTP Version Not Supported"
+        default: return "Status \(status)"
+        }
+    }
+}
+
+
+/// RFC 9110 IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT") and its parser for If-Modified-Since.
+enum HTTPDate {
+    private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    static func format(_ seconds: Int) -> String {
+        var t = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+
+    /// Parses IMF-fixdate only (the form every current client sends); nil otherwise.
+    static func parse(_ text: String) -> Int? {
+        let fields = text.split(separator: " ")
+        guard fields.count == 6, fields[5] == "GMT",
+              let day = Int(fields[1]), let monthIndex = months.firstIndex(of: String(fields[2])),
+              let year = Int(fields[3]) else { return nil }
+        let clock = fields[4].split(separator: ":")
+        guard clock.count == 3, let h = Int(clock[0]), let m = Int(clock[1]), let s = Int(clock[2]),
+              (1...31).contains(day), (1970...9999).contains(year), h < 24, m < 60, s < 61 else { return nil }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(monthIndex)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(h)
+        parts.tm_min = Int32(m)
+        parts.tm_sec = Int32(s)
+        return Int(timegm(&parts))
+    }
+}
