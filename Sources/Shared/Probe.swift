@@ -1,0 +1,181 @@
+/// The container a track's bytes are stored in.
+public enum Container: String, Sendable, Codable, CaseIterable {
+    /// A bare MPEG audio stream (.mp3, .mp2), possibly wrapped in ID3/APE tags.
+    case mp3
+    /// AAC in ADTS frames (.aac).
+    case adts
+    /// ISO base media / MPEG-4 (.m4a, .mp4), including fragmented MP4.
+    case mp4
+    /// RIFF/WAVE (.wav).
+    case wav
+
+    /// The HTTP Content-Type a server sends for this container.
+    public var mimeType: String {
+        switch self {
+        case .mp3: return "audio/mpeg"
+        case .adts: return "audio/aac"
+        case .mp4: return "audio/mp4"
+        case .wav: return "audio/wav"
+        }
+    }
+}
+
+/// What `Probe` learned from the first bytes of a stream.
+public struct ProbedStream: Sendable, Equatable {
+    public var container: Container
+    /// Codec name: "mp1", "mp2", "mp3", "aac", or "pcm_s16le"-style names for WAV.
+    public var codec: String
+    /// Offset of the first audio frame (MP3/ADTS), of the first sample (WAV), or 0 for MP4
+    /// (whose sample offsets come from its sample tables).
+    public var firstFrameOffset: Int
+    /// ID3v2 tags in front of the audio (an MP3 or ADTS file may carry several).
+    public var id3v2: [ID3v2Tag] = []
+    /// The first MPEG frame and the Xing/VBRI header it holds, for MP3.
+    public var mpegFrame: MPEGFrame?
+    public var vbrHeader: VBRHeader?
+    /// The first ADTS header, for AAC in ADTS.
+    public var adtsHeader: ADTSHeader?
+    /// The format chunk and data location, for WAV.
+    public var wav: WAVInfo?
+
+    /// Tags found in the prefix, the first ID3v2 tag winning.
+    public var tags: TrackTags {
+        var result = TrackTags()
+        for tag in id3v2 { result = result.merged(with: tag.tags) }
+        if let wav { result = result.merged(with: wav.tags) }
+        return result
+    }
+}
+
+/// Sniffs a byte prefix: which container and codec, and where the audio starts.
+public enum Probe {
+    /// Outcome of probing a prefix.
+    public enum Result: Sendable, Equatable {
+        /// The prefix is too short to decide: call again with at least `atLeast` bytes from the start.
+        case needMore(atLeast: Int)
+        case audio(ProbedStream)
+    }
+
+    /// How far into the audio part the search for a first frame may go before giving up.
+    public static let maxJunk = 256 * 1024
+    /// The largest ID3v2 tag accepted in front of the audio (cover art can be large).
+    public static let maxID3Size = 64 * 1024 * 1024
+
+    /// Probes `prefix`, the first bytes of a stream. `isComplete` says the prefix is the whole stream.
+    public static func probe(_ prefix: ArraySlice<UInt8>, isComplete: Bool) throws -> Result {
+        let bytes = prefix.startIndex == 0 ? prefix : ArraySlice(prefix)
+        if bytes.isEmpty {
+            if isComplete { throw FormatError.notAudio(reason: "empty") }
+            return .needMore(atLeast: 16)
+        }
+        // Skip any number of ID3v2 tags in front of the audio.
+        var offset = 0
+        var tags: [ID3v2Tag] = []
+        while true {
+            guard let size = try ID3v2.totalSize(atStartOf: bytes[offset...]) else {
+                if isComplete { break }
+                return .needMore(atLeast: offset + 10)
+            }
+            if size == 0 { break }
+            guard size <= maxID3Size else {
+                throw FormatError.unsupported(component: "id3v2", reason: "tag of \(size) bytes")
+            }
+            guard offset + size <= bytes.count else {
+                if isComplete { throw FormatError.truncated(component: "id3v2", offset: offset, needed: size) }
+                return .needMore(atLeast: offset + size + 16 * 1024)
+            }
+            tags.append(try ID3v2.parse(bytes[offset..<(offset + size)]))
+            offset += size
+        }
+        let body = bytes[offset...]
+        if body.isEmpty {
+            if isComplete { throw FormatError.notAudio(reason: tags.isEmpty ? "empty" : "tags but no audio") }
+            return .needMore(atLeast: offset + 4096)
+        }
+        if let text = textPrefix(body) {
+            throw FormatError.notAudio(reason: "starts with '\(text)'")
+        }
+        // Containers with a signature.
+        if body.count < 12 && !isComplete { return .needMore(atLeast: offset + 12) }
+        if hasPrefix(body, "RIFF") || hasPrefix(body, "RF64") {
+            guard let info = try WAV.parse(prefix: body) else {
+                if isComplete { throw FormatError.truncated(component: "wav", offset: offset, needed: 1) }
+                return .needMore(atLeast: max(bytes.count * 2, offset + 4096))
+            }
+            var stream = ProbedStream(container: .wav, codec: pcmCodecName(info.format),
+                                      firstFrameOffset: offset + info.dataOffset)
+            stream.id3v2 = tags
+            stream.wav = info
+            return .audio(stream)
+        }
+        if offset == 0, body.count >= 8, isMP4BoxType(body.dropFirst(4).prefix(4)) {
+            return .audio(ProbedStream(container: .mp4, codec: "aac", firstFrameOffset: 0))
+        }
+        // Frame-based streams: the earliest confirmed MPEG or ADTS frame wins.
+        var scanner = MPEGFrameScanner(maxJunk: maxJunk)
+        let mpeg: MPEGFrame?
+        do { mpeg = try scanner.findFirstFrame(in: body, isComplete: isComplete) } catch let error as FormatError where !error.isTruncation {
+            mpeg = nil
+        }
+        let adtsOffset = try? ADTSSync.findFirstFrame(in: body, limit: maxJunk)
+        if let adtsOffset = adtsOffset ?? nil, mpeg.map({ adtsOffset < $0.offset }) ?? true {
+            guard let header = try ADTSHeader.parse(body.dropFirst(adtsOffset)) else {
+                return .needMore(atLeast: offset + adtsOffset + 16)
+            }
+            var stream = ProbedStream(container: .adts, codec: "aac", firstFrameOffset: offset + adtsOffset)
+            stream.id3v2 = tags
+            stream.adtsHeader = header
+            return .audio(stream)
+        }
+        if let mpeg {
+            let frameEnd = mpeg.offset + mpeg.length
+            guard frameEnd <= body.count else {
+                return .needMore(atLeast: offset + frameEnd)
+            }
+            var stream = ProbedStream(container: .mp3, codec: mpeg.header.layer.codecName,
+                                      firstFrameOffset: offset + mpeg.offset)
+            stream.id3v2 = tags
+            stream.mpegFrame = MPEGFrame(offset: offset + mpeg.offset, length: mpeg.length, header: mpeg.header)
+            stream.vbrHeader = try VBRHeader.parse(frame: body.dropFirst(mpeg.offset).prefix(mpeg.length), header: mpeg.header)
+            return .audio(stream)
+        }
+        if isComplete || body.count > maxJunk {
+            throw FormatError.notAudio(reason: "no MP3, AAC, MP4 or WAV signature or frames found")
+        }
+        return .needMore(atLeast: min(offset + maxJunk + 8192, max(bytes.count * 2, offset + 8192)))
+    }
+
+    static func pcmCodecName(_ format: WAVFormat) -> String {
+        switch format.kind {
+        case .float: return "pcm_f\(format.bitsPerSample)le"
+        case .integer: return format.bitsPerSample == 8 ? "pcm_u8" : "pcm_s\(format.bitsPerSample)le"
+        }
+    }
+
+    private static func hasPrefix(_ bytes: ArraySlice<UInt8>, _ text: String) -> Bool {
+        bytes.starts(with: text.utf8)
+    }
+
+    /// Top-level MP4 box types that can open a file.
+    private static let mp4OpeningBoxes: Set<String> = ["ftyp", "moov", "mdat", "free", "skip", "wide", "styp", "pnot"]
+
+    private static func isMP4BoxType(_ bytes: ArraySlice<UInt8>) -> Bool {
+        guard bytes.count == 4, bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return false }
+        return mp4OpeningBoxes.contains(String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// When the bytes look like text (HTML, JSON, XML, a playlist), returns their first
+    /// characters for the error message; audio never starts with these.
+    static func textPrefix(_ bytes: ArraySlice<UInt8>) -> String? {
+        let head = bytes.prefix(64)
+        guard let first = head.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) else {
+            return nil
+        }
+        let looksTextual = head.allSatisfy { ($0 >= 0x20 && $0 < 0x7F) || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 >= 0xC2 }
+        let opener = first == UInt8(ascii: "<") || first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
+            || first == UInt8(ascii: "#")
+        guard opener, looksTextual else { return nil }
+        let shown = head.prefix { $0 != 0x0A && $0 != 0x0D }.prefix(20)
+        return String(decoding: shown, as: UTF8.self)
+    }
+}

@@ -1,0 +1,316 @@
+/// Everything known about a track after reading it through once: format, duration,
+/// gapless trim, tags and a seek index.
+public struct TrackAnalysis: Sendable, Equatable {
+    public var container: Container
+    public var codec: String
+    /// Output sample rate of the decoded audio.
+    public var sampleRate: Int
+    public var channels: Int
+    /// Playing time in seconds after gapless trimming (encoder delay and padding removed).
+    public var durationSeconds: Double
+    /// Average bitrate of the audio in bit/s.
+    public var bitrate: Int
+    /// Number of codec frames (MPEG frames, ADTS frames, MP4 samples) or PCM frames for WAV.
+    public var frames: Int
+    public var firstFrameOffset: Int
+    public var encoderDelay: Int
+    public var encoderPadding: Int
+    /// Samples per channel before trimming (frames × samples per frame).
+    public var totalSamples: Int
+    public var tags: TrackTags
+    public var seekIndex: SeekIndex
+    /// Notes worth showing a user ("gapless trim assumed: 1024 priming samples").
+    public var notes: [String] = []
+}
+
+/// Reads a whole track once and works out its `TrackAnalysis`.
+public enum TrackAnalyzer {
+    /// Bytes read per step while walking frames; bounds memory whatever the file size.
+    static let window = 1 << 20
+
+    public static func analyze(_ source: some RandomAccessBytes) throws -> TrackAnalysis {
+        let stream = try probe(source)
+        switch stream.container {
+        case .mp3: return try analyzeMPEG(source, stream)
+        case .adts: return try analyzeADTS(source, stream)
+        case .wav: return try analyzeWAV(source, stream)
+        case .mp4: return try analyzeMP4(source)
+        }
+    }
+
+    /// Probes a growing prefix until Probe decides.
+    public static func probe(_ source: some RandomAccessBytes) throws -> ProbedStream {
+        var want = min(source.size, 64 * 1024)
+        var prefix: [UInt8] = []
+        while true {
+            prefix = try source.read(at: 0, count: want)
+            let complete = prefix.count >= source.size
+            switch try Probe.probe(prefix[...], isComplete: complete) {
+            case .audio(let stream):
+                return stream
+            case .needMore(let atLeast):
+                guard !complete, atLeast > prefix.count else {
+                    throw FormatError.truncated(component: "probe", offset: prefix.count, needed: atLeast - prefix.count)
+                }
+                want = min(source.size, max(atLeast, want * 2))
+            }
+        }
+    }
+
+    /// Bytes at the end of the file that are tags, not audio.
+    static func trailingTags(_ source: some RandomAccessBytes, after start: Int) throws -> TrailingTags {
+        let tailLength = min(64 * 1024, source.size - start)
+        guard tailLength > 0 else { return TrailingTags(trailingBytes: 0, id3v1: nil, apeSize: 0) }
+        let tail = try source.read(at: source.size - tailLength, count: tailLength)
+        var result = try TrailingTags.scan(tail: tail[...], fileSize: source.size)
+        result.trailingBytes = min(result.trailingBytes, source.size - start)
+        return result
+    }
+
+    // MARK: MPEG audio
+
+    static func analyzeMPEG(_ source: some RandomAccessBytes, _ stream: ProbedStream) throws -> TrackAnalysis {
+        guard let first = stream.mpegFrame else {
+            throw FormatError.invalid(component: "mpeg", reason: "no first frame", offset: 0)
+        }
+        let trailing = try trailingTags(source, after: first.offset)
+        let audioEnd = source.size - trailing.trailingBytes
+        let header = first.header
+        // The Xing/Info/VBRI frame is not audio: mpg123 and ffmpeg skip it.
+        var offset = first.offset
+        if stream.vbrHeader != nil { offset += first.length }
+
+        var scanner = MPEGFrameScanner(maxJunk: 1 << 20)
+        var index = SeekIndexBuilder()
+        var frames = 0
+        var samples = 0
+        var audioBytes = 0
+        // Re-prime the scanner on the stream's first real frame (same header rules as Probe).
+        var buffer: [UInt8] = []
+        var bufferStart = offset
+        var primed = false
+        var complete = false
+        while !complete {
+            let readAt = bufferStart + buffer.count
+            let chunk = try source.read(at: readAt, count: min(window, max(0, audioEnd - readAt)))
+            buffer += chunk
+            complete = chunk.isEmpty || bufferStart + buffer.count >= audioEnd
+            var position = 0
+            if !primed {
+                guard let frame = try scanner.findFirstFrame(in: buffer[...], confirmations: 1, isComplete: complete) else {
+                    continue
+                }
+                position = frame.offset
+                primed = true
+            }
+            while case .frame(let frame, _) = try scanner.next(in: buffer[position...], isComplete: complete) {
+                let frameStart = position + frame.offset
+                index.add(frameStart: Double(samples) / Double(header.sampleRate), byte: bufferStart + frameStart)
+                frames += 1
+                samples += frame.header.samplesPerFrame
+                audioBytes += frame.length
+                position = frameStart + frame.length
+            }
+            // Keep the unread tail (a partial frame) for the next window.
+            buffer.removeFirst(min(position, buffer.count))
+            bufferStart += position
+            if buffer.count > window * 4 {
+                throw FormatError.invalid(component: "mpeg", reason: "lost sync", offset: bufferStart)
+            }
+        }
+        guard frames > 0 else { throw FormatError.notAudio(reason: "no MPEG audio frames") }
+
+        let gapless = stream.vbrHeader?.gapless ?? GaplessInfo(encoderDelay: 0, encoderPadding: 0)
+        // mpg123 and ffmpeg both add the decoder's 529-sample delay to the LAME delay; the
+        // trimmed length is what the encoder was given.
+        let trimmed = max(0, samples - gapless.encoderDelay - gapless.encoderPadding)
+        let duration = Double(samples) / Double(header.sampleRate)
+        var tags = stream.tags.merged(with: trailing.id3v1)
+        if tags.isEmpty { tags = TrackTags() }
+        let seek = SeekIndex(points: index.points, firstFrameOffset: stream.firstFrameOffset, audioEndOffset: audioEnd,
+                             encoderDelay: gapless.encoderDelay, encoderPadding: gapless.encoderPadding,
+                             durationSeconds: duration)
+        let isCBR = stream.vbrHeader?.kind != .xing && stream.vbrHeader?.kind != .vbri && header.bitrate > 0
+        let bitrate = isCBR ? header.bitrate : Int((Double(audioBytes) * 8 / max(duration, 1e-9)).rounded())
+        return TrackAnalysis(container: .mp3, codec: stream.codec, sampleRate: header.sampleRate,
+                             channels: header.channels, durationSeconds: Double(trimmed) / Double(header.sampleRate),
+                             bitrate: bitrate, frames: frames, firstFrameOffset: stream.firstFrameOffset,
+                             encoderDelay: gapless.encoderDelay, encoderPadding: gapless.encoderPadding,
+                             totalSamples: samples, tags: tags, seekIndex: seek)
+    }
+}
+
+extension TrackAnalyzer {
+    // MARK: AAC in ADTS
+
+    static func analyzeADTS(_ source: some RandomAccessBytes, _ stream: ProbedStream) throws -> TrackAnalysis {
+        guard let first = stream.adtsHeader else {
+            throw FormatError.invalid(component: "adts", reason: "no first frame", offset: 0)
+        }
+        let trailing = try trailingTags(source, after: stream.firstFrameOffset)
+        let audioEnd = source.size - trailing.trailingBytes
+        var index = SeekIndexBuilder()
+        var frames = 0
+        var samples = 0
+        var audioBytes = 0
+        var buffer: [UInt8] = []
+        var bufferStart = stream.firstFrameOffset
+        var complete = false
+        while !complete {
+            let readAt = bufferStart + buffer.count
+            let chunk = try source.read(at: readAt, count: min(window, max(0, audioEnd - readAt)))
+            buffer += chunk
+            complete = chunk.isEmpty || bufferStart + buffer.count >= audioEnd
+            var position = 0
+            while position < buffer.count {
+                let rest = buffer[position...]
+                let header: ADTSHeader?
+                do { header = try ADTSHeader.parse(rest) } catch { header = nil }
+                if let header, header.sampleRateIndex == first.sampleRateIndex,
+                   header.channelConfiguration == first.channelConfiguration {
+                    guard header.frameLength <= rest.count else { break }   // partial frame: read more
+                    index.add(frameStart: Double(samples) / Double(first.sampleRate), byte: bufferStart + position)
+                    frames += 1
+                    samples += header.samplesPerFrame
+                    audioBytes += header.frameLength
+                    position += header.frameLength
+                    continue
+                }
+                if rest.count < 9 && !complete { break }
+                // Lost sync: find the next confirmed frame.
+                guard let skip = try ADTSSync.findFirstFrame(in: ArraySlice(rest.dropFirst()), confirmations: 1) else {
+                    if complete { position = buffer.count }
+                    break
+                }
+                position += 1 + skip
+            }
+            buffer.removeFirst(min(position, buffer.count))
+            bufferStart += position
+            if buffer.count > window * 4 {
+                throw FormatError.invalid(component: "adts", reason: "lost sync", offset: bufferStart)
+            }
+        }
+        guard frames > 0 else { throw FormatError.notAudio(reason: "no ADTS frames") }
+        let asc = first.audioSpecificConfig
+        let duration = Double(samples) / Double(first.sampleRate)
+        let seek = SeekIndex(points: index.points, firstFrameOffset: stream.firstFrameOffset, audioEndOffset: audioEnd,
+                             encoderDelay: 0, encoderPadding: 0, durationSeconds: duration)
+        return TrackAnalysis(container: .adts, codec: "aac", sampleRate: first.sampleRate, channels: asc.channels,
+                             durationSeconds: duration,
+                             bitrate: Int((Double(audioBytes) * 8 / max(duration, 1e-9)).rounded()),
+                             frames: frames, firstFrameOffset: stream.firstFrameOffset, encoderDelay: 0, encoderPadding: 0,
+                             totalSamples: samples, tags: stream.tags.merged(with: trailing.id3v1), seekIndex: seek)
+    }
+
+    // MARK: WAV
+
+    static func analyzeWAV(_ source: some RandomAccessBytes, _ stream: ProbedStream) throws -> TrackAnalysis {
+        guard let wav = stream.wav else {
+            throw FormatError.invalid(component: "wav", reason: "no format chunk", offset: 0)
+        }
+        let format = wav.format
+        let dataStart = stream.firstFrameOffset
+        let available = max(0, source.size - dataStart)
+        let dataBytes = min(wav.dataSize ?? available, available)
+        let frames = dataBytes / max(1, format.blockAlign)
+        let duration = Double(frames) / Double(format.sampleRate)
+        var index = SeekIndexBuilder()
+        var t = 0.0
+        while t < duration {
+            let frame = Int((t * Double(format.sampleRate)).rounded(.down))
+            index.add(frameStart: Double(frame) / Double(format.sampleRate), byte: dataStart + frame * format.blockAlign)
+            t += index.interval
+        }
+        if index.points.isEmpty { index.add(frameStart: 0, byte: dataStart) }
+        let seek = SeekIndex(points: index.points, firstFrameOffset: dataStart, audioEndOffset: dataStart + frames * format.blockAlign,
+                             encoderDelay: 0, encoderPadding: 0, durationSeconds: duration)
+        return TrackAnalysis(container: .wav, codec: stream.codec, sampleRate: format.sampleRate, channels: format.channels,
+                             durationSeconds: duration, bitrate: format.sampleRate * format.blockAlign * 8, frames: frames,
+                             firstFrameOffset: dataStart, encoderDelay: 0, encoderPadding: 0, totalSamples: frames,
+                             tags: stream.tags, seekIndex: seek)
+    }
+}
+
+extension TrackAnalyzer {
+    // MARK: MP4
+
+    static func analyzeMP4(_ source: some RandomAccessBytes) throws -> TrackAnalysis {
+        // Walk top-level box headers with small reads until moov is found (it may follow mdat).
+        var offset = 0
+        var moovRange: Range<Int>?
+        var mdatStart: Int?
+        var fragmented = false
+        var boxes = 0
+        while offset < source.size, boxes < 10_000 {
+            boxes += 1
+            let head = try source.read(at: offset, count: 16)
+            guard let header = try MP4BoxHeader.parse(head[...], at: 0) else { break }
+            let size = header.size ?? (source.size - offset)
+            guard size <= source.size - offset else {
+                throw FormatError.invalid(component: "mp4", reason: "box '\(header.type)' overruns the file", offset: offset)
+            }
+            switch header.type {
+            case "moov": moovRange = offset..<(offset + size)
+            case "mdat": if mdatStart == nil { mdatStart = offset + header.headerSize }
+            case "moof": fragmented = true
+            default: break
+            }
+            offset += size
+        }
+        guard let moovRange else { throw FormatError.invalid(component: "mp4", reason: "no moov box", offset: 0) }
+        guard moovRange.count <= 256 * 1024 * 1024 else {
+            throw FormatError.unsupported(component: "mp4", reason: "moov of \(moovRange.count) bytes")
+        }
+        let moov = try source.read(at: moovRange.lowerBound, count: moovRange.count)
+        let movie = try MP4Movie.parse(moov: moov[...])
+        guard let track = movie.audio else { throw FormatError.notAudio(reason: "MP4 without an audio track") }
+        guard track.codec == "mp4a" else {
+            throw FormatError.unsupported(component: "mp4", reason: "audio codec '\(track.codec)'")
+        }
+        if fragmented || movie.isFragmented {
+            throw FormatError.unsupported(component: "mp4", reason: "fragmented MP4 (moof) is not analyzed yet")
+        }
+        let asc = try AudioSpecificConfig.parse(track.decoderSpecificInfo[...])
+        let scale = Double(asc.outputSampleRate) / Double(track.timescale)
+        // Priming and padding: iTunSMPB first, else the edit list, else none.
+        var delay = 0, padding = 0
+        let totalTicks = track.totalTicks
+        if let gapless = movie.gapless {
+            delay = gapless.encoderDelay
+            padding = gapless.encoderPadding
+        } else if let mediaTime = track.editMediaTime {
+            delay = Int((Double(mediaTime) * scale).rounded())
+            if let editDuration = track.editDuration, movie.movieTimescale > 0 {
+                let kept = Int((Double(editDuration) / Double(movie.movieTimescale) * Double(asc.outputSampleRate)).rounded())
+                padding = max(0, Int((Double(totalTicks) * scale).rounded()) - delay - kept)
+            }
+        }
+        var index = SeekIndexBuilder()
+        var time = 0
+        var bytes = 0
+        var sample = 0
+        for run in track.timeToSample {
+            // A lying stts count must not spin: never walk past the samples that exist.
+            for _ in 0..<max(0, min(run.count, track.sampleCount - sample)) {
+                if let location = track.sampleLocation(sample) {
+                    index.add(frameStart: Double(time) / Double(track.timescale), byte: location.offset)
+                    bytes += location.size
+                }
+                time += run.delta
+                sample += 1
+            }
+        }
+        let totalSamples = Int((Double(totalTicks) * scale).rounded())
+        let trimmed = max(0, totalSamples - delay - padding)
+        let duration = Double(trimmed) / Double(asc.outputSampleRate)
+        let untrimmed = Double(totalTicks) / Double(track.timescale)
+        let seek = SeekIndex(points: index.points, firstFrameOffset: track.sampleLocation(0)?.offset ?? (mdatStart ?? 0),
+                             audioEndOffset: source.size, encoderDelay: delay, encoderPadding: padding,
+                             durationSeconds: untrimmed)
+        return TrackAnalysis(container: .mp4, codec: "aac", sampleRate: asc.outputSampleRate, channels: asc.channels,
+                             durationSeconds: duration,
+                             bitrate: Int((Double(bytes) * 8 / max(untrimmed, 1e-9)).rounded()),
+                             frames: track.sampleCount, firstFrameOffset: seek.firstFrameOffset, encoderDelay: delay,
+                             encoderPadding: padding, totalSamples: totalSamples, tags: movie.tags, seekIndex: seek)
+    }
+}

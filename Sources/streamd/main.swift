@@ -1,2 +1,0 @@
-import StreamServer
-print("streamd: the server arrives with issue 4")

@@ -1,2 +1,0 @@
-import StreamClient
-print("streamplay")

@@ -1,0 +1,74 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Paths of the built products and the generated media, for end-to-end tests.
+enum TestPaths {
+    /// The folder holding the test binary, which is where SwiftPM puts the executables too.
+    static var binDir: URL {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var url = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        // Inside an .xctest bundle on some layouts the binary sits one level deeper.
+        while !FileManager.default.fileExists(atPath: url.appendingPathComponent("streamd").path), url.path != "/" {
+            url = url.deletingLastPathComponent()
+        }
+        return url
+    }
+
+    static var packageRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    /// The generated library; tests that need it fail clearly when it is missing.
+    static var media: URL {
+        if let dir = ProcessInfo.processInfo.environment["STREAM_MEDIA_DIR"] { return URL(fileURLWithPath: dir) }
+        return packageRoot.appendingPathComponent("media/out")
+    }
+
+    static func mediaFiles() -> [URL] {
+        guard let walker = FileManager.default.enumerator(at: media, includingPropertiesForKeys: [.isRegularFileKey]) else {
+            return []
+        }
+        return walker.compactMap { $0 as? URL }
+            .filter { (try? $0.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true }
+            .filter { !$0.lastPathComponent.hasPrefix(".") }
+            .sorted { $0.path < $1.path }
+    }
+}
+
+/// Runs a command to completion and returns its exit status, stdout and stderr.
+@discardableResult
+func runCommand(_ executable: String, _ arguments: [String], timeout: TimeInterval = 120) throws
+    -> (status: Int32, stdout: Data, stderr: Data) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    // Read both pipes concurrently so a chatty child cannot block on a full pipe.
+    nonisolated(unsafe) var outData = Data()
+    nonisolated(unsafe) var errData = Data()
+    let group = DispatchGroup()
+    group.enter()
+    DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    group.enter()
+    DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    if group.wait(timeout: .now() + timeout) == .timedOut {
+        process.terminate()
+        group.wait()
+    }
+    process.waitUntilExit()
+    return (process.terminationStatus, outData, errData)
+}
+
+/// Finds a command on the PATH.
+func which(_ name: String) -> String? {
+    for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+        let path = "\(dir)/\(name)"
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    return nil
+}
