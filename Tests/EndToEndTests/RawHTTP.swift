@@ -1,0 +1,197 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A running `streamd` on 127.0.0.1 with `--port 0`, stopped when the test ends.
+final class StreamdProcess {
+    let process = Process()
+    let port: Int
+    let stderrPipe = Pipe()
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    init(folder: URL, extraArguments: [String] = []) throws {
+        let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
+        process.executableURL = URL(fileURLWithPath: streamd)
+        process.arguments = [folder.path, "--host", "127.0.0.1", "--port", "0"] + extraArguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = stderrPipe
+        try process.run()
+        // The first stdout line names the port: "listening on http://127.0.0.1:PORT/".
+        var line = Data()
+        let handle = out.fileHandleForReading
+        let deadline = Date().addingTimeInterval(30)
+        while !line.contains(0x0A), Date() < deadline {
+            let byte = handle.readData(ofLength: 1)
+            if byte.isEmpty { break }
+            line.append(byte)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix("listening on http://127.0.0.1:"),
+              let portText = text.split(separator: ":").last?.split(separator: "/").first, let port = Int(portText) else {
+            process.terminate()
+            throw TestFailure("streamd did not report its port: '\(text)'")
+        }
+        self.port = port
+    }
+
+    /// Sends SIGTERM and waits for exit; returns the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        return process.terminationStatus
+    }
+
+    deinit { stop() }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// One HTTP response as received on the wire.
+struct RawResponse {
+    var status: Int
+    var headers: [(String, String)]
+    var body: [UInt8]
+    /// The body as sent (chunk framing included), for checking the framing itself.
+    var rawBody: [UInt8]
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+    }
+}
+
+/// A blocking loopback HTTP/1.1 client over a plain socket, for tests that need to see or
+/// send exactly what goes over the wire (chunk framing, hostile requests, pipelining).
+final class RawConnection {
+    let fd: Int32
+    private var buffer: [UInt8] = []
+
+    init(port: Int, timeout: Double = 10) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket failed") }
+        var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port)).bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            close(fd)
+            throw TestFailure("connect failed: errno \(errno)")
+        }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) throws {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw TestFailure("send failed: errno \(errno)") }
+            sent += n
+        }
+    }
+
+    /// Reads more bytes; false at EOF or timeout.
+    private func fill() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return false }
+        buffer += chunk[0..<n]
+        return true
+    }
+
+    /// True when the server has closed the connection (EOF) within the timeout.
+    func isClosedByPeer() -> Bool {
+        if !buffer.isEmpty { return false }
+        var chunk = [UInt8](repeating: 0, count: 1)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 1, 0) }
+        if n > 0 { buffer += chunk[0..<1] }
+        return n == 0
+    }
+
+    private func readLine() throws -> String {
+        while true {
+            if let nl = buffer.firstIndex(of: 0x0A) {
+                let line = buffer[..<nl]
+                buffer.removeFirst(nl + 1)
+                return String(decoding: line.last == 0x0D ? line.dropLast() : line, as: UTF8.self)
+            }
+            guard fill() else { throw TestFailure("connection ended while reading a line") }
+        }
+    }
+
+    private func readExactly(_ n: Int) throws -> [UInt8] {
+        while buffer.count < n {
+            guard fill() else { throw TestFailure("connection ended after \(buffer.count) of \(n) bytes") }
+        }
+        let out = Array(buffer[..<n])
+        buffer.removeFirst(n)
+        return out
+    }
+
+    /// Reads one response; `head` says no body follows (HEAD request, 304).
+    func readResponse(head: Bool = false) throws -> RawResponse {
+        let statusLine = try readLine()
+        let parts = statusLine.split(separator: " ")
+        guard parts.count >= 2, let status = Int(parts[1]) else { throw TestFailure("bad status line '\(statusLine)'") }
+        var headers: [(String, String)] = []
+        while true {
+            let line = try readLine()
+            if line.isEmpty { break }
+            guard let colon = line.firstIndex(of: ":") else { throw TestFailure("bad header '\(line)'") }
+            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+        }
+        var response = RawResponse(status: status, headers: headers, body: [], rawBody: [])
+        if head || status == 304 || status == 204 { return response }
+        if response.header("Transfer-Encoding")?.lowercased() == "chunked" {
+            while true {
+                let sizeLine = try readLine()
+                response.rawBody += Array((sizeLine + "\r\n").utf8)
+                guard let size = Int(sizeLine.split(separator: ";").first ?? "", radix: 16) else {
+                    throw TestFailure("bad chunk size '\(sizeLine)'")
+                }
+                if size == 0 {
+                    let trailer = try readLine()
+                    response.rawBody += Array((trailer + "\r\n").utf8)
+                    break
+                }
+                let data = try readExactly(size)
+                response.body += data
+                response.rawBody += data
+                let crlf = try readExactly(2)
+                response.rawBody += crlf
+                guard crlf == [0x0D, 0x0A] else { throw TestFailure("chunk not followed by CRLF") }
+            }
+        } else if let length = response.header("Content-Length").flatMap(Int.init) {
+            response.body = try readExactly(length)
+            response.rawBody = response.body
+        } else {
+            while fill() {}
+            response.body = buffer
+            response.rawBody = buffer
+            buffer.removeAll()
+        }
+        return response
+    }
+
+    /// Sends a GET (or another method) and reads the response.
+    func request(_ method: String = "GET", _ target: String, headers: [String: String] = [:]) throws -> RawResponse {
+        var text = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { text += "\(name): \(value)\r\n" }
+        try send(text + "\r\n")
+        return try readResponse(head: method == "HEAD")
+    }
+}
