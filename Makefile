@@ -30,7 +30,7 @@ test: deps media
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	STREAM_MEDIA_DIR=$(CURDIR)/$(MEDIA_DIR) $(SWIFT) test --skip-build $(BUILD_FLAGS)
 
-bench: deps media release
+bench: deps media media-long release
 	@bench/run.sh
 
 clean:

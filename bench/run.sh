@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# `make bench`: runs every benchmark under bench/; each prints ratios against a peer measured in the same run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+status=0
+for script in bench/*.sh; do
+  [ "$(basename "$script")" = run.sh ] && continue
+  echo "== $script"
+  bash "$script" || status=1
+  echo
+done
+exit $status
