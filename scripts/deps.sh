@@ -5,14 +5,18 @@ PACKAGES=(
   pkg-config libmpg123-dev libfaad-dev libasound2-dev libcurl4-openssl-dev   # build
   sox libsox-fmt-mp3 espeak-ng lame ffmpeg                                    # media/make-media.sh
   mpg123 python3-numpy curl bc                                                # reference clients and decoders for tests, bench
+  chromium chromium-driver fonts-dejavu-core                                  # the web page, tested in a real browser
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "deps: installing ${missing[*]}"
-SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# selenium drives the Debian chromium through chromium-driver in the web-page test.
+python3 -c 'import selenium' 2>/dev/null || python3 -m pip install -q selenium

@@ -8,6 +8,10 @@ final class StreamdProcess {
     let process = Process()
     let port: Int
     let stderrPipe = Pipe()
+    private let logBox = LockedData()
+
+    /// Everything streamd wrote to stderr so far (the access log).
+    var log: String { logBox.withLock { String(decoding: $0, as: UTF8.self) } }
     var baseURL: String { "http://127.0.0.1:\(port)" }
 
     init(folder: URL, extraArguments: [String] = []) throws {
@@ -17,6 +21,12 @@ final class StreamdProcess {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = stderrPipe
+        // Drain the access log as it comes, or a full pipe would block the server.
+        let log = self.logBox
+        stderrPipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            log.withLock { $0.append(data) }
+        }
         try process.run()
         // The first stdout line names the port: "listening on http://127.0.0.1:PORT/".
         var line = Data()
@@ -43,10 +53,24 @@ final class StreamdProcess {
             process.terminate()
             process.waitUntilExit()
         }
+        stderrPipe.fileHandleForReading.readabilityHandler = nil
         return process.terminationStatus
     }
 
     deinit { stop() }
+}
+
+/// Bytes shared between a pipe's reader thread and the test.
+final class LockedData: @unchecked Sendable {
+    // @unchecked: every access goes through the lock.
+    private let lock = NSLock()
+    private var data = Data()
+
+    func withLock<T>(_ body: (inout Data) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&data)
+    }
 }
 
 struct TestFailure: Error, CustomStringConvertible {
