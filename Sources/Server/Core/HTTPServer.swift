@@ -63,6 +63,7 @@ public final class HTTPServer: @unchecked Sendable {
     @discardableResult
     public func start() throws(ServerStartError) -> Int {
         signal(SIGPIPE, SIG_IGN)
+        Self.raiseDescriptorLimit(to: configuration.maxConnections + 256)
         let fd = try bindListener()
         listenFD = fd
         port = Self.boundPort(fd)
@@ -101,6 +102,18 @@ public final class HTTPServer: @unchecked Sendable {
         if listenFD >= 0 {
             close(listenFD)
             listenFD = -1
+        }
+    }
+
+    /// Raises the soft open-file limit toward `wanted` (bounded by the hard limit), as the
+    /// connection cap is useless if accept fails first with EMFILE.
+    static func raiseDescriptorLimit(to wanted: Int) {
+        var limit = rlimit()
+        guard getrlimit(RLIMIT_NOFILE, &limit) == 0 else { return }
+        let target = min(rlim_t(wanted), limit.rlim_max)
+        if limit.rlim_cur < target {
+            limit.rlim_cur = target
+            setrlimit(RLIMIT_NOFILE, &limit)
         }
     }
 
