@@ -109,11 +109,11 @@ public final class HTTPServer: @unchecked Sendable {
     /// connection cap is useless if accept fails first with EMFILE.
     static func raiseDescriptorLimit(to wanted: Int) {
         var limit = rlimit()
-        guard getrlimit(RLIMIT_NOFILE, &limit) == 0 else { return }
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
         let target = min(rlim_t(wanted), limit.rlim_max)
         if limit.rlim_cur < target {
             limit.rlim_cur = target
-            setrlimit(RLIMIT_NOFILE, &limit)
+            setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
         }
     }
 
