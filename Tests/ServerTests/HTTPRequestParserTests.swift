@@ -87,3 +87,15 @@ import Testing
         #expect(req.target == "/x")
     }
 }
+
+@Suite struct HTTPRequestParserEarlyRejectTests {
+    @Test(arguments: [[UInt8](repeating: 0, count: 100), [0x16, 0x03, 0x01, 0x02, 0x00], Array(" GET".utf8),
+                      Array("GET /\u{01}".utf8)])
+    func binaryJunk_isRefusedBeforeTheLineEnds(bytes: [UInt8]) {
+        #expect(throws: HTTPParseError.self) { try HTTPRequestParser().parse(bytes[...]) }
+    }
+
+    @Test func partialValidLine_waits() throws {
+        #expect(try HTTPRequestParser().parse(Array("GET /media/a%20b.mp3 HT".utf8)[...]) == nil)
+    }
+}

@@ -393,6 +393,14 @@ final class EventLoop: @unchecked Sendable {
         guard connections[connection.fd] === connection else { return }
         connections[connection.fd] = nil
         Epoll.remove(epfd, fd: connection.fd)
+        // Discard what the client already sent: closing with unread bytes makes the kernel
+        // send RST, which can destroy a response (a 400, a 408) still on its way.
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        for _ in 0..<16 {
+            let n = scratch.withUnsafeMutableBytes { recv(connection.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n <= 0 { break }
+        }
+        shutdown(connection.fd, Int32(SHUT_WR))
         close(connection.fd)
         connection.outgoing = nil
         openConnections.wrappingDecrement(ordering: .relaxed)

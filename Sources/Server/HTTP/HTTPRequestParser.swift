@@ -56,6 +56,7 @@ public struct HTTPRequestParser: Sendable {
             leading += 1
         }
         guard let lineEnd = findLineEnd(bytes, from: index, limit: limits.maxRequestLine) else {
+            try rejectEarly(bytes[index...])
             if bytes.endIndex - index > limits.maxRequestLine { throw .uriTooLong }
             return nil
         }
@@ -89,6 +90,21 @@ public struct HTTPRequestParser: Sendable {
         if request.header("Transfer-Encoding") != nil { throw .bodyNotAllowed }
         if minor == 1 && request.header("Host") == nil { throw .badRequest("missing Host header") }
         return (request, index - bytes.startIndex)
+    }
+
+    /// Refuses an incomplete request line that can already be seen to be wrong (binary
+    /// junk, a TLS handshake), instead of waiting for the head timeout.
+    private func rejectEarly(_ partial: ArraySlice<UInt8>) throws(HTTPParseError) {
+        var sawSpace = false
+        for (i, b) in partial.prefix(limits.maxRequestLine).enumerated() {
+            if b == 0x20 {
+                if i == 0 { throw .badRequest("request line starts with a space") }
+                sawSpace = true
+                continue
+            }
+            if !sawSpace && !Self.isTokenByte(b) { throw .badRequest("bad method") }
+            if sawSpace && (b < 0x20 || b == 0x7F) && b != 0x0D { throw .badRequest("control byte in request line") }
+        }
     }
 
     private struct LineEnd {
