@@ -13,7 +13,7 @@ public enum WebPage {
               <span class="artist">\(escape(a.tags.artist ?? ""))</span>
               <span class="album">\(escape(a.tags.album ?? ""))</span>
               <span class="duration">\(clock(a.durationSeconds))</span>
-              <span class="format">\(escape(a.codec)) · \(a.sampleRate / 1000) kHz · \(a.bitrate / 1000) kbit/s</span></div>
+              <span class="format">\(escape(a.codec)) · \(kilohertz(a.sampleRate)) kHz · \(a.bitrate / 1000) kbit/s</span></div>
               <audio id="track-\(i)" controls preload="metadata" src="\(escape(url))"></audio>
             </li>
 
@@ -50,6 +50,11 @@ public enum WebPage {
         </body></html>
 
         """
+    }
+
+    /// 44100 → "44.1", 48000 → "48".
+    static func kilohertz(_ rate: Int) -> String {
+        rate % 1000 == 0 ? String(rate / 1000) : JSONObjectWriter.number(Double(rate) / 1000, decimals: 2)
     }
 
     static func clock(_ seconds: Double) -> String {
