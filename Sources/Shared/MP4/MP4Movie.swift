@@ -1,371 +1,296 @@
-/// The first audio track of an MP4 movie, with the sample tables a player needs to decode and seek.
-public struct MP4AudioTrack: Sendable, Equatable {
-    public var trackID: Int
-    /// mdhd timescale (ticks per second) and duration in those ticks.
-    public var timescale: Int
-    public var duration: Int
-    /// The sample entry type: "mp4a", "alac", "Opus", ...
-    public var codec: String
-    /// From the esds DecoderConfigDescriptor (0x40 MPEG-4 audio, 0x69/0x6B MP3).
-    public var objectTypeIndication: Int?
-    public var channels: Int
-    public var sampleRate: Int
-    /// The AudioSpecificConfig bytes from esds (empty when absent).
-    public var decoderSpecificInfo: [UInt8]
-    public var avgBitrate: Int?
-    public var maxBitrate: Int?
-    /// stsz/stz2: one size for all samples, or one per sample.
-    public var constantSampleSize: Int
-    public var sampleSizes: [UInt32]
-    public var sampleCount: Int
-    /// stts runs: `count` samples of `delta` ticks each.
-    public var timeToSample: [Run]
-    /// stsc entries: from `firstChunk` (1-based) on, chunks hold `samplesPerChunk` samples.
-    public var sampleToChunk: [ChunkRun]
-    /// stco/co64 chunk offsets.
-    public var chunkOffsets: [Int]
-    /// elst: the first edit's media time (ticks), when there is one (-1 = empty edit).
-    public var editMediaTime: Int?
-    /// elst: the first non-empty edit's duration in movie-timescale ticks.
-    public var editDuration: Int?
-
-    /// A run of samples with the same duration.
-    public struct Run: Sendable, Equatable {
-        public var count: Int
-        public var delta: Int
-    }
-
-    /// A run of chunks with the same number of samples.
-    public struct ChunkRun: Sendable, Equatable {
-        public var firstChunk: Int
-        public var samplesPerChunk: Int
-    }
-
-    /// Size in bytes of sample `n` (0-based).
-    public func size(ofSample n: Int) -> Int? {
-        guard n >= 0, n < sampleCount else { return nil }
-        return constantSampleSize > 0 ? constantSampleSize : Int(sampleSizes[n])
-    }
-
-    /// Byte offset and size of sample `n` (0-based), from stsc, stco and stsz.
-    public func sampleLocation(_ n: Int) -> (offset: Int, size: Int)? {
-        guard let size = size(ofSample: n) else { return nil }
-        var sampleBase = 0          // first sample of the current stsc run
-        for (i, run) in sampleToChunk.enumerated() {
-            let nextFirst = i + 1 < sampleToChunk.count ? sampleToChunk[i + 1].firstChunk : chunkOffsets.count + 1
-            let chunks = nextFirst - run.firstChunk
-            guard run.samplesPerChunk > 0, chunks > 0 else { continue }
-            let samplesInRun = chunks * run.samplesPerChunk
-            if n < sampleBase + samplesInRun {
-                let chunk = run.firstChunk - 1 + (n - sampleBase) / run.samplesPerChunk
-                guard chunk >= 0, chunk < chunkOffsets.count else { return nil }
-                let firstInChunk = sampleBase + (n - sampleBase) / run.samplesPerChunk * run.samplesPerChunk
-                var offset = chunkOffsets[chunk]
-                for s in firstInChunk..<n { offset += self.size(ofSample: s) ?? 0 }
-                return (offset, size)
-            }
-            sampleBase += samplesInRun
-        }
-        return nil
-    }
-
-    /// Decode time of sample `n` in timescale ticks.
-    public func decodeTime(ofSample n: Int) -> Int? {
-        guard n >= 0, n <= sampleCount else { return nil }
-        var time = 0, seen = 0
-        for run in timeToSample {
-            if n < seen + run.count { return time + (n - seen) * run.delta }
-            time += run.count * run.delta
-            seen += run.count
-        }
-        return n == seen ? time : nil
-    }
-
-    /// Total of all sample durations, in ticks.
-    public var totalTicks: Int { timeToSample.reduce(0) { $0 + $1.count * $1.delta } }
-
-    /// The sample that contains time `seconds`.
-    public func sampleIndex(atSeconds seconds: Double) -> Int? {
-        guard timescale > 0, sampleCount > 0 else { return nil }
-        let target = Int(seconds * Double(timescale))
-        var time = 0, seen = 0
-        for run in timeToSample where run.count > 0 {
-            if run.delta > 0, target < time + run.count * run.delta {
-                return min(sampleCount - 1, seen + max(0, target - time) / run.delta)
-            }
-            time += run.count * run.delta
-            seen += run.count
-        }
-        return sampleCount - 1
-    }
-}
-
-/// What a `moov` box says about the movie: its audio track, tags and gapless information.
+/// What a `moov` box says about the movie: its first audio track, tags and gapless information.
 public struct MP4Movie: Sendable, Equatable {
+    /// mvhd timescale and duration (in those ticks).
     public var movieTimescale: Int
+    public var movieDuration: Int
+    /// The first 'soun' track; nil when the movie has none.
     public var audio: MP4AudioTrack?
+    /// moov/udta/meta/ilst (or moov/meta/ilst): ©nam, ©ART, ©alb, trkn, covr.
     public var tags: TrackTags
-    /// From iTunSMPB, when present.
+    /// Encoder delay and padding, and where they came from (see `GaplessSource` for the units).
     public var gapless: GaplessInfo?
-    /// True when `mvex` is present: samples live in moof fragments.
+    public var gaplessSource: GaplessSource?
+    /// True when `mvex` is present: samples live in moof fragments, not in the moov sample tables.
     public var isFragmented: Bool
+
+    /// Where `gapless` was read from.
+    public enum GaplessSource: Sendable, Equatable {
+        /// The iTunSMPB comment: counts of output PCM samples.
+        case iTunSMPB
+        /// The edit list: media-timescale ticks, which for AAC is normally the output sample rate.
+        case editList
+    }
+
+    public init(movieTimescale: Int = 0, movieDuration: Int = 0, audio: MP4AudioTrack? = nil, tags: TrackTags = TrackTags(),
+                gapless: GaplessInfo? = nil, gaplessSource: GaplessSource? = nil, isFragmented: Bool = false) {
+        self.movieTimescale = movieTimescale
+        self.movieDuration = movieDuration
+        self.audio = audio
+        self.tags = tags
+        self.gapless = gapless
+        self.gaplessSource = gaplessSource
+        self.isFragmented = isFragmented
+    }
 
     static let component = "mp4"
 
     /// Parses a whole moov box; `moov` starts at the box header.
+    ///
+    /// Throws `truncated` only when the moov box itself is not all there (more bytes would help);
+    /// a box or table inside it that reads past its end is `invalid`.
     public static func parse(moov: ArraySlice<UInt8>) throws -> MP4Movie {
-        let bytes = moov.startIndex == 0 ? moov : ArraySlice(Array(moov))
-        guard let header = try MP4BoxHeader.parse(bytes, at: 0), header.type == "moov" else {
-            throw FormatError.invalid(component: component, reason: "not a moov box", offset: 0)
+        let root = try MP4Box.root(moov, component: component)
+        guard root.type == "moov" else {
+            throw FormatError.invalid(component: component, reason: "expected a moov box, found '\(root.type)'", offset: 0)
         }
-        let size = header.size ?? bytes.count
-        guard size <= bytes.count else {
-            throw FormatError.truncated(component: component, offset: bytes.count, needed: size - bytes.count)
+        do {
+            return try parseContents(root)
+        } catch let error as FormatError {
+            // Every byte of moov is present, so a read past the end of an inner box means a field lies.
+            if case let .truncated(component, offset, needed) = error {
+                throw FormatError.invalid(component: component,
+                                          reason: "a box's contents end early (needed \(needed) more bytes)", offset: offset)
+            }
+            throw error
         }
-        var movie = MP4Movie(movieTimescale: 0, audio: nil, tags: TrackTags(), gapless: nil, isFragmented: false)
-        var children = MP4BoxIterator(bytes[header.headerSize..<size])
-        while let (child, payload) = try children.next() {
+    }
+
+    private static func parseContents(_ moov: MP4Box) throws -> MP4Movie {
+        var movie = MP4Movie()
+        var smpb: GaplessInfo?
+        // mvhd comes first in every real file, but the edit list needs its timescale: read it up front.
+        if let mvhd = try moov.child("mvhd") {
+            var (version, _, r) = try mvhd.fullBox()
+            try r.skip(version == 1 ? 16 : 8)                        // creation and modification times
+            movie.movieTimescale = Int(try r.readU32BE())
+            movie.movieDuration = version == 1 ? try int64(&r, in: mvhd) : Int(try r.readU32BE())
+        }
+        var children = try moov.children()
+        while let child = try children.next() {
             switch child.type {
-            case "mvhd":
-                var r = ByteReader(payload, component: component)
-                let version = try r.readU8()
-                try r.skip(3 + (version == 1 ? 16 : 8))
-                movie.movieTimescale = Int(try r.readU32BE())
             case "trak":
-                if movie.audio == nil, let track = try parseTrack(payload) { movie.audio = track }
+                if movie.audio == nil {
+                    movie.audio = try parseTrack(child, movieTimescale: movie.movieTimescale)
+                }
             case "mvex":
                 movie.isFragmented = true
             case "udta":
-                try parseUserData(payload, into: &movie)
-            default: break
+                if let meta = try child.child("meta") {
+                    let parsed = try MP4Meta.parse(meta)
+                    movie.tags = movie.tags.merged(with: parsed.tags)
+                    smpb = smpb ?? parsed.gapless
+                }
+            case "meta":
+                let parsed = try MP4Meta.parse(child)
+                movie.tags = movie.tags.merged(with: parsed.tags)
+                smpb = smpb ?? parsed.gapless
+            default:
+                break
             }
+        }
+        if let smpb {
+            movie.gapless = smpb
+            movie.gaplessSource = .iTunSMPB
+        } else if let audio = movie.audio, let fromEdits = gaplessFromEditList(audio) {
+            movie.gapless = fromEdits
+            movie.gaplessSource = .editList
         }
         return movie
     }
 
-    private static func parseTrack(_ trak: ArraySlice<UInt8>) throws -> MP4AudioTrack? {
-        guard let mdia = try MP4BoxIterator.first("mdia", in: trak) else { return nil }
-        guard let hdlr = try MP4BoxIterator.first("hdlr", in: mdia) else { return nil }
-        var h = ByteReader(hdlr, component: component)
-        try h.skip(8)
-        guard try h.readFourCC() == "soun" else { return nil }
-        var track = MP4AudioTrack(trackID: 0, timescale: 0, duration: 0, codec: "", objectTypeIndication: nil, channels: 0,
-                                  sampleRate: 0, decoderSpecificInfo: [], avgBitrate: nil, maxBitrate: nil,
-                                  constantSampleSize: 0, sampleSizes: [], sampleCount: 0, timeToSample: [],
-                                  sampleToChunk: [], chunkOffsets: [], editMediaTime: nil, editDuration: nil)
-        if let tkhd = try MP4BoxIterator.first("tkhd", in: trak) {
-            var r = ByteReader(tkhd, component: component)
-            let version = try r.readU8()
-            try r.skip(3 + (version == 1 ? 16 : 8))
+    /// The trim an edit list implies: the first non-empty edit's media time is the priming
+    /// (encoder delay); what the samples hold beyond the edit's end is the padding. Only a
+    /// plain edit at normal rate says this; anything fancier is left to the caller.
+    static func gaplessFromEditList(_ track: MP4AudioTrack) -> GaplessInfo? {
+        guard let edit = track.firstMediaEdit, edit.rate == 1, edit.mediaTime >= 0 else { return nil }
+        let total = track.totalTicks
+        var padding = 0
+        if edit.segmentDuration > 0, track.movieTimescale > 0, track.timescale > 0 {
+            let kept = Double(edit.segmentDuration) / Double(track.movieTimescale) * Double(track.timescale)
+            guard kept.isFinite, kept < 0x1p62 else { return nil }
+            padding = max(0, total - edit.mediaTime - Int(kept.rounded()))
+        }
+        return GaplessInfo(encoderDelay: edit.mediaTime, encoderPadding: padding)
+    }
+
+    /// Reads a 64-bit field that the format says is unsigned but that must fit an `Int`.
+    static func int64(_ r: inout ByteReader, in box: MP4Box) throws -> Int {
+        let v = try r.readU64BE()
+        guard v <= UInt64(Int.max) else { throw box.invalid("64-bit value \(v) is too large") }
+        return Int(v)
+    }
+
+    /// An audio track, or nil for any other kind (video, text, hint).
+    private static func parseTrack(_ trak: MP4Box, movieTimescale: Int) throws -> MP4AudioTrack? {
+        guard let mdia = try trak.child("mdia"), let hdlr = try mdia.child("hdlr") else { return nil }
+        var (_, _, h) = try hdlr.fullBox()
+        try h.skip(4)                                                // pre_defined
+        guard MP4BoxHeader.fourCC(try h.readBytes(4)) == "soun" else { return nil }
+
+        var track = MP4AudioTrack(movieTimescale: movieTimescale)
+        if let tkhd = try trak.child("tkhd") {
+            var (version, _, r) = try tkhd.fullBox()
+            try r.skip(version == 1 ? 16 : 8)
             track.trackID = Int(try r.readU32BE())
         }
-        if let edts = try MP4BoxIterator.first("edts", in: trak), let elst = try MP4BoxIterator.first("elst", in: edts) {
-            var r = ByteReader(elst, component: component)
-            let version = try r.readU8()
-            try r.skip(3)
-            let entries = Int(try r.readU32BE())
-            let entrySize = version == 1 ? 20 : 12
-            try checkCount(entries, entrySize: entrySize, available: r.remaining, box: "elst")
-            for _ in 0..<entries {
-                let duration = version == 1 ? Int(clamping: try r.readU64BE()) : Int(try r.readU32BE())
-                let mediaTime = version == 1 ? Int(Int64(bitPattern: try r.readU64BE())) : Int(Int32(bitPattern: try r.readU32BE()))
-                try r.skip(4)
-                if mediaTime >= 0 {
-                    track.editMediaTime = mediaTime
-                    track.editDuration = duration
-                    break
-                }
-            }
+        if let edts = try trak.child("edts"), let elst = try edts.child("elst") {
+            track.editList = try parseEditList(elst)
         }
-        guard let mdhd = try MP4BoxIterator.first("mdhd", in: mdia) else {
-            throw FormatError.invalid(component: component, reason: "audio track without mdhd", offset: 0)
-        }
-        var m = ByteReader(mdhd, component: component)
-        let version = try m.readU8()
-        try m.skip(3 + (version == 1 ? 16 : 8))
+        guard let mdhd = try mdia.child("mdhd") else { throw trak.invalid("audio track without mdhd") }
+        var (version, _, m) = try mdhd.fullBox()
+        try m.skip(version == 1 ? 16 : 8)
         track.timescale = Int(try m.readU32BE())
-        track.duration = version == 1 ? Int(clamping: try m.readU64BE()) : Int(try m.readU32BE())
-        guard track.timescale > 0 else {
-            throw FormatError.invalid(component: component, reason: "mdhd timescale 0", offset: 0)
+        track.duration = version == 1 ? try int64(&m, in: mdhd) : Int(try m.readU32BE())
+        guard track.timescale > 0 else { throw mdhd.invalid("timescale 0") }
+
+        guard let minf = try mdia.child("minf"), let stbl = try minf.child("stbl") else {
+            throw trak.invalid("audio track without a sample table")
         }
-        guard let minf = try MP4BoxIterator.first("minf", in: mdia),
-              let stbl = try MP4BoxIterator.first("stbl", in: minf) else {
-            throw FormatError.invalid(component: component, reason: "audio track without sample table", offset: 0)
-        }
-        var boxes = MP4BoxIterator(stbl)
-        while let (box, payload) = try boxes.next() {
-            var r = ByteReader(payload, component: component)
-            switch box.type {
-            case "stsd": try parseSampleDescription(payload, into: &track)
-            case "stts":
-                try r.skip(4)
-                let entries = Int(try r.readU32BE())
-                try checkCount(entries, entrySize: 8, available: r.remaining, box: "stts")
-                track.timeToSample.reserveCapacity(entries)
-                for _ in 0..<entries {
-                    track.timeToSample.append(.init(count: Int(try r.readU32BE()), delta: Int(try r.readU32BE())))
-                }
-            case "stsc":
-                try r.skip(4)
-                let entries = Int(try r.readU32BE())
-                try checkCount(entries, entrySize: 12, available: r.remaining, box: "stsc")
-                track.sampleToChunk.reserveCapacity(entries)
-                for _ in 0..<entries {
-                    let first = Int(try r.readU32BE())
-                    let perChunk = Int(try r.readU32BE())
-                    try r.skip(4)
-                    track.sampleToChunk.append(.init(firstChunk: first, samplesPerChunk: perChunk))
-                }
-            case "stsz":
-                try r.skip(4)
-                track.constantSampleSize = Int(try r.readU32BE())
-                track.sampleCount = Int(try r.readU32BE())
-                if track.constantSampleSize == 0 {
-                    try checkCount(track.sampleCount, entrySize: 4, available: r.remaining, box: "stsz")
-                    track.sampleSizes.reserveCapacity(track.sampleCount)
-                    for _ in 0..<track.sampleCount { track.sampleSizes.append(try r.readU32BE()) }
-                }
-            case "stz2":
-                try r.skip(4 + 3)
-                let fieldSize = Int(try r.readU8())
-                track.sampleCount = Int(try r.readU32BE())
-                guard [4, 8, 16].contains(fieldSize) else {
-                    throw FormatError.invalid(component: component, reason: "stz2 field size \(fieldSize)", offset: 0)
-                }
-                let needed = (track.sampleCount * fieldSize + 7) / 8
-                guard track.sampleCount <= r.remaining * 2, needed <= r.remaining else {
-                    throw FormatError.invalid(component: component,
-                                              reason: "stz2 sample count \(track.sampleCount) exceeds box size", offset: 0)
-                }
-                var bits = BitReader(try r.readBytes(needed), component: component)
-                track.sampleSizes.reserveCapacity(track.sampleCount)
-                for _ in 0..<track.sampleCount { track.sampleSizes.append(try bits.read(fieldSize)) }
-            case "stco", "co64":
-                try r.skip(4)
-                let entries = Int(try r.readU32BE())
-                let wide = box.type == "co64"
-                try checkCount(entries, entrySize: wide ? 8 : 4, available: r.remaining, box: box.type)
-                track.chunkOffsets.reserveCapacity(entries)
-                for _ in 0..<entries {
-                    track.chunkOffsets.append(wide ? Int(clamping: try r.readU64BE()) : Int(try r.readU32BE()))
-                }
-            default: break
-            }
-        }
+        try parseSampleTable(stbl, into: &track)
         return track
     }
 
-    /// Refuses a table whose entry count does not fit in the bytes present (a lying count
-    /// must not lead to a huge allocation).
-    static func checkCount(_ count: Int, entrySize: Int, available: Int, box: String) throws {
-        guard count >= 0, count <= available / entrySize else {
-            throw FormatError.invalid(component: component, reason: "\(box) entry count \(count) exceeds box size", offset: 0)
+    static func parseEditList(_ elst: MP4Box) throws -> [MP4AudioTrack.Edit] {
+        var (version, _, r) = try elst.fullBox()
+        let count = Int(try r.readU32BE())
+        let wide = version == 1
+        try elst.checkCount(count, entrySize: wide ? 20 : 12, available: r.remaining)
+        var edits: [MP4AudioTrack.Edit] = []
+        edits.reserveCapacity(count)
+        for _ in 0..<count {
+            let duration = wide ? try int64(&r, in: elst) : Int(try r.readU32BE())
+            let mediaTime = wide ? Int(Int64(bitPattern: try r.readU64BE())) : Int(Int32(bitPattern: try r.readU32BE()))
+            let rateInteger = Int16(bitPattern: try r.readU16BE())
+            let rateFraction = try r.readU16BE()
+            guard mediaTime >= -1 else { throw elst.invalid("media time \(mediaTime)") }
+            edits.append(.init(segmentDuration: duration, mediaTime: mediaTime,
+                               rate: Double(rateInteger) + Double(rateFraction) / 65536))
         }
+        return edits
     }
 
-    private static func parseSampleDescription(_ stsd: ArraySlice<UInt8>, into track: inout MP4AudioTrack) throws {
-        var r = ByteReader(stsd, component: component)
-        try r.skip(4)
-        guard try r.readU32BE() >= 1 else { return }
-        var entries = MP4BoxIterator(r.rest)
-        guard let (entry, payload) = try entries.next() else { return }
-        track.codec = entry.type
-        var e = ByteReader(payload, component: component)
-        try e.skip(6 + 2)                  // reserved, data reference index
-        let version = try e.readU16BE()    // QuickTime sound description version
-        try e.skip(6)
-        track.channels = Int(try e.readU16BE())
-        try e.skip(2 + 4)                  // sample size, pre-defined, reserved
-        track.sampleRate = Int(try e.readU32BE() >> 16)
-        switch version {
-        case 1: try e.skip(16)
-        case 2: try e.skip(36)
-        default: break
-        }
-        var children = MP4BoxIterator(e.rest)
-        while let (child, childPayload) = try children.next() {
-            if child.type == "esds" { try parseESDS(childPayload, into: &track) }
-        }
-    }
-
-    /// esds: ES_Descriptor (tag 3) → DecoderConfigDescriptor (tag 4) → DecoderSpecificInfo (tag 5).
-    private static func parseESDS(_ esds: ArraySlice<UInt8>, into track: inout MP4AudioTrack) throws {
-        var r = ByteReader(esds, component: component)
-        try r.skip(4)
-        func descriptor(_ r: inout ByteReader) throws -> (tag: UInt8, body: ByteReader) {
-            let tag = try r.readU8()
-            var length = 0
-            for _ in 0..<4 {
-                let b = try r.readU8()
-                length = length << 7 | Int(b & 0x7F)
-                if b & 0x80 == 0 { break }
-            }
-            return (tag, try r.subReader(length))
-        }
-        var (tag, es) = try descriptor(&r)
-        guard tag == 3 else { return }
-        try es.skip(2)
-        let flags = try es.readU8()
-        if flags & 0x80 != 0 { try es.skip(2) }                       // dependsOn_ES_ID
-        if flags & 0x40 != 0 { try es.skip(Int(try es.readU8())) }    // URL
-        if flags & 0x20 != 0 { try es.skip(2) }                       // OCR_ES_ID
-        while es.remaining > 2 {
-            var config: ByteReader
-            (tag, config) = try descriptor(&es)
-            guard tag == 4 else { continue }
-            track.objectTypeIndication = Int(try config.readU8())
-            try config.skip(1 + 3)                                    // stream type, buffer size
-            track.maxBitrate = Int(try config.readU32BE())
-            track.avgBitrate = Int(try config.readU32BE())
-            while config.remaining > 2 {
-                let (innerTag, info) = try descriptor(&config)
-                if innerTag == 5 { track.decoderSpecificInfo = Array(info.rest) }
-            }
-            return
-        }
-    }
-
-    /// udta/meta/ilst: iTunes tags and the iTunSMPB gapless comment.
-    private static func parseUserData(_ udta: ArraySlice<UInt8>, into movie: inout MP4Movie) throws {
-        guard var meta = try MP4BoxIterator.first("meta", in: udta) else { return }
-        // ISO meta is a full box (4 bytes of version/flags); QuickTime's is not. Tell them apart
-        // by whether a box header follows directly.
-        let startsWithBox = (try? MP4BoxHeader.parse(meta, at: 0))??.type == "hdlr"
-        if !startsWithBox { meta = meta.dropFirst(4) }
-        guard let ilst = try MP4BoxIterator.first("ilst", in: meta) else { return }
-        var items = MP4BoxIterator(ilst)
-        while let (item, payload) = try items.next() {
-            var name: String?
-            var value: ArraySlice<UInt8>?
-            var parts = MP4BoxIterator(payload)
-            while let (part, partPayload) = try parts.next() {
-                switch part.type {
-                case "name" where partPayload.count >= 4: name = String(decoding: partPayload.dropFirst(4), as: UTF8.self)
-                case "data" where partPayload.count >= 8: value = partPayload.dropFirst(8)
-                default: break
+    private static func parseSampleTable(_ stbl: MP4Box, into track: inout MP4AudioTrack) throws {
+        var sawSizes = false
+        var boxes = try stbl.children()
+        while let box = try boxes.next() {
+            switch box.type {
+            case "stsd":
+                guard let entry = try MP4SampleEntry.parseFirst(stsd: box) else { continue }
+                track.codec = entry.codec
+                track.channels = entry.channels
+                track.sampleRate = entry.sampleRate
+                track.bitsPerSample = entry.bitsPerSample
+                if let esds = entry.esds {
+                    track.objectTypeIndication = esds.objectTypeIndication
+                    track.streamType = esds.streamType
+                    track.bufferSize = esds.bufferSize
+                    track.maxBitrate = esds.maxBitrate
+                    track.avgBitrate = esds.avgBitrate
+                    track.decoderSpecificInfo = esds.decoderSpecificInfo
+                } else {
+                    track.decoderSpecificInfo = entry.codecConfig
                 }
-            }
-            guard let value else { continue }
-            let text = String(decoding: value, as: UTF8.self)
-            switch item.type {
-            case "?nam": movie.tags.title = movie.tags.title ?? text
-            case "?ART": movie.tags.artist = movie.tags.artist ?? text
-            case "?alb": movie.tags.album = movie.tags.album ?? text
-            case "trkn" where value.count >= 4:
-                let b = Array(value)
-                movie.tags.track = String(Int(b[2]) << 8 | Int(b[3]))
-            case "covr": movie.tags.coverArtBytes = value.count
-            case "----" where name == "iTunSMPB": movie.gapless = parseITunSMPB(text)
-            default: break
+            case "stts":
+                track.timeToSample = try parseTimeToSample(box)
+            case "stsc":
+                track.sampleToChunk = try parseSampleToChunk(box)
+            case "stsz", "stz2":
+                guard !sawSizes else { throw box.invalid("second sample size table") }
+                sawSizes = true
+                (track.sampleCount, track.sampleSizes) = try box.type == "stsz" ? parseSampleSizes(box)
+                    : parseCompactSampleSizes(box)
+            case "stco", "co64":
+                track.chunkOffsets = try parseChunkOffsets(box)
+            default:
+                break
             }
         }
     }
 
-    /// " 00000000 00000840 000003C0 0000000000F34A00 …": delay and padding are fields 2 and 3 (hex).
-    static func parseITunSMPB(_ text: String) -> GaplessInfo? {
-        let fields = text.split(separator: " ")
-        guard fields.count >= 3, let delay = Int(fields[1], radix: 16), let padding = Int(fields[2], radix: 16),
-              delay >= 0, padding >= 0 else { return nil }
-        return GaplessInfo(encoderDelay: delay, encoderPadding: padding)
+    static func parseTimeToSample(_ box: MP4Box) throws -> [MP4AudioTrack.TimeToSample] {
+        var (_, _, r) = try box.fullBox()
+        let count = Int(try r.readU32BE())
+        try box.checkCount(count, entrySize: 8, available: r.remaining)
+        var runs: [MP4AudioTrack.TimeToSample] = []
+        runs.reserveCapacity(count)
+        var total = 0
+        for _ in 0..<count {
+            let run = MP4AudioTrack.TimeToSample(count: Int(try r.readU32BE()), delta: Int(try r.readU32BE()))
+            // Refusing a total that overflows here keeps every later time computation exact.
+            let (ticks, o1) = run.count.multipliedReportingOverflow(by: run.delta)
+            let (sum, o2) = total.addingReportingOverflow(ticks)
+            guard !o1, !o2 else { throw box.invalid("total duration overflows") }
+            total = sum
+            runs.append(run)
+        }
+        return runs
+    }
+
+    static func parseSampleToChunk(_ box: MP4Box) throws -> [MP4AudioTrack.SampleToChunk] {
+        var (_, _, r) = try box.fullBox()
+        let count = Int(try r.readU32BE())
+        try box.checkCount(count, entrySize: 12, available: r.remaining)
+        var runs: [MP4AudioTrack.SampleToChunk] = []
+        runs.reserveCapacity(count)
+        for _ in 0..<count {
+            let run = MP4AudioTrack.SampleToChunk(firstChunk: Int(try r.readU32BE()), samplesPerChunk: Int(try r.readU32BE()),
+                                                  sampleDescriptionIndex: Int(try r.readU32BE()))
+            // Chunk runs must start at 1 and go up, or no sample can be found.
+            guard run.firstChunk >= 1, run.firstChunk > (runs.last?.firstChunk ?? 0) else {
+                throw box.invalid("first chunk \(run.firstChunk) out of order")
+            }
+            runs.append(run)
+        }
+        return runs
+    }
+
+    static func parseSampleSizes(_ box: MP4Box) throws -> (Int, MP4AudioTrack.SampleSizes) {
+        var (_, _, r) = try box.fullBox()
+        let constant = Int(try r.readU32BE())
+        let count = Int(try r.readU32BE())
+        if constant != 0 { return (count, .constant(constant)) }
+        try box.checkCount(count, entrySize: 4, available: r.remaining)
+        var sizes: [UInt32] = []
+        sizes.reserveCapacity(count)
+        for _ in 0..<count { sizes.append(try r.readU32BE()) }
+        return (count, .table(sizes))
+    }
+
+    /// stz2: sizes packed in 4-, 8- or 16-bit fields (4-bit: high nibble first).
+    static func parseCompactSampleSizes(_ box: MP4Box) throws -> (Int, MP4AudioTrack.SampleSizes) {
+        var (_, _, r) = try box.fullBox()
+        try r.skip(3)                                                // reserved
+        let fieldSize = Int(try r.readU8())
+        let count = Int(try r.readU32BE())
+        guard [4, 8, 16].contains(fieldSize) else { throw box.invalid("field size \(fieldSize)") }
+        // Two 4-bit entries share a byte: compare in half-bytes so no product can overflow.
+        guard count <= r.remaining * 8 / fieldSize else {
+            throw box.invalid("entry count \(count) exceeds box size")
+        }
+        let bytes = try r.readBytes((count * fieldSize + 7) / 8)
+        var sizes: [UInt32] = []
+        sizes.reserveCapacity(count)
+        let s = bytes.startIndex
+        for i in 0..<count {
+            switch fieldSize {
+            case 4: sizes.append(UInt32(i % 2 == 0 ? bytes[s + i / 2] >> 4 : bytes[s + i / 2] & 0x0F))
+            case 8: sizes.append(UInt32(bytes[s + i]))
+            default: sizes.append(UInt32(bytes[s + 2 * i]) << 8 | UInt32(bytes[s + 2 * i + 1]))
+            }
+        }
+        return (count, .table(sizes))
+    }
+
+    static func parseChunkOffsets(_ box: MP4Box) throws -> [Int] {
+        var (_, _, r) = try box.fullBox()
+        let count = Int(try r.readU32BE())
+        let wide = box.type == "co64"
+        try box.checkCount(count, entrySize: wide ? 8 : 4, available: r.remaining)
+        var offsets: [Int] = []
+        offsets.reserveCapacity(count)
+        for _ in 0..<count {
+            offsets.append(wide ? try int64(&r, in: box) : Int(try r.readU32BE()))
+        }
+        return offsets
     }
 }
