@@ -25,6 +25,8 @@ let package = Package(
         .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
                        providers: [.apt(["libasound2-dev"])]),
 
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
         // Linux headers (epoll, eventfd, sendfile) that the Glibc module does not expose.
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
 
@@ -34,7 +36,7 @@ let package = Package(
                                .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Server"),
         .target(name: "StreamClient",
-                dependencies: ["StreamShared", "CMPG123", "CFAAD", "CALSA",
+                dependencies: ["StreamShared", "CMPG123", "CFAAD", "CALSA", "CCurl",
                                .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Client"),
         .executableTarget(name: "streamd",

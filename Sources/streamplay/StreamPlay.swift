@@ -1,9 +1,7 @@
 import ArgumentParser
+import Foundation
 import StreamClient
 import StreamShared
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// streamplay: plays (and describes) an audio stream.
 @main
@@ -17,32 +15,112 @@ struct StreamPlay: ParsableCommand {
 
     @Flag(help: "Print what the track is (container, codec, duration, tags) as one JSON object and exit.")
     var info = false
+
+    @Option(help: "alsa[:DEVICE], wav:PATH or null.")
+    var output: String = "alsa"
+
+    @Option(help: "Start position in seconds.")
+    var start: Double = 0
+
+    @Option(help: "Play at most this many seconds.")
+    var duration: Double?
+
+    @Option(help: "Volume, 0...2.")
+    var volume: Float = 1
+
+    @Option(help: "Throttle buffer size in bytes.")
+    var bufferBytes: Int = 1 << 20
+
+    @Flag(help: "Pace wav: and null outputs to real time.")
+    var realtime = false
+
+    @Flag(help: "Print a JSON object of playback statistics as the last stdout line.")
+    var stats = false
+
+    @Flag(help: "Component-tagged diagnostics on stderr.")
+    var verbose = false
+
+    @Option(help: "Give up after this many seconds without receiving data.")
+    var retryFor: Double = 30
+
+    @Option(help: "Treat a transfer that stalls this many seconds as dropped and reconnect.")
+    var stallTimeout: Double = 10
 }
 
 extension StreamPlay {
+    func validate() throws {
+        guard (0...2).contains(volume) else { throw ValidationError("--volume must be within 0...2") }
+        guard start >= 0 else { throw ValidationError("--start must not be negative") }
+        if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
+        guard bufferBytes >= 65_536 else { throw ValidationError("--buffer-bytes must be at least 65536") }
+    }
+
     func run() throws {
-        guard info else {
-            fail("streamplay: player: playback is not built yet (it arrives with the client pipeline); use --info", code: 2)
+        if info { return try printInfo() }
+        let sink: AudioOutput
+        if output == "null" {
+            sink = NullOutput()
+        } else if output.hasPrefix("wav:") {
+            sink = WAVFileOutput(path: String(output.dropFirst(4)))
+        } else if output == "alsa" || output.hasPrefix("alsa:") {
+            sink = ALSAOutput(device: output.hasPrefix("alsa:") ? String(output.dropFirst(5)) : "default")
+        } else {
+            throw ValidationError("--output must be alsa[:DEVICE], wav:PATH or null")
         }
-        if source.contains("://") {
-            fail("streamplay: source: --info reads local files only for now (\(source))", code: 2)
+        var options = PlayerOptions()
+        options.start = start
+        options.duration = duration
+        options.volume = volume
+        options.bufferBytes = bufferBytes
+        options.realtime = realtime
+        options.http.retryFor = retryFor
+        options.http.stallTimeout = stallTimeout
+        var log: (@Sendable (String) -> Void)?
+        if verbose {
+            log = { message in Self.stderrLine("streamplay: " + message) }
         }
+        let player: Player
         do {
-            let analysis = try TrackInfo.analyze(path: source)
-            print(TrackInfo.json(analysis))
-        } catch let error as FileError {
-            fail("streamplay: \(error)", code: 1)
-        } catch let error as FormatError {
-            fail("streamplay: \(error)", code: 1)
+            player = try Player(url: source, output: sink, options: options, log: log)
         } catch {
-            fail("streamplay: \(error)", code: 1)
+            Self.fail("streamplay: \(error)", code: 1)
+        }
+        let terminal = TerminalUI(player: player, enabled: isatty(0) == 1 && isatty(1) == 1 && sink.isRealtime)
+        terminal.start()
+        let outcome = Result { () throws(PlaybackError) -> PlayerStats in try player.run() }
+        terminal.stop()
+        switch outcome {
+        case .success(let result):
+            if stats { print(result.json) }
+        case .failure(let error):
+            if stats, let partial = player.lastStats { print(partial.json) }
+            Self.fail("streamplay: \(error.message)", code: error.exitCode)
         }
     }
 
+    private func printInfo() throws {
+        do {
+            let analysis: TrackAnalysis
+            if source.contains("://") {
+                analysis = try TrackInfo.analyze(url: source)
+            } else {
+                analysis = try TrackInfo.analyze(path: source)
+            }
+            print(TrackInfo.json(analysis))
+        } catch let error as SourceError {
+            Self.fail("streamplay: \(error)", code: error.exitCode)
+        } catch {
+            Self.fail("streamplay: \(error)", code: 1)
+        }
+    }
+
+    static func stderrLine(_ message: String) {
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+    }
+
     /// Prints one line on stderr and exits with the documented status.
-    private func fail(_ message: String, code: Int32) -> Never {
-        var line = message + "\n"
-        line.withUTF8 { buffer in _ = Glibc.write(2, buffer.baseAddress, buffer.count) }
-        Glibc.exit(code)
+    static func fail(_ message: String, code: Int32) -> Never {
+        stderrLine(message)
+        Foundation.exit(code)
     }
 }

@@ -7,6 +7,11 @@ public enum TrackInfo {
         try TrackAnalyzer.analyze(LocalFile(path: path))
     }
 
+    /// Analyzes a track over HTTP, reading it through Range requests.
+    public static func analyze(url: String) throws -> TrackAnalysis {
+        try TrackAnalyzer.analyze(HTTPBytes(source: HTTPSource(url: url)))
+    }
+
     /// The `--info` JSON object, fields in the documented order.
     public static func json(_ a: TrackAnalysis) -> String {
         var w = JSONObjectWriter()
@@ -30,5 +35,36 @@ public enum TrackInfo {
             w.addRaw("notes", "[" + a.notes.map(JSONObjectWriter.quote).joined(separator: ",") + "]")
         }
         return w.text
+    }
+}
+
+/// Random access to an HTTP resource through Range requests, in 1 MiB blocks with a
+/// one-block cache (the analyzer reads mostly in order).
+final class HTTPBytes: RandomAccessBytes {
+    private let source: HTTPSource
+    let size: Int
+    private var cachedStart = -1
+    private var cached: [UInt8] = []
+    static let block = 1 << 20
+
+    init(source: HTTPSource) throws {
+        self.source = source
+        // A one-byte range tells the size (Content-Range: bytes 0-0/SIZE).
+        size = try source.resourceSize()
+    }
+
+    func read(at offset: Int, count: Int) throws -> [UInt8] {
+        guard offset >= 0, offset < size, count > 0 else { return [] }
+        if count > Self.block { return try source.readRange(offset..<min(size, offset + count)) }
+        let start = offset / Self.block * Self.block
+        if start != cachedStart {
+            cached = try source.readRange(start..<min(size, start + Self.block))
+            cachedStart = start
+        }
+        var out = Array(cached[min(cached.count, offset - start)..<min(cached.count, offset - start + count)])
+        if out.count < count && offset + out.count < size {
+            out += try read(at: offset + out.count, count: count - out.count)
+        }
+        return out
     }
 }

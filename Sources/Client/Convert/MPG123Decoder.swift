@@ -1,0 +1,93 @@
+internal import CMPG123
+import StreamShared
+
+/// Errors from libmpg123.
+public struct DecoderError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public var description: String { "converter: \(message)" }
+}
+
+/// libmpg123 through its feed API, wrapped once: whole MPEG frames in, 16-bit PCM out.
+///
+/// mpg123's own gapless handling is off: the pipeline trims encoder delay and padding
+/// itself, so that playing from the start and after a seek use the same arithmetic.
+final class MPG123Decoder {
+    private var handle: OpaquePointer?
+    private(set) var format: AudioFormat?
+
+    private static let initialized: Bool = mpg123_init() == MPG123_OK.rawValue
+
+    init() throws {
+        guard Self.initialized else { throw DecoderError(message: "mpg123_init failed") }
+        var error: Int32 = 0
+        guard let h = mpg123_new(nil, &error) else {
+            throw DecoderError(message: "mpg123_new: \(String(cString: mpg123_plain_strerror(error)))")
+        }
+        handle = h
+        mpg123_param2(h, Int32(MPG123_REMOVE_FLAGS.rawValue), Int(MPG123_GAPLESS.rawValue), 0)
+        mpg123_param2(h, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue), 0)
+        // Native rates and channel counts, always signed 16-bit (what `mpg123 -w` writes).
+        mpg123_format_none(h)
+        var rates: UnsafePointer<Int>?
+        var count = 0
+        mpg123_rates(&rates, &count)
+        if let rates {
+            for i in 0..<count {
+                mpg123_format(h, rates[i], Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue), Int32(MPG123_ENC_SIGNED_16.rawValue))
+            }
+        }
+        try reopen()
+    }
+
+    deinit {
+        if let handle {
+            mpg123_close(handle)
+            mpg123_delete(handle)
+        }
+    }
+
+    /// Starts a fresh stream (after a seek): forgets buffered bytes and the bit reservoir.
+    func reopen() throws {
+        guard let handle else { return }
+        mpg123_close(handle)
+        guard mpg123_open_feed(handle) == MPG123_OK.rawValue else {
+            throw DecoderError(message: "mpg123_open_feed: \(String(cString: mpg123_strerror(handle)))")
+        }
+    }
+
+    /// Decodes one whole frame; `body` receives the 16-bit interleaved samples it produced.
+    func decode(frame: ArraySlice<UInt8>, _ body: (UnsafeBufferPointer<Int16>, AudioFormat) -> Void) throws {
+        guard let handle else { return }
+        let fed = frame.withUnsafeBytes { raw -> Int32 in
+            guard let base = raw.baseAddress else { return MPG123_OK.rawValue }
+            return mpg123_feed(handle, base.assumingMemoryBound(to: UInt8.self), raw.count)
+        }
+        guard fed == MPG123_OK.rawValue else {
+            throw DecoderError(message: "mpg123_feed: \(String(cString: mpg123_strerror(handle)))")
+        }
+        while true {
+            var number: off_t = 0
+            var audio: UnsafeMutablePointer<UInt8>?
+            var bytes = 0
+            let result = mpg123_decode_frame(handle, &number, &audio, &bytes)
+            if result == MPG123_NEW_FORMAT.rawValue {
+                var rate = 0
+                var channels: Int32 = 0
+                var encoding: Int32 = 0
+                mpg123_getformat(handle, &rate, &channels, &encoding)
+                format = AudioFormat(sampleRate: rate, channels: Int(channels))
+                continue
+            }
+            if result == MPG123_NEED_MORE.rawValue { return }
+            guard result == MPG123_OK.rawValue else {
+                // A damaged frame: mpg123 resyncs on the next one; nothing to output here.
+                if result == MPG123_ERR.rawValue { return }
+                return
+            }
+            guard let audio, let format, bytes > 0 else { continue }
+            audio.withMemoryRebound(to: Int16.self, capacity: bytes / 2) { samples in
+                body(UnsafeBufferPointer(start: samples, count: bytes / 2), format)
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import StreamShared
+
+/// Why an output failed.
+public struct OutputError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public var description: String { "output: \(message)" }
+}
+
+/// Where PCM goes: a sound card, a WAV file, or nowhere.
+public protocol AudioOutput: AnyObject {
+    /// Paced by a device clock (ALSA) rather than as fast as possible.
+    var isRealtime: Bool { get }
+    func open(_ format: AudioFormat) throws
+    /// Writes interleaved samples (blocking as the device needs).
+    func write(_ samples: UnsafeBufferPointer<Float>) throws
+    /// Finishes: drains a device, completes a file's header.
+    func close() throws
+}
+
+/// Float → signed 16-bit with rounding and clipping; exact for samples that came from 16 bits.
+@inline(__always)
+func int16Sample(_ x: Float) -> Int16 {
+    let scaled = (x * 32768).rounded()
+    return Int16(max(-32768, min(32767, scaled)))
+}
+
+/// Discards audio (for benchmarks and decode-only runs).
+public final class NullOutput: AudioOutput {
+    public private(set) var frames = 0
+    private var channels = 1
+    public init() {}
+    public var isRealtime: Bool { false }
+    public func open(_ format: AudioFormat) throws { channels = format.channels }
+    public func write(_ samples: UnsafeBufferPointer<Float>) throws { frames += samples.count / channels }
+    public func close() throws {}
+}
+
+/// A 16-bit PCM WAV file. The header is rewritten every second and at the end, so a file
+/// cut short by a crash or Ctrl-C is still valid up to its last second.
+public final class WAVFileOutput: AudioOutput {
+    public let path: String
+    private var handle: FileHandle?
+    private var format: AudioFormat?
+    private var dataBytes = 0
+    private var bytesSinceHeader = 0
+    private var scratch: [UInt8] = []
+
+    public init(path: String) { self.path = path }
+    public var isRealtime: Bool { false }
+
+    public func open(_ format: AudioFormat) throws {
+        if let existing = self.format {
+            guard existing == format else {
+                throw OutputError(message: "WAV output cannot change format mid-file (\(existing) → \(format))")
+            }
+            return
+        }
+        guard FileManager.default.createFile(atPath: path, contents: nil), let h = FileHandle(forWritingAtPath: path) else {
+            throw OutputError(message: "cannot create \(path)")
+        }
+        handle = h
+        self.format = format
+        try h.write(contentsOf: header(dataBytes: 0))
+    }
+
+    private func header(dataBytes: Int) -> [UInt8] {
+        guard let format else { return [] }
+        func le32(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24 & 0xFF)] }
+        func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
+        let blockAlign = format.channels * 2
+        return Array("RIFF".utf8) + le32(36 + dataBytes) + Array("WAVE".utf8) + Array("fmt ".utf8) + le32(16) + le16(1)
+            + le16(format.channels) + le32(format.sampleRate) + le32(format.sampleRate * blockAlign) + le16(blockAlign)
+            + le16(16) + Array("data".utf8) + le32(dataBytes)
+    }
+
+    public func write(_ samples: UnsafeBufferPointer<Float>) throws {
+        guard let handle, let format else { throw OutputError(message: "WAV output used before open") }
+        scratch.removeAll(keepingCapacity: true)
+        scratch.reserveCapacity(samples.count * 2)
+        for x in samples {
+            let v = UInt16(bitPattern: int16Sample(x))
+            scratch.append(UInt8(v & 0xFF))
+            scratch.append(UInt8(v >> 8))
+        }
+        try handle.write(contentsOf: scratch)
+        dataBytes += scratch.count
+        bytesSinceHeader += scratch.count
+        if bytesSinceHeader >= format.sampleRate * format.channels * 2 {
+            try rewriteHeader()
+        }
+    }
+
+    private func rewriteHeader() throws {
+        guard let handle else { return }
+        bytesSinceHeader = 0
+        let end = try handle.offset()
+        try handle.seek(toOffset: 0)
+        try handle.write(contentsOf: header(dataBytes: dataBytes))
+        try handle.seek(toOffset: end)
+    }
+
+    public func close() throws {
+        guard let handle else { return }
+        try rewriteHeader()
+        try handle.close()
+        self.handle = nil
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import StreamShared
+
+/// The output thread: drains the ring into the output, paced by the device (or by the clock
+/// with `--realtime`), counting underruns. Fades 20 ms out on pause and in on resume.
+final class OutputLoop: @unchecked Sendable {
+    // @unchecked: the counters below are written by the output thread and read by the
+    // decode thread only after `finish()` has joined it.
+    private let output: AudioOutput
+    private let ring: SPSCRing
+    private let realtime: Bool
+    private let started: DispatchTime
+    private let isPaused: @Sendable () -> Bool
+    private var thread: Thread?
+    private let done = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var format: AudioFormat?
+    private var producerFinished = false
+    private var flushRequested = false
+    private(set) var framesWritten = 0
+    private(set) var firstAudioMs: Double?
+    private(set) var underruns = 0
+    private(set) var error: Error?
+
+    init(output: AudioOutput, ring: SPSCRing, realtime: Bool, started: DispatchTime, isPaused: @escaping @Sendable () -> Bool) {
+        self.output = output
+        self.ring = ring
+        self.realtime = realtime
+        self.started = started
+        self.isPaused = isPaused
+    }
+
+    /// Called by the decode thread when the format is known (first time starts the thread).
+    func start(format: AudioFormat) throws {
+        try output.open(format)
+        lock.withLock { self.format = format }
+        guard thread == nil else { return }
+        let t = Thread { [self] in run() }
+        t.name = "streamplay-output"
+        thread = t
+        t.start()
+    }
+
+    /// The decode thread has pushed its last samples: drain, close, and join.
+    func finish() {
+        lock.withLock { producerFinished = true }
+        if thread != nil { done.wait() }
+        do { try output.close() } catch { if self.error == nil { self.error = error } }
+    }
+
+    /// Drops queued audio (a seek); the ring's consumer side is reset from this thread only
+    /// by the output thread, so ask it.
+    func flush() { lock.withLock { flushRequested = true } }
+
+    private func run() {
+        defer { done.signal() }
+        guard let format = lock.withLock({ format }) else { return }
+        let chunkFrames = 1024
+        var chunk = [Float](repeating: 0, count: chunkFrames * format.channels)
+        var fade = Gain(volume: 1)
+        fade.sampleRate = format.sampleRate
+        var wasPaused = false
+        var clockStart: DispatchTime?
+        var clockFrames = 0
+        var starving = false
+        while true {
+            if lock.withLock({ flushRequested }) {
+                ring.discardAll()
+                lock.withLock { flushRequested = false }
+            }
+            let paused = isPaused()
+            if paused {
+                if !wasPaused { wasPaused = true }
+                Thread.sleep(forTimeInterval: 0.01)
+                clockStart = nil
+                continue
+            }
+            let n = chunk.withUnsafeMutableBufferPointer { ring.read(into: $0) }
+            if n == 0 {
+                if lock.withLock({ producerFinished }) && ring.availableToRead == 0 { return }
+                // One underrun per starvation episode of a real-time output.
+                if realtime && framesWritten > 0 && !starving && !lock.withLock({ producerFinished }) {
+                    underruns += 1
+                    starving = true
+                }
+                Thread.sleep(forTimeInterval: 0.002)
+                continue
+            }
+            starving = false
+            var samples = Array(chunk[0..<n])
+            if wasPaused {
+                // Resume with a 20 ms fade-in so there is no click.
+                wasPaused = false
+                fade.jump(to: 0)
+                fade.set(1)
+            }
+            fade.process(&samples, channels: format.channels)
+            do {
+                try samples.withUnsafeBufferPointer { try output.write($0) }
+            } catch {
+                self.error = error
+                return
+            }
+            if firstAudioMs == nil {
+                firstAudioMs = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6
+            }
+            framesWritten += n / format.channels
+            if realtime && !output.isRealtime {
+                // --realtime on a file or null output: keep to the sample clock.
+                if clockStart == nil { clockStart = .now(); clockFrames = 0 }
+                clockFrames += n / format.channels
+                let due = Double(clockFrames) / Double(format.sampleRate)
+                let elapsed = Double(DispatchTime.now().uptimeNanoseconds - (clockStart?.uptimeNanoseconds ?? 0)) / 1e9
+                if due > elapsed { Thread.sleep(forTimeInterval: due - elapsed) }
+            }
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import StreamShared
+
+extension Player {
+    /// A frame-exact seek table: (frame index, byte offset) pairs in order.
+    typealias FrameTable = [(frame: Int, byte: Int)]
+
+    /// Frame index and byte offset of an exact frame start at or before `frame`.
+    /// Uses, in order: streamd's `/api/index` (exact), a local scan for files (exact),
+    /// then the Xing TOC or CBR arithmetic (approximate, refined to the next frame sync).
+    func locateFrame(atOrBefore frame: Int, facts: MP3Facts) throws -> (frame: Int, byte: Int) {
+        if frameTable == nil { frameTable = loadFrameTable(facts) }
+        if let table = frameTable, !table.isEmpty {
+            var best = table[0]
+            for entry in table where entry.frame <= frame { best = entry }
+            return best
+        }
+        let spf = facts.header.samplesPerFrame
+        if let toc = facts.stream.vbrHeader?.xingTOC, let total = facts.totalFrames, total > 0,
+           let bytes = facts.stream.vbrHeader?.byteCount {
+            let percent = min(99, max(0, frame * 100 / total))
+            let byte = facts.audioStart + Int(toc[percent]) * bytes / 256
+            return (percent * total / 100, byte)
+        }
+        let frameBytes = Double(spf / 8 * facts.header.bitrate) / Double(facts.header.sampleRate)
+        return (frame, facts.audioStart + Int(Double(frame) * frameBytes))
+    }
+
+    private func loadFrameTable(_ facts: MP3Facts) -> FrameTable? {
+        let spf = Double(facts.header.samplesPerFrame)
+        let rate = Double(facts.header.sampleRate)
+        func table(_ points: [SeekPoint]) -> FrameTable {
+            points.map { (Int(($0.t * rate / spf).rounded()), $0.byte) }
+        }
+        if !url.contains("://") {
+            guard let file = try? LocalFile(path: url), let analysis = try? TrackAnalyzer.analyze(file) else { return nil }
+            return table(analysis.seekIndex.points)
+        }
+        // streamd publishes /api/index/<path> beside /media/<path>.
+        guard let range = url.range(of: "/media/") else { return nil }
+        let indexURL = url.replacingCharacters(in: range, with: "/api/index/")
+            .split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
+        guard let body = try? HTTPSource(url: indexURL, options: options.http).fetch(limit: 16 << 20),
+              let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+              let points = object["points"] as? [[String: Any]] else {
+            log("parser", "no seek index at \(indexURL); seeking by \(facts.stream.vbrHeader?.xingTOC != nil ? "Xing TOC" : "CBR arithmetic")")
+            return nil
+        }
+        log("parser", "seek index from \(indexURL): \(points.count) points")
+        return table(points.compactMap { p in
+            guard let t = p["t"] as? Double, let byte = p["byte"] as? Int else { return nil }
+            return SeekPoint(t: t, byte: byte)
+        })
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import StreamShared
+
+/// Plays one track through the pipeline: Source → Throttle → Parser → Converter → DSP → Output,
+/// on three threads (network, decode, output) joined by the throttle and a lock-free ring.
+public final class Player: @unchecked Sendable {
+    // @unchecked: the decode state is touched only by the decode thread; commands from other
+    // threads go through `commands` (a lock) and atomics-backed rings.
+    public let events: AsyncStream<PlayerEvent>
+    let continuation: AsyncStream<PlayerEvent>.Continuation
+    public let url: String
+    public let options: PlayerOptions
+    private let source: ByteSource
+    private let output: AudioOutput
+    let throttle: Throttle
+    let control = SourceControl()
+    private let log: (@Sendable (String) -> Void)?
+    let commands = NSLock()
+    var pendingSeek: Double?
+    var pendingVolume: Float?
+    private var paused = false
+    var stopRequested = false
+    var statsStorage = PlayerStats()
+    private(set) public var state: PlayerState = .idle
+    var position: Double = 0
+    /// Milliseconds after start when the initial seek (`--start`) was issued.
+    var seekStartedMs: Double?
+    /// The first bytes, kept between probing and decoding.
+    var probePrefix: [UInt8] = []
+    /// Exact frame starts, loaded on the first seek.
+    var frameTable: FrameTable?
+    var duration: Double?
+
+    public init(url: String, output: AudioOutput, options: PlayerOptions = PlayerOptions(),
+                log: (@Sendable (String) -> Void)? = nil) throws {
+        (events, continuation) = AsyncStream.makeStream(of: PlayerEvent.self, bufferingPolicy: .bufferingNewest(256))
+        self.url = url
+        self.options = options
+        self.output = output
+        self.log = log
+        throttle = Throttle(capacity: max(64 * 1024, options.bufferBytes))
+        if url.contains("://") {
+            let http = HTTPSource(url: url, options: options.http)
+            http.log = log
+            source = http
+        } else {
+            source = try FileSource(path: url)
+        }
+    }
+
+    // MARK: Commands (any thread)
+
+    public func togglePause() { commands.withLock { paused.toggle() } }
+    public func seek(to seconds: Double) { commands.withLock { pendingSeek = max(0, seconds) } }
+    public func seek(by seconds: Double) { commands.withLock { pendingSeek = max(0, (pendingSeek ?? position) + seconds) } }
+    public func setVolume(_ volume: Float) { commands.withLock { pendingVolume = min(2, max(0, volume)) } }
+    public func stop() { commands.withLock { stopRequested = true } }
+    public var isPaused: Bool { commands.withLock { paused } }
+    public var volume: Float { commands.withLock { pendingVolume ?? options.volume } }
+    /// Position and duration in seconds, for a status line.
+    public var progress: (position: Double, duration: Double?) { commands.withLock { (position, duration) } }
+    public var bufferFill: Int { throttle.fill }
+    public var bufferCapacity: Int { throttle.capacity }
+
+    func setState(_ new: PlayerState) {
+        commands.withLock { state = new }
+        continuation.yield(.state(new))
+    }
+
+    // MARK: Running
+
+    /// Plays to the end (or `stop()`), blocking the calling thread; returns the stats.
+    public func run() throws(PlaybackError) -> PlayerStats {
+        let started = DispatchTime.now()
+        setState(.buffering)
+        throttle.reset(to: 0)
+        let network = Thread { [source, throttle, control] in source.run(into: throttle, from: 0, control: control) }
+        network.name = "streamplay-network"
+        network.start()
+        let ring = SPSCRing(capacity: 1 << 16)
+        let outputLoop = OutputLoop(output: output, ring: ring, realtime: options.realtime || output.isRealtime,
+                                    started: started, isPaused: { [weak self] in self?.isPaused ?? false })
+        var failure: PlaybackError?
+        do {
+            try decode(into: ring, outputLoop: outputLoop, started: started)
+        } catch let error as PlaybackError {
+            failure = error
+        } catch {
+            failure = PlaybackError(message: "\(error)", exitCode: 1)
+        }
+        outputLoop.finish()
+        control.stop()
+        if let error = outputLoop.error, failure == nil {
+            failure = PlaybackError(message: "\(error)", exitCode: 1)
+        }
+        var stats = commands.withLock { statsStorage }
+        stats.framesOut = outputLoop.framesWritten
+        stats.ttfaMs = outputLoop.firstAudioMs
+        if let first = outputLoop.firstAudioMs, let seekStarted = commands.withLock({ seekStartedMs }) {
+            stats.seekMs = first - seekStarted
+        }
+        stats.underruns = outputLoop.underruns + ((output as? ALSAOutput)?.underruns ?? 0)
+        stats.reconnects = control.reconnects
+        stats.bytesDownloaded = control.bytesDownloaded
+        stats.peakBufferBytes = throttle.peakFill
+        if let failure {
+            setState(.failed)
+            continuation.yield(.error(failure.message))
+            continuation.finish()
+            lastStats = stats
+            throw failure
+        }
+        setState(.ended)
+        continuation.finish()
+        return stats
+    }
+
+    /// Stats of a run that threw.
+    public private(set) var lastStats: PlayerStats?
+
+    func log(_ component: String, _ message: @autoclosure () -> String) {
+        log?("\(component): \(message())")
+    }
+}

@@ -1,0 +1,75 @@
+import StreamShared
+
+/// Where a player is in its life.
+public enum PlayerState: String, Sendable {
+    case idle, buffering, playing, paused, seeking, ended, failed
+}
+
+/// What a player reports while it runs (consume `Player.events`).
+public enum PlayerEvent: Sendable {
+    case state(PlayerState)
+    /// Position and duration in seconds (duration nil when unknown).
+    case progress(position: Double, duration: Double?)
+    /// Throttle fill in bytes and its capacity.
+    case buffer(fill: Int, capacity: Int)
+    case format(AudioFormat, codec: String)
+    case metadata(TrackTags)
+    case error(String)
+}
+
+/// How to play.
+public struct PlayerOptions: Sendable {
+    /// Start position in seconds.
+    public var start: Double = 0
+    /// Play at most this many seconds.
+    public var duration: Double?
+    /// 0...2.
+    public var volume: Float = 1
+    public var bufferBytes = 1 << 20
+    /// Pace file and null outputs to real time.
+    public var realtime = false
+    public var http = HTTPSourceOptions()
+    public init() {}
+}
+
+/// Counters for `--stats`.
+public struct PlayerStats: Sendable {
+    public var ttfaMs: Double?
+    public var framesOut = 0
+    public var sampleRate = 0
+    public var channels = 0
+    public var durationSeconds: Double?
+    public var underruns = 0
+    public var reconnects = 0
+    public var bytesDownloaded = 0
+    public var peakBufferBytes = 0
+    public var seekMs: Double?
+    public var codec = ""
+    public var container = ""
+
+    /// The one-line JSON object `--stats` prints (fields in DESIGN.md order).
+    public var json: String {
+        var w = JSONObjectWriter()
+        w.add("ttfa_ms", ttfaMs, decimals: 3)
+        w.add("frames_out", framesOut)
+        w.add("sample_rate", sampleRate)
+        w.add("channels", channels)
+        w.add("duration_s", durationSeconds)
+        w.add("underruns", underruns)
+        w.add("reconnects", reconnects)
+        w.add("bytes_downloaded", bytesDownloaded)
+        w.add("peak_buffer_bytes", peakBufferBytes)
+        w.add("seek_ms", seekMs, decimals: 3)
+        w.add("codec", codec)
+        w.add("container", container)
+        return w.text
+    }
+}
+
+/// Why playback failed, with the exit status DESIGN.md gives it.
+public struct PlaybackError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    /// 1 bad input or unsupported format, 3 network.
+    public var exitCode: Int32
+    public var description: String { message }
+}

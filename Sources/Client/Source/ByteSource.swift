@@ -1,0 +1,97 @@
+import Foundation
+
+/// Why a source failed; the message names the component and the cause.
+public enum SourceError: Error, CustomStringConvertible, Sendable {
+    /// The server answered with an error status.
+    case httpStatus(Int, url: String)
+    /// The connection could not be made or kept, after retrying for the allowed time.
+    case network(String)
+    /// The file changed on the server while it was being read (ETag differs).
+    case changed(url: String)
+    /// A local file could not be read.
+    case file(String)
+
+    public var description: String {
+        switch self {
+        case let .httpStatus(status, url): return "source: HTTP \(status) for \(url)"
+        case let .network(why): return "source: \(why)"
+        case let .changed(url): return "source: \(url) changed on the server while playing"
+        case let .file(why): return "source: \(why)"
+        }
+    }
+
+    /// Exit status per DESIGN.md: 3 for network failures, 1 for bad input.
+    public var exitCode: Int32 {
+        switch self {
+        case .file: return 1
+        default: return 3
+        }
+    }
+}
+
+/// Commands from the player to a running source (seek, stop), and counters it keeps.
+public final class SourceControl: @unchecked Sendable {
+    // @unchecked: all fields guarded by `condition`.
+    private let condition = NSCondition()
+    private var seekTarget: Int?
+    private var stopped = false
+    private var _reconnects = 0
+    private var _bytesDownloaded = 0
+    private var _totalSize: Int?
+
+    public init() {}
+
+    /// Asks the source to drop its transfer and continue from `offset`.
+    public func seek(to offset: Int) {
+        condition.withLock {
+            seekTarget = offset
+            condition.broadcast()
+        }
+    }
+
+    public func stop() {
+        condition.withLock {
+            stopped = true
+            condition.broadcast()
+        }
+    }
+
+    public var isStopped: Bool { condition.withLock { stopped } }
+
+    /// Takes a pending seek, if any.
+    func takeSeek() -> Int? {
+        condition.withLock {
+            defer { seekTarget = nil }
+            return seekTarget
+        }
+    }
+
+    var hasSeek: Bool { condition.withLock { seekTarget != nil } }
+
+    /// Waits until a seek or stop arrives, or the timeout passes.
+    func waitForCommand(timeout: TimeInterval) {
+        condition.withLock {
+            if seekTarget == nil && !stopped { _ = condition.wait(until: Date(timeIntervalSinceNow: timeout)) }
+        }
+    }
+
+    func countReconnect() { condition.withLock { _reconnects += 1 } }
+    func countBytes(_ n: Int) { condition.withLock { _bytesDownloaded += n } }
+    func setTotalSize(_ size: Int?) { condition.withLock { if let size { _totalSize = size } } }
+
+    public var reconnects: Int { condition.withLock { _reconnects } }
+    public var bytesDownloaded: Int { condition.withLock { _bytesDownloaded } }
+    /// The whole resource's size, once a response has told it.
+    public var totalSize: Int? { condition.withLock { _totalSize } }
+}
+
+/// Where bytes come from: HTTP or a local file, behind one interface.
+public protocol ByteSource: AnyObject, Sendable {
+    /// Shown in logs and errors.
+    var name: String { get }
+    /// Runs on the network thread until stopped: fills `throttle` from `offset`, follows
+    /// seeks from `control`, and marks the end (or a failure) on the throttle.
+    func run(into throttle: Throttle, from offset: Int, control: SourceControl)
+    /// Reads a byte range directly (for probing the tail, e.g. ID3v1 or an MP4 moov at the end).
+    func readRange(_ range: Range<Int>) throws -> [UInt8]
+}

@@ -1,0 +1,361 @@
+internal import CCurl
+import Foundation
+
+/// Settings of the HTTP source.
+public struct HTTPSourceOptions: Sendable {
+    /// Give up after this long without receiving a byte (across reconnects).
+    public var retryFor: TimeInterval = 30
+    /// A transfer that moves no byte for this long is treated as dropped.
+    public var stallTimeout: TimeInterval = 10
+    public var connectTimeout: TimeInterval = 10
+    public var userAgent = "streamplay/0.1"
+    public init() {}
+}
+
+/// An HTTP(S) resource read through libcurl, resuming with `Range` after drops and stalls.
+///
+/// The only type that imports CCurl: curl handles and callbacks stay inside.
+public final class HTTPSource: ByteSource, @unchecked Sendable {
+    // @unchecked: `etag` and `log` are touched only by the network thread that runs the source.
+    public let name: String
+    public let options: HTTPSourceOptions
+    private var etag: String?
+    /// Component-tagged diagnostics (`--verbose`).
+    public var log: (@Sendable (String) -> Void)?
+
+    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+    public init(url: String, options: HTTPSourceOptions = HTTPSourceOptions()) {
+        _ = Self.globalInit
+        self.name = url
+        self.options = options
+    }
+
+    /// What one response told us, filled by the header callback.
+    final class Transfer {
+        let throttle: Throttle
+        let control: SourceControl
+        let generation: Int
+        let requestedOffset: Int
+        let sentIfRange: Bool
+        var status = 0
+        var etag: String?
+        var contentRangeTotal: Int?
+        var contentLength: Int?
+        var validated = false
+        var skipRemaining = 0
+        var received = 0
+        var paused = false
+        var failure: SourceError?
+        var fatal = false
+
+        init(throttle: Throttle, control: SourceControl, generation: Int, offset: Int, sentIfRange: Bool) {
+            self.throttle = throttle
+            self.control = control
+            self.generation = generation
+            self.requestedOffset = offset
+            self.sentIfRange = sentIfRange
+        }
+    }
+
+    private static let writeCallback: ccurl_data_callback = { data, size, count, userdata in
+        guard let userdata, let data else { return 0 }
+        let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+        let length = size * count
+        return transfer.accept(UnsafeRawBufferPointer(start: data, count: length))
+    }
+
+    private static let headerCallback: ccurl_data_callback = { data, size, count, userdata in
+        guard let userdata, let data else { return 0 }
+        let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+        let length = size * count
+        let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        transfer.header(line)
+        return length
+    }
+
+    public func readRange(_ range: Range<Int>) throws -> [UInt8] {
+        guard let easy = curl_easy_init() else { throw SourceError.network("curl_easy_init failed") }
+        defer { curl_easy_cleanup(easy) }
+        let collector = RangeCollector(limit: range.count)
+        configure(easy, rangeFrom: range.lowerBound, to: range.upperBound - 1, ifRange: nil)
+        let box = Unmanaged.passRetained(collector)
+        defer { box.release() }
+        ccurl_setopt_callback(easy, CURLOPT_WRITEFUNCTION, { data, size, count, userdata in
+            guard let userdata, let data else { return 0 }
+            let c = Unmanaged<RangeCollector>.fromOpaque(userdata).takeUnretainedValue()
+            let room = max(0, c.limit - c.bytes.count)
+            c.bytes.append(contentsOf: UnsafeRawBufferPointer(start: data, count: min(room, size * count)))
+            return size * count
+        })
+        ccurl_setopt_pointer(easy, CURLOPT_WRITEDATA, box.toOpaque())
+        let code = curl_easy_perform(easy)
+        var status = 0
+        ccurl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        guard code == CURLE_OK || code == CURLE_WRITE_ERROR else {
+            throw SourceError.network("\(name): \(String(cString: curl_easy_strerror(code)))")
+        }
+        guard status == 206 || status == 200 else { throw SourceError.httpStatus(status, url: name) }
+        if status == 200 && range.lowerBound > 0 {
+            throw SourceError.network("\(name): server ignores Range requests")
+        }
+        return collector.bytes
+    }
+
+    /// A multi handle passed to the throttle's wake-up closure.
+    struct MultiHandle: @unchecked Sendable {
+        // @unchecked: only curl_multi_wakeup, which libcurl documents as thread-safe, uses it.
+        let raw: UnsafeMutableRawPointer
+    }
+
+    /// The resource's size, from a one-byte Range request.
+    public func resourceSize() throws -> Int {
+        guard let easy = curl_easy_init() else { throw SourceError.network("curl_easy_init failed") }
+        defer { curl_easy_cleanup(easy) }
+        let transfer = Transfer(throttle: Throttle(capacity: 65_536), control: SourceControl(), generation: 0, offset: 0,
+                                sentIfRange: false)
+        let box = Unmanaged.passRetained(transfer)
+        defer { box.release() }
+        configure(easy, rangeFrom: 0, to: 0, ifRange: nil)
+        ccurl_setopt_callback(easy, CURLOPT_HEADERFUNCTION, Self.headerCallback)
+        ccurl_setopt_pointer(easy, CURLOPT_HEADERDATA, box.toOpaque())
+        ccurl_setopt_callback(easy, CURLOPT_WRITEFUNCTION, { _, size, count, _ in size * count })
+        let code = curl_easy_perform(easy)
+        guard code == CURLE_OK else { throw SourceError.network("\(name): \(String(cString: curl_easy_strerror(code)))") }
+        guard transfer.status == 206 || transfer.status == 200 else { throw SourceError.httpStatus(transfer.status, url: name) }
+        guard let size = transfer.contentRangeTotal ?? (transfer.status == 200 ? transfer.contentLength : nil) else {
+            throw SourceError.network("\(name): the server did not tell the size")
+        }
+        return size
+    }
+
+    /// GETs a small resource whole (a seek index); throws on a non-200 answer.
+    public func fetch(limit: Int) throws -> [UInt8] {
+        guard let easy = curl_easy_init() else { throw SourceError.network("curl_easy_init failed") }
+        defer { curl_easy_cleanup(easy) }
+        let collector = RangeCollector(limit: limit)
+        configure(easy, rangeFrom: 0, to: nil, ifRange: nil)
+        let box = Unmanaged.passRetained(collector)
+        defer { box.release() }
+        ccurl_setopt_callback(easy, CURLOPT_WRITEFUNCTION, { data, size, count, userdata in
+            guard let userdata, let data else { return 0 }
+            let c = Unmanaged<RangeCollector>.fromOpaque(userdata).takeUnretainedValue()
+            guard c.bytes.count + size * count <= c.limit else { return 0 }
+            c.bytes.append(contentsOf: UnsafeRawBufferPointer(start: data, count: size * count))
+            return size * count
+        })
+        ccurl_setopt_pointer(easy, CURLOPT_WRITEDATA, box.toOpaque())
+        let code = curl_easy_perform(easy)
+        var status = 0
+        ccurl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        guard code == CURLE_OK else { throw SourceError.network("\(name): \(String(cString: curl_easy_strerror(code)))") }
+        guard status == 200 else { throw SourceError.httpStatus(status, url: name) }
+        return collector.bytes
+    }
+
+    final class RangeCollector {
+        let limit: Int
+        var bytes: [UInt8] = []
+        init(limit: Int) { self.limit = limit }
+    }
+
+    private func configure(_ easy: UnsafeMutableRawPointer, rangeFrom offset: Int, to end: Int?, ifRange: String?) {
+        ccurl_setopt_string(easy, CURLOPT_URL, name)
+        ccurl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
+        ccurl_setopt_long(easy, CURLOPT_MAXREDIRS, 10)
+        ccurl_setopt_string(easy, CURLOPT_USERAGENT, options.userAgent)
+        ccurl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000))
+        ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
+        ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(options.stallTimeout.rounded(.up))))
+        ccurl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        ccurl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+        if offset > 0 || end != nil {
+            ccurl_setopt_string(easy, CURLOPT_RANGE, "\(offset)-\(end.map(String.init) ?? "")")
+        }
+    }
+
+    public func run(into throttle: Throttle, from start: Int, control: SourceControl) {
+        guard let multi = curl_multi_init() else {
+            throttle.finish(error: SourceError.network("curl_multi_init failed"), generation: throttle.currentGeneration)
+            return
+        }
+        defer { curl_multi_cleanup(multi) }
+        // curl_multi_wakeup is the one multi call that is safe from another thread.
+        let wake = MultiHandle(raw: multi)
+        throttle.onSpaceAvailable = { curl_multi_wakeup(wake.raw) }
+        defer { throttle.onSpaceAvailable = nil }
+        var offset = start
+        // The player resets the throttle before starting (and before each seek): take its generation.
+        var generation = throttle.currentGeneration
+        var lastProgress = Date()
+        var backoff = 0.1
+        while !control.isStopped {
+            if let target = control.takeSeek() {
+                offset = target
+                generation = throttle.currentGeneration
+                lastProgress = Date()
+                backoff = 0.1
+            }
+            let outcome = transfer(multi: multi, throttle: throttle, control: control, offset: offset, generation: generation)
+            offset += outcome.received
+            if outcome.received > 0 {
+                lastProgress = Date()
+                backoff = 0.1
+            }
+            switch outcome.result {
+            case .complete:
+                throttle.finish(generation: generation)
+                while !control.isStopped && !control.hasSeek { control.waitForCommand(timeout: 1) }
+            case .interrupted:
+                continue
+            case .fatal(let error):
+                log?("source: \(error)")
+                throttle.finish(error: error, generation: generation)
+                while !control.isStopped && !control.hasSeek { control.waitForCommand(timeout: 1) }
+            case .retry(let why):
+                if Date().timeIntervalSince(lastProgress) > options.retryFor {
+                    let error = SourceError.network("\(name): \(why); gave up after \(Int(options.retryFor)) s without progress")
+                    throttle.finish(error: error, generation: generation)
+                    while !control.isStopped && !control.hasSeek { control.waitForCommand(timeout: 1) }
+                    continue
+                }
+                log?("source: \(why); reconnecting from byte \(offset) in \(backoff) s")
+                control.countReconnect()
+                control.waitForCommand(timeout: backoff)
+                backoff = min(5, backoff * 2)
+            }
+        }
+    }
+
+    private enum Result {
+        case complete
+        case interrupted
+        case retry(String)
+        case fatal(SourceError)
+    }
+
+    /// One HTTP request from `offset`, pumped through the multi handle until it ends,
+    /// fails, or a seek/stop interrupts it.
+    private func transfer(multi: UnsafeMutableRawPointer, throttle: Throttle, control: SourceControl, offset: Int,
+                          generation: Int) -> (received: Int, result: Result) {
+        guard let easy = curl_easy_init() else { return (0, .fatal(.network("curl_easy_init failed"))) }
+        defer { curl_easy_cleanup(easy) }
+        let ifRange = offset > 0 ? etag : nil
+        let state = Transfer(throttle: throttle, control: control, generation: generation, offset: offset,
+                             sentIfRange: ifRange != nil)
+        let box = Unmanaged.passRetained(state)
+        defer { box.release() }
+        configure(easy, rangeFrom: offset, to: nil, ifRange: ifRange)
+        var headers: UnsafeMutablePointer<curl_slist>?
+        if let ifRange { headers = curl_slist_append(headers, "If-Range: \(ifRange)") }
+        defer { curl_slist_free_all(headers) }
+        if headers != nil { ccurl_setopt_slist(easy, CURLOPT_HTTPHEADER, headers) }
+        ccurl_setopt_callback(easy, CURLOPT_WRITEFUNCTION, Self.writeCallback)
+        ccurl_setopt_pointer(easy, CURLOPT_WRITEDATA, box.toOpaque())
+        ccurl_setopt_callback(easy, CURLOPT_HEADERFUNCTION, Self.headerCallback)
+        ccurl_setopt_pointer(easy, CURLOPT_HEADERDATA, box.toOpaque())
+        curl_multi_add_handle(multi, easy)
+        defer { curl_multi_remove_handle(multi, easy) }
+
+        var code: CURLcode?
+        while code == nil {
+            if control.isStopped || control.hasSeek { return (state.received, .interrupted) }
+            if state.paused && throttle.fill < throttle.lowWatermark {
+                state.paused = false
+                curl_easy_pause(easy, ccurl_pause_cont())
+            }
+            var running: Int32 = 0
+            curl_multi_perform(multi, &running)
+            var queued: Int32 = 0
+            while let message = curl_multi_info_read(multi, &queued) {
+                if message.pointee.msg == CURLMSG_DONE { code = message.pointee.data.result }
+            }
+            if code != nil { break }
+            var fds: Int32 = 0
+            curl_multi_poll(multi, nil, 0, state.paused ? 20 : 100, &fds)
+        }
+        if let tag = state.etag { etag = tag }
+        if let failure = state.failure { return (state.received, state.fatal ? .fatal(failure) : .retry("\(failure)")) }
+        guard let code else { return (state.received, .interrupted) }
+        if code == CURLE_OK {
+            if !state.validated && state.status >= 400 { return (0, .fatal(.httpStatus(state.status, url: name))) }
+            return (state.received, .complete)
+        }
+        let why = String(cString: curl_easy_strerror(code))
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_TOO_MANY_REDIRECTS:
+            return (state.received, .fatal(.network("\(name): \(why)")))
+        default:
+            return (state.received, .retry("\(name): \(why)"))
+        }
+    }
+}
+
+extension HTTPSource.Transfer {
+    func header(_ line: String) {
+        if line.hasPrefix("HTTP/") {
+            // A new response (after a redirect or a 100): start over.
+            status = Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+            etag = nil
+            contentRangeTotal = nil
+            contentLength = nil
+            return
+        }
+        guard let colon = line.firstIndex(of: ":") else { return }
+        let name = line[..<colon].lowercased()
+        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        switch name {
+        case "etag": etag = value
+        case "content-length": contentLength = Int(value)
+        case "content-range":
+            if let slash = value.lastIndex(of: "/") { contentRangeTotal = Int(value[value.index(after: slash)...]) }
+        default: break
+        }
+    }
+
+    /// The write callback's work: validate the response once, skip unwanted bytes, fill the throttle.
+    func accept(_ data: UnsafeRawBufferPointer) -> Int {
+        if !validated {
+            validated = true
+            switch status {
+            case 206:
+                control.setTotalSize(contentRangeTotal)
+            case 200:
+                control.setTotalSize(contentLength)
+                if requestedOffset > 0 {
+                    if sentIfRange {
+                        // If-Range did not match: the file is not the one we were reading.
+                        failure = .changed(url: "")
+                        fatal = true
+                        return 0
+                    }
+                    skipRemaining = requestedOffset     // the server ignores Range: skip what we have
+                }
+            default:
+                failure = .httpStatus(status, url: "")
+                fatal = true
+                return 0
+            }
+        }
+        var bytes = data
+        if skipRemaining > 0 {
+            let n = min(skipRemaining, bytes.count)
+            skipRemaining -= n
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[n...])
+            if bytes.isEmpty { return data.count }
+        }
+        if throttle.freeSpace < bytes.count {
+            paused = true
+            if skipRemaining == 0 && bytes.count != data.count {
+                // Keep the skip consistent when curl re-delivers this chunk.
+                skipRemaining = data.count - bytes.count
+            }
+            return ccurl_writefunc_pause()
+        }
+        throttle.write(bytes, generation: generation)
+        received += bytes.count
+        control.countBytes(bytes.count)
+        return data.count
+    }
+}

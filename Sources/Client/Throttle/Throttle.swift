@@ -1,0 +1,143 @@
+import Foundation
+
+/// The bounded byte buffer between the network and the decoder.
+///
+/// The source writes, the parser reads. When the buffer holds `capacity` bytes the source
+/// is told to pause (for HTTP: curl pause, so the socket is not read and TCP flow control
+/// stops the sender); it resumes once the fill drops below the low watermark. Memory stays
+/// flat however long the stream. Locks are fine here: this is not the audio path.
+public final class Throttle: @unchecked Sendable {
+    // @unchecked: every mutable field is guarded by `condition`.
+    public let capacity: Int
+    /// Fill level below which a paused source resumes.
+    public let lowWatermark: Int
+    private let condition = NSCondition()
+    private var ring: [UInt8]
+    private var head = 0              // index of the next byte to read
+    private var count = 0
+    /// Stream offset of the byte at `head`.
+    private var readOffset = 0
+    private var ended = false
+    private var failure: Error?
+    private var generation = 0
+    /// Highest fill seen, for `--stats`.
+    public private(set) var peakFill = 0
+    /// Called (from the reading thread) when the fill falls below the low watermark.
+    public var onSpaceAvailable: (@Sendable () -> Void)?
+
+    public init(capacity: Int, lowWatermark: Int? = nil) {
+        self.capacity = max(4096, capacity)
+        self.lowWatermark = lowWatermark ?? self.capacity / 2
+        self.ring = [UInt8](repeating: 0, count: self.capacity)
+    }
+
+    /// Free space right now.
+    public var freeSpace: Int { condition.withLock { capacity - count } }
+
+    /// Current fill.
+    public var fill: Int { condition.withLock { count } }
+
+    /// Appends bytes from the source; returns how many fit (the rest must be offered again).
+    /// `generation` must match the current one: bytes from a transfer that a seek replaced are dropped.
+    @discardableResult
+    public func write(_ bytes: UnsafeRawBufferPointer, generation: Int) -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        guard generation == self.generation else { return bytes.count }
+        let n = min(bytes.count, capacity - count)
+        guard n > 0, let source = bytes.baseAddress else { return 0 }
+        var tail = (head + count) % capacity
+        var copied = 0
+        while copied < n {
+            let run = min(n - copied, capacity - tail)
+            ring.withUnsafeMutableBytes { dst in
+                dst.baseAddress.map { $0.advanced(by: tail).copyMemory(from: source + copied, byteCount: run) }
+            }
+            copied += run
+            tail = (tail + run) % capacity
+        }
+        count += n
+        peakFill = max(peakFill, count)
+        condition.broadcast()
+        return n
+    }
+
+    /// Marks the end of the stream (or a failure) for the current generation.
+    public func finish(error: Error? = nil, generation: Int) {
+        condition.withLock {
+            guard generation == self.generation else { return }
+            ended = true
+            failure = error
+            condition.broadcast()
+        }
+    }
+
+    /// Result of a read.
+    public enum ReadResult {
+        /// Bytes starting at stream offset `offset`.
+        case bytes([UInt8], offset: Int)
+        /// The stream ended cleanly.
+        case end
+        /// The source failed.
+        case failed(Error)
+        /// Nothing arrived within the timeout.
+        case timedOut
+    }
+
+    /// Takes up to `max` bytes, waiting up to `timeout` seconds for some to arrive.
+    public func read(max: Int, timeout: TimeInterval = 0.1) -> ReadResult {
+        condition.lock()
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while count == 0 && !ended {
+            if !condition.wait(until: deadline) { break }
+        }
+        if count == 0 {
+            defer { condition.unlock() }
+            if ended { return failure.map { .failed($0) } ?? .end }
+            return .timedOut
+        }
+        let n = min(max, count)
+        var out = [UInt8](repeating: 0, count: n)
+        var copied = 0
+        while copied < n {
+            let run = min(n - copied, capacity - head)
+            out.withUnsafeMutableBytes { dst in
+                ring.withUnsafeBytes { src in
+                    guard let to = dst.baseAddress, let from = src.baseAddress else { return }
+                    to.advanced(by: copied).copyMemory(from: from + head, byteCount: run)
+                }
+            }
+            copied += run
+            head = (head + run) % capacity
+        }
+        count -= n
+        let offset = readOffset
+        readOffset += n
+        let crossedLow = count < lowWatermark
+        condition.unlock()
+        if crossedLow { onSpaceAvailable?() }
+        return .bytes(out, offset: offset)
+    }
+
+    /// Drops everything buffered and starts a new generation at `offset` (a seek).
+    /// Returns the new generation, which the source must tag its writes with.
+    @discardableResult
+    public func reset(to offset: Int) -> Int {
+        condition.withLock {
+            generation += 1
+            head = 0
+            count = 0
+            readOffset = offset
+            ended = false
+            failure = nil
+            condition.broadcast()
+            return generation
+        }
+    }
+
+    /// The generation current writes must carry.
+    public var currentGeneration: Int { condition.withLock { generation } }
+
+    /// The stream byte range available to read without waiting.
+    public var availableRange: Range<Int> { condition.withLock { readOffset..<(readOffset + count) } }
+}

@@ -1,0 +1,32 @@
+/// The shape of decoded audio: rate and channel count (samples are interleaved Float32 in -1...1).
+public struct AudioFormat: Sendable, Equatable, CustomStringConvertible {
+    public var sampleRate: Int
+    public var channels: Int
+
+    public init(sampleRate: Int, channels: Int) {
+        self.sampleRate = sampleRate
+        self.channels = channels
+    }
+
+    /// Frames per PCM buffer: 4096, or 8192 at 88.2 kHz and above (DESIGN.md).
+    public var framesPerBuffer: Int { sampleRate >= 88_200 ? 8192 : 4096 }
+
+    public var description: String { "\(sampleRate) Hz, \(channels) ch" }
+}
+
+/// A block of interleaved PCM frames, at most `format.framesPerBuffer` long.
+public struct PCMBuffer: Sendable {
+    public var format: AudioFormat
+    /// Interleaved samples; count is frames × channels.
+    public var samples: [Float]
+    /// Position of the first frame in the track's (trimmed) timeline.
+    public var startFrame: Int
+
+    public init(format: AudioFormat, samples: [Float], startFrame: Int) {
+        self.format = format
+        self.samples = samples
+        self.startFrame = startFrame
+    }
+
+    public var frames: Int { samples.count / max(1, format.channels) }
+}

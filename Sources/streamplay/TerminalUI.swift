@@ -1,0 +1,81 @@
+import Foundation
+import StreamClient
+
+/// The interactive terminal: a status line and single-key commands (space pause, ←/→ seek
+/// ±10 s, +/- volume, q quit). Off when stdin/stdout are not a terminal.
+final class TerminalUI: @unchecked Sendable {
+    // @unchecked: `saved` and `running` are set before the threads start and after they stop.
+    private let player: Player
+    private let enabled: Bool
+    private var saved = termios()
+    private var running = false
+    private let stopFlag = NSLock()
+    private var stopped = false
+
+    init(player: Player, enabled: Bool) {
+        self.player = player
+        self.enabled = enabled
+    }
+
+    func start() {
+        guard enabled else { return }
+        tcgetattr(0, &saved)
+        var raw = saved
+        raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
+        tcsetattr(0, TCSANOW, &raw)
+        running = true
+        Thread.detachNewThread { [self] in readKeys() }
+        Thread.detachNewThread { [self] in drawStatus() }
+    }
+
+    func stop() {
+        guard running else { return }
+        stopFlag.withLock { stopped = true }
+        tcsetattr(0, TCSANOW, &saved)
+        FileHandle.standardOutput.write(Data("\n".utf8))
+        running = false
+    }
+
+    private var isStopped: Bool { stopFlag.withLock { stopped } }
+
+    private func readKeys() {
+        var escape: [UInt8] = []
+        while !isStopped {
+            var byte: UInt8 = 0
+            guard read(0, &byte, 1) == 1 else { return }
+            if !escape.isEmpty || byte == 0x1B {
+                escape.append(byte)
+                if escape.count == 3 {
+                    if escape == [0x1B, 0x5B, 0x43] { player.seek(by: 10) }
+                    if escape == [0x1B, 0x5B, 0x44] { player.seek(by: -10) }
+                    escape.removeAll()
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: " "): player.togglePause()
+            case UInt8(ascii: "+"), UInt8(ascii: "="): player.setVolume(player.volume + 0.1)
+            case UInt8(ascii: "-"): player.setVolume(player.volume - 0.1)
+            case UInt8(ascii: "q"): player.stop()
+            default: break
+            }
+        }
+    }
+
+    private func drawStatus() {
+        while !isStopped {
+            let (position, duration) = player.progress
+            let fill = player.bufferCapacity > 0 ? player.bufferFill * 100 / player.bufferCapacity : 0
+            let state = player.isPaused ? "paused " : "playing"
+            let line = "\r\(state) \(Self.clock(position)) / \(duration.map(Self.clock) ?? "?:??")  buffer \(fill)%  volume \(Int((player.volume * 100).rounded()))%   "
+            FileHandle.standardOutput.write(Data(line.utf8))
+            Thread.sleep(forTimeInterval: 0.25)
+        }
+    }
+
+    static func clock(_ seconds: Double) -> String {
+        let total = Int(seconds)
+        let s = total % 60
+        return "\(total / 60):\(s < 10 ? "0" : "")\(s)"
+    }
+}
