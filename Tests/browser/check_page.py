@@ -55,7 +55,10 @@ def main():
                 failed += 1
                 continue
             duration = state[1]
-            if abs(duration - track["duration_s"]) > 0.5:
+            # Raw ADTS carries no duration: browsers estimate it from the first frames' bitrate,
+            # so only a rough match can be asked of them (the catalog's figure is exact).
+            tolerance = 0.1 * track["duration_s"] if track["container"] == "adts" else 0.5
+            if abs(duration - track["duration_s"]) > tolerance:
                 print(f"FAIL {name}: browser duration {duration:.3f} s, catalog {track['duration_s']:.3f} s")
                 failed += 1
                 continue
