@@ -42,7 +42,6 @@ extension Player {
         var keepUntil = facts.trimmedLength.map { facts.trimStart + $0 } ?? Int.max
         var pending: [Float] = []
         pending.reserveCapacity(format.framesPerBuffer * channels)
-        var framesDecoded = 0
         var outputStarted = false
         var streamEnded = false
 
@@ -113,7 +112,6 @@ extension Player {
             }
             // Parse and decode every whole frame buffered.
             while let frame = try reader.next(isComplete: streamEnded) {
-                framesDecoded += 1
                 try decoder.decode(frame: frame.bytes) { samples, _ in
                     let frames = samples.count / channels
                     let start = decodedPosition
@@ -147,10 +145,10 @@ extension Player {
             }
         }
         try emit(&pending)
-        // A stream that ends before the frames its Xing header promised is truncated (or lying).
-        if let expected = facts.totalFrames, !commands.withLock({ stopRequested }), options.duration == nil,
-           options.start == 0, framesDecoded < expected {
-            throw PlaybackError(message: "parser: stream ended after \(framesDecoded) of \(expected) frames (truncated file or wrong Xing header)",
+        // A stream that ends before the samples its Xing header promised is truncated (or the header lies).
+        if let expected = facts.totalFrames, streamEnded, keepUntil != Int.max, decodedPosition < keepUntil,
+           !commands.withLock({ stopRequested }) {
+            throw PlaybackError(message: "parser: stream ended after \(decodedPosition / spf) of \(expected) frames (truncated file or wrong Xing header)",
                                 exitCode: 1)
         }
     }

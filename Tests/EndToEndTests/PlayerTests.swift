@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads the samples of a 16-bit PCM WAV file (the kind streamplay and mpg123 write).
+func wavSamples(_ path: String) throws -> [Int16] {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    let bytes = [UInt8](data)
+    var i = 12
+    while i + 8 <= bytes.count {
+        let id = String(decoding: bytes[i..<(i + 4)], as: UTF8.self)
+        let size = Int(bytes[i + 4]) | Int(bytes[i + 5]) << 8 | Int(bytes[i + 6]) << 16 | Int(bytes[i + 7]) << 24
+        if id == "data" {
+            let end = (size == 0 || size == 0xFFFF_FFFF) ? bytes.count : min(bytes.count, i + 8 + size)
+            return stride(from: i + 8, to: end - 1, by: 2).map { Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8) }
+        }
+        i += 8 + size + (size & 1)
+    }
+    throw TestFailure("\(path): no data chunk")
+}
+
+/// streamplay against the real streamd on loopback.
+@Suite(.serialized) struct PlayerTests {
+    static var streamplay: String { TestPaths.binDir.appendingPathComponent("streamplay").path }
+
+    static func temporaryDirectory() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("streamplay-\(getpid())-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    static func stats(_ stdout: Data) throws -> [String: Any] {
+        let last = String(decoding: stdout, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+        return try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any], "stats line: \(last)")
+    }
+
+    static let mp3s = TestPaths.mediaFiles().filter { $0.pathExtension == "mp3" }
+
+    @Test(arguments: mp3s)
+    func bitExactWithMpg123(file: URL) throws {
+        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let relative = String(file.path.dropFirst(TestPaths.media.path.count + 1))
+        let url = "\(server.baseURL)/media/" + (relative.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? relative)
+        let ours = dir.appendingPathComponent("ours.wav").path
+        let reference = dir.appendingPathComponent("ref.wav").path
+        let run = try runCommand(Self.streamplay, [url, "--output", "wav:\(ours)", "--stats"])
+        #expect(run.status == 0, "\(String(decoding: run.stderr, as: UTF8.self))")
+        try runCommand(try #require(which("mpg123")), ["-q", "-w", reference, url])
+        let compare = try runCommand("/usr/bin/env", ["python3", TestPaths.packageRoot.path + "/../shared/tools/pcm-compare", reference, ours])
+        let verdict = String(decoding: compare.stdout, as: UTF8.self)
+        #expect(verdict.contains("exact=yes"), "\(relative): \(verdict)")
+        let stats = try Self.stats(run.stdout)
+        #expect(stats["codec"] as? String == "mp3")
+        #expect((stats["ttfa_ms"] as? Double ?? 1e9) < 1000)
+    }
+
+    @Test func seek_startAndDuration_matchTheFullDecode() throws {
+        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = "\(server.baseURL)/media/mono-48k.mp3"
+        let full = dir.appendingPathComponent("full.wav").path
+        let part = dir.appendingPathComponent("part.wav").path
+        #expect(try runCommand(Self.streamplay, [url, "--output", "wav:\(full)"]).status == 0)
+        let run = try runCommand(Self.streamplay, [url, "--output", "wav:\(part)", "--start", "30", "--duration", "5", "--stats"])
+        #expect(run.status == 0, "\(String(decoding: run.stderr, as: UTF8.self))")
+        let all = try wavSamples(full)
+        let span = try wavSamples(part)
+        #expect(span.count == 5 * 48_000)
+        #expect(Array(all[(30 * 48_000)..<(35 * 48_000)]) == span, "the seek lands on the exact sample")
+        let stats = try Self.stats(run.stdout)
+        #expect(stats["seek_ms"] is Double)
+    }
+
+    @Test func boundedBuffer_neverExceedsItsLimit() throws {
+        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+        // The network delivers faster (1 Mbit/s) than real-time playback drains (128 kbit/s):
+        // the throttle fills up and must pause the transfer at its limit.
+        let run = try runCommand(Self.streamplay, ["\(server.baseURL)/media/cbr-128k-44k.mp3?kbps=1000", "--output", "null",
+                                                   "--realtime", "--duration", "4", "--buffer-bytes", "262144", "--stats"])
+        #expect(run.status == 0, "\(String(decoding: run.stderr, as: UTF8.self))")
+        let stats = try Self.stats(run.stdout)
+        let peak = try #require(stats["peak_buffer_bytes"] as? Int)
+        #expect(peak <= 262_144 + 16_384, "peak \(peak)")
+        #expect(peak > 200_000, "the buffer did fill (peak \(peak))")
+    }
+
+    @Test func localFile_playsThroughTheSamePipeline() throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = TestPaths.media.appendingPathComponent("vbr-v2.mp3").path
+        let ours = dir.appendingPathComponent("ours.wav").path
+        let reference = dir.appendingPathComponent("ref.wav").path
+        #expect(try runCommand(Self.streamplay, [file, "--output", "wav:\(ours)"]).status == 0)
+        try runCommand(try #require(which("mpg123")), ["-q", "-w", reference, file])
+        #expect(try wavSamples(ours) == wavSamples(reference))
+    }
+}
