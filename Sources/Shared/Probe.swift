@@ -171,7 +171,8 @@ public enum Probe {
         guard let first = head.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) else {
             return nil
         }
-        let looksTextual = head.allSatisfy { ($0 >= 0x20 && $0 < 0x7F) || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 >= 0xC2 }
+        // Printable ASCII, whitespace, or UTF-8 (any byte from 0x80 up): no other control bytes.
+        let looksTextual = head.allSatisfy { ($0 >= 0x20 && $0 != 0x7F) || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
         let opener = first == UInt8(ascii: "<") || first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
             || first == UInt8(ascii: "#")
         guard opener, looksTextual else { return nil }

@@ -1,0 +1,103 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A loopback TCP proxy that breaks connections on purpose: per accepted connection, it can
+/// cut the response after N bytes or stall it for a while. Used to test reconnection.
+final class FaultProxy: @unchecked Sendable {
+    // @unchecked: `faults` and `accepted` are guarded by `lock`; sockets belong to their threads.
+    struct Fault {
+        /// Close both sides after forwarding this many response bytes.
+        var cutAfter: Int?
+        /// Stop forwarding for `stallSeconds` once this many response bytes went through.
+        var stallAt: Int?
+        var stallSeconds: Double = 0
+    }
+
+    let port: Int
+    private let listener: Int32
+    private let upstreamPort: Int
+    private let lock = NSLock()
+    private var faults: [Fault]
+    private(set) var accepted = 0
+    private var closed = false
+
+    /// `faults[i]` applies to the i-th connection; later ones pass through untouched.
+    init(upstreamPort: Int, faults: [Fault]) throws {
+        self.upstreamPort = upstreamPort
+        self.faults = faults
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(listener, 64) == 0 else { throw TestFailure("proxy: bind/listen failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        self.listener = listener
+        port = Int(UInt16(bigEndian: addr.sin_port))
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    func stop() {
+        lock.withLock { closed = true }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    deinit { stop() }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 { return }
+            let fault: Fault? = lock.withLock {
+                defer { accepted += 1 }
+                return accepted < faults.count ? faults[accepted] : nil
+            }
+            guard let upstream = ServerHostileTests.connectRaw(port: upstreamPort) else {
+                close(client)
+                continue
+            }
+            Thread.detachNewThread { Self.pump(from: client, to: upstream, fault: nil) }
+            Thread.detachNewThread { Self.pump(from: upstream, to: client, fault: fault) }
+        }
+    }
+
+    /// Copies bytes one way until EOF or the fault says to cut; then closes both sockets.
+    private static func pump(from: Int32, to: Int32, fault: Fault?) {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        var forwarded = 0
+        var stalled = false
+        while true {
+            var limit = buffer.count
+            if let cut = fault?.cutAfter { limit = min(limit, cut - forwarded) }
+            if let stallAt = fault?.stallAt, !stalled { limit = min(limit, max(1, stallAt - forwarded)) }
+            if limit <= 0 { break }
+            let n = buffer.withUnsafeMutableBytes { recv(from, $0.baseAddress, limit, 0) }
+            if n <= 0 { break }
+            var sent = 0
+            while sent < n {
+                let m = buffer.withUnsafeBytes { send(to, $0.baseAddress! + sent, n - sent, Int32(MSG_NOSIGNAL)) }
+                if m <= 0 { break }
+                sent += m
+            }
+            forwarded += n
+            if let stallAt = fault?.stallAt, !stalled, forwarded >= stallAt {
+                stalled = true
+                Thread.sleep(forTimeInterval: fault?.stallSeconds ?? 0)
+            }
+        }
+        shutdown(from, Int32(SHUT_RDWR))
+        shutdown(to, Int32(SHUT_RDWR))
+        close(from)
+        close(to)
+    }
+}

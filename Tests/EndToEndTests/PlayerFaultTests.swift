@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// streamplay when the network or the server misbehaves.
+@Suite(.serialized) struct PlayerFaultTests {
+    static var streamplay: String { PlayerTests.streamplay }
+
+    @Test(.timeLimit(.minutes(1))) func cutsAndStalls_areResumedBitExact() throws {
+        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+        let proxy = try FaultProxy(upstreamPort: server.port, faults: [
+            .init(cutAfter: 100_000),                                 // drop mid-body
+            .init(cutAfter: 150_000),                                 // the resumed transfer drops too
+            .init(stallAt: 50_000, stallSeconds: 1.5),                 // then a stall shorter than the timeout
+        ])
+        defer { proxy.stop() }
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ours = dir.appendingPathComponent("ours.wav").path
+        let reference = dir.appendingPathComponent("ref.wav").path
+        let run = try runCommand(Self.streamplay, ["http://127.0.0.1:\(proxy.port)/media/vbr-v2.mp3", "--output", "wav:\(ours)",
+                                                   "--stats", "--buffer-bytes", "65536"])
+        #expect(run.status == 0, "\(String(decoding: run.stderr, as: UTF8.self))")
+        try runCommand(try #require(which("mpg123")), ["-q", "-w", reference, TestPaths.media.appendingPathComponent("vbr-v2.mp3").path])
+        #expect(try wavSamples(ours) == wavSamples(reference), "resumed playback is bit-exact")
+        let stats = try PlayerTests.stats(run.stdout)
+        #expect(stats["reconnects"] as? Int == 2, "two cuts, two reconnects: \(stats)")
+    }
+
+    /// Runs streamplay and returns (status, the one stderr line, seconds taken).
+    static func failing(_ arguments: [String]) throws -> (Int32, String, Double) {
+        let started = Date()
+        let run = try runCommand(Self.streamplay, arguments, timeout: 60)
+        let lines = String(decoding: run.stderr, as: UTF8.self).split(separator: "\n")
+        return (run.status, lines.last.map(String.init) ?? "", Date().timeIntervalSince(started))
+    }
+
+    @Test func notFound_isANetworkError() throws {
+        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+        let (status, line, _) = try Self.failing(["\(server.baseURL)/media/missing.mp3", "--output", "null"])
+        #expect(status == 3)
+        #expect(line.hasPrefix("streamplay: source: HTTP 404"), "\(line)")
+    }
+
+    @Test func htmlPage_isNotAudio() throws {
+        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+        let (status, line, _) = try Self.failing(["\(server.baseURL)/", "--output", "null"])
+        #expect(status == 1)
+        #expect(line == "streamplay: parser: not an audio stream (starts with '<!DOCTYPE html>')", "\(line)")
+    }
+
+    @Test func jsonInsteadOfAudio() throws {
+        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+        let (status, line, _) = try Self.failing(["\(server.baseURL)/api/tracks", "--output", "null"])
+        #expect(status == 1)
+        #expect(line.hasPrefix("streamplay: parser: not an audio stream (starts with '["), "\(line)")
+    }
+
+    @Test func truncatedFile_andLyingXingHeader() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var bytes = [UInt8](try Data(contentsOf: TestPaths.media.appendingPathComponent("vbr-v2.mp3")))
+        try Data(bytes.prefix(bytes.count / 2)).write(to: dir.appendingPathComponent("truncated.mp3"))
+        // The Xing frame count (after "Xing" and the flags) claims twice the frames.
+        if let xing = bytes.firstRange(of: Array("Xing".utf8)) {
+            let at = xing.upperBound + 4
+            let frames = Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            let lie = frames * 2
+            bytes[at] = UInt8(lie >> 24 & 0xFF); bytes[at + 1] = UInt8(lie >> 16 & 0xFF)
+            bytes[at + 2] = UInt8(lie >> 8 & 0xFF); bytes[at + 3] = UInt8(lie & 0xFF)
+        }
+        try Data(bytes).write(to: dir.appendingPathComponent("lying.mp3"))
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        for name in ["truncated.mp3", "lying.mp3"] {
+            let (status, line, seconds) = try Self.failing(["\(server.baseURL)/media/\(name)", "--output", "null"])
+            #expect(status == 1, "\(name): \(line)")
+            #expect(line.hasPrefix("streamplay: parser: stream ended after"), "\(name): \(line)")
+            #expect(seconds < 10)
+        }
+    }
+
+    @Test func silentServer_givesUpWithinTheRetryTime() throws {
+        // Accepts connections and never answers.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        listen(listener, 16)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        let port = Int(UInt16(bigEndian: addr.sin_port))
+        let (status, line, seconds) = try Self.failing(["http://127.0.0.1:\(port)/media/x.mp3", "--output", "null",
+                                                        "--retry-for", "2", "--stall-timeout", "1"])
+        #expect(status == 3)
+        #expect(line.contains("gave up after 2 s without progress"), "\(line)")
+        #expect(seconds < 10, "took \(seconds) s")
+    }
+
+    @Test func connectionRefused_isANetworkError() throws {
+        let port = try { () throws -> Int in
+            // A port that was free a moment ago: nothing listens there.
+            let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+            let p = server.port
+            server.stop()
+            return p
+        }()
+        let (status, line, seconds) = try Self.failing(["http://127.0.0.1:\(port)/media/x.mp3", "--output", "null", "--retry-for", "1"])
+        #expect(status == 3)
+        #expect(line.hasPrefix("streamplay: source: "), "\(line)")
+        #expect(seconds < 10)
+    }
+}
