@@ -85,7 +85,7 @@ extension StreamPlay {
         } catch {
             Self.fail("streamplay: \(error)", code: 1)
         }
-        let terminal = TerminalUI(player: player, enabled: isatty(0) == 1 && isatty(1) == 1 && sink.isRealtime)
+        let terminal = TerminalUI(player: player, enabled: isatty(0) == 1 && isatty(1) == 1 && (sink.isRealtime || realtime))
         terminal.start()
         let outcome = Result { () throws(PlaybackError) -> PlayerStats in try player.run() }
         terminal.stop()

@@ -1,3 +1,4 @@
+import Atomics
 import Foundation
 import StreamShared
 
@@ -21,6 +22,16 @@ final class OutputLoop: @unchecked Sendable {
     private(set) var firstAudioMs: Double?
     private(set) var underruns = 0
     private(set) var error: Error?
+    /// Frames played since the last flush, and where that flush put the timeline (in frames).
+    private let playedSinceFlush = ManagedAtomic<Int>(0)
+    private let timelineBase = ManagedAtomic<Int>(0)
+    private let aborted = ManagedAtomic<Bool>(false)
+
+    /// Position of what is being heard, in frames of the track's timeline.
+    var playedPosition: Int { timelineBase.load(ordering: .relaxed) + playedSinceFlush.load(ordering: .relaxed) }
+
+    /// Stops at once, dropping queued audio (quit while paused, errors).
+    func abort() { aborted.store(true, ordering: .relaxed) }
 
     init(output: AudioOutput, ring: SPSCRing, realtime: Bool, started: DispatchTime, isPaused: @escaping @Sendable () -> Bool) {
         self.output = output
@@ -48,9 +59,16 @@ final class OutputLoop: @unchecked Sendable {
         do { try output.close() } catch { if self.error == nil { self.error = error } }
     }
 
-    /// Drops queued audio (a seek); the ring's consumer side is reset from this thread only
-    /// by the output thread, so ask it.
-    func flush() { lock.withLock { flushRequested = true } }
+    /// Drops queued audio (a seek) and restarts the played position at `frame`; the ring's
+    /// consumer side belongs to the output thread, so it is asked to do the discarding.
+    func flush(resumingAt frame: Int) {
+        lock.withLock { flushRequested = true }
+        timelineBase.store(frame, ordering: .relaxed)
+        playedSinceFlush.store(0, ordering: .relaxed)
+    }
+
+    /// Sets where the timeline starts (a `--start` position) before anything plays.
+    func setStart(frame: Int) { timelineBase.store(frame, ordering: .relaxed) }
 
     private func run() {
         defer { done.signal() }
@@ -64,9 +82,11 @@ final class OutputLoop: @unchecked Sendable {
         var clockFrames = 0
         var starving = false
         while true {
+            if aborted.load(ordering: .relaxed) { return }
             if lock.withLock({ flushRequested }) {
                 ring.discardAll()
                 lock.withLock { flushRequested = false }
+                playedSinceFlush.store(0, ordering: .relaxed)
             }
             let paused = isPaused()
             if paused {
@@ -105,6 +125,7 @@ final class OutputLoop: @unchecked Sendable {
                 firstAudioMs = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6
             }
             framesWritten += n / format.channels
+            playedSinceFlush.wrappingIncrement(by: n / format.channels, ordering: .relaxed)
             if realtime && !output.isRealtime {
                 // --realtime on a file or null output: keep to the sample clock.
                 if clockStart == nil { clockStart = .now(); clockFrames = 0 }

@@ -57,6 +57,7 @@ extension Player {
             try decoder.reopen()
             decodedPosition = frameIndex * spf
             keepFrom = max(facts.trimStart, target)
+            outputLoop.flush(resumingAt: keepFrom - facts.trimStart)
             if let limit = options.duration {
                 keepUntil = min(facts.trimmedLength.map { facts.trimStart + $0 } ?? Int.max,
                                 keepFrom + Int((limit * Double(sampleRate)).rounded()))
@@ -102,11 +103,16 @@ extension Player {
         }
 
         while true {
-            if commands.withLock({ stopRequested }) { break }
+            if commands.withLock({ stopRequested }) {
+                outputLoop.abort()
+                break
+            }
+            let heard = Double(outputLoop.playedPosition) / Double(sampleRate)
+            commands.withLock { position = heard }
+            continuation.yield(.progress(position: heard, duration: commands.withLock { duration }))
             if let seconds = commands.withLock({ () -> Double? in defer { pendingSeek = nil }; return pendingSeek }) {
                 setState(.seeking)
                 pending.removeAll(keepingCapacity: true)
-                outputLoop.flush()
                 try seekTo(seconds)
                 setState(.playing)
             }
@@ -127,8 +133,8 @@ extension Player {
                     pending.removeFirst(block.count)
                     try emit(&block)
                 }
-                let now = Double(max(0, decodedPosition - facts.trimStart)) / Double(sampleRate)
-                commands.withLock { position = now }
+                let heard = Double(outputLoop.playedPosition) / Double(sampleRate)
+                commands.withLock { position = heard }
                 if decodedPosition >= keepUntil { break }
             }
             if decodedPosition >= keepUntil || streamEnded { break }
