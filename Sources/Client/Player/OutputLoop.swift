@@ -17,7 +17,8 @@ final class OutputLoop: @unchecked Sendable {
     private let lock = NSLock()
     private var format: AudioFormat?
     private var producerFinished = false
-    private var flushRequested = false
+    /// Ring position before which samples belong to the time before a seek.
+    private var flushBoundary: Int?
     private(set) var framesWritten = 0
     private(set) var firstAudioMs: Double?
     private(set) var underruns = 0
@@ -62,7 +63,8 @@ final class OutputLoop: @unchecked Sendable {
     /// Drops queued audio (a seek) and restarts the played position at `frame`; the ring's
     /// consumer side belongs to the output thread, so it is asked to do the discarding.
     func flush(resumingAt frame: Int) {
-        lock.withLock { flushRequested = true }
+        let boundary = ring.writePosition
+        lock.withLock { flushBoundary = boundary }
         timelineBase.store(frame, ordering: .relaxed)
         playedSinceFlush.store(0, ordering: .relaxed)
     }
@@ -73,7 +75,8 @@ final class OutputLoop: @unchecked Sendable {
     private func run() {
         defer { done.signal() }
         guard let format = lock.withLock({ format }) else { return }
-        let chunkFrames = 1024
+        // Small chunks keep a sound card responsive; files and null take bigger ones.
+        let chunkFrames = output.isRealtime ? 1024 : 8192
         var chunk = [Float](repeating: 0, count: chunkFrames * format.channels)
         var fade = Gain(volume: 1)
         fade.sampleRate = format.sampleRate
@@ -83,9 +86,8 @@ final class OutputLoop: @unchecked Sendable {
         var starving = false
         while true {
             if aborted.load(ordering: .relaxed) { return }
-            if lock.withLock({ flushRequested }) {
-                ring.discardAll()
-                lock.withLock { flushRequested = false }
+            if let boundary = lock.withLock({ () -> Int? in defer { flushBoundary = nil }; return flushBoundary }) {
+                ring.discard(upTo: boundary)
                 playedSinceFlush.store(0, ordering: .relaxed)
             }
             let paused = isPaused()
@@ -103,20 +105,21 @@ final class OutputLoop: @unchecked Sendable {
                     underruns += 1
                     starving = true
                 }
-                Thread.sleep(forTimeInterval: 0.002)
+                ring.waitForData(timeout: 0.01)
                 continue
             }
             starving = false
-            var samples = Array(chunk[0..<n])
+            if !chunk.isEmpty && n < chunk.count { chunk.removeSubrange(n...) }
+            defer { if chunk.count < chunkFrames * format.channels { chunk = [Float](repeating: 0, count: chunkFrames * format.channels) } }
             if wasPaused {
                 // Resume with a 20 ms fade-in so there is no click.
                 wasPaused = false
                 fade.jump(to: 0)
                 fade.set(1)
             }
-            fade.process(&samples, channels: format.channels)
+            fade.process(&chunk, channels: format.channels)
             do {
-                try samples.withUnsafeBufferPointer { try output.write($0) }
+                try chunk.withUnsafeBufferPointer { try output.write($0) }
             } catch {
                 self.error = error
                 return

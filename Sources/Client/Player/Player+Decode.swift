@@ -57,7 +57,11 @@ extension Player {
             try decoder.reopen()
             decodedPosition = frameIndex * spf
             keepFrom = max(facts.trimStart, target)
-            outputLoop.flush(resumingAt: keepFrom - facts.trimStart)
+            if outputStarted {
+                outputLoop.flush(resumingAt: keepFrom - facts.trimStart)
+            } else {
+                outputLoop.setStart(frame: keepFrom - facts.trimStart)
+            }
             if let limit = options.duration {
                 keepUntil = min(facts.trimmedLength.map { facts.trimStart + $0 } ?? Int.max,
                                 keepFrom + Int((limit * Double(sampleRate)).rounded()))
@@ -96,7 +100,7 @@ extension Player {
                 offset += written
                 if written == 0 {
                     if commands.withLock({ stopRequested || pendingSeek != nil }) { break }
-                    Thread.sleep(forTimeInterval: 0.002)
+                    ring.waitForSpace(timeout: 0.01)
                 }
             }
             buffer.removeAll(keepingCapacity: true)
@@ -124,13 +128,18 @@ extension Player {
                     decodedPosition += frames
                     let lower = max(keepFrom, start), upper = min(keepUntil, decodedPosition)
                     guard lower < upper else { return }
-                    for i in ((lower - start) * channels)..<((upper - start) * channels) {
-                        pending.append(Float(samples[i]) / 32768)
+                    let from = (lower - start) * channels, to = (upper - start) * channels
+                    let scale: Float = 1.0 / 32768
+                    let old = pending.count
+                    pending.append(contentsOf: repeatElement(0, count: to - from))
+                    pending.withUnsafeMutableBufferPointer { out in
+                        for i in from..<to { out[old + i - from] = Float(samples[i]) * scale }
                     }
                 }
                 if pending.count >= format.framesPerBuffer * channels {
+                    // Fixed-size PCM buffers go down the chain; the remainder waits for the next frame.
                     var block = Array(pending[0..<(format.framesPerBuffer * channels)])
-                    pending.removeFirst(block.count)
+                    pending.removeSubrange(0..<block.count)
                     try emit(&block)
                 }
                 let heard = Double(outputLoop.playedPosition) / Double(sampleRate)

@@ -9,8 +9,13 @@ extension Player {
     /// Uses, in order: streamd's `/api/index` (exact), a local scan for files (exact),
     /// then the Xing TOC or CBR arithmetic (approximate, refined to the next frame sync).
     func locateFrame(atOrBefore frame: Int, facts: MP3Facts) throws -> (frame: Int, byte: Int) {
-        if frameTable == nil { frameTable = loadFrameTable(facts) }
-        if let table = frameTable, !table.isEmpty {
+        let seconds = Double(frame * facts.header.samplesPerFrame) / Double(facts.header.sampleRate)
+        if url.contains("://") {
+            frameTable = loadFrameTable(facts, around: seconds)
+        } else if frameTable == nil {
+            frameTable = loadFrameTable(facts, around: nil)
+        }
+        if let table = frameTable, let firstEntry = table.first, firstEntry.frame <= frame {
             var best = table[0]
             for entry in table where entry.frame <= frame { best = entry }
             return best
@@ -26,7 +31,7 @@ extension Player {
         return (frame, facts.audioStart + Int(Double(frame) * frameBytes))
     }
 
-    private func loadFrameTable(_ facts: MP3Facts) -> FrameTable? {
+    private func loadFrameTable(_ facts: MP3Facts, around seconds: Double?) -> FrameTable? {
         let spf = Double(facts.header.samplesPerFrame)
         let rate = Double(facts.header.sampleRate)
         func table(_ points: [SeekPoint]) -> FrameTable {
@@ -38,8 +43,9 @@ extension Player {
         }
         // streamd publishes /api/index/<path> beside /media/<path>.
         guard let range = url.range(of: "/media/") else { return nil }
-        let indexURL = url.replacingCharacters(in: range, with: "/api/index/")
+        let base = url.replacingCharacters(in: range, with: "/api/index/")
             .split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
+        let indexURL = base + (seconds.map { "?t=\($0)" } ?? "")
         guard let body = try? HTTPSource(url: indexURL, options: options.http).fetch(limit: 16 << 20),
               let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
               let points = object["points"] as? [[String: Any]] else {

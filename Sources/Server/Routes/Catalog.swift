@@ -192,7 +192,8 @@ public final class Catalog: @unchecked Sendable {
     }
 
     /// The `/api/index/<path>` JSON object.
-    public func seekIndexJSON(forAbsolutePath path: String) -> Result<String, IndexError> {
+    /// With `around`, only the points from 2 s before to 1 s after that time are listed.
+    public func seekIndexJSON(forAbsolutePath path: String, around: Double? = nil) -> Result<String, IndexError> {
         guard let entry = entry(forAbsolutePath: path) else {
             return .failure(.notAudio(lock.withLock { skipped[path] } ?? "not in the catalog"))
         }
@@ -206,7 +207,13 @@ public final class Catalog: @unchecked Sendable {
         w.add("encoder_padding", index.encoderPadding)
         w.add("sample_rate", entry.analysis.sampleRate)
         w.add("etag", entry.etag)
-        let points = index.points.map { "{\"t\":\(JSONObjectWriter.number($0.t)),\"byte\":\($0.byte)}" }
+        var selected = index.points[...]
+        if let around {
+            let lower = selected.firstIndex { $0.t >= around - 2 } ?? max(0, selected.count - 1)
+            let upper = selected.firstIndex { $0.t > around + 1 } ?? selected.count
+            selected = selected[max(0, min(lower, upper - 1))..<upper]
+        }
+        let points = selected.map { "{\"t\":\(JSONObjectWriter.number($0.t)),\"byte\":\($0.byte)}" }
         w.addRaw("points", "[" + points.joined(separator: ",") + "]")
         return .success(w.text + "\n")
     }

@@ -28,7 +28,9 @@ public final class Router: Sendable {
             return .bytes(200, Array(catalog.tracksJSON().utf8), contentType: "application/json")
         }
         if path.hasPrefix("/api/index/") {
-            return index(relative: path.dropFirst("/api/index/".count))
+            // ?t=SECONDS narrows the table to the points just around that time (a client seeking).
+            let around = request.queryValue("t").flatMap(Double.init).flatMap { $0.isFinite ? $0 : nil }
+            return index(relative: path.dropFirst("/api/index/".count), around: around)
         }
         return .error(404, "not found")
     }
@@ -59,10 +61,10 @@ public final class Router: Sendable {
         return FileResponder.respond(to: request, file: file, contentType: contentType)
     }
 
-    private func index(relative: Substring) -> HTTPResponse {
+    private func index(relative: Substring, around: Double?) -> HTTPResponse {
         let resolved = resolve(relative)
         guard let absolute = resolved.path else { return resolved.refusal ?? .error(404, "not found") }
-        switch catalog.seekIndexJSON(forAbsolutePath: absolute) {
+        switch catalog.seekIndexJSON(forAbsolutePath: absolute, around: around) {
         case .success(let json):
             return .bytes(200, Array(json.utf8), contentType: "application/json")
         case .failure(let error):

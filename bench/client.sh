@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# streamplay against mpg123 and ffmpeg on the 4-hour 48 kHz MP3 served by streamd on loopback:
+# decode CPU, peak memory (6-minute vs 4-hour file), time to first audio, and seek time.
+# Prints ratios measured in this run; it reports, it does not gate.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for p in time mpg123 ffmpeg; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || \
+    { apt-get update -qq && apt-get install -y -qq "$p" >/dev/null; }
+done
+LONG=media/long/long-4h-48k.mp3
+[ -f "$LONG" ] || media/make-media.sh --long media/long >/dev/null
+BIN=$(swift build -c release --show-bin-path)
+TMP=$(mktemp -d)
+trap 'kill $SERVER 2>/dev/null || true; rm -rf "$TMP"' EXIT
+ln "$LONG" "$TMP/long.mp3" 2>/dev/null || cp "$LONG" "$TMP/long.mp3"
+# Six minutes: the first 15,000 frames of the raw CBR stream (384 bytes each) are a valid MP3.
+head -c $((15000 * 384)) "$LONG" > "$TMP/six.mp3"
+"$BIN/streamd" "$TMP" --port 0 --quiet > "$TMP/streamd.out" &
+SERVER=$!
+for _ in $(seq 50); do grep -q listening "$TMP/streamd.out" 2>/dev/null && break; sleep 0.1; done
+BASE=$(sed -n 's/^listening on \(http[^ ]*\)\/$/\1/p' "$TMP/streamd.out")
+cat "$LONG" > /dev/null
+
+measure() { # label command... → "user+sys seconds" and "peak RSS KiB" into $TMP/label.time
+  local label=$1; shift
+  /usr/bin/time -f "%U %S %M %e" -o "$TMP/$label.time" "$@" > "$TMP/$label.out" 2>"$TMP/$label.err" || true
+}
+cpu() { awk '{printf "%.2f", $1 + $2}' "$TMP/$1.time"; }
+rss() { awk '{printf "%.1f", $3 / 1024}' "$TMP/$1.time"; }
+wall() { awk '{printf "%.3f", $4}' "$TMP/$1.time"; }
+stat() { tail -1 "$TMP/$1.out" | python3 -c "import json,sys; v=json.load(sys.stdin)['$2']; print('%.1f' % v if v is not None else 'null')"; }
+ratio() { python3 -c "print('%.2f' % ($1 / max($2, 0.001)))"; }
+
+measure ours_long "$BIN/streamplay" "$BASE/media/long.mp3" --output null --stats
+measure mpg123_long mpg123 -q -t "$BASE/media/long.mp3"
+measure ours_six "$BIN/streamplay" "$BASE/media/six.mp3" --output null --stats
+measure mpg123_six mpg123 -q -t "$BASE/media/six.mp3"
+for i in 1 2 3; do measure "ours_first$i" "$BIN/streamplay" "$BASE/media/long.mp3" --output null --duration 0.05 --stats; done
+measure mpg123_first mpg123 -q -n 1 -w /dev/null "$BASE/media/long.mp3"
+measure ffmpeg_first ffmpeg -v error -i "$BASE/media/long.mp3" -frames:a 1 -f null -
+measure ours_seek "$BIN/streamplay" "$BASE/media/long.mp3" --output null --start 7200 --duration 0.05 --stats
+measure mpg123_seek mpg123 -q -k 300000 -n 1 -w /dev/null "$BASE/media/long.mp3"
+measure ffmpeg_seek ffmpeg -v error -ss 7200 -i "$BASE/media/long.mp3" -frames:a 1 -f null -
+
+best_ttfa=$(for i in 1 2 3; do stat "ours_first$i" ttfa_ms; done | sort -n | head -1)
+printf '%-52s %12s %12s %8s\n' "metric (4-hour 48 kHz CBR MP3 over loopback HTTP)" "streamplay" "peer" "ratio"
+printf '%-52s %11ss %11ss %8s  %s\n' "decode CPU, whole file, --output null vs mpg123 -t" "$(cpu ours_long)" "$(cpu mpg123_long)" \
+  "$(ratio "$(cpu ours_long)" "$(cpu mpg123_long)")" "(target <= 1.05)"
+printf '%-52s %10sMB %10sMB %8s  %s\n' "peak RSS, 6-minute file (peer: mpg123)" "$(rss ours_six)" "$(rss mpg123_six)" "" "(target <= 24 MB)"
+printf '%-52s %10sMB %10sMB %8s  %s\n' "peak RSS, 4-hour file (peer: mpg123)" "$(rss ours_long)" "$(rss mpg123_long)" "" \
+  "(4 h - 6 min: $(python3 -c "print('%.1f' % ($(rss ours_long) - $(rss ours_six)))") MB; target <= 1 MB)"
+printf '%-52s %10sms %12s %8s  %s\n' "time to first audio (ttfa_ms, best of 3)" "$best_ttfa" "" "" "(target <= 20 ms)"
+printf '%-52s %11ss %11ss %8s\n' "first audio, whole process: vs mpg123 -n 1" "$(wall ours_first1)" "$(wall mpg123_first)" \
+  "$(ratio "$(wall ours_first1)" "$(wall mpg123_first)")"
+printf '%-52s %11ss %11ss %8s\n' "first audio, whole process: vs ffmpeg -frames:a 1" "$(wall ours_first1)" "$(wall ffmpeg_first)" \
+  "$(ratio "$(wall ours_first1)" "$(wall ffmpeg_first)")"
+printf '%-52s %10sms %12s %8s  %s\n' "--start 7200: seek_ms to first PCM" "$(stat ours_seek seek_ms)" "" "" "(target <= 30 ms)"
+printf '%-52s %11ss %11ss %8s\n' "seek to 2 h, whole process: vs mpg123 -k" "$(wall ours_seek)" "$(wall mpg123_seek)" \
+  "$(ratio "$(wall ours_seek)" "$(wall mpg123_seek)")"
+printf '%-52s %11ss %11ss %8s\n' "seek to 2 h, whole process: vs ffmpeg -ss" "$(wall ours_seek)" "$(wall ffmpeg_seek)" \
+  "$(ratio "$(wall ours_seek)" "$(wall ffmpeg_seek)")"
+echo "where streamplay's memory goes: binary + Swift runtime + libcurl/libmpg123 mappings at start, plus the 1 MiB throttle, a 64 Ki-sample output ring (256 KiB) and mpg123's decoder state; the 4-hour file adds only its seek table when seeking"
