@@ -86,6 +86,7 @@ extension Player {
         func emit(_ buffer: inout [Float]) throws {
             guard !buffer.isEmpty else { return }
             if !outputStarted {
+                log("converter", "first PCM buffer: \(buffer.count / channels) frames")
                 try outputLoop.start(format: format)
                 outputStarted = true
                 setState(.playing)

@@ -9,6 +9,8 @@ public final class Player: @unchecked Sendable {
     public let events: AsyncStream<PlayerEvent>
     let continuation: AsyncStream<PlayerEvent>.Continuation
     public let url: String
+    /// When the player was made; log lines carry the time since.
+    let created = DispatchTime.now()
     public let options: PlayerOptions
     private let source: ByteSource
     private let output: AudioOutput
@@ -119,6 +121,8 @@ public final class Player: @unchecked Sendable {
     public private(set) var lastStats: PlayerStats?
 
     func log(_ component: String, _ message: @autoclosure () -> String) {
-        log?("\(component): \(message())")
+        guard let log else { return }
+        let ms = Double(DispatchTime.now().uptimeNanoseconds - created.uptimeNanoseconds) / 1e6
+        log("[\(JSONObjectWriter.number(ms, decimals: 1)) ms] \(component): \(message())")
     }
 }

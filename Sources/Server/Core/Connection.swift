@@ -34,6 +34,10 @@ final class Connection {
         var body: (any ResponseBody)?
         /// The part being written and how much of it is already sent.
         var part: BodyPart?
+        /// The part after it, fetched ahead so MSG_MORE is set only when more follows
+        /// (MSG_MORE on the last bytes makes the kernel hold them for up to 200 ms).
+        var lookahead: BodyPart?
+        var lookaheadFetched = false
         var partSent = 0
         var headSent = 0
         var keepAlive: Bool
@@ -65,8 +69,12 @@ final class Connection {
         guard var out = outgoing else { return .finished }
         defer { outgoing = out }
         // Head first.
+        if !out.lookaheadFetched {
+            out.lookahead = out.body?.nextPart()
+            out.lookaheadFetched = true
+        }
         while out.headSent < out.head.count {
-            let more = out.body != nil
+            let more = out.lookahead != nil
             let result = try out.head.withUnsafeBytes { raw throws -> IOResult<Int> in
                 try syscall("send") {
                     send(fd, raw.baseAddress.map { $0 + out.headSent }, raw.count - out.headSent,
@@ -79,7 +87,8 @@ final class Connection {
         }
         while true {
             if out.part == nil {
-                out.part = out.body?.nextPart()
+                out.part = out.lookahead
+                out.lookahead = out.part == nil ? nil : out.body?.nextPart()
                 out.partSent = 0
                 if out.part == nil { return .finished }
             }
@@ -97,12 +106,14 @@ final class Connection {
                 allowance = min(allowance, budget)
             }
             let n: Int
+            let more = out.lookahead != nil
             switch part {
             case .bytes(let bytes):
                 let sent = out.partSent
                 let result = try bytes.withUnsafeBytes { raw throws -> IOResult<Int> in
                     try syscall("send") {
-                        send(fd, raw.baseAddress.map { $0 + sent }, allowance, Int32(MSG_NOSIGNAL) | Int32(MSG_MORE))
+                        send(fd, raw.baseAddress.map { $0 + sent }, allowance,
+                             Int32(MSG_NOSIGNAL) | (more ? Int32(MSG_MORE) : 0))
                     }
                 }
                 guard case .done(let count) = result else { return .blocked }
