@@ -28,10 +28,13 @@ public enum TrackAnalyzer {
     /// Bytes read per step while walking frames; bounds memory whatever the file size.
     static let window = 1 << 20
 
-    public static func analyze(_ source: some RandomAccessBytes) throws -> TrackAnalysis {
+    /// - Parameter scanFrames: walk every MP3 frame (exact count, seek index). When false, MP3
+    ///   facts come from the Xing/VBRI header or CBR arithmetic, reading only the first
+    ///   frames and the tail (what `--info URL` needs over the network).
+    public static func analyze(_ source: some RandomAccessBytes, scanFrames: Bool = true) throws -> TrackAnalysis {
         let stream = try probe(source)
         switch stream.container {
-        case .mp3: return try analyzeMPEG(source, stream)
+        case .mp3: return scanFrames ? try analyzeMPEG(source, stream) : try describeMPEG(source, stream)
         case .adts: return try analyzeADTS(source, stream)
         case .wav: return try analyzeWAV(source, stream)
         case .mp4: return try analyzeMP4(source)
@@ -68,6 +71,44 @@ public enum TrackAnalyzer {
     }
 
     // MARK: MPEG audio
+
+    /// MP3 facts from the headers alone: Xing/VBRI frame count, or CBR arithmetic.
+    static func describeMPEG(_ source: some RandomAccessBytes, _ stream: ProbedStream) throws -> TrackAnalysis {
+        guard let first = stream.mpegFrame else {
+            throw FormatError.invalid(component: "mpeg", reason: "no first frame", offset: 0)
+        }
+        let trailing = try trailingTags(source, after: first.offset)
+        let audioEnd = source.size - trailing.trailingBytes
+        let header = first.header
+        let audioStart = first.offset + (stream.vbrHeader != nil ? first.length : 0)
+        let frames: Int
+        var bitrate = header.bitrate
+        if let count = stream.vbrHeader?.frameCount, count > 0 {
+            frames = count
+            if stream.vbrHeader?.kind != .info, let bytes = stream.vbrHeader?.byteCount {
+                bitrate = Int((Double(bytes) * 8 / (Double(count * header.samplesPerFrame) / Double(header.sampleRate))).rounded())
+            }
+        } else if header.bitrate > 0 {
+            let frameBytes = Double(header.samplesPerFrame / 8 * header.bitrate) / Double(header.sampleRate)
+            frames = Int((Double(audioEnd - audioStart) / frameBytes).rounded())
+        } else {
+            throw FormatError.unsupported(component: "mpeg", reason: "free-format stream without a Xing header: needs a full scan")
+        }
+        let samples = frames * header.samplesPerFrame
+        let gapless = stream.vbrHeader?.gapless ?? GaplessInfo(encoderDelay: 0, encoderPadding: 0)
+        let trimmed = max(0, samples - gapless.encoderDelay - gapless.encoderPadding)
+        let seek = SeekIndex(points: [SeekPoint(t: 0, byte: audioStart)], firstFrameOffset: stream.firstFrameOffset,
+                             audioEndOffset: audioEnd, encoderDelay: gapless.encoderDelay,
+                             encoderPadding: gapless.encoderPadding,
+                             durationSeconds: Double(samples) / Double(header.sampleRate))
+        var analysis = TrackAnalysis(container: .mp3, codec: stream.codec, sampleRate: header.sampleRate,
+                                     channels: header.channels, durationSeconds: Double(trimmed) / Double(header.sampleRate),
+                                     bitrate: bitrate, frames: frames, firstFrameOffset: stream.firstFrameOffset,
+                                     encoderDelay: gapless.encoderDelay, encoderPadding: gapless.encoderPadding,
+                                     totalSamples: samples, tags: stream.tags.merged(with: trailing.id3v1), seekIndex: seek)
+        if stream.vbrHeader?.frameCount == nil { analysis.notes.append("frame count from CBR arithmetic (no Xing header)") }
+        return analysis
+    }
 
     static func analyzeMPEG(_ source: some RandomAccessBytes, _ stream: ProbedStream) throws -> TrackAnalysis {
         guard let first = stream.mpegFrame else {

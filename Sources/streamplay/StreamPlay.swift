@@ -100,13 +100,13 @@ extension StreamPlay {
 
     private func printInfo() throws {
         do {
-            let analysis: TrackAnalysis
             if source.contains("://") {
-                analysis = try TrackInfo.analyze(url: source)
+                let (analysis, bytesRead) = try TrackInfo.analyze(url: source)
+                if verbose { Self.stderrLine("streamplay: source: --info read \(bytesRead) bytes through Range requests") }
+                print(TrackInfo.json(analysis))
             } else {
-                analysis = try TrackInfo.analyze(path: source)
+                print(TrackInfo.json(try TrackInfo.analyze(path: source)))
             }
-            print(TrackInfo.json(analysis))
         } catch let error as SourceError {
             Self.fail("streamplay: \(error)", code: error.exitCode)
         } catch {

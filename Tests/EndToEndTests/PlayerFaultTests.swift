@@ -118,3 +118,29 @@ import Glibc
         #expect(seconds < 10)
     }
 }
+
+/// `streamplay --info URL`: the same facts as from the file, through Range requests.
+@Suite struct InfoOverHTTPTests {
+    @Test(arguments: TestPaths.mediaFiles().filter { ["mp3", "m4a", "wav"].contains($0.pathExtension) })
+    func infoOverHTTP_matchesTheLocalFile(file: URL) throws {
+        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+        let relative = String(file.path.dropFirst(TestPaths.media.path.count + 1))
+        let url = "\(server.baseURL)/media/" + (relative.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? relative)
+        let remote = try runCommand(PlayerTests.streamplay, ["--info", url, "--verbose"])
+        let local = try runCommand(PlayerTests.streamplay, ["--info", file.path])
+        #expect(remote.status == 0, "\(String(decoding: remote.stderr, as: UTF8.self))")
+        let a = try #require(try JSONSerialization.jsonObject(with: remote.stdout) as? [String: Any])
+        let b = try #require(try JSONSerialization.jsonObject(with: local.stdout) as? [String: Any])
+        for key in ["container", "codec", "sample_rate", "channels", "encoder_delay", "encoder_padding", "title"] {
+            #expect("\(a[key] ?? "nil")" == "\(b[key] ?? "nil")", "\(relative): \(key)")
+        }
+        let rate = Double(b["sample_rate"] as? Int ?? 1)
+        #expect(abs((a["duration_s"] as? Double ?? 0) - (b["duration_s"] as? Double ?? -1)) <= 1152 / rate, "\(relative): duration")
+        let note = String(decoding: remote.stderr, as: UTF8.self)
+        let read = Int(note.split(separator: " ").first { Int($0) != nil } ?? "") ?? Int.max
+        let size = (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
+        if file.pathExtension != "wav" || size > 300_000 {
+            #expect(read < max(size / 2, 300_000), "\(relative): read \(read) of \(size) bytes")
+        }
+    }
+}

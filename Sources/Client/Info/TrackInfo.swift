@@ -7,9 +7,13 @@ public enum TrackInfo {
         try TrackAnalyzer.analyze(LocalFile(path: path))
     }
 
-    /// Analyzes a track over HTTP, reading it through Range requests.
-    public static func analyze(url: String) throws -> TrackAnalysis {
-        try TrackAnalyzer.analyze(HTTPBytes(source: HTTPSource(url: url)))
+    /// Analyzes a track over HTTP through Range requests, fetching only what it needs: the
+    /// first bytes, the tail (trailing tags), the moov box; raw ADTS still needs every frame.
+    /// Returns the analysis and how many bytes were downloaded.
+    public static func analyze(url: String) throws -> (TrackAnalysis, bytesRead: Int) {
+        let bytes = try HTTPBytes(source: HTTPSource(url: url))
+        let analysis = try TrackAnalyzer.analyze(bytes, scanFrames: false)
+        return (analysis, bytes.bytesRead)
     }
 
     /// The `--info` JSON object, fields in the documented order.
@@ -45,7 +49,9 @@ final class HTTPBytes: RandomAccessBytes {
     let size: Int
     private var cachedStart = -1
     private var cached: [UInt8] = []
-    static let block = 1 << 20
+    /// Bytes fetched so far.
+    private(set) var bytesRead = 0
+    static let block = 64 * 1024
 
     init(source: HTTPSource) throws {
         self.source = source
@@ -55,10 +61,15 @@ final class HTTPBytes: RandomAccessBytes {
 
     func read(at offset: Int, count: Int) throws -> [UInt8] {
         guard offset >= 0, offset < size, count > 0 else { return [] }
-        if count > Self.block { return try source.readRange(offset..<min(size, offset + count)) }
+        if count > Self.block {
+            let whole = try source.readRange(offset..<min(size, offset + count))
+            bytesRead += whole.count
+            return whole
+        }
         let start = offset / Self.block * Self.block
         if start != cachedStart {
             cached = try source.readRange(start..<min(size, start + Self.block))
+            bytesRead += cached.count
             cachedStart = start
         }
         var out = Array(cached[min(cached.count, offset - start)..<min(cached.count, offset - start + count)])
