@@ -40,8 +40,11 @@ extension Player {
         var decodedPosition = 0
         var keepFrom = facts.trimStart
         var keepUntil = facts.trimmedLength.map { facts.trimStart + $0 } ?? Int.max
+        let blockSamples = format.framesPerBuffer * channels
         var pending: [Float] = []
-        pending.reserveCapacity(format.framesPerBuffer * channels)
+        pending.reserveCapacity(blockSamples)
+        /// Blocks completed inside the decoder callback, emitted right after it returns.
+        var fullBlocks: [[Float]] = []
         var outputStarted = false
         var streamEnded = false
 
@@ -129,20 +132,23 @@ extension Player {
                     decodedPosition += frames
                     let lower = max(keepFrom, start), upper = min(keepUntil, decodedPosition)
                     guard lower < upper else { return }
-                    let from = (lower - start) * channels, to = (upper - start) * channels
+                    var from = (lower - start) * channels
+                    let to = (upper - start) * channels
                     let scale: Float = 1.0 / 32768
-                    let old = pending.count
-                    pending.append(contentsOf: repeatElement(0, count: to - from))
-                    pending.withUnsafeMutableBufferPointer { out in
-                        for i in from..<to { out[old + i - from] = Float(samples[i]) * scale }
+                    // Convert straight into the fixed-size block; a full block goes down the chain.
+                    while from < to {
+                        let take = min(to - from, blockSamples - pending.count)
+                        let old = pending.count
+                        pending.append(contentsOf: repeatElement(0, count: take))
+                        pending.withUnsafeMutableBufferPointer { out in
+                            for i in 0..<take { out[old + i] = Float(samples[from + i]) * scale }
+                        }
+                        from += take
+                        if pending.count == blockSamples { fullBlocks.append(pending); pending.removeAll(keepingCapacity: true) }
                     }
                 }
-                if pending.count >= format.framesPerBuffer * channels {
-                    // Fixed-size PCM buffers go down the chain; the remainder waits for the next frame.
-                    var block = Array(pending[0..<(format.framesPerBuffer * channels)])
-                    pending.removeSubrange(0..<block.count)
-                    try emit(&block)
-                }
+                for var block in fullBlocks { try emit(&block) }
+                fullBlocks.removeAll(keepingCapacity: true)
                 let heard = Double(outputLoop.playedPosition) / Double(sampleRate)
                 commands.withLock { position = heard }
                 if decodedPosition >= keepUntil { break }
