@@ -13,20 +13,3 @@ public struct AudioFormat: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "\(sampleRate) Hz, \(channels) ch" }
 }
-
-/// A block of interleaved PCM frames, at most `format.framesPerBuffer` long.
-public struct PCMBuffer: Sendable {
-    public var format: AudioFormat
-    /// Interleaved samples; count is frames × channels.
-    public var samples: [Float]
-    /// Position of the first frame in the track's (trimmed) timeline.
-    public var startFrame: Int
-
-    public init(format: AudioFormat, samples: [Float], startFrame: Int) {
-        self.format = format
-        self.samples = samples
-        self.startFrame = startFrame
-    }
-
-    public var frames: Int { samples.count / max(1, format.channels) }
-}
