@@ -50,9 +50,12 @@ func wavSamples(_ path: String) throws -> [Int16] {
         let run = try runCommand(Self.streamplay, [url, "--output", "wav:\(ours)", "--stats"])
         #expect(run.status == 0, "\(String(decoding: run.stderr, as: UTF8.self))")
         try runCommand(try #require(which("mpg123")), ["-q", "-w", reference, url])
-        let compare = try runCommand("/usr/bin/env", ["python3", TestPaths.packageRoot.path + "/../shared/tools/pcm-compare", reference, ours])
-        let verdict = String(decoding: compare.stdout, as: UTF8.self)
-        #expect(verdict.contains("exact=yes"), "\(relative): \(verdict)")
+        #expect(try wavSamples(ours) == wavSamples(reference), "\(relative): samples differ from mpg123's")
+        // The shared comparison tool, when the checkout has ../shared beside it (as CI does).
+        if let tool = TestPaths.pcmCompare {
+            let verdict = String(decoding: try runCommand("/usr/bin/env", ["python3", tool, reference, ours]).stdout, as: UTF8.self)
+            #expect(verdict.contains("exact=yes"), "\(relative): \(verdict)")
+        }
         let stats = try Self.stats(run.stdout)
         #expect(stats["codec"] as? String == "mp3")
         #expect((stats["ttfa_ms"] as? Double ?? 1e9) < 1000)

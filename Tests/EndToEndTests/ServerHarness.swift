@@ -26,6 +26,13 @@ enum TestPaths {
         return packageRoot.appendingPathComponent("media/out")
     }
 
+    /// ../shared/tools/pcm-compare beside the checkout, when present.
+    static var pcmCompare: String? {
+        let candidates = [packageRoot.appendingPathComponent("../shared/tools/pcm-compare").standardized.path,
+                          "/work/shared/tools/pcm-compare"]
+        return candidates.first { FileManager.default.fileExists(atPath: $0) }
+    }
+
     static func mediaFiles() -> [URL] {
         guard let walker = FileManager.default.enumerator(at: media, includingPropertiesForKeys: [.isRegularFileKey]) else {
             return []

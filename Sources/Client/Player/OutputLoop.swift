@@ -72,6 +72,22 @@ final class OutputLoop: @unchecked Sendable {
     /// Sets where the timeline starts (a `--start` position) before anything plays.
     func setStart(frame: Int) { timelineBase.store(frame, ordering: .relaxed) }
 
+    /// Plays 20 ms more, fading to silence, so a pause does not click.
+    private func fadeOut(format: AudioFormat) {
+        var tail = [Float](repeating: 0, count: max(1, format.sampleRate / 50) * format.channels)
+        let n = tail.withUnsafeMutableBufferPointer { ring.read(into: $0) }
+        guard n > 0 else { return }
+        tail.removeSubrange(n...)
+        let frames = n / format.channels
+        for frame in 0..<frames {
+            let g = Float(frames - frame) / Float(frames)
+            for c in 0..<format.channels { tail[frame * format.channels + c] *= g }
+        }
+        try? tail.withUnsafeBufferPointer { try output.write($0) }
+        framesWritten += frames
+        playedSinceFlush.wrappingIncrement(by: frames, ordering: .relaxed)
+    }
+
     private func run() {
         defer { done.signal() }
         guard let format = lock.withLock({ format }) else { return }
@@ -89,10 +105,14 @@ final class OutputLoop: @unchecked Sendable {
             if let boundary = lock.withLock({ () -> Int? in defer { flushBoundary = nil }; return flushBoundary }) {
                 ring.discard(upTo: boundary)
                 playedSinceFlush.store(0, ordering: .relaxed)
+                wasPaused = true          // a seek resumes with the same fade-in as a pause
             }
             let paused = isPaused()
             if paused {
-                if !wasPaused { wasPaused = true }
+                if !wasPaused {
+                    wasPaused = true
+                    fadeOut(format: format)
+                }
                 Thread.sleep(forTimeInterval: 0.01)
                 clockStart = nil
                 continue
