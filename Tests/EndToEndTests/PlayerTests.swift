@@ -103,3 +103,28 @@ func wavSamples(_ path: String) throws -> [Int16] {
         #expect(try wavSamples(ours) == wavSamples(reference))
     }
 }
+
+/// WAV through the same pipeline (no decoder library).
+@Suite(.serialized) struct PlayerWAVTests {
+    @Test func wav_isBitExact_andSeeksToTheSample() throws {
+        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = "\(server.baseURL)/media/pcm16.wav"
+        let full = dir.appendingPathComponent("full.wav").path
+        let part = dir.appendingPathComponent("part.wav").path
+        #expect(try runCommand(PlayerTests.streamplay, [url, "--output", "wav:\(full)"]).status == 0)
+        let original = try wavSamples(TestPaths.media.appendingPathComponent("pcm16.wav").path)
+        #expect(try wavSamples(full) == original, "WAV in, the same samples out")
+        #expect(try runCommand(PlayerTests.streamplay, [url, "--output", "wav:\(part)", "--start", "12.5", "--duration", "2"]).status == 0)
+        let start = Int(12.5 * 44_100) * 2
+        #expect(try wavSamples(part) == Array(original[start..<(start + 2 * 44_100 * 2)]), "seek by arithmetic lands on the sample")
+    }
+
+    @Test func aac_isNotPlayableYet_andSaysSo() throws {
+        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+        let run = try runCommand(PlayerTests.streamplay, ["\(server.baseURL)/media/adts.aac", "--output", "null"])
+        #expect(run.status == 1)
+        #expect(String(decoding: run.stderr, as: UTF8.self).hasPrefix("streamplay: converter: unsupported format: adts/aac"))
+    }
+}

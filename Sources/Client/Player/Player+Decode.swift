@@ -2,87 +2,97 @@ import Foundation
 import StreamShared
 
 extension Player {
-    /// What the probe and the first frame tell about an MP3 stream.
-    struct MP3Facts {
+    /// What the probe tells about a stream, in the terms the decode loop needs.
+    struct StreamPlan {
         var stream: ProbedStream
-        var header: MPEGFrameHeader
-        /// Offset of the first audio frame (after tags and the Xing/Info frame).
+        var format: AudioFormat
+        /// Offset of the first byte of audio (after tags, the Xing/Info frame, the RIFF header).
         var audioStart: Int
+        /// Samples per converter unit (an MPEG frame; one frame for WAV).
+        var samplesPerUnit: Int
         /// Samples to drop at the start: encoder delay + the decoder's 529 (0 without a LAME tag).
         var trimStart: Int
-        /// Playable samples after trimming, when the frame count is known.
+        /// Playable samples after trimming, when the header tells.
         var trimmedLength: Int?
-        var totalFrames: Int?
+        /// Units the header promises (Xing frame count), to recognise a truncated stream.
+        var totalUnits: Int?
+        /// Units decoded before the target to warm the decoder up after a seek (bit reservoir).
+        var warmUpUnits: Int
+        /// MP3 only: the first frame's header, for seek arithmetic.
+        var mpegHeader: MPEGFrameHeader?
+        var wav: WAVInfo?
     }
 
-    /// The decode thread's work: probe, seek if asked, then parse → decode → trim → DSP → ring.
+    /// The decode thread's work: probe, seek if asked, then parse → convert → trim → DSP → ring.
     func decode(into ring: SPSCRing, outputLoop: OutputLoop, started: DispatchTime) throws {
-        let facts = try probeStream()
-        let sampleRate = facts.header.sampleRate
-        let spf = facts.header.samplesPerFrame
-        let channels = facts.header.channels
-        let format = AudioFormat(sampleRate: sampleRate, channels: channels)
-        continuation.yield(.format(format, codec: facts.stream.codec))
-        continuation.yield(.metadata(facts.stream.tags))
+        let plan = try makePlan(try probeStream())
+        let format = plan.format
+        let channels = format.channels
+        let sampleRate = format.sampleRate
+        continuation.yield(.format(format, codec: plan.stream.codec))
+        continuation.yield(.metadata(plan.stream.tags))
         commands.withLock {
-            statsStorage.codec = facts.stream.codec
-            statsStorage.container = facts.stream.container.rawValue
+            statsStorage.codec = plan.stream.codec
+            statsStorage.container = plan.stream.container.rawValue
             statsStorage.sampleRate = sampleRate
             statsStorage.channels = channels
-            duration = facts.trimmedLength.map { Double($0) / Double(sampleRate) } ?? estimatedDuration(facts)
+            duration = plan.trimmedLength.map { Double($0) / Double(sampleRate) } ?? estimatedDuration(plan)
             statsStorage.durationSeconds = duration
         }
-        let decoder = try MPG123Decoder()
-        var reader = MP3FrameReader()
+        var converter: any PacketConverter
+        if let wav = plan.wav {
+            converter = WAVConverter(format: wav.format)
+        } else {
+            converter = try MP3Converter()
+        }
         var gain = Gain(volume: options.volume)
         gain.sampleRate = sampleRate
-        // Untrimmed sample index of the next decoded sample, and the window to keep.
-        var decodedPosition = 0
-        var keepFrom = facts.trimStart
-        var keepUntil = facts.trimmedLength.map { facts.trimStart + $0 } ?? Int.max
+        // Untrimmed sample index of the next converted sample, and the window to keep.
+        var position = 0
+        var keepFrom = plan.trimStart
+        var keepUntil = plan.trimmedLength.map { plan.trimStart + $0 } ?? Int.max
         let blockSamples = format.framesPerBuffer * channels
         var pending: [Float] = []
         pending.reserveCapacity(blockSamples)
-        /// Blocks completed inside the decoder callback, emitted right after it returns.
         var fullBlocks: [[Float]] = []
         var outputStarted = false
         var streamEnded = false
 
-        /// Moves the read position to `seconds`: throttle reset, a new request from the
-        /// nearest indexed frame a few frames early (bit reservoir), samples dropped to the exact spot.
-        func seekTo(_ seconds: Double) throws {
-            let target = facts.trimStart + Int((seconds * Double(sampleRate)).rounded())
-            let targetFrame = target / spf
-            let (frameIndex, byte) = try locateFrame(atOrBefore: max(0, targetFrame - 4), facts: facts)
-            throttle.reset(to: byte)
-            control.seek(to: byte)
-            reader.restart(at: byte)
-            try decoder.reopen()
-            decodedPosition = frameIndex * spf
-            keepFrom = max(facts.trimStart, target)
-            if outputStarted {
-                outputLoop.flush(resumingAt: keepFrom - facts.trimStart)
-            } else {
-                outputLoop.setStart(frame: keepFrom - facts.trimStart)
-            }
+        func limitDuration() {
             if let limit = options.duration {
-                keepUntil = min(facts.trimmedLength.map { facts.trimStart + $0 } ?? Int.max,
+                keepUntil = min(plan.trimmedLength.map { plan.trimStart + $0 } ?? Int.max,
                                 keepFrom + Int((limit * Double(sampleRate)).rounded()))
             }
+        }
+
+        /// Moves the read position to `seconds`: throttle reset, a new request from an exact
+        /// unit start a little early (decoder warm-up), samples dropped to the exact spot.
+        func seekTo(_ seconds: Double) throws {
+            let target = plan.trimStart + Int((seconds * Double(sampleRate)).rounded())
+            let (unit, byte) = try locateUnit(atOrBefore: max(0, target / plan.samplesPerUnit - plan.warmUpUnits), plan: plan)
+            throttle.reset(to: byte)
+            control.seek(to: byte)
+            try converter.restart(at: byte)
+            position = unit * plan.samplesPerUnit
+            keepFrom = max(plan.trimStart, target)
+            if outputStarted {
+                outputLoop.flush(resumingAt: keepFrom - plan.trimStart)
+            } else {
+                outputLoop.setStart(frame: keepFrom - plan.trimStart)
+            }
+            limitDuration()
             streamEnded = false
-            log("parser", "seek to \(seconds) s: frame \(frameIndex) at byte \(byte)")
+            log("parser", "seek to \(seconds) s: unit \(unit) at byte \(byte)")
         }
 
         if options.start > 0 {
             commands.withLock { seekStartedMs = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6 }
             try seekTo(options.start)
         } else {
-            // Keep reading from where the probe stopped; feed the parser from the first audio frame.
-            reader.restart(at: facts.audioStart)
-            if let limit = options.duration {
-                keepUntil = min(keepUntil, facts.trimStart + Int((limit * Double(sampleRate)).rounded()))
-            }
-            reader.append(Array(probePrefix.dropFirst(facts.audioStart)))
+            // Keep reading from where the probe stopped; convert from the first byte of audio.
+            try converter.restart(at: plan.audioStart)
+            limitDuration()
+            converter.append(Array(probePrefix.dropFirst(plan.audioStart)))
         }
         probePrefix = []
 
@@ -116,7 +126,7 @@ extension Player {
                 break
             }
             let heard = Double(outputLoop.playedPosition) / Double(sampleRate)
-            commands.withLock { position = heard }
+            commands.withLock { self.position = heard }
             continuation.yield(.progress(position: heard, duration: commands.withLock { duration }))
             if let seconds = commands.withLock({ () -> Double? in defer { pendingSeek = nil }; return pendingSeek }) {
                 setState(.seeking)
@@ -124,39 +134,34 @@ extension Player {
                 try seekTo(seconds)
                 setState(.playing)
             }
-            // Parse and decode every whole frame buffered.
-            while let frame = try reader.next(isComplete: streamEnded) {
-                try decoder.decode(frame: frame.bytes) { samples, _ in
-                    let frames = samples.count / channels
-                    let start = decodedPosition
-                    decodedPosition += frames
-                    let lower = max(keepFrom, start), upper = min(keepUntil, decodedPosition)
-                    guard lower < upper else { return }
-                    var from = (lower - start) * channels
-                    let to = (upper - start) * channels
-                    let scale: Float = 1.0 / 32768
-                    // Convert straight into the fixed-size block; a full block goes down the chain.
-                    while from < to {
-                        let take = min(to - from, blockSamples - pending.count)
-                        let old = pending.count
-                        pending.append(contentsOf: repeatElement(0, count: take))
-                        pending.withUnsafeMutableBufferPointer { out in
-                            for i in 0..<take { out[old + i] = Float(samples[from + i]) * scale }
-                        }
-                        from += take
-                        if pending.count == blockSamples { fullBlocks.append(pending); pending.removeAll(keepingCapacity: true) }
+            // Convert every whole unit buffered; keep the samples inside the window.
+            while try converter.convertNext(isComplete: streamEnded, { samples in
+                let frames = samples.count / channels
+                let start = position
+                position += frames
+                let lower = max(keepFrom, start), upper = min(keepUntil, position)
+                guard lower < upper else { return }
+                var from = (lower - start) * channels
+                let to = (upper - start) * channels
+                // Fill fixed-size blocks; a full block goes down the chain.
+                while from < to {
+                    let take = min(to - from, blockSamples - pending.count)
+                    pending.append(contentsOf: samples[from..<(from + take)])
+                    from += take
+                    if pending.count == blockSamples {
+                        fullBlocks.append(pending)
+                        pending.removeAll(keepingCapacity: true)
                     }
                 }
+            }) {
                 for var block in fullBlocks { try emit(&block) }
                 fullBlocks.removeAll(keepingCapacity: true)
-                let heard = Double(outputLoop.playedPosition) / Double(sampleRate)
-                commands.withLock { position = heard }
-                if decodedPosition >= keepUntil { break }
+                if position >= keepUntil { break }
             }
-            if decodedPosition >= keepUntil || streamEnded { break }
+            if position >= keepUntil || streamEnded { break }
             switch throttle.read(max: 64 * 1024, timeout: 0.05) {
             case .bytes(let bytes, _):
-                reader.append(bytes)
+                converter.append(bytes)
                 continuation.yield(.buffer(fill: throttle.fill, capacity: throttle.capacity))
             case .end:
                 streamEnded = true
@@ -167,22 +172,55 @@ extension Player {
             }
         }
         try emit(&pending)
-        // A stream that ends before the samples its Xing header promised is truncated (or the header lies).
-        if let expected = facts.totalFrames, streamEnded, keepUntil != Int.max, decodedPosition < keepUntil,
+        // A stream that ends before the samples its header promised is truncated (or the header lies).
+        if let expected = plan.totalUnits, streamEnded, keepUntil != Int.max, position < keepUntil,
            !commands.withLock({ stopRequested }) {
-            throw PlaybackError(message: "parser: stream ended after \(decodedPosition / spf) of \(expected) frames (truncated file or wrong Xing header)",
+            throw PlaybackError(message: "parser: stream ended after \(position / plan.samplesPerUnit) of \(expected) frames (truncated file or wrong Xing header)",
                                 exitCode: 1)
         }
     }
 
     /// Duration from CBR arithmetic when no header says it.
-    func estimatedDuration(_ facts: MP3Facts) -> Double? {
-        guard let size = control.totalSize, facts.header.bitrate > 0 else { return nil }
-        return Double(size - facts.audioStart) * 8 / Double(facts.header.bitrate)
+    func estimatedDuration(_ plan: StreamPlan) -> Double? {
+        guard let size = control.totalSize, let header = plan.mpegHeader, header.bitrate > 0 else { return nil }
+        return Double(size - plan.audioStart) * 8 / Double(header.bitrate)
+    }
+
+    /// Turns what Probe found into a plan, or refuses formats the pipeline cannot play yet.
+    func makePlan(_ stream: ProbedStream) throws -> StreamPlan {
+        switch stream.container {
+        case .mp3:
+            guard let first = stream.mpegFrame else { break }
+            let gapless = stream.vbrHeader?.gapless
+            let totalFrames = stream.vbrHeader?.frameCount
+            let spf = first.header.samplesPerFrame
+            let trimmed = totalFrames.map { frames in
+                max(0, frames * spf - (gapless?.encoderDelay ?? 0) - (gapless?.encoderPadding ?? 0))
+            }
+            log("parser", "\(stream.codec) \(first.header.sampleRate) Hz, first frame at \(first.offset)"
+                + (totalFrames.map { ", \($0) frames" } ?? ""))
+            return StreamPlan(stream: stream, format: AudioFormat(sampleRate: first.header.sampleRate, channels: first.header.channels),
+                              audioStart: first.offset + (stream.vbrHeader != nil ? first.length : 0), samplesPerUnit: spf,
+                              trimStart: gapless.map { $0.encoderDelay + 529 } ?? 0, trimmedLength: trimmed,
+                              totalUnits: totalFrames, warmUpUnits: 4, mpegHeader: first.header, wav: nil)
+        case .wav:
+            guard let wav = stream.wav else { break }
+            let available = control.totalSize.map { max(0, $0 - stream.firstFrameOffset) }
+            let dataBytes = wav.dataSize.map { size in available.map { min(size, $0) } ?? size } ?? available
+            log("parser", "\(stream.codec) \(wav.format.sampleRate) Hz, \(wav.format.channels) ch, data at \(stream.firstFrameOffset)")
+            return StreamPlan(stream: stream, format: AudioFormat(sampleRate: wav.format.sampleRate, channels: wav.format.channels),
+                              audioStart: stream.firstFrameOffset, samplesPerUnit: 1, trimStart: 0,
+                              trimmedLength: dataBytes.map { $0 / wav.format.blockAlign }, totalUnits: nil, warmUpUnits: 0,
+                              mpegHeader: nil, wav: wav)
+        default:
+            break
+        }
+        throw PlaybackError(message: "converter: unsupported format: \(stream.container.rawValue)/\(stream.codec) (MP3 and WAV so far)",
+                            exitCode: 1)
     }
 
     /// Reads from the throttle until Probe can tell what the stream is.
-    func probeStream() throws -> MP3Facts {
+    func probeStream() throws -> ProbedStream {
         var ended = false
         while true {
             if commands.withLock({ stopRequested }) { throw PlaybackError(message: "player: stopped", exitCode: 0) }
@@ -196,22 +234,7 @@ extension Player {
                 }
                 switch outcome {
                 case .audio(let stream):
-                    guard stream.container == .mp3, let first = stream.mpegFrame else {
-                        throw PlaybackError(message: "converter: unsupported format: \(stream.container.rawValue)/\(stream.codec) (MP3 only so far)",
-                                            exitCode: 1)
-                    }
-                    let gapless = stream.vbrHeader?.gapless
-                    let trimStart = gapless.map { $0.encoderDelay + 529 } ?? 0
-                    let totalFrames = stream.vbrHeader?.frameCount
-                    let spf = first.header.samplesPerFrame
-                    let trimmed = totalFrames.map { frames in
-                        max(0, frames * spf - (gapless?.encoderDelay ?? 0) - (gapless?.encoderPadding ?? 0))
-                    }
-                    log("parser", "\(stream.codec) \(first.header.sampleRate) Hz, first frame at \(first.offset)"
-                        + (totalFrames.map { ", \($0) frames" } ?? ""))
-                    return MP3Facts(stream: stream, header: first.header,
-                                    audioStart: first.offset + (stream.vbrHeader != nil ? first.length : 0),
-                                    trimStart: trimStart, trimmedLength: trimmed, totalFrames: totalFrames)
+                    return stream
                 case .needMore(let atLeast):
                     if ended {
                         throw PlaybackError(message: "parser: truncated stream (\(probePrefix.count) bytes)", exitCode: 1)
@@ -219,7 +242,6 @@ extension Player {
                     if atLeast > 64 * 1024 * 1024 {
                         throw PlaybackError(message: "parser: needs \(atLeast) bytes before the audio", exitCode: 1)
                     }
-                    if probePrefix.count >= atLeast { break }
                 }
             }
             switch throttle.read(max: 64 * 1024, timeout: 0.05) {

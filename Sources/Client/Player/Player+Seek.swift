@@ -5,35 +5,42 @@ extension Player {
     /// A frame-exact seek table: (frame index, byte offset) pairs in order.
     typealias FrameTable = [(frame: Int, byte: Int)]
 
-    /// Frame index and byte offset of an exact frame start at or before `frame`.
-    /// Uses, in order: streamd's `/api/index` (exact), a local scan for files (exact),
+    /// Index and byte offset of an exact unit start at or before `unit`. WAV: arithmetic.
+    /// MP3 uses, in order: streamd's `/api/index` (exact), a local scan for files (exact),
     /// then the Xing TOC or CBR arithmetic (approximate, refined to the next frame sync).
-    func locateFrame(atOrBefore frame: Int, facts: MP3Facts) throws -> (frame: Int, byte: Int) {
-        let seconds = Double(frame * facts.header.samplesPerFrame) / Double(facts.header.sampleRate)
+    func locateUnit(atOrBefore unit: Int, plan: StreamPlan) throws -> (unit: Int, byte: Int) {
+        if let wav = plan.wav {
+            let last = plan.trimmedLength.map { max(0, $0 - 1) } ?? unit
+            let frame = min(unit, last)
+            return (frame, plan.audioStart + frame * wav.format.blockAlign)
+        }
+        guard let header = plan.mpegHeader else { return (0, plan.audioStart) }
+        let frame = unit
+        let seconds = Double(frame * header.samplesPerFrame) / Double(header.sampleRate)
         if url.contains("://") {
-            frameTable = loadFrameTable(facts, around: seconds)
+            frameTable = loadFrameTable(plan, header: header, around: seconds)
         } else if frameTable == nil {
-            frameTable = loadFrameTable(facts, around: nil)
+            frameTable = loadFrameTable(plan, header: header, around: nil)
         }
         if let table = frameTable, let firstEntry = table.first, firstEntry.frame <= frame {
             var best = table[0]
             for entry in table where entry.frame <= frame { best = entry }
-            return best
+            return (best.frame, best.byte)
         }
-        let spf = facts.header.samplesPerFrame
-        if let toc = facts.stream.vbrHeader?.xingTOC, let total = facts.totalFrames, total > 0,
-           let bytes = facts.stream.vbrHeader?.byteCount {
+        let spf = header.samplesPerFrame
+        if let toc = plan.stream.vbrHeader?.xingTOC, let total = plan.totalUnits, total > 0,
+           let bytes = plan.stream.vbrHeader?.byteCount {
             let percent = min(99, max(0, frame * 100 / total))
-            let byte = facts.audioStart + Int(toc[percent]) * bytes / 256
+            let byte = plan.audioStart + Int(toc[percent]) * bytes / 256
             return (percent * total / 100, byte)
         }
-        let frameBytes = Double(spf / 8 * facts.header.bitrate) / Double(facts.header.sampleRate)
-        return (frame, facts.audioStart + Int(Double(frame) * frameBytes))
+        let frameBytes = Double(spf / 8 * header.bitrate) / Double(header.sampleRate)
+        return (frame, plan.audioStart + Int(Double(frame) * frameBytes))
     }
 
-    private func loadFrameTable(_ facts: MP3Facts, around seconds: Double?) -> FrameTable? {
-        let spf = Double(facts.header.samplesPerFrame)
-        let rate = Double(facts.header.sampleRate)
+    private func loadFrameTable(_ plan: StreamPlan, header: MPEGFrameHeader, around seconds: Double?) -> FrameTable? {
+        let spf = Double(header.samplesPerFrame)
+        let rate = Double(header.sampleRate)
         func table(_ points: [SeekPoint]) -> FrameTable {
             points.map { (Int(($0.t * rate / spf).rounded()), $0.byte) }
         }
@@ -49,7 +56,7 @@ extension Player {
         guard let body = try? HTTPSource(url: indexURL, options: options.http).fetch(limit: 16 << 20),
               let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
               let points = object["points"] as? [[String: Any]] else {
-            log("parser", "no seek index at \(indexURL); seeking by \(facts.stream.vbrHeader?.xingTOC != nil ? "Xing TOC" : "CBR arithmetic")")
+            log("parser", "no seek index at \(indexURL); seeking by \(plan.stream.vbrHeader?.xingTOC != nil ? "Xing TOC" : "CBR arithmetic")")
             return nil
         }
         log("parser", "seek index from \(indexURL): \(points.count) points")
