@@ -147,9 +147,11 @@ through a bounded throttle, a parser, a converter and an output."
   sox -q -R "$WORK/song-c.wav" -r 48000 -c 1 "$WORK/song-c-48k-mono.wav"
   lame --quiet -b 96 --cbr -m m --tt "Counting in Mono" --ta "$ARTIST" "$WORK/song-c-48k-mono.wav" "$out/mono-48k.mp3"
   # 4. AAC-LC in ADTS, no tags.
-  "${FF[@]}" -i "$WORK/song-d.wav" "${BITEXACT[@]}" -c:a aac -b:a 128k -f adts "$out/adts.aac"
+  # PNS (noise substitution) is off: its noise is random per decoder, which would make
+  # decoders disagree by design; without it libfaad2 and ffmpeg agree to ~100 dB.
+  "${FF[@]}" -i "$WORK/song-d.wav" "${BITEXACT[@]}" -c:a aac -aac_pns 0 -b:a 128k -f adts "$out/adts.aac"
   # 5. AAC-LC in MP4 with iTunes-style tags, moov first.
-  "${FF[@]}" -i "$WORK/song-e.wav" "${BITEXACT[@]}" -c:a aac -b:a 128k -movflags +faststart \
+  "${FF[@]}" -i "$WORK/song-e.wav" "${BITEXACT[@]}" -c:a aac -aac_pns 0 -b:a 128k -movflags +faststart \
     -metadata title="Long Mix" -metadata artist="$ARTIST" -metadata album="$ALBUM" -metadata track=5 \
     "$out/track.m4a"
   # 6. PCM 16-bit WAV with a LIST/INFO chunk (INAM, IART).

@@ -21,6 +21,8 @@ extension Player {
         /// MP3 only: the first frame's header, for seek arithmetic.
         var mpegHeader: MPEGFrameHeader?
         var wav: WAVInfo?
+        /// ADTS only: the first frame's header.
+        var adts: ADTSHeader?
     }
 
     /// The decode thread's work: probe, seek if asked, then parse → convert → trim → DSP → ring.
@@ -42,6 +44,8 @@ extension Player {
         var converter: any PacketConverter
         if let wav = plan.wav {
             converter = WAVConverter(format: wav.format)
+        } else if let adts = plan.adts {
+            converter = try ADTSConverter(first: adts)
         } else {
             converter = try MP3Converter()
         }
@@ -202,7 +206,7 @@ extension Player {
             return StreamPlan(stream: stream, format: AudioFormat(sampleRate: first.header.sampleRate, channels: first.header.channels),
                               audioStart: first.offset + (stream.vbrHeader != nil ? first.length : 0), samplesPerUnit: spf,
                               trimStart: gapless.map { $0.encoderDelay + 529 } ?? 0, trimmedLength: trimmed,
-                              totalUnits: totalFrames, warmUpUnits: 4, mpegHeader: first.header, wav: nil)
+                              totalUnits: totalFrames, warmUpUnits: 4, mpegHeader: first.header, wav: nil, adts: nil)
         case .wav:
             guard let wav = stream.wav else { break }
             let available = control.totalSize.map { max(0, $0 - stream.firstFrameOffset) }
@@ -211,11 +215,28 @@ extension Player {
             return StreamPlan(stream: stream, format: AudioFormat(sampleRate: wav.format.sampleRate, channels: wav.format.channels),
                               audioStart: stream.firstFrameOffset, samplesPerUnit: 1, trimStart: 0,
                               trimmedLength: dataBytes.map { $0 / wav.format.blockAlign }, totalUnits: nil, warmUpUnits: 0,
-                              mpegHeader: nil, wav: wav)
+                              mpegHeader: nil, wav: wav, adts: nil)
+        case .adts:
+            guard let header = stream.adtsHeader else { break }
+            // The output format is what libfaad2 makes of the first frame: SBR doubles the rate
+            // and PS makes mono stereo, which the ADTS header does not say.
+            let probe = try FAADDecoder()
+            var output = AudioFormat(sampleRate: header.sampleRate, channels: header.audioSpecificConfig.channels)
+            var samplesPerFrame = header.samplesPerFrame
+            let firstFrame = probePrefix.dropFirst(stream.firstFrameOffset).prefix(header.frameLength)
+            try probe.decode(frame: firstFrame) { samples, format in
+                output = format
+                samplesPerFrame = samples.count / max(1, format.channels)
+            }
+            if samplesPerFrame == 0 { samplesPerFrame = header.samplesPerFrame * output.sampleRate / header.sampleRate }
+            log("parser", "aac (ADTS) \(header.sampleRate) Hz core, output \(output), first frame at \(stream.firstFrameOffset)")
+            return StreamPlan(stream: stream, format: output, audioStart: stream.firstFrameOffset,
+                              samplesPerUnit: samplesPerFrame, trimStart: 0, trimmedLength: nil, totalUnits: nil,
+                              warmUpUnits: 2, mpegHeader: nil, wav: nil, adts: header)
         default:
             break
         }
-        throw PlaybackError(message: "converter: unsupported format: \(stream.container.rawValue)/\(stream.codec) (MP3 and WAV so far)",
+        throw PlaybackError(message: "converter: unsupported format: \(stream.container.rawValue)/\(stream.codec) (MP3, AAC in ADTS and WAV so far)",
                             exitCode: 1)
     }
 

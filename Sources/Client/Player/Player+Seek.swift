@@ -14,19 +14,19 @@ extension Player {
             let frame = min(unit, last)
             return (frame, plan.audioStart + frame * wav.format.blockAlign)
         }
-        guard let header = plan.mpegHeader else { return (0, plan.audioStart) }
         let frame = unit
-        let seconds = Double(frame * header.samplesPerFrame) / Double(header.sampleRate)
+        let seconds = Double(frame * plan.samplesPerUnit) / Double(plan.format.sampleRate)
         if url.contains("://") {
-            frameTable = loadFrameTable(plan, header: header, around: seconds)
+            frameTable = loadFrameTable(plan, around: seconds)
         } else if frameTable == nil {
-            frameTable = loadFrameTable(plan, header: header, around: nil)
+            frameTable = loadFrameTable(plan, around: nil)
         }
         if let table = frameTable, let firstEntry = table.first, firstEntry.frame <= frame {
             var best = table[0]
             for entry in table where entry.frame <= frame { best = entry }
             return (best.frame, best.byte)
         }
+        guard let header = plan.mpegHeader else { return (0, plan.audioStart) }
         let spf = header.samplesPerFrame
         if let toc = plan.stream.vbrHeader?.xingTOC, let total = plan.totalUnits, total > 0,
            let bytes = plan.stream.vbrHeader?.byteCount {
@@ -38,9 +38,9 @@ extension Player {
         return (frame, plan.audioStart + Int(Double(frame) * frameBytes))
     }
 
-    private func loadFrameTable(_ plan: StreamPlan, header: MPEGFrameHeader, around seconds: Double?) -> FrameTable? {
-        let spf = Double(header.samplesPerFrame)
-        let rate = Double(header.sampleRate)
+    private func loadFrameTable(_ plan: StreamPlan, around seconds: Double?) -> FrameTable? {
+        let spf = Double(plan.samplesPerUnit)
+        let rate = Double(plan.format.sampleRate)
         func table(_ points: [SeekPoint]) -> FrameTable {
             points.map { (Int(($0.t * rate / spf).rounded()), $0.byte) }
         }
