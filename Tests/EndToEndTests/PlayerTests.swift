@@ -104,8 +104,8 @@ func wavSamples(_ path: String) throws -> [Int16] {
     }
 }
 
-/// WAV through the same pipeline (no decoder library).
-@Suite(.serialized) struct PlayerWAVTests {
+/// WAV, AAC in ADTS and AAC in MP4 through the same pipeline.
+@Suite(.serialized) struct PlayerFormatTests {
     @Test func wav_isBitExact_andSeeksToTheSample() throws {
         let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
         let dir = try PlayerTests.temporaryDirectory()
@@ -121,11 +121,33 @@ func wavSamples(_ path: String) throws -> [Int16] {
         #expect(try wavSamples(part) == Array(original[start..<(start + 2 * 44_100 * 2)]), "seek by arithmetic lands on the sample")
     }
 
-    @Test func m4a_isNotPlayableYet_andSaysSo() throws {
-        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
-        let run = try runCommand(PlayerTests.streamplay, ["\(server.baseURL)/media/track.m4a", "--output", "null"])
-        #expect(run.status == 1)
-        #expect(String(decoding: run.stderr, as: UTF8.self).hasPrefix("streamplay: converter: unsupported format: mp4/aac"))
+    @Test func m4a_faststartAndMoovAtEnd_matchFFmpeg_andSeekExactly() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let faststart = TestPaths.media.appendingPathComponent("track.m4a").path
+        try FileManager.default.copyItem(atPath: faststart, toPath: dir.appendingPathComponent("front.m4a").path)
+        // The same audio with the moov box after mdat (ffmpeg's default layout).
+        let ffmpeg = try #require(which("ffmpeg"))
+        try runCommand(ffmpeg, ["-v", "error", "-y", "-i", faststart, "-c", "copy", dir.appendingPathComponent("end.m4a").path])
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        let reference = dir.appendingPathComponent("ref.wav").path
+        try runCommand(ffmpeg, ["-v", "error", "-y", "-i", faststart, "-f", "wav", reference])
+        let a = try wavSamples(reference)
+        var full: [Int16] = []
+        for name in ["front.m4a", "end.m4a"] {
+            let ours = dir.appendingPathComponent("\(name).wav").path
+            let run = try runCommand(PlayerTests.streamplay, ["\(server.baseURL)/media/\(name)", "--output", "wav:\(ours)"])
+            #expect(run.status == 0, "\(name): \(String(decoding: run.stderr, as: UTF8.self))")
+            let b = try wavSamples(ours)
+            #expect(Self.snr(a, b, offset: 0, channels: 2) >= 60, "\(name): SNR against ffmpeg")
+            #expect(abs(a.count - b.count) <= 1024 * 2, "\(name): length within one frame (edit list applied)")
+            full = b
+        }
+        let part = dir.appendingPathComponent("part.wav").path
+        #expect(try runCommand(PlayerTests.streamplay, ["\(server.baseURL)/media/end.m4a", "--output", "wav:\(part)",
+                                                       "--start", "12.5", "--duration", "2"]).status == 0)
+        let start = Int(12.5 * 44_100) * 2
+        #expect(try wavSamples(part) == Array(full[start..<(start + 2 * 44_100 * 2)]), "M4A seek is sample-exact")
     }
 
     /// Signal-to-noise ratio of `test` against `reference` shifted by `offset` frames.

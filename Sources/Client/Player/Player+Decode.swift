@@ -23,6 +23,8 @@ extension Player {
         var wav: WAVInfo?
         /// ADTS only: the first frame's header.
         var adts: ADTSHeader?
+        /// MP4 only: the audio track and its sample tables.
+        var mp4: MP4AudioTrack? = nil
     }
 
     /// The decode thread's work: probe, seek if asked, then parse → convert → trim → DSP → ring.
@@ -46,6 +48,8 @@ extension Player {
             converter = WAVConverter(format: wav.format)
         } else if let adts = plan.adts {
             converter = try ADTSConverter(first: adts)
+        } else if let track = plan.mp4 {
+            converter = try MP4Converter(track: track)
         } else {
             converter = try MP3Converter()
         }
@@ -233,11 +237,108 @@ extension Player {
             return StreamPlan(stream: stream, format: output, audioStart: stream.firstFrameOffset,
                               samplesPerUnit: samplesPerFrame, trimStart: 0, trimmedLength: nil, totalUnits: nil,
                               warmUpUnits: 2, mpegHeader: nil, wav: nil, adts: header)
+        case .mp4:
+            let movie = try loadMovie()
+            guard let track = movie.audio, track.codec == "mp4a", !movie.isFragmented else {
+                throw PlaybackError(message: "converter: unsupported format: mp4/\(movie.audio?.codec ?? "no audio track")"
+                                    + (movie.isFragmented ? " (fragmented)" : ""), exitCode: 1)
+            }
+            let asc: AudioSpecificConfig
+            do { asc = try AudioSpecificConfig.parse(track.decoderSpecificInfo[...]) } catch {
+                throw PlaybackError(message: "parser: \(error)", exitCode: 1)
+            }
+            let rate = asc.outputSampleRate
+            let scale = Double(rate) / Double(max(1, track.timescale))
+            let total = Int((Double(track.totalTicks) * scale).rounded())
+            let delay = movie.gapless?.encoderDelay ?? 0
+            let padding = movie.gapless?.encoderPadding ?? 0
+            let spu = asc.samplesPerFrame
+            // libfaad2 outputs nothing for the first access unit: that frame is the usual priming,
+            // so only what the file asks beyond one frame is trimmed here.
+            let trimStart = max(0, delay - spu)
+            let first = track.sampleLocation(0)?.offset ?? 0
+            log("parser", "aac (MP4) \(asc.profileName) \(rate) Hz, \(asc.channels) ch, \(track.sampleCount) samples, delay \(delay), padding \(padding)")
+            var plan = StreamPlan(stream: stream, format: AudioFormat(sampleRate: rate, channels: asc.channels),
+                                  audioStart: first, samplesPerUnit: spu, trimStart: trimStart,
+                                  trimmedLength: max(0, total - delay - padding), totalUnits: nil, warmUpUnits: 2,
+                                  mpegHeader: nil, wav: nil, adts: nil)
+            plan.mp4 = track
+            return plan
         default:
             break
         }
-        throw PlaybackError(message: "converter: unsupported format: \(stream.container.rawValue)/\(stream.codec) (MP3, AAC in ADTS and WAV so far)",
+        throw PlaybackError(message: "converter: unsupported format: \(stream.container.rawValue)/\(stream.codec) (MP3, AAC in ADTS or MP4, and WAV so far)",
                             exitCode: 1)
+    }
+
+    /// The movie box: from the bytes already read when it sits at the front (faststart),
+    /// else fetched with a Range request (moov after mdat).
+    func loadMovie() throws -> MP4Movie {
+        func parse(_ bytes: ArraySlice<UInt8>) throws -> MP4Movie {
+            do { return try MP4Movie.parse(moov: bytes) } catch {
+                throw PlaybackError(message: "parser: \(error)", exitCode: 1)
+            }
+        }
+        for _ in 0..<100_000 {
+            let size = control.totalSize
+            let layout: MP4TopLevel
+            let nextOffset: Int?
+            do { (layout, nextOffset) = try MP4TopLevel.scan(prefix: probePrefix[...], fileSize: size) } catch {
+                throw PlaybackError(message: "parser: \(error)", exitCode: 1)
+            }
+            if let moov = layout.moovRange {
+                if moov.upperBound <= probePrefix.count { return try parse(probePrefix[moov]) }
+                if layout.mdatRange == nil {
+                    try readMore(upTo: moov.upperBound)       // moov first: it is coming
+                    continue
+                }
+                return try parse(try fetch(moov)[...])
+            }
+            guard let next = nextOffset else {
+                throw PlaybackError(message: "parser: MP4 without a moov box", exitCode: 1)
+            }
+            if layout.mdatRange == nil {
+                try readMore(upTo: next + 16)
+                continue
+            }
+            // moov after mdat: walk the remaining top-level boxes with small Range reads.
+            var offset = next
+            for _ in 0..<10_000 {
+                let head = try fetch(offset..<(offset + 16))
+                guard let header = try? MP4BoxHeader.parse(head[...], at: 0) else { break }
+                let boxSize = header.size ?? ((size ?? offset) - offset)
+                if header.type == "moov" {
+                    log("parser", "moov at the end (byte \(offset)): fetched with a Range request")
+                    return try parse(try fetch(offset..<(offset + boxSize))[...])
+                }
+                guard boxSize > 0 else { break }
+                offset += boxSize
+            }
+            throw PlaybackError(message: "parser: MP4 without a moov box", exitCode: 1)
+        }
+        throw PlaybackError(message: "parser: MP4 with too many top-level boxes", exitCode: 1)
+    }
+
+    private func fetch(_ range: Range<Int>) throws -> [UInt8] {
+        do { return try source.readRange(range) } catch {
+            throw PlaybackError(message: "\(error) (needed for the MP4 index at the end of the file)", exitCode: 3)
+        }
+    }
+
+    /// Reads from the throttle until `probePrefix` holds `count` bytes (bounded).
+    private func readMore(upTo count: Int) throws {
+        guard count <= 64 * 1024 * 1024 else {
+            throw PlaybackError(message: "parser: MP4 header of \(count) bytes is too large", exitCode: 1)
+        }
+        while probePrefix.count < count {
+            switch throttle.read(max: count - probePrefix.count, timeout: 0.1) {
+            case .bytes(let bytes, _): probePrefix += bytes
+            case .end: throw PlaybackError(message: "parser: truncated MP4 (\(probePrefix.count) bytes)", exitCode: 1)
+            case .failed(let error): throw PlaybackError(message: "\(error)", exitCode: (error as? SourceError)?.exitCode ?? 3)
+            case .timedOut:
+                if commands.withLock({ stopRequested }) { throw PlaybackError(message: "player: stopped", exitCode: 0) }
+            }
+        }
     }
 
     /// Reads from the throttle until Probe can tell what the stream is.

@@ -14,6 +14,11 @@ extension Player {
             let frame = min(unit, last)
             return (frame, plan.audioStart + frame * wav.format.blockAlign)
         }
+        if let track = plan.mp4 {
+            // The sample table is the index: exact for every sample.
+            let sample = min(unit, max(0, track.sampleCount - 1))
+            return (sample, track.sampleLocation(sample)?.offset ?? plan.audioStart)
+        }
         let frame = unit
         let seconds = Double(frame * plan.samplesPerUnit) / Double(plan.format.sampleRate)
         if url.contains("://") {

@@ -12,7 +12,7 @@ public final class Player: @unchecked Sendable {
     /// When the player was made; log lines carry the time since.
     let created = DispatchTime.now()
     public let options: PlayerOptions
-    private let source: ByteSource
+    let source: ByteSource
     private let output: AudioOutput
     let throttle: Throttle
     let control = SourceControl()
