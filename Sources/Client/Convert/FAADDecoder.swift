@@ -71,9 +71,8 @@ final class FAADDecoder {
 /// AAC in ADTS: StreamShared's ADTS header and sync, then libfaad2.
 struct ADTSConverter: PacketConverter {
     private let decoder: FAADDecoder
-    private var buffer: [UInt8] = []
-    private var consumed = 0
-    private var first: ADTSHeader
+    private var pending = PendingBytes()
+    private let first: ADTSHeader
 
     init(first: ADTSHeader) throws {
         decoder = try FAADDecoder()
@@ -81,36 +80,29 @@ struct ADTSConverter: PacketConverter {
     }
 
     mutating func restart(at offset: Int) throws {
-        buffer.removeAll(keepingCapacity: true)
-        consumed = 0
+        pending.reset()
         try decoder.reset()
     }
 
-    mutating func append(_ bytes: [UInt8]) {
-        if consumed > 0 {
-            buffer.removeSubrange(0..<consumed)
-            consumed = 0
-        }
-        buffer += bytes
-    }
+    mutating func append(_ bytes: [UInt8]) { pending.append(bytes) }
 
     mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
         while true {
-            let rest = buffer[consumed...]
+            let rest = pending.unread
             if rest.count < 9 && !(isComplete && rest.count >= 7) { return false }
             if let header = try? ADTSHeader.parse(rest), header.isCompatible(with: first) {
                 guard header.frameLength <= rest.count else { return false }
                 let frame = rest.prefix(header.frameLength)
-                consumed += header.frameLength
+                pending.consume(header.frameLength)
                 try decoder.decode(frame: frame) { samples, _ in body(samples) }
                 return true
             }
             // Lost sync (junk, a damaged header): find the next confirmed frame.
             guard let skip = try ADTSSync.findFirstFrame(in: rest.dropFirst(), confirmations: 1, isComplete: isComplete) else {
-                if isComplete { consumed = buffer.count }
+                if isComplete { pending.consume(rest.count) }
                 return false
             }
-            consumed += 1 + skip
+            pending.consume(1 + skip)
         }
     }
 }

@@ -11,6 +11,31 @@ protocol PacketConverter {
     mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool
 }
 
+/// Bytes waiting to be converted; used bytes are dropped on the next append.
+struct PendingBytes {
+    private var bytes: [UInt8] = []
+    private var consumed = 0
+
+    /// The bytes not yet used.
+    var unread: ArraySlice<UInt8> { bytes[consumed...] }
+
+    mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        consumed = 0
+    }
+
+    mutating func append(_ new: [UInt8]) {
+        if consumed > 0 {
+            bytes.removeSubrange(0..<consumed)
+            consumed = 0
+        }
+        bytes += new
+    }
+
+    /// Marks `n` more bytes as used.
+    mutating func consume(_ n: Int) { consumed = min(bytes.count, consumed + n) }
+}
+
 /// MPEG audio: StreamShared's frame reader, then libmpg123.
 struct MP3Converter: PacketConverter {
     private var reader = MP3FrameReader()
@@ -46,41 +71,30 @@ struct WAVConverter: PacketConverter {
     let format: WAVFormat
     /// Frames per unit handed out.
     let framesPerUnit = 4096
-    private var buffer: [UInt8] = []
-    private var consumed = 0
+    private var pending = PendingBytes()
     private var scratch: [Float] = []
 
     init(format: WAVFormat) { self.format = format }
 
-    mutating func restart(at offset: Int) throws {
-        buffer.removeAll(keepingCapacity: true)
-        consumed = 0
-    }
+    mutating func restart(at offset: Int) throws { pending.reset() }
 
-    mutating func append(_ bytes: [UInt8]) {
-        if consumed > 0 {
-            buffer.removeSubrange(0..<consumed)
-            consumed = 0
-        }
-        buffer += bytes
-    }
+    mutating func append(_ bytes: [UInt8]) { pending.append(bytes) }
 
     mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
-        let available = (buffer.count - consumed) / format.blockAlign
+        let unread = pending.unread
+        let available = unread.count / format.blockAlign
         guard available >= framesPerUnit || (isComplete && available > 0) else { return false }
         let frames = min(framesPerUnit, available)
         let bytesPerSample = format.bitsPerSample / 8
         let count = frames * format.channels
         scratch.removeAll(keepingCapacity: true)
         scratch.reserveCapacity(count)
-        let base = consumed
-        buffer.withUnsafeBytes { raw in
+        unread.withUnsafeBytes { raw in
             for i in 0..<count {
-                let at = base + i * bytesPerSample
-                scratch.append(Self.sample(raw, at: at, bits: format.bitsPerSample, float: format.kind == .float))
+                scratch.append(Self.sample(raw, at: i * bytesPerSample, bits: format.bitsPerSample, float: format.kind == .float))
             }
         }
-        consumed += frames * format.blockAlign
+        pending.consume(frames * format.blockAlign)
         scratch.withUnsafeBufferPointer(body)
         return true
     }
