@@ -53,15 +53,18 @@ struct MP3Converter: PacketConverter {
 
     mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
         guard let frame = try reader.next(isComplete: isComplete) else { return false }
-        var out = scratch
+        // Take the scratch buffer out of `self` so it is uniquely owned: no copy-on-write per frame.
+        var out: [Float] = []
+        swap(&out, &scratch)
+        defer { swap(&out, &scratch) }
         try decoder.decode(frame: frame.bytes) { samples, _ in
-            out.removeAll(keepingCapacity: true)
-            out.reserveCapacity(samples.count)
+            if out.count != samples.count { out = [Float](repeating: 0, count: samples.count) }
             let scale: Float = 1.0 / 32768      // exact: 16-bit samples come back bit for bit
-            for s in samples { out.append(Float(s) * scale) }
+            out.withUnsafeMutableBufferPointer { target in
+                for i in 0..<samples.count { target[i] = Float(samples[i]) * scale }
+            }
             out.withUnsafeBufferPointer(body)
         }
-        scratch = out
         return true
     }
 }
