@@ -30,7 +30,7 @@ cpu() { awk '{printf "%.2f", $1 + $2}' "$TMP/$1.time"; }
 rss() { awk '{printf "%.1f", $3 / 1024}' "$TMP/$1.time"; }
 wall() { awk '{printf "%.3f", $4}' "$TMP/$1.time"; }
 stat() { tail -1 "$TMP/$1.out" | python3 -c "import json,sys; v=json.load(sys.stdin)['$2']; print('%.1f' % v if v is not None else 'null')"; }
-ratio() { python3 -c "print('%.2f' % ($1 / max($2, 0.001)))"; }
+ratio() { python3 -c "print('%.2f' % ($1 / $2) if $2 >= 0.01 else 'n/a (peer < 10 ms)')"; }
 
 measure ours_long "$BIN/streamplay" "$BASE/media/long.mp3" --output null --stats
 measure mpg123_long mpg123 -q -t "$BASE/media/long.mp3"
