@@ -13,6 +13,8 @@ final class FaultProxy: @unchecked Sendable {
         /// Stop forwarding for `stallSeconds` once this many response bytes went through.
         var stallAt: Int?
         var stallSeconds: Double = 0
+        /// Remove `Range` and `If-Range` from the request, as a server without range support would ignore them.
+        var stripRange = false
     }
 
     let port: Int
@@ -66,14 +68,31 @@ final class FaultProxy: @unchecked Sendable {
                 close(client)
                 continue
             }
-            Thread.detachNewThread { Self.pump(from: client, to: upstream, fault: nil) }
+            let strip = fault?.stripRange ?? false
+            Thread.detachNewThread { Self.pump(from: client, to: upstream, fault: nil, stripRange: strip) }
             Thread.detachNewThread { Self.pump(from: upstream, to: client, fault: fault) }
         }
     }
 
     /// Copies bytes one way until EOF or the fault says to cut; then closes both sockets.
-    private static func pump(from: Int32, to: Int32, fault: Fault?) {
+    private static func pump(from: Int32, to: Int32, fault: Fault?, stripRange: Bool = false) {
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        if stripRange {
+            // Read the request head whole, drop the range headers, forward the rest.
+            var head: [UInt8] = []
+            while head.count < 64 * 1024, head.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
+                let n = buffer.withUnsafeMutableBytes { recv(from, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                head += buffer[0..<n]
+            }
+            let text = String(decoding: head, as: UTF8.self)
+            let kept = text.components(separatedBy: "\r\n").filter {
+                let lower = $0.lowercased()
+                return !lower.hasPrefix("range:") && !lower.hasPrefix("if-range:")
+            }.joined(separator: "\r\n")
+            let bytes = Array(kept.utf8)
+            _ = bytes.withUnsafeBytes { send(to, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
         var forwarded = 0
         var stalled = false
         while true {

@@ -29,6 +29,46 @@ import Glibc
         #expect(stats["reconnects"] as? Int == 2, "two cuts, two reconnects: \(stats)")
     }
 
+    @Test(.timeLimit(.minutes(1))) func serverIgnoringRange_isSkippedBitExact() throws {
+        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+        // The transfer drops; the resumed request reaches the server without its Range header,
+        // so the answer is a 200 with the whole file, and the client skips what it already has.
+        let proxy = try FaultProxy(upstreamPort: server.port, faults: [.init(cutAfter: 120_000), .init(stripRange: true)])
+        defer { proxy.stop() }
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ours = dir.appendingPathComponent("ours.wav").path
+        let reference = dir.appendingPathComponent("ref.wav").path
+        let run = try runCommand(Self.streamplay, ["http://127.0.0.1:\(proxy.port)/media/vbr-v2.mp3", "--output", "wav:\(ours)",
+                                                   "--stats", "--buffer-bytes", "65536"])
+        #expect(run.status == 0, "\(String(decoding: run.stderr, as: UTF8.self))")
+        try runCommand(try #require(which("mpg123")), ["-q", "-w", reference, TestPaths.media.appendingPathComponent("vbr-v2.mp3").path])
+        #expect(try wavSamples(ours) == wavSamples(reference))
+        #expect(try PlayerTests.stats(run.stdout)["reconnects"] as? Int == 1)
+    }
+
+    @Test(.timeLimit(.minutes(1))) func fileChangedWhilePlaying_isAnError() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("song.mp3")
+        try FileManager.default.copyItem(at: TestPaths.media.appendingPathComponent("vbr-v2.mp3"), to: file)
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        // The first transfer stalls, then drops; meanwhile the file is replaced.
+        let proxy = try FaultProxy(upstreamPort: server.port, faults: [.init(cutAfter: 100_001, stallAt: 100_000, stallSeconds: 2)])
+        defer { proxy.stop() }
+        let changer = Thread {
+            Thread.sleep(forTimeInterval: 0.8)
+            try? FileManager.default.removeItem(at: file)
+            try? FileManager.default.copyItem(at: TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3"), to: file)
+        }
+        changer.start()
+        let run = try runCommand(Self.streamplay, ["http://127.0.0.1:\(proxy.port)/media/song.mp3", "--output", "null",
+                                                   "--buffer-bytes", "65536"], timeout: 50)
+        let line = String(decoding: run.stderr, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+        #expect(run.status == 3, "\(line)")
+        #expect(line.contains("changed on the server"), "\(line)")
+    }
+
     /// Runs streamplay and returns (status, the one stderr line, seconds taken).
     static func failing(_ arguments: [String]) throws -> (Int32, String, Double) {
         let started = Date()

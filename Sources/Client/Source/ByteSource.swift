@@ -15,7 +15,7 @@ public enum SourceError: Error, CustomStringConvertible, Sendable {
         switch self {
         case let .httpStatus(status, url): return "source: HTTP \(status) for \(url)"
         case let .network(why): return "source: \(why)"
-        case let .changed(url): return "source: \(url) changed on the server while playing"
+        case let .changed(url): return "source: \(url.isEmpty ? "the file" : url) changed on the server while playing"
         case let .file(why): return "source: \(why)"
         }
     }

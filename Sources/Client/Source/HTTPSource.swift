@@ -37,7 +37,8 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         let control: SourceControl
         let generation: Int
         let requestedOffset: Int
-        let sentIfRange: Bool
+        /// The ETag the earlier responses carried, to tell "Range ignored" from "file changed".
+        var expectedETag: String?
         var status = 0
         var etag: String?
         var contentRangeTotal: Int?
@@ -49,12 +50,11 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         var failure: SourceError?
         var fatal = false
 
-        init(throttle: Throttle, control: SourceControl, generation: Int, offset: Int, sentIfRange: Bool) {
+        init(throttle: Throttle, control: SourceControl, generation: Int, offset: Int) {
             self.throttle = throttle
             self.control = control
             self.generation = generation
             self.requestedOffset = offset
-            self.sentIfRange = sentIfRange
         }
     }
 
@@ -113,8 +113,7 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
     public func resourceSize() throws -> Int {
         guard let easy = curl_easy_init() else { throw SourceError.network("curl_easy_init failed") }
         defer { curl_easy_cleanup(easy) }
-        let transfer = Transfer(throttle: Throttle(capacity: 65_536), control: SourceControl(), generation: 0, offset: 0,
-                                sentIfRange: false)
+        let transfer = Transfer(throttle: Throttle(capacity: 65_536), control: SourceControl(), generation: 0, offset: 0)
         let box = Unmanaged.passRetained(transfer)
         defer { box.release() }
         configure(easy, rangeFrom: 0, to: 0, ifRange: nil)
@@ -242,8 +241,8 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         guard let easy = curl_easy_init() else { return (0, .fatal(.network("curl_easy_init failed"))) }
         defer { curl_easy_cleanup(easy) }
         let ifRange = offset > 0 ? etag : nil
-        let state = Transfer(throttle: throttle, control: control, generation: generation, offset: offset,
-                             sentIfRange: ifRange != nil)
+        let state = Transfer(throttle: throttle, control: control, generation: generation, offset: offset)
+        state.expectedETag = etag
         let box = Unmanaged.passRetained(state)
         defer { box.release() }
         configure(easy, rangeFrom: offset, to: nil, ifRange: ifRange)
@@ -324,13 +323,14 @@ extension HTTPSource.Transfer {
             case 200:
                 control.setTotalSize(contentLength)
                 if requestedOffset > 0 {
-                    if sentIfRange {
-                        // If-Range did not match: the file is not the one we were reading.
+                    // A 200 to a Range request: either If-Range did not match (another ETag: the file
+                    // changed) or the server ignores Range (same or no ETag): then skip what we have.
+                    if let expected = expectedETag, let now = etag, expected != now {
                         failure = .changed(url: "")
                         fatal = true
                         return 0
                     }
-                    skipRemaining = requestedOffset     // the server ignores Range: skip what we have
+                    skipRemaining = requestedOffset
                 }
             default:
                 failure = .httpStatus(status, url: "")
