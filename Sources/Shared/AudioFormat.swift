@@ -1,11 +1,19 @@
-/// The shape of decoded audio: rate and channel count (samples are interleaved Float32 in -1...1).
+/// The shape of decoded audio: rate and channel count (samples are interleaved Float32 in -1...1),
+/// and the precision the source had, so a file output can keep it.
 public struct AudioFormat: Sendable, Equatable, CustomStringConvertible {
+    /// The sample type of the source (decoders of lossy codecs produce 16-bit).
+    public enum SampleType: Sendable, Equatable {
+        case int16, int24, int32, float32, float64
+    }
+
     public var sampleRate: Int
     public var channels: Int
+    public var sampleType: SampleType
 
-    public init(sampleRate: Int, channels: Int) {
+    public init(sampleRate: Int, channels: Int, sampleType: SampleType = .int16) {
         self.sampleRate = sampleRate
         self.channels = channels
+        self.sampleType = sampleType
     }
 
     /// Frames per PCM buffer: 4096, or 8192 at 88.2 kHz and above (DESIGN.md).

@@ -121,6 +121,35 @@ func wavSamples(_ path: String) throws -> [Int16] {
         #expect(try wavSamples(part) == Array(original[start..<(start + 2 * 44_100 * 2)]), "seek by arithmetic lands on the sample")
     }
 
+    /// The bytes of a WAV file's data chunk.
+    static func dataChunk(_ path: String) throws -> [UInt8] {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        var i = 12
+        while i + 8 <= bytes.count {
+            let size = Int(bytes[i + 4]) | Int(bytes[i + 5]) << 8 | Int(bytes[i + 6]) << 16 | Int(bytes[i + 7]) << 24
+            if bytes[i..<(i + 4)].elementsEqual("data".utf8) { return Array(bytes[(i + 8)..<min(bytes.count, i + 8 + size)]) }
+            i += 8 + size + (size & 1)
+        }
+        throw TestFailure("\(path): no data chunk")
+    }
+
+    @Test func wav24BitAndFloat_comeOutBitExact() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sox = try #require(which("sox"))
+        try runCommand(sox, ["-n", "-R", "-r", "96000", "-c", "2", "-b", "24", dir.appendingPathComponent("deep.wav").path,
+                             "synth", "3", "pluck", "C3", "pluck", "G3", "gain", "-3"])
+        try runCommand(sox, ["-n", "-R", "-r", "48000", "-c", "2", "-e", "floating-point", "-b", "32",
+                             dir.appendingPathComponent("float.wav").path, "synth", "3", "sine", "500", "gain", "-3"])
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        for name in ["deep.wav", "float.wav"] {
+            let out = dir.appendingPathComponent("out-\(name)").path
+            let run = try runCommand(PlayerTests.streamplay, ["\(server.baseURL)/media/\(name)", "--output", "wav:\(out)"])
+            #expect(run.status == 0, "\(name): \(String(decoding: run.stderr, as: UTF8.self))")
+            #expect(try Self.dataChunk(out) == Self.dataChunk(dir.appendingPathComponent(name).path), "\(name) is bit-exact")
+        }
+    }
+
     @Test func m4a_faststartAndMoovAtEnd_matchFFmpeg_andSeekExactly() throws {
         let dir = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -36,8 +36,11 @@ public final class NullOutput: AudioOutput {
     public func close() throws {}
 }
 
-/// A 16-bit PCM WAV file. The header is rewritten every second and at the end, so a file
-/// cut short by a crash or Ctrl-C is still valid up to its last second.
+/// A PCM WAV file in the source's precision: 16-bit for decoded MP3/AAC and 16-bit WAV, 24-bit
+/// for 24-bit sources, 32-bit float for float sources (so WAV in gives the same samples out;
+/// 32-bit integer and 64-bit float sources are written as 32-bit float, their precision as
+/// a Float carries it). The header is rewritten every second and at the end, so a file cut
+/// short by a crash or Ctrl-C is still valid up to its last second.
 public final class WAVFileOutput: AudioOutput {
     public let path: String
     private var handle: FileHandle?
@@ -45,6 +48,9 @@ public final class WAVFileOutput: AudioOutput {
     private var dataBytes = 0
     private var bytesSinceHeader = 0
     private var scratch: [UInt8] = []
+    /// Bytes per sample written, and whether they are IEEE floats.
+    private var bytesPerSample = 2
+    private var writesFloat = false
 
     public init(path: String) { self.path = path }
     public var isRealtime: Bool { false }
@@ -61,6 +67,11 @@ public final class WAVFileOutput: AudioOutput {
         }
         handle = h
         self.format = format
+        switch format.sampleType {
+        case .int16: (bytesPerSample, writesFloat) = (2, false)
+        case .int24: (bytesPerSample, writesFloat) = (3, false)
+        case .int32, .float32, .float64: (bytesPerSample, writesFloat) = (4, true)
+        }
         try h.write(contentsOf: header(dataBytes: 0))
     }
 
@@ -68,25 +79,39 @@ public final class WAVFileOutput: AudioOutput {
         guard let format else { return [] }
         func le32(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24 & 0xFF)] }
         func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
-        let blockAlign = format.channels * 2
-        return Array("RIFF".utf8) + le32(36 + dataBytes) + Array("WAVE".utf8) + Array("fmt ".utf8) + le32(16) + le16(1)
-            + le16(format.channels) + le32(format.sampleRate) + le32(format.sampleRate * blockAlign) + le16(blockAlign)
-            + le16(16) + Array("data".utf8) + le32(dataBytes)
+        let blockAlign = format.channels * bytesPerSample
+        return Array("RIFF".utf8) + le32(36 + dataBytes) + Array("WAVE".utf8) + Array("fmt ".utf8) + le32(16)
+            + le16(writesFloat ? 3 : 1) + le16(format.channels) + le32(format.sampleRate) + le32(format.sampleRate * blockAlign)
+            + le16(blockAlign) + le16(bytesPerSample * 8) + Array("data".utf8) + le32(dataBytes)
     }
 
     public func write(_ samples: UnsafeBufferPointer<Float>) throws {
         guard let handle, let format else { throw OutputError(message: "WAV output used before open") }
         scratch.removeAll(keepingCapacity: true)
-        scratch.reserveCapacity(samples.count * 2)
-        for x in samples {
-            let v = UInt16(bitPattern: int16Sample(x))
-            scratch.append(UInt8(v & 0xFF))
-            scratch.append(UInt8(v >> 8))
+        scratch.reserveCapacity(samples.count * bytesPerSample)
+        switch (bytesPerSample, writesFloat) {
+        case (4, true):
+            for x in samples {
+                let v = x.bitPattern
+                scratch += [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)]
+            }
+        case (3, _):
+            for x in samples {
+                // Exact for 24-bit sources: a Float holds 24 significant bits.
+                let v = UInt32(bitPattern: Int32(max(-8_388_608, min(8_388_607, (x * 8_388_608).rounded()))))
+                scratch += [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF)]
+            }
+        default:
+            for x in samples {
+                let v = UInt16(bitPattern: int16Sample(x))
+                scratch.append(UInt8(v & 0xFF))
+                scratch.append(UInt8(v >> 8))
+            }
         }
         try handle.write(contentsOf: scratch)
         dataBytes += scratch.count
         bytesSinceHeader += scratch.count
-        if bytesSinceHeader >= format.sampleRate * format.channels * 2 {
+        if bytesSinceHeader >= format.sampleRate * format.channels * bytesPerSample {
             try rewriteHeader()
         }
     }

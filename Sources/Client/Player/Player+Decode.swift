@@ -188,6 +188,17 @@ extension Player {
         }
     }
 
+    /// The precision a WAV source carries (8-bit samples fit in 16).
+    static func sampleType(of format: WAVFormat) -> AudioFormat.SampleType {
+        switch (format.kind, format.bitsPerSample) {
+        case (.float, 64): return .float64
+        case (.float, _): return .float32
+        case (.integer, 24): return .int24
+        case (.integer, 32): return .int32
+        default: return .int16
+        }
+    }
+
     /// Duration from CBR arithmetic when no header says it.
     func estimatedDuration(_ plan: StreamPlan) -> Double? {
         guard let size = control.totalSize, let header = plan.mpegHeader, header.bitrate > 0 else { return nil }
@@ -216,7 +227,8 @@ extension Player {
             let available = control.totalSize.map { max(0, $0 - stream.firstFrameOffset) }
             let dataBytes = wav.dataSize.map { size in available.map { min(size, $0) } ?? size } ?? available
             log("parser", "\(stream.codec) \(wav.format.sampleRate) Hz, \(wav.format.channels) ch, data at \(stream.firstFrameOffset)")
-            return StreamPlan(stream: stream, format: AudioFormat(sampleRate: wav.format.sampleRate, channels: wav.format.channels),
+            return StreamPlan(stream: stream, format: AudioFormat(sampleRate: wav.format.sampleRate, channels: wav.format.channels,
+                                                                  sampleType: Self.sampleType(of: wav.format)),
                               audioStart: stream.firstFrameOffset, samplesPerUnit: 1, trimStart: 0,
                               trimmedLength: dataBytes.map { $0 / wav.format.blockAlign }, totalUnits: nil, warmUpUnits: 0,
                               mpegHeader: nil, wav: wav, adts: nil)
