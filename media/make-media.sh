@@ -2,7 +2,7 @@
 # Generates the test music library deterministically from Debian tools only
 # (sox, espeak-ng, lame, ffmpeg; `make deps` installs them).
 #
-#   media/make-media.sh OUTDIR        the library: 9 tracks of 21-52 s in 6 formats (about 8 MB)
+#   media/make-media.sh OUTDIR        the library: 13 tracks of 20-52 s (about 18 MB)
 #   media/make-media.sh --long DIR    DIR/long-4h-48k.mp3, a 4-hour 48 kHz CBR MP3 for benchmarks
 #
 # Same script, same bytes: sox runs with -R (fixed dither/noise seeds), ffmpeg with bit-exact
@@ -27,6 +27,10 @@ LIBRARY_FILES=(
   "Album Ünïcode/01 Ça va — chanson.mp3"
   speech-22k.mp3
   cbr-no-tag.mp3
+  adts-8k-mono.aac
+  moov-at-end.m4a
+  pcm24-96k.wav
+  float32.wav
 )
 LONG_FILES=(long-4h-48k.mp3)
 
@@ -167,6 +171,15 @@ through a bounded throttle, a parser, a converter and an output."
   # 9. CBR 192k, no ID3v2 and no Info frame, an ID3v1 tag at the end.
   lame --quiet -b 192 --cbr -t --id3v1-only --tt "Bare CBR" --ta "$ARTIST" --tl "$ALBUM" --tn 9 \
     "$WORK/song-f.wav" "$out/cbr-no-tag.mp3"
+  # 10. AAC-LC in ADTS at 8 kHz mono (speech).
+  sox -q -R "$WORK/song-i.wav" -r 8000 -c 1 "$WORK/speech-8k.wav"
+  "${FF[@]}" -i "$WORK/speech-8k.wav" "${BITEXACT[@]}" -c:a aac -aac_pns 0 -b:a 24k -f adts "$out/adts-8k-mono.aac"
+  # 11. The M4A of item 5 with its moov box after mdat (ffmpeg's default layout).
+  "${FF[@]}" -i "$out/track.m4a" "${BITEXACT[@]}" -c copy "$out/moov-at-end.m4a"
+  # 12. 24-bit 96 kHz mono WAV, 20 s.
+  sox -q -R "$WORK/song-g.wav" -r 96000 -c 1 -b 24 "$out/pcm24-96k.wav" trim 0 20
+  # 13. 32-bit float WAV, 44.1 kHz mono, 20 s.
+  sox -q -R "$WORK/song-g.wav" -c 1 -e floating-point -b 32 "$out/float32.wav" trim 0 20
 }
 
 make_long() {
