@@ -236,11 +236,17 @@ extension TrackAnalyzer {
         let duration = Double(samples) / Double(first.sampleRate)
         let seek = SeekIndex(points: index.points, firstFrameOffset: stream.firstFrameOffset, audioEndOffset: audioEnd,
                              encoderDelay: 0, encoderPadding: 0, durationSeconds: duration)
-        return TrackAnalysis(container: .adts, codec: "aac", sampleRate: first.sampleRate, channels: asc.channels,
-                             durationSeconds: duration,
-                             bitrate: Int((Double(audioBytes) * 8 / max(duration, 1e-9)).rounded()),
-                             frames: frames, firstFrameOffset: stream.firstFrameOffset, encoderDelay: 0, encoderPadding: 0,
-                             totalSamples: samples, tags: stream.tags.merged(with: trailing.id3v1), seekIndex: seek)
+        // ADTS carries no gapless information: assume the usual one frame of encoder priming
+        // (what AAC encoders add and what the player drops), and say so.
+        let priming = min(samples, 1024)
+        var analysis = TrackAnalysis(container: .adts, codec: "aac", sampleRate: first.sampleRate, channels: asc.channels,
+                                     durationSeconds: Double(samples - priming) / Double(first.sampleRate),
+                                     bitrate: Int((Double(audioBytes) * 8 / max(duration, 1e-9)).rounded()),
+                                     frames: frames, firstFrameOffset: stream.firstFrameOffset, encoderDelay: priming,
+                                     encoderPadding: 0, totalSamples: samples, tags: stream.tags.merged(with: trailing.id3v1),
+                                     seekIndex: seek)
+        analysis.notes.append("encoder delay assumed: \(priming) priming samples (ADTS carries no gapless information)")
+        return analysis
     }
 
     // MARK: WAV

@@ -47,6 +47,9 @@ import Testing
         #expect(a.container == .adts)
         #expect(a.frames == 43)
         #expect(a.totalSamples == 43 * 1024)
+        #expect(a.encoderDelay == 1024, "one frame of priming is assumed")
+        #expect(a.notes.contains { $0.contains("assumed") })
+        #expect(abs(a.durationSeconds - Double(42 * 1024) / 44_100) < 1e-9)
     }
 
     @Test func notAudio_throwsNotAudio() {
