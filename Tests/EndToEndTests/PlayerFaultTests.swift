@@ -69,6 +69,17 @@ import Glibc
         #expect(line.contains("changed on the server"), "\(line)")
     }
 
+    @Test(.timeLimit(.minutes(1))) func moovAtEnd_withoutRangeSupport_isAClearError() throws {
+        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+        // Every request after the first loses its Range header: the index at the end cannot be fetched.
+        let proxy = try FaultProxy(upstreamPort: server.port, faults: [.init(), .init(stripRange: true), .init(stripRange: true)])
+        defer { proxy.stop() }
+        let (status, line, seconds) = try Self.failing(["http://127.0.0.1:\(proxy.port)/media/moov-at-end.m4a", "--output", "null"])
+        #expect(status == 3, "\(line)")
+        #expect(line.contains("server ignores Range requests") && line.contains("MP4 index at the end"), "\(line)")
+        #expect(seconds < 10)
+    }
+
     /// Runs streamplay and returns (status, the one stderr line, seconds taken).
     static func failing(_ arguments: [String]) throws -> (Int32, String, Double) {
         let started = Date()
