@@ -276,8 +276,6 @@ extension Player {
                                   mpegHeader: nil, wav: nil, adts: nil)
             plan.mp4 = track
             return plan
-        default:
-            break
         }
         throw PlaybackError(message: "converter: unsupported format: \(stream.container.rawValue)/\(stream.codec) (MP3, AAC in ADTS or MP4, and WAV so far)",
                             exitCode: 1)
