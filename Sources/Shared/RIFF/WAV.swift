@@ -14,6 +14,7 @@ public struct WAVFormat: Sendable, Equatable {
     public var validBitsPerSample: Int
     /// Bytes per frame (all channels of one sample instant).
     public var blockAlign: Int
+    /// Speaker positions (extensible files only).
     public var channelMask: UInt32?
 }
 
@@ -27,7 +28,8 @@ public struct WAVInfo: Sendable, Equatable {
     /// LIST/INFO tags: INAM title, IART artist, IPRD album, ITRK/IPRT track.
     public var tags: TrackTags
 
-    /// Whole frames of audio, using `dataSize` when known, else what the file holds after the header.
+    /// Whole frames of audio: `dataSize` when known, else what the file holds after the header.
+    /// A known `fileSize` also caps `dataSize`, so a truncated file reports the frames it has.
     public func frameCount(fileSize: Int?) -> Int? {
         let available = fileSize.map { max(0, $0 - dataOffset) }
         guard let bytes = dataSize.map({ size in available.map { min(size, $0) } ?? size }) ?? available else { return nil }
@@ -40,12 +42,26 @@ public enum WAV {
     static let component = "wav"
     /// Chunks walked before giving up on finding `data` (a hostile file could hold millions).
     static let maxChunks = 10_000
+    /// The largest possible fmt chunk: 18 bytes plus a 16-bit cbSize of extra bytes.
+    static let maxFormatChunk = 18 + 0xFFFF
 
     /// Parses the chunks from the start of a file up to the data chunk. nil when `prefix`
     /// ends before the data chunk header; throws when the bytes are not a usable WAVE file.
+    /// The RIFF size is not used (streamed files write 0 or 0xFFFFFFFF, others get it wrong);
+    /// every chunk before `data` must be present in full, and `data` itself is not read.
     public static func parse(prefix: ArraySlice<UInt8>) throws -> WAVInfo? {
         var reader = ByteReader(prefix, component: component)
-        guard prefix.count >= 12 else { return nil }
+        guard prefix.count >= 12 else {
+            // Rule out non-RIFF bytes now rather than asking for more of them.
+            let known = Array(prefix.prefix(4))
+            guard Array("RIFF".utf8).starts(with: known) || Array("RF64".utf8).starts(with: known) else {
+                throw FormatError.invalid(component: component, reason: "not a RIFF file", offset: 0)
+            }
+            if prefix.count > 8 && !Array("WAVE".utf8).starts(with: Array(prefix.dropFirst(8))) {
+                throw FormatError.invalid(component: component, reason: "RIFF file is not WAVE", offset: 8)
+            }
+            return nil
+        }
         let riff = try reader.readFourCC()
         guard riff == "RIFF" || riff == "RF64" else {
             throw FormatError.invalid(component: component, reason: "not a RIFF file", offset: 0)
@@ -70,6 +86,11 @@ public enum WAV {
                 if riff == "RF64", let big = rf64DataSize { dataSize = big }
                 return WAVInfo(format: format, dataOffset: reader.offset, dataSize: dataSize, tags: tags)
             }
+            // cbSize is 16 bits, so no fmt chunk can be larger; refusing here keeps a lying size
+            // from making the caller fetch gigabytes waiting for the chunk to end.
+            if id == "fmt ", size > maxFormatChunk {
+                throw FormatError.invalid(component: component, reason: "fmt chunk of \(size) bytes", offset: chunkStart)
+            }
             // Other chunks must be present in full to be read; unknown ones are skipped.
             let padded = size + (size & 1)
             guard reader.remaining >= padded else { return nil }
@@ -78,6 +99,9 @@ public enum WAV {
             switch id {
             case "fmt ": format = try parseFormat(body, at: chunkStart)
             case "LIST": tags = tags.merged(with: try parseInfoList(body))
+            case "id3 ", "ID3 ":
+                // Tags are optional: a damaged ID3 chunk costs the tags, not the audio.
+                tags = tags.merged(with: try? ID3v2.parse(body.rest).tags)
             case "ds64":
                 var ds = body
                 _ = try ds.readU64LE()     // RIFF size
@@ -109,7 +133,11 @@ public enum WAV {
             guard r.remaining >= 24 else {
                 throw FormatError.invalid(component: component, reason: "short WAVE_FORMAT_EXTENSIBLE", offset: offset)
             }
-            _ = try r.readU16LE()                // cbSize
+            let extraSize = try r.readU16LE()
+            guard extraSize >= 22 else {
+                throw FormatError.invalid(component: component, reason: "WAVE_FORMAT_EXTENSIBLE with cbSize \(extraSize)",
+                                          offset: offset)
+            }
             validBits = Int(try r.readU16LE())
             mask = try r.readU32LE()
             let subformat = try r.readU16LE()    // first two bytes of the GUID hold the format tag
@@ -151,7 +179,7 @@ public enum WAV {
             guard size <= r.remaining else { break }
             let raw = try r.readBytes(size)
             if size & 1 == 1, r.remaining > 0 { try r.skip(1) }
-            let text = String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            let text = infoText(raw)
             guard !text.isEmpty else { continue }
             switch id {
             case "INAM": tags.title = tags.title ?? text
@@ -162,5 +190,13 @@ public enum WAV {
             }
         }
         return tags
+    }
+
+    /// INFO text is NUL-terminated with no declared encoding: UTF-8 when the bytes are valid
+    /// UTF-8, else Latin-1 (what older Windows tools wrote), so no byte turns into U+FFFD.
+    static func infoText(_ raw: ArraySlice<UInt8>) -> String {
+        let text = raw.prefix { $0 != 0 }
+        if let utf8 = String(validating: text, as: UTF8.self) { return utf8 }
+        return String(String.UnicodeScalarView(text.map { Unicode.Scalar($0) }))
     }
 }
