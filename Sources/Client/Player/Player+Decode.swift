@@ -108,6 +108,7 @@ extension Player {
             guard !buffer.isEmpty else { return }
             if !outputStarted {
                 log("converter", "first PCM buffer: \(buffer.count / channels) frames")
+                log("output", "opening \(type(of: output)) for \(format)")
                 try outputLoop.start(format: format)
                 outputStarted = true
                 setState(.playing)
@@ -180,6 +181,7 @@ extension Player {
             }
         }
         try emit(&pending)
+        log("throttle", "peak fill \(throttle.peakFill) of \(throttle.capacity) bytes; transfer paused \(control.pauses) times")
         // A stream that ends before the samples its header promised is truncated (or the header lies).
         if let expected = plan.totalUnits, streamEnded, keepUntil != Int.max, position < keepUntil,
            !commands.withLock({ stopRequested }) {

@@ -13,7 +13,7 @@ public final class Player: @unchecked Sendable {
     let created = DispatchTime.now()
     public let options: PlayerOptions
     let source: ByteSource
-    private let output: AudioOutput
+    let output: AudioOutput
     let throttle: Throttle
     let control = SourceControl()
     private let log: (@Sendable (String) -> Void)?

@@ -36,6 +36,7 @@ public final class SourceControl: @unchecked Sendable {
     private var seekTarget: Int?
     private var stopped = false
     private var _reconnects = 0
+    private var _pauses = 0
     private var _bytesDownloaded = 0
     private var _totalSize: Int?
 
@@ -76,6 +77,9 @@ public final class SourceControl: @unchecked Sendable {
     }
 
     func countReconnect() { condition.withLock { _reconnects += 1 } }
+    func countPause() { condition.withLock { _pauses += 1 } }
+    /// Times the throttle was full and the transfer paused.
+    public var pauses: Int { condition.withLock { _pauses } }
     func countBytes(_ n: Int) { condition.withLock { _bytesDownloaded += n } }
     func setTotalSize(_ size: Int?) { condition.withLock { if let size { _totalSize = size } } }
 

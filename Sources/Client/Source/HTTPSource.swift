@@ -346,6 +346,7 @@ extension HTTPSource.Transfer {
             if bytes.isEmpty { return data.count }
         }
         if throttle.freeSpace < bytes.count {
+            if !paused { control.countPause() }
             paused = true
             if skipRemaining == 0 && bytes.count != data.count {
                 // Keep the skip consistent when curl re-delivers this chunk.
