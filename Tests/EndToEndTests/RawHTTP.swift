@@ -24,8 +24,14 @@ final class StreamdProcess {
         // Drain the access log as it comes, or a full pipe would block the server.
         let log = self.logBox
         stderrPipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            log.withLock { $0.append(data) }
+            // A raw read: FileHandle.availableData traps (try!) when the pipe is already closed.
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            let n = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+            if n > 0 {
+                log.withLock { $0.append(contentsOf: buffer[0..<n]) }
+            } else {
+                handle.readabilityHandler = nil
+            }
         }
         try process.run()
         // The first stdout line names the port: "listening on http://127.0.0.1:PORT/".
