@@ -3,230 +3,208 @@ public struct ID3v2Tag: Sendable, Equatable {
     /// 2, 3 or 4.
     public var majorVersion: UInt8
     public var revision: UInt8
+    /// The header flags: 0x80 unsynchronisation, 0x40 extended header (2.2: compression),
+    /// 0x20 experimental, 0x10 footer (2.4).
     public var flags: UInt8
     /// Size of everything after the 10-byte header, footer excluded (the synchsafe size field).
     public var bodySize: Int
+    /// True for a 2.4 tag that ends with a 10-byte "3DI" footer.
     public var hasFooter: Bool
     /// Bytes to skip to reach what follows the tag: 10 + body + footer.
     public var totalSize: Int
+    /// The fields found in the frames (TIT2/TT2, TPE1/TP1, TALB/TAL, TRCK/TRK, APIC/PIC).
     public var tags: TrackTags
+
+    public init(majorVersion: UInt8, revision: UInt8, flags: UInt8, bodySize: Int,
+                hasFooter: Bool, totalSize: Int, tags: TrackTags) {
+        self.majorVersion = majorVersion
+        self.revision = revision
+        self.flags = flags
+        self.bodySize = bodySize
+        self.hasFooter = hasFooter
+        self.totalSize = totalSize
+        self.tags = tags
+    }
 }
 
-/// Reads ID3v2 tags. Frames with compression or encryption are skipped, not decoded.
+/// Reads ID3v2 tags. Frames with compression or encryption are skipped, not decoded, and
+/// only the fields `TrackTags` keeps are read; every other frame is stepped over by its size.
 public enum ID3v2 {
     static let component = "id3v2"
 
-    /// The tag's total size if `bytes` starts with a valid ID3v2 header, 0 if it does not
-    /// start with one, nil if fewer than 10 bytes are available.
+    /// The tag's total size (header + body + footer) if `bytes` starts with a valid ID3v2
+    /// header: "ID3", major version 2...4, revision not 0xFF, synchsafe size bytes < 0x80.
+    ///
+    /// Returns 0 when `bytes` does not start with such a header, and nil when fewer than 10
+    /// bytes are available and those present still match the start of one. A short input
+    /// that already differs (an MPEG sync word, "RIFF") returns 0: more bytes cannot make it
+    /// a tag, so a caller asking for them would wait for nothing.
     public static func totalSize(atStartOf bytes: ArraySlice<UInt8>) throws -> Int? {
-        guard bytes.count >= 10 else {
-            // "ID3" cannot be ruled out until 10 bytes are here, unless the start already differs.
-            let known = Array(bytes.prefix(3))
-            return known.elementsEqual(Array("ID3".utf8).prefix(known.count)) ? nil : 0
+        guard bytes.count >= ID3v2Header.length else {
+            return ID3v2Header.couldStart(bytes) ? nil : 0
         }
-        let b = Array(bytes.prefix(10))
-        guard b[0] == 0x49, b[1] == 0x44, b[2] == 0x33, (2...4).contains(b[3]), b[4] != 0xFF,
-              b[6] < 0x80, b[7] < 0x80, b[8] < 0x80, b[9] < 0x80 else {
-            return 0
-        }
-        let body = synchsafe(b[6], b[7], b[8], b[9])
-        let footer = b[3] == 4 && b[5] & 0x10 != 0 ? 10 : 0
-        return 10 + body + footer
+        return ID3v2Header(bytes)?.totalSize ?? 0
     }
 
-    static func synchsafe(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8) -> Int {
-        Int(a & 0x7F) << 21 | Int(b & 0x7F) << 14 | Int(c & 0x7F) << 7 | Int(d & 0x7F)
-    }
-
-    /// Parses a whole tag; `bytes` must start at "ID3" and hold the whole tag.
+    /// Parses a whole tag. `bytes` must start at "ID3" and hold at least `totalSize` bytes,
+    /// else this throws `.truncated`; a frame or extended header that points past the end of
+    /// the tag throws `.invalid`.
     public static func parse(_ bytes: ArraySlice<UInt8>) throws -> ID3v2Tag {
-        guard let total = try totalSize(atStartOf: bytes) else {
-            throw FormatError.truncated(component: component, offset: 0, needed: 10)
-        }
-        guard total > 0 else {
-            throw FormatError.invalid(component: component, reason: "no ID3v2 header", offset: 0)
-        }
-        guard bytes.count >= total else {
-            throw FormatError.truncated(component: component, offset: bytes.count, needed: total - bytes.count)
-        }
-        var reader = ByteReader(bytes, component: component)
-        try reader.skip(3)
-        let major = try reader.readU8()
-        let revision = try reader.readU8()
-        let flags = try reader.readU8()
-        try reader.skip(4)
-        let footer = major == 4 && flags & 0x10 != 0
-        let bodySize = total - 10 - (footer ? 10 : 0)
-        var body = Array(try reader.readBytes(bodySize))
-        // Tag-level unsynchronisation (2.2/2.3): undo 0xFF 0x00 → 0xFF over the whole body.
-        if flags & 0x80 != 0 && major < 4 { body = removeUnsynchronisation(body[...]) }
-        var frames = ByteReader(body, component: component)
-        if flags & 0x40 != 0 && major >= 3 {
-            try skipExtendedHeader(&frames, major: major)
-        }
-        var tags = TrackTags()
-        try readFrames(&frames, major: major, into: &tags)
-        return ID3v2Tag(majorVersion: major, revision: revision, flags: flags, bodySize: bodySize,
-                        hasFooter: footer, totalSize: total, tags: tags)
+        try parseTag(bytes)
     }
 
-    private static func skipExtendedHeader(_ reader: inout ByteReader, major: UInt8) throws {
-        if major == 3 {
-            // 2.3: the size excludes its own 4 bytes.
-            let size = Int(try reader.readU32BE())
-            try reader.skip(size)
+    static func parseTag(_ bytes: ArraySlice<UInt8>) throws(FormatError) -> ID3v2Tag {
+        guard bytes.count >= ID3v2Header.length else {
+            guard ID3v2Header.couldStart(bytes) else { throw notATag }
+            throw FormatError.truncated(component: component, offset: bytes.count,
+                                        needed: ID3v2Header.length - bytes.count)
+        }
+        guard let header = ID3v2Header(bytes) else { throw notATag }
+        guard bytes.count >= header.totalSize else {
+            throw FormatError.truncated(component: component, offset: bytes.count,
+                                        needed: header.totalSize - bytes.count)
+        }
+        var tag = ID3v2Tag(majorVersion: header.majorVersion, revision: header.revision, flags: header.flags,
+                           bodySize: header.bodySize, hasFooter: header.hasFooter,
+                           totalSize: header.totalSize, tags: TrackTags())
+        // 2.2 defined a compression flag but never a compression scheme; its spec says to
+        // ignore such a tag. Its size is still right, so the caller can skip it.
+        if header.isCompressedV22 { return tag }
+
+        let bodyStart = bytes.startIndex + ID3v2Header.length
+        var body = bytes[bodyStart..<(bodyStart + header.bodySize)]
+        // 2.2/2.3 unsynchronise the whole body (frame headers included), so it is undone before
+        // anything is read. The copy is never larger than the bytes actually present.
+        if header.isUnsynchronised && header.majorVersion < 4 {
+            body = ID3Unsynchronisation.remove(body)[...]
+        }
+        do {
+            var reader = ByteReader(body, component: component)
+            if header.hasExtendedHeader {
+                try skipExtendedHeader(&reader, majorVersion: header.majorVersion)
+            }
+            var frames = ID3v2FrameReader(reader, header: header)
+            var fields = ID3v2FieldCollector()
+            while let frame = try frames.next() {
+                fields.add(frame)
+            }
+            tag.tags = fields.tags
+        } catch {
+            // The whole tag is in hand, so "needs more bytes" would send the caller after bytes
+            // that would not help: a size field inside the tag points past its end.
+            guard case let .truncated(_, offset, needed) = error else { throw error }
+            throw FormatError.invalid(component: component,
+                                      reason: "a field needs \(needed) bytes past the end of the tag",
+                                      offset: ID3v2Header.length + offset)
+        }
+        return tag
+    }
+
+    private static var notATag: FormatError {
+        FormatError.invalid(component: component, reason: "no ID3v2 header", offset: 0)
+    }
+
+    /// Steps over the extended header (2.3/2.4), whose size field differs between versions.
+    private static func skipExtendedHeader(_ reader: inout ByteReader, majorVersion: UInt8) throws(FormatError) {
+        let sizeOffset = reader.offset
+        let raw = try reader.readBytes(4)
+        let size: Int
+        if majorVersion == 3 {
+            // 2.3: a plain 32-bit size that excludes the size field itself (6 or 10 in practice).
+            size = ID3v2Header.bigEndian(raw)
         } else {
-            // 2.4: synchsafe size that includes itself.
-            let raw = try reader.readBytes(4)
-            let b = Array(raw)
-            guard b.allSatisfy({ $0 < 0x80 }) else {
-                throw FormatError.invalid(component: component, reason: "bad extended header size", offset: reader.offset)
+            // 2.4: a synchsafe size that includes the size field; at least the size, the flag
+            // byte count and one flag byte.
+            guard let synchsafe = ID3v2Header.synchsafe(raw), synchsafe >= 6 else {
+                throw FormatError.invalid(component: component, reason: "bad extended header size",
+                                          offset: ID3v2Header.length + sizeOffset)
             }
-            let size = synchsafe(b[0], b[1], b[2], b[3])
-            guard size >= 6 else {
-                throw FormatError.invalid(component: component, reason: "extended header of \(size) bytes", offset: reader.offset)
-            }
-            try reader.skip(size - 4)
+            size = synchsafe - 4
         }
-    }
-
-    private static func readFrames(_ reader: inout ByteReader, major: UInt8, into tags: inout TrackTags) throws {
-        let idLength = major == 2 ? 3 : 4
-        let headerLength = major == 2 ? 6 : 10
-        while reader.remaining >= headerLength {
-            // Padding (zero bytes) ends the frame list.
-            if try reader.peekU8() == 0 { return }
-            let idBytes = try reader.readBytes(idLength)
-            guard idBytes.allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39) }) else {
-                throw FormatError.invalid(component: component, reason: "bad frame id", offset: reader.offset - idLength)
-            }
-            let id = String(decoding: idBytes, as: UTF8.self)
-            let size: Int
-            var formatFlags: UInt8 = 0
-            switch major {
-            case 2:
-                size = Int(try reader.readU24BE())
-            case 3:
-                size = Int(try reader.readU32BE())
-                try reader.skip(1)
-                formatFlags = try reader.readU8()
-            default:
-                let raw = Array(try reader.readBytes(4))
-                // iTunes wrote non-synchsafe sizes in some 2.4 tags; accept them when they do not fit as synchsafe.
-                size = raw.allSatisfy { $0 < 0x80 } ? synchsafe(raw[0], raw[1], raw[2], raw[3])
-                    : Int(raw[0]) << 24 | Int(raw[1]) << 16 | Int(raw[2]) << 8 | Int(raw[3])
-                try reader.skip(1)
-                formatFlags = try reader.readU8()
-            }
-            guard size <= reader.remaining else {
-                throw FormatError.invalid(component: component, reason: "frame \(id) of \(size) bytes overruns the tag",
-                                          offset: reader.offset)
-            }
-            var data = try reader.readBytes(size)
-            // Compressed (2.3: 0x80, 2.4: 0x08) or encrypted (2.3: 0x40, 2.4: 0x04): not decoded.
-            let compressedOrEncrypted = major == 3 ? formatFlags & 0xC0 != 0 : (major == 4 && formatFlags & 0x0C != 0)
-            if compressedOrEncrypted { continue }
-            if major == 4 {
-                if formatFlags & 0x01 != 0 {       // data length indicator: 4 synchsafe bytes first
-                    guard data.count >= 4 else { continue }
-                    data = data.dropFirst(4)
-                }
-                if formatFlags & 0x02 != 0 { data = removeUnsynchronisation(data)[...] }
-            }
-            try apply(frame: id, data: data, into: &tags)
+        guard size <= reader.remaining else {
+            throw FormatError.invalid(component: component,
+                                      reason: "extended header of \(size) bytes overruns the tag",
+                                      offset: ID3v2Header.length + sizeOffset)
         }
+        try reader.skip(size)
+    }
+}
+
+/// The 10-byte header that opens an ID3v2 tag: "ID3", version, revision, flags, synchsafe size.
+struct ID3v2Header: Sendable, Equatable {
+    static let length = 10
+
+    var majorVersion: UInt8
+    var revision: UInt8
+    var flags: UInt8
+    var bodySize: Int
+
+    /// Reads the header from the first 10 bytes; nil when they are not a valid one.
+    init?(_ bytes: ArraySlice<UInt8>) {
+        guard bytes.count >= Self.length, Self.couldStart(bytes) else { return nil }
+        let start = bytes.startIndex
+        guard let size = Self.synchsafe(bytes[(start + 6)..<(start + 10)]) else { return nil }
+        majorVersion = bytes[start + 3]
+        revision = bytes[start + 4]
+        flags = bytes[start + 5]
+        bodySize = size
     }
 
-    private static func apply(frame id: String, data: ArraySlice<UInt8>, into tags: inout TrackTags) throws {
-        switch id {
-        case "TIT2", "TT2": tags.title = tags.title ?? text(data)
-        case "TPE1", "TP1": tags.artist = tags.artist ?? text(data)
-        case "TALB", "TAL": tags.album = tags.album ?? text(data)
-        case "TRCK", "TRK": tags.track = tags.track ?? text(data)
-        case "APIC", "PIC":
-            if tags.coverArtBytes == nil { tags.coverArtBytes = try pictureSize(data, legacy: id == "PIC") }
-        default: break
+    /// True when the first (up to 10) bytes match a valid header as far as they go.
+    static func couldStart(_ bytes: ArraySlice<UInt8>) -> Bool {
+        for (position, byte) in bytes.prefix(length).enumerated() {
+            let fits: Bool
+            switch position {
+            case 0: fits = byte == UInt8(ascii: "I")
+            case 1: fits = byte == UInt8(ascii: "D")
+            case 2: fits = byte == UInt8(ascii: "3")
+            case 3: fits = (2...4).contains(byte)
+            case 4: fits = byte != 0xFF         // the spec reserves 0xFF in both version bytes
+            case 5: fits = true                 // unknown flags make a tag harder to read, not invalid
+            default: fits = byte < 0x80         // synchsafe size: the top bit of each byte is zero
+            }
+            if !fits { return false }
         }
+        return true
     }
 
-    /// Decodes a text frame: encoding byte, then the text; the first of several NUL-separated values.
-    static func text(_ data: ArraySlice<UInt8>) -> String? {
-        guard let encoding = data.first else { return nil }
-        let value = decodeString(data.dropFirst(), encoding: encoding).string
-        let trimmed = value.split(separator: "\u{0}", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-        return trimmed.isEmpty ? nil : trimmed
-    }
+    var isUnsynchronised: Bool { flags & 0x80 != 0 }
+    var hasExtendedHeader: Bool { majorVersion >= 3 && flags & 0x40 != 0 }
+    var isCompressedV22: Bool { majorVersion == 2 && flags & 0x40 != 0 }
+    var hasFooter: Bool { majorVersion == 4 && flags & 0x10 != 0 }
+    var totalSize: Int { Self.length + bodySize + (hasFooter ? Self.length : 0) }
 
-    /// Decodes a string in an ID3 encoding up to its terminator (or the end); returns the
-    /// string and the number of bytes used including the terminator.
-    static func decodeString(_ data: ArraySlice<UInt8>, encoding: UInt8) -> (string: String, used: Int) {
-        switch encoding {
-        case 1, 2:
-            // UTF-16 with BOM (1) or big-endian without (2); a 2-byte NUL terminates.
-            var bytes = Array(data)
-            var used = 0
-            var end = bytes.count - bytes.count % 2
-            var i = 0
-            while i + 1 < bytes.count {
-                if bytes[i] == 0 && bytes[i + 1] == 0 { end = i; used = i + 2; break }
-                i += 2
-            }
-            if used == 0 { used = bytes.count }
-            bytes = Array(bytes[0..<end])
-            var bigEndian = encoding == 2
-            if bytes.count >= 2 && encoding == 1 {
-                if bytes[0] == 0xFF && bytes[1] == 0xFE { bigEndian = false; bytes.removeFirst(2) }
-                else if bytes[0] == 0xFE && bytes[1] == 0xFF { bigEndian = true; bytes.removeFirst(2) }
-            }
-            var units: [UInt16] = []
-            units.reserveCapacity(bytes.count / 2)
-            var j = 0
-            while j + 1 < bytes.count {
-                units.append(bigEndian ? UInt16(bytes[j]) << 8 | UInt16(bytes[j + 1]) : UInt16(bytes[j + 1]) << 8 | UInt16(bytes[j]))
-                j += 2
-            }
-            return (String(decoding: units, as: UTF16.self), used)
-        default:
-            let end = data.firstIndex(of: 0) ?? data.endIndex
-            let used = end == data.endIndex ? data.count : end - data.startIndex + 1
-            let raw = data[data.startIndex..<end]
-            if encoding == 3 { return (String(decoding: raw, as: UTF8.self), used) }
-            // ISO-8859-1: every byte is the code point.
-            return (String(String.UnicodeScalarView(raw.compactMap(Unicode.Scalar.init))), used)
+    /// A 28-bit synchsafe integer (7 bits per byte); nil when a byte has its top bit set.
+    static func synchsafe(_ bytes: ArraySlice<UInt8>) -> Int? {
+        var value = 0
+        for byte in bytes {
+            guard byte < 0x80 else { return nil }
+            value = value << 7 | Int(byte)
         }
+        return value
     }
 
-    /// Size of the picture data in an APIC (or 2.2 PIC) frame.
-    static func pictureSize(_ data: ArraySlice<UInt8>, legacy: Bool) throws -> Int {
-        var reader = ByteReader(data, component: component)
-        let encoding = try reader.readU8()
-        if legacy {
-            try reader.skip(3)                 // image format, e.g. "JPG"
-        } else {
-            let mime = reader.rest
-            guard let end = mime.firstIndex(of: 0) else {
-                throw FormatError.invalid(component: component, reason: "APIC without MIME terminator", offset: reader.offset)
-            }
-            try reader.skip(end - mime.startIndex + 1)
-        }
-        try reader.skip(1)                     // picture type
-        let description = decodeString(reader.rest, encoding: encoding)
-        try reader.skip(description.used)
-        return reader.remaining
+    /// A plain big-endian integer of up to 4 bytes (never overflows `Int`).
+    static func bigEndian(_ bytes: ArraySlice<UInt8>) -> Int {
+        bytes.reduce(0) { $0 << 8 | Int($1) }
     }
+}
 
-    /// Undoes unsynchronisation: every 0xFF 0x00 becomes 0xFF.
-    static func removeUnsynchronisation(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
+/// ID3 unsynchronisation inserts 0x00 after every 0xFF so that no false MPEG sync appears
+/// inside the tag; reading undoes it.
+enum ID3Unsynchronisation {
+    /// Every 0xFF 0x00 becomes 0xFF. The result is never longer than the input.
+    static func remove(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
-        var previousFF = false
-        for b in bytes {
-            if previousFF && b == 0 {
-                previousFF = false
+        var previousWasFF = false
+        for byte in bytes {
+            if previousWasFF && byte == 0 {
+                previousWasFF = false
                 continue
             }
-            out.append(b)
-            previousFF = b == 0xFF
+            out.append(byte)
+            previousWasFF = byte == 0xFF
         }
         return out
     }

@@ -1,11 +1,12 @@
 /// Tags stored after the audio at the end of a file: ID3v1 (with the "TAG+" extension),
-/// Lyrics3v2 and APEv2, in any of the combinations writers produce.
+/// Lyrics3 (v1, v2) and APEv2 (or v1), in the combinations writers produce, outermost last:
+/// `audio | APE | Lyrics3 | ID3v1`, any of them absent (APE may also follow Lyrics3).
 public struct TrailingTags: Sendable, Equatable {
     /// How many bytes at the end of the file are tags, not audio.
     public var trailingBytes: Int
-    /// Fields of the ID3v1 tag, when there is one.
+    /// Fields of the ID3v1 tag (Latin-1, trimmed; the track from ID3v1.1), when there is one.
     public var id3v1: TrackTags?
-    /// Bytes of the APEv2 tag including its header and footer; 0 when there is none.
+    /// Bytes of the APE tag including its header and footer; 0 when there is none.
     public var apeSize: Int
 
     public init(trailingBytes: Int, id3v1: TrackTags?, apeSize: Int) {
@@ -16,72 +17,121 @@ public struct TrailingTags: Sendable, Equatable {
 
     static let component = "trailing-tags"
 
-    /// Finds the tags at the end of a file from its last bytes (`tail`) and its full size.
+    /// Finds the tags at the end of a file from its last bytes and its full size.
+    ///
+    /// `tail` is the end of the file (callers pass the last 64 KiB or so). A tag that starts
+    /// before the tail is measured from its footer's size field alone, which is checked against
+    /// `fileSize`: a size larger than the file throws `.invalid`.
     public static func scan(tail: ArraySlice<UInt8>, fileSize: Int) throws -> TrailingTags {
-        let t = Array(tail)
-        var end = t.count          // end of the region still to examine, in `t`
+        try scanTail(TailBytes(tail, fileSize: fileSize))
+    }
+
+    static func scanTail(_ tail: TailBytes) throws(FormatError) -> TrailingTags {
+        guard tail.count <= tail.fileSize else {
+            throw FormatError.invalid(component: component,
+                                      reason: "\(tail.count) tail bytes of a \(tail.fileSize)-byte file", offset: 0)
+        }
         var result = TrailingTags(trailingBytes: 0, id3v1: nil, apeSize: 0)
-        func has(_ text: String, at index: Int) -> Bool {
-            index >= 0 && index + text.utf8.count <= t.count && t[index..<(index + text.utf8.count)].elementsEqual(text.utf8)
-        }
-        // ID3v1: the last 128 bytes start with "TAG".
-        if end >= 128, has("TAG", at: end - 128) {
-            result.id3v1 = parseID3v1(t[(end - 128)..<end])
-            end -= 128
-            // The enhanced "TAG+" block of 227 bytes sits right before it.
-            if end >= 227, has("TAG+", at: end - 227) { end -= 227 }
-        }
-        // Lyrics3v2: "LYRICS200" preceded by a 6-digit size, ending where the ID3v1 begins.
-        if end >= 15, has("LYRICS200", at: end - 9) {
-            let digits = t[(end - 15)..<(end - 9)]
-            guard digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-                  let size = Int(String(decoding: digits, as: UTF8.self)) else {
-                throw FormatError.invalid(component: component, reason: "bad Lyrics3v2 size", offset: fileSize - (t.count - end))
+        var end = tail.count            // tags end here; everything after `end` is already accounted for
+
+        // ID3v1 is always last. An APE footer in the last 32 bytes means the file ends with the
+        // APE tag instead, whatever its items happen to contain 128 bytes from the end.
+        let endsWithAPE = tail.has(APETagFooter.preamble, at: end - APETagFooter.length)
+        if !endsWithAPE, end >= ID3v1.length, ID3v1.isTag(tail[(end - ID3v1.length)..<end]) {
+            let tag = tail[(end - ID3v1.length)..<end]
+            end -= ID3v1.length
+            var enhanced: ArraySlice<UInt8>?
+            if end >= ID3v1.enhancedLength, ID3v1.isEnhancedTag(tail[(end - ID3v1.enhancedLength)..<end]) {
+                enhanced = tail[(end - ID3v1.enhancedLength)..<end]
+                end -= ID3v1.enhancedLength
             }
-            let total = size + 15
-            guard total <= end, has("LYRICSBEGIN", at: end - total) else {
-                throw FormatError.invalid(component: component, reason: "Lyrics3v2 size points outside the tag",
-                                          offset: fileSize - (t.count - end))
-            }
-            end -= total
+            result.id3v1 = ID3v1.parse(tag, enhanced: enhanced)
         }
-        // APEv2: a 32-byte footer "APETAGEX"; its size covers items and footer, not the header.
-        if end >= 32, has("APETAGEX", at: end - 32) {
-            var reader = ByteReader(t[(end - 24)..<end], component: component)
-            let version = try reader.readU32LE()
-            let size = Int(try reader.readU32LE())
-            _ = try reader.readU32LE()        // item count
-            let flags = try reader.readU32LE()
-            guard version == 1000 || version == 2000 else {
-                throw FormatError.unsupported(component: component, reason: "APE tag version \(version)")
+
+        // Lyrics3 and APE each appear at most once, in either order, in front of the ID3v1.
+        var seenLyrics = false, seenAPE = false
+        while true {
+            if !seenLyrics, let lyrics = try Lyrics3.find(in: tail, endingAt: end, beforeID3v1: result.id3v1 != nil) {
+                seenLyrics = true
+                switch lyrics {
+                case .size(let size):
+                    end -= size
+                    continue
+                case .beyondTail(let size):
+                    result.trailingBytes = tail.count - end + size
+                    return result
+                }
             }
-            let total = size + (flags & 0x8000_0000 != 0 ? 32 : 0)
-            let bytesBefore = fileSize - (t.count - end)     // file bytes up to the footer's end
-            guard size >= 32, total <= bytesBefore else {
-                throw FormatError.invalid(component: component, reason: "APE tag of \(total) bytes is larger than the file",
-                                          offset: bytesBefore)
+            if !seenAPE, end >= APETagFooter.length,
+               let footer = APETagFooter(tail[(end - APETagFooter.length)..<end]) {
+                seenAPE = true
+                let size = try apeSize(footer, endingAt: end, in: tail)
+                result.apeSize = size
+                guard size <= end else {
+                    // The tag starts before the tail: its footer is all there is to go on, and
+                    // nothing in front of it can be seen.
+                    result.trailingBytes = tail.count - end + size
+                    return result
+                }
+                end -= size
+                continue
             }
-            result.apeSize = total
-            result.trailingBytes = (t.count - end) + total
-            return result
+            break
         }
-        result.trailingBytes = t.count - end
+        result.trailingBytes = tail.count - end
         return result
     }
 
-    /// Reads ID3v1 / ID3v1.1 fields (Latin-1, NUL/space padded).
-    static func parseID3v1(_ tag: ArraySlice<UInt8>) -> TrackTags {
-        let b = Array(tag)
-        func field(_ range: Range<Int>) -> String? {
-            var bytes = b[range]
-            if let nul = bytes.firstIndex(of: 0) { bytes = bytes[bytes.startIndex..<nul] }
-            while let last = bytes.last, last == 0x20 { bytes = bytes.dropLast() }
-            guard !bytes.isEmpty else { return nil }
-            return String(String.UnicodeScalarView(bytes.compactMap(Unicode.Scalar.init)))
+    /// The validated size on disk of the APE tag whose footer ends at `end` of the tail.
+    private static func apeSize(_ footer: APETagFooter, endingAt end: Int,
+                                in tail: TailBytes) throws(FormatError) -> Int {
+        let footerOffset = tail.fileOffset(end - APETagFooter.length)
+        guard footer.version == 1000 || footer.version == 2000 else {
+            throw FormatError.unsupported(component: component, reason: "APE tag version \(footer.version)")
         }
-        var tags = TrackTags(title: field(3..<33), artist: field(33..<63), album: field(63..<93))
-        // ID3v1.1: a zero byte before the last comment byte makes that byte the track number.
-        if b[125] == 0 && b[126] != 0 { tags.track = String(b[126]) }
-        return tags
+        // The size covers at least the footer itself; more than the file holds in front of the
+        // footer's end is a lie, and trusting it would cut audio off (or go negative).
+        guard footer.size >= APETagFooter.length, footer.totalSize <= tail.fileOffset(end) else {
+            throw FormatError.invalid(component: component,
+                                      reason: "APE tag of \(footer.totalSize) bytes does not fit in the file",
+                                      offset: footerOffset)
+        }
+        // When the header is in view it must be there: a size that misses it is a lie too.
+        let headerStart = end - footer.totalSize
+        if footer.hasHeader, headerStart >= 0, !tail.has(APETagFooter.preamble, at: headerStart) {
+            throw FormatError.invalid(component: component,
+                                      reason: "APE footer promises a header that is not at its start",
+                                      offset: tail.fileOffset(headerStart))
+        }
+        return footer.totalSize
+    }
+}
+
+/// The last bytes of a file, indexed from 0 at the first byte of the tail, with the file size
+/// to turn those positions into file offsets.
+struct TailBytes {
+    let bytes: ArraySlice<UInt8>
+    let fileSize: Int
+
+    init(_ bytes: ArraySlice<UInt8>, fileSize: Int) {
+        self.bytes = bytes
+        self.fileSize = fileSize
+    }
+
+    var count: Int { bytes.count }
+
+    /// The file offset of position `index` of the tail.
+    func fileOffset(_ index: Int) -> Int { fileSize - bytes.count + index }
+
+    /// Bytes `range` of the tail (positions from 0); the range must lie inside the tail.
+    subscript(range: Range<Int>) -> ArraySlice<UInt8> {
+        bytes[(bytes.startIndex + range.lowerBound)..<(bytes.startIndex + range.upperBound)]
+    }
+
+    /// True when `text` (ASCII) sits at position `index`; false when it would not fit.
+    func has(_ text: String, at index: Int) -> Bool {
+        let length = text.utf8.count
+        guard index >= 0, index + length <= bytes.count else { return false }
+        return self[index..<(index + length)].elementsEqual(text.utf8)
     }
 }
