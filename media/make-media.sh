@@ -11,6 +11,9 @@
 # in a staging folder beside OUTDIR and swapped in at the end, so an interrupted run never
 # leaves half a library behind.
 set -euo pipefail
+# lame turns --tt/--ta/--tl into UTF-16 through the locale's character set: under C or POSIX (a
+# bare cron or CI shell) it stops at the first non-ASCII byte, "Bände & Chœur" becomes "B".
+export LC_ALL=C.UTF-8
 
 SCRIPT=$(readlink -f "${BASH_SOURCE[0]}")
 STAMP_VALUE=$(sha256sum "$SCRIPT" | cut -d' ' -f1)
@@ -44,6 +47,19 @@ up_to_date() { # dir files...
   shift
   [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$STAMP_VALUE" ] || return 1
   for f in "$@"; do [ -s "$dir/$f" ] || return 1; done
+}
+
+# Fails the run when ffprobe does not read back exactly the text that was written.
+check_tags() { # file key=value...
+  local file=$1 pair got
+  shift
+  for pair in "$@"; do
+    got=$(ffprobe -v error -show_entries "format_tags=${pair%%=*}" -of default=nw=1:nk=1 "$file")
+    if [ "$got" != "${pair#*=}" ]; then
+      echo "make-media: $(basename "$file"): ${pair%%=*} is '$got', not '${pair#*=}' (is C.UTF-8 installed?)" >&2
+      exit 1
+    fi
+  done
 }
 
 # --- sound sources (44.1 kHz stereo WAV files in $WORK) ------------------------------------------
@@ -165,6 +181,8 @@ through a bounded throttle, a parser, a converter and an output."
   mkdir -p "$out/Album Ünïcode"
   lame --quiet -b 160 --cbr --id3v2-utf16 --tt "Ça va — chanson" --tn 1 --ta "Bände & Chœur" \
     --tl "Album Ünïcode" "$WORK/song-h.wav" "$out/Album Ünïcode/01 Ça va — chanson.mp3"
+  check_tags "$out/Album Ünïcode/01 Ça va — chanson.mp3" "title=Ça va — chanson" "artist=Bände & Chœur" \
+    "album=Album Ünïcode"
   # 8. MPEG-2 layer III (22.05 kHz, 576-sample frames), mono; 64k is the smallest CBR rate whose
   #    first frame has room for LAME's Info frame.
   lame --quiet -b 64 --cbr -m m --tt "Speech at 22 kHz" --ta "$ARTIST" "$WORK/song-i.wav" "$out/speech-22k.mp3"
@@ -218,7 +236,7 @@ main() {
   if up_to_date "$OUT" "${files[@]}"; then exit 0; fi
 
   local tool
-  for tool in sox espeak-ng lame ffmpeg; do
+  for tool in sox espeak-ng lame ffmpeg ffprobe; do
     command -v "$tool" >/dev/null || { echo "make-media: $tool is missing (make deps installs it)" >&2; exit 1; }
   done
   local started=$SECONDS parent base d

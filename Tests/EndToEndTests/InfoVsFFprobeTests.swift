@@ -10,12 +10,18 @@ import Testing
         var duration: Double
         var startTime: Double
         var packets: Int
+        /// The container's tags as ffprobe names them (title, artist, album, track).
+        var tags: [String: String]
     }
+
+    /// The tag fields `--info` prints, by their ffprobe names.
+    static let tagKeys = ["title", "artist", "album", "track"]
 
     static func ffprobe(_ file: URL) throws -> FFprobe {
         let result = try runCommand(try #require(which("ffprobe")), [
             "-v", "error", "-count_packets", "-select_streams", "a:0", "-show_entries",
-            "stream=sample_rate,channels,duration,start_time,nb_read_packets:format=duration", "-of", "json", file.path,
+            "stream=sample_rate,channels,duration,start_time,nb_read_packets:format=duration:format_tags="
+                + tagKeys.joined(separator: ","), "-of", "json", file.path,
         ])
         let json = try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any])
         let stream = try #require((json["streams"] as? [[String: Any]])?.first)
@@ -24,7 +30,8 @@ import Testing
         return FFprobe(sampleRate: Int(stream["sample_rate"] as? String ?? "") ?? -1,
                        channels: stream["channels"] as? Int ?? -1, duration: duration,
                        startTime: Double(stream["start_time"] as? String ?? "") ?? 0,
-                       packets: Int(stream["nb_read_packets"] as? String ?? "") ?? -1)
+                       packets: Int(stream["nb_read_packets"] as? String ?? "") ?? -1,
+                       tags: format?["tags"] as? [String: String] ?? [:])
     }
 
     /// Samples per channel that ffmpeg decodes from the file (its gapless-trimmed length).
@@ -52,6 +59,11 @@ import Testing
         let channels = try #require(info["channels"] as? Int)
         #expect(rate == probe.sampleRate, "\(file.lastPathComponent): sample rate")
         #expect(channels == probe.channels, "\(file.lastPathComponent): channels")
+        // Every text the track carries, as ffprobe reads it (ID3v2 in any encoding, ID3v1,
+        // RIFF INFO, MP4 ilst), and no text where ffprobe finds none.
+        for key in Self.tagKeys {
+            #expect(info[key] as? String == probe.tags[key], "\(file.lastPathComponent): \(key)")
+        }
 
         let frameSeconds = Double(Self.samplesPerFrame(info)) / Double(rate)
         let totalSamples = try #require(info["total_samples"] as? Int)

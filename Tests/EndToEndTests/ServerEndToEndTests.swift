@@ -132,6 +132,11 @@ import Glibc
                 #expect(track.keys.contains(key), "\(key) in \(track)")
             }
         }
+        // The catalog carries the UTF-16 ID3v2 text of the Unicode track whole.
+        let unicode = try #require(list.first { ($0["path"] as? String)?.hasPrefix("Album Ünïcode/") == true })
+        #expect(unicode["title"] as? String == "Ça va — chanson")
+        #expect(unicode["artist"] as? String == "Bände & Chœur")
+        #expect(unicode["album"] as? String == "Album Ünïcode")
         let index = try c.request("GET", "/api/index/vbr-v2.mp3")
         #expect(index.status == 200)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(index.body)) as? [String: Any])

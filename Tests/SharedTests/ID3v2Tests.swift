@@ -346,20 +346,17 @@ enum ID3v2Bytes {
 
     // MARK: Frame flags
 
-    @Test func v23_compressedAndEncryptedFrames_areSkipped() throws {
-        let body = B.frame("TIT2", B.be32(100) + [0x78, 0x9C, 0x01, 0x02], version: 3, formatFlags: 0x80)
-            + B.frame("TPE1", [0x01] + B.latin1("Secret"), version: 3, formatFlags: 0x40)
-            + B.frame("TALB", B.latin1("Kept"), version: 3)
-        let tag = try ID3v2.parse(B.tag(version: 3, body: body)[...])
-        #expect(tag.tags == TrackTags(album: "Kept"))
-    }
-
-    @Test func v24_compressedAndEncryptedFrames_areSkipped() throws {
-        let body = B.frame("TIT2", B.synchsafe(100) + [0x78, 0x9C, 0x01, 0x02], version: 4, formatFlags: 0x09)
-            + B.frame("TPE1", [0x01] + B.latin1("Secret"), version: 4, formatFlags: 0x04)
-            + B.frame("TALB", B.latin1("Kept"), version: 4)
-        let tag = try ID3v2.parse(B.tag(version: 4, body: body)[...])
-        #expect(tag.tags == TrackTags(album: "Kept"))
+    @Test func compressedAndEncryptedFrames_areSkipped() throws {
+        // 2.3 flags: 0x80 compression (a 4-byte size in front), 0x40 encryption; 2.4: 0x08
+        // compression (with 0x01, the data length indicator), 0x04 encryption.
+        for (version, compressed, encrypted, size) in [(UInt8(3), UInt8(0x80), UInt8(0x40), B.be32(100)),
+                                                       (4, 0x09, 0x04, B.synchsafe(100))] {
+            let body = B.frame("TIT2", size + [0x78, 0x9C, 0x01, 0x02], version: version, formatFlags: compressed)
+                + B.frame("TPE1", [0x01] + B.latin1("Secret"), version: version, formatFlags: encrypted)
+                + B.frame("TALB", B.latin1("Kept"), version: version)
+            let tag = try ID3v2.parse(B.tag(version: version, body: body)[...])
+            #expect(tag.tags == TrackTags(album: "Kept"), "v2.\(version)")
+        }
     }
 
     @Test func groupingByte_isNotPartOfTheContent() throws {
@@ -513,29 +510,9 @@ enum ID3v2Bytes {
     }
 }
 
-/// The generated library (media/make-media.sh), read from STREAM_MEDIA_DIR or <package root>/media/out.
+/// The generated library's files (loaded as `AACWAVMedia` does) and the tags make-media.sh writes.
 enum TagMediaFiles {
-    static let variable = "STREAM_MEDIA_DIR"
-
-    static var directory: URL {
-        if let dir = ProcessInfo.processInfo.environment[variable] { return URL(fileURLWithPath: dir) }
-        // Tests/SharedTests/<this file> → package root → media/out
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("media/out")
-    }
-
-    /// The file's bytes; nil when it is absent. Absent fails the test only when STREAM_MEDIA_DIR
-    /// is set (the caller asked for the media); otherwise the test has nothing to check.
-    static func load(_ name: String) throws -> [UInt8]? {
-        let url = directory.appendingPathComponent(name)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            if ProcessInfo.processInfo.environment[variable] != nil {
-                Issue.record("\(variable) is set but \(url.path) is missing: run media/make-media.sh")
-            }
-            return nil
-        }
-        return [UInt8](try Data(contentsOf: url))
-    }
+    static func load(_ name: String) throws -> [UInt8]? { try AACWAVMedia.load(name) }
 
     static let artist = "streamd test band"
     static let album = "Generated Library"
@@ -567,9 +544,12 @@ enum TagMediaFiles {
     @Test func utf16Text_inAUnicodeFolder() throws {
         guard let file = try TagMediaFiles.load("Album Ünïcode/01 Ça va — chanson.mp3") else { return }
         let tag = try ID3v2.parse(file[...])
-        #expect(tag.tags.title == "Ça va — chanson")
-        #expect(tag.tags.artist == "Bände & Chœur")
-        #expect(tag.tags.album == "Album Ünïcode")
+        // Cut texts ("B", "Album ") that ffprobe reads too mean the file was made by an older
+        // make-media.sh under a C/POSIX locale: regenerate it (ID3UTF16Tests covers the parser).
+        let hint = "cut text that ffprobe reads too: media from a non-UTF-8 locale, regenerate it"
+        #expect(tag.tags.title == "Ça va — chanson", "\(hint)")
+        #expect(tag.tags.artist == "Bände & Chœur", "\(hint)")
+        #expect(tag.tags.album == "Album Ünïcode", "\(hint)")
         #expect(tag.tags.track == "1")
     }
 

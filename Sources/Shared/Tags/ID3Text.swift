@@ -3,7 +3,8 @@ enum ID3TextEncoding: UInt8, Sendable {
     case latin1 = 0
     /// UTF-16 with a byte order mark (2.2 and 2.3 call it "Unicode").
     case utf16WithBOM = 1
-    /// UTF-16 big-endian without a byte order mark (2.4 only, but harmless to accept everywhere).
+    /// UTF-16 big-endian without a byte order mark (2.4 only, but harmless to accept everywhere);
+    /// a mark that is there anyway still decides the byte order.
     case utf16BigEndian = 2
     case utf8 = 3
 
@@ -63,30 +64,27 @@ enum ID3Text {
                 && raw[raw.startIndex + 1] == 0xBB && raw[raw.startIndex + 2] == 0xBF
             text = String(decoding: hasBOM ? raw.dropFirst(3) : raw, as: UTF8.self)
         case .utf16WithBOM:
-            text = utf16(raw, bigEndian: nil)
+            text = utf16(raw, assumeBigEndian: nil)
         case .utf16BigEndian:
-            text = utf16(raw, bigEndian: true)
+            text = utf16(raw, assumeBigEndian: true)
         }
         return ID3DecodedString(text: text, consumed: consumed, terminated: terminated)
     }
 
-    /// Decodes UTF-16 bytes; `bigEndian` nil means "read the byte order mark".
-    private static func utf16(_ raw: ArraySlice<UInt8>, bigEndian: Bool?) -> String {
+    /// Decodes UTF-16 bytes. A byte order mark, when there is one, decides the byte order and
+    /// is dropped, whatever the encoding byte said: encoding 2 promises big-endian without a
+    /// mark, but writers that put one there (either way round) mean it. Without a mark,
+    /// `assumeBigEndian` decides, or, when nil (encoding 1 with its mark missing), a guess.
+    private static func utf16(_ raw: ArraySlice<UInt8>, assumeBigEndian: Bool?) -> String {
         var bytes = raw
-        var isBigEndian = bigEndian ?? false
-        if bigEndian == nil {
-            if bytes.count >= 2, bytes[bytes.startIndex] == 0xFF, bytes[bytes.startIndex + 1] == 0xFE {
-                isBigEndian = false
-                bytes = bytes.dropFirst(2)
-            } else if bytes.count >= 2, bytes[bytes.startIndex] == 0xFE, bytes[bytes.startIndex + 1] == 0xFF {
-                isBigEndian = true
-                bytes = bytes.dropFirst(2)
-            } else {
-                // No BOM although the encoding promises one: guess from where the zero bytes of
-                // Latin text sit (high bytes first means big-endian); little-endian otherwise,
-                // as the Windows taggers that forget the BOM write it.
-                isBigEndian = zeroBytesLeadPairs(bytes)
-            }
+        let isBigEndian: Bool
+        if let markSaysBigEndian = byteOrderMark(bytes) {
+            isBigEndian = markSaysBigEndian
+            bytes = bytes.dropFirst(2)
+        } else {
+            // Guess from where the zero bytes of Latin text sit (high bytes first means
+            // big-endian); little-endian otherwise, as the Windows taggers that forget it write.
+            isBigEndian = assumeBigEndian ?? zeroBytesLeadPairs(bytes)
         }
         var units: [UInt16] = []
         units.reserveCapacity(bytes.count / 2)
@@ -99,6 +97,16 @@ enum ID3Text {
         // An odd trailing byte cannot be a code unit; it is dropped. Unpaired surrogates
         // become U+FFFD rather than failing the whole tag.
         return String(decoding: units, as: UTF16.self)
+    }
+
+    /// True for FE FF (big-endian), false for FF FE (little-endian), nil when neither opens `bytes`.
+    private static func byteOrderMark(_ bytes: ArraySlice<UInt8>) -> Bool? {
+        guard bytes.count >= 2 else { return nil }
+        switch (bytes[bytes.startIndex], bytes[bytes.startIndex + 1]) {
+        case (0xFE, 0xFF): return true
+        case (0xFF, 0xFE): return false
+        default: return nil
+        }
     }
 
     /// True when zero bytes sit more often at the first position of each byte pair.
