@@ -45,6 +45,9 @@ struct StreamPlay: ParsableCommand {
 
     @Option(help: "Treat a transfer that stalls this many seconds as dropped and reconnect.")
     var stallTimeout: Double = 10
+
+    @Option(help: "HLS: play the master playlist's variant with the highest BANDWIDTH at or below this many bits per second.")
+    var maxBitrate: Int?
 }
 
 extension StreamPlay {
@@ -53,6 +56,7 @@ extension StreamPlay {
         guard start >= 0 else { throw ValidationError("--start must not be negative") }
         if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
         guard bufferBytes >= 65_536 else { throw ValidationError("--buffer-bytes must be at least 65536") }
+        if let maxBitrate, maxBitrate <= 0 { throw ValidationError("--max-bitrate must be positive") }
     }
 
     func run() throws {
@@ -75,6 +79,7 @@ extension StreamPlay {
         options.realtime = realtime
         options.http.retryFor = retryFor
         options.http.stallTimeout = stallTimeout
+        options.hls.maxBitrate = maxBitrate
         var log: (@Sendable (String) -> Void)?
         if verbose {
             log = { message in Self.stderrLine("streamplay: " + message) }

@@ -30,6 +30,7 @@ extension Player {
     /// The decode thread's work: probe, seek if asked, then parse → convert → trim → DSP → ring.
     func decode(into ring: SPSCRing, outputLoop: OutputLoop, started: DispatchTime) throws {
         let plan = try makePlan(try probeStream())
+        let hlsTimeline = (source as? HLSSource)?.timeline(timeout: 10)
         let format = plan.format
         let channels = format.channels
         let sampleRate = format.sampleRate
@@ -41,6 +42,11 @@ extension Player {
             statsStorage.sampleRate = sampleRate
             statsStorage.channels = channels
             duration = plan.trimmedLength.map { Double($0) / Double(sampleRate) } ?? estimatedDuration(plan)
+            if let timeline = hlsTimeline {
+                // HLS: the playlist's duration (none for live); Xing gapless numbers stay first.
+                statsStorage.container = "hls"
+                if timeline.isLive { duration = nil } else if plan.trimmedLength == nil { duration = timeline.duration }
+            }
             statsStorage.durationSeconds = duration
         }
         var converter: any PacketConverter
@@ -93,7 +99,12 @@ extension Player {
             log("parser", "seek to \(seconds) s: unit \(unit) at byte \(byte)")
         }
 
-        if options.start > 0 {
+        if options.start > 0, hlsTimeline?.isLive == true {
+            log("player", "--start ignored: a live HLS stream starts at its live edge")
+            try converter.restart(at: plan.audioStart)
+            limitDuration()
+            converter.append(Array(probePrefix.dropFirst(plan.audioStart)))
+        } else if options.start > 0 {
             commands.withLock { seekStartedMs = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6 }
             try seekTo(options.start)
         } else {
@@ -137,7 +148,8 @@ extension Player {
             let heard = Double(outputLoop.playedPosition) / Double(sampleRate)
             commands.withLock { self.position = heard }
             continuation.yield(.progress(position: heard, duration: commands.withLock { duration }))
-            if let seconds = commands.withLock({ () -> Double? in defer { pendingSeek = nil }; return pendingSeek }) {
+            if let seconds = commands.withLock({ () -> Double? in defer { pendingSeek = nil }; return pendingSeek }),
+               hlsTimeline?.isLive != true {
                 setState(.seeking)
                 pending.removeAll(keepingCapacity: true)
                 try seekTo(seconds)

@@ -14,6 +14,9 @@ extension Player {
             let frame = min(unit, last)
             return (frame, plan.audioStart + frame * wav.format.blockAlign)
         }
+        if let hls = source as? HLSSource {
+            return try locateSegment(atOrBefore: unit, plan: plan, hls: hls)
+        }
         if let track = plan.mp4 {
             // The sample table is the index: exact for every sample.
             let sample = min(unit, max(0, track.sampleCount - 1))
@@ -41,6 +44,25 @@ extension Player {
         }
         let frameBytes = Double(spf / 8 * header.bitrate) / Double(header.sampleRate)
         return (frame, plan.audioStart + Int(Double(frame) * frameBytes))
+    }
+
+    /// HLS seeks by segment: the last segment that starts at or before `unit`, as (its first
+    /// unit, its index). Segment starts come from the EXTINF durations, which ffmpeg and
+    /// streamd write to the microsecond, so they round to the exact frame.
+    private func locateSegment(atOrBefore unit: Int, plan: StreamPlan, hls: HLSSource) throws -> (unit: Int, byte: Int) {
+        guard let timeline = hls.timeline(timeout: 10) else {
+            throw PlaybackError(message: "player: the HLS playlist did not load", exitCode: 3)
+        }
+        guard !timeline.isLive else { throw PlaybackError(message: "player: a live HLS stream cannot seek", exitCode: 1) }
+        let unitsPerSecond = Double(plan.format.sampleRate) / Double(max(1, plan.samplesPerUnit))
+        func firstUnit(_ index: Int) -> Int { Int((timeline.segmentStarts[index] * unitsPerSecond).rounded()) }
+        var low = 0, high = timeline.segmentStarts.count
+        while low < high {
+            let mid = (low + high) / 2
+            if firstUnit(mid) <= unit { low = mid + 1 } else { high = mid }
+        }
+        let index = max(0, low - 1)
+        return (timeline.segmentStarts.isEmpty ? 0 : firstUnit(index), index)
     }
 
     private func loadFrameTable(_ plan: StreamPlan, around seconds: Double?) -> FrameTable? {

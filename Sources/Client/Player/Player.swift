@@ -41,7 +41,11 @@ public final class Player: @unchecked Sendable {
         self.output = output
         self.log = log
         throttle = Throttle(capacity: max(64 * 1024, options.bufferBytes))
-        if url.contains("://") {
+        if HLSSource.isPlaylist(url) {
+            let hls = HLSSource(url: url, options: options.hls, http: options.http)
+            hls.log = log
+            source = hls
+        } else if url.contains("://") {
             let http = HTTPSource(url: url, options: options.http)
             http.log = log
             source = http

@@ -29,6 +29,8 @@ public struct PlayerOptions: Sendable {
     /// Pace file and null outputs to real time.
     public var realtime = false
     public var http = HTTPSourceOptions()
+    /// Variant choice and limits for HLS playlists.
+    public var hls = HLSOptions()
     public init() {}
 }
 

@@ -10,6 +10,10 @@ public enum SourceError: Error, CustomStringConvertible, Sendable {
     case changed(url: String)
     /// A local file could not be read.
     case file(String)
+    /// A response body (a playlist, a segment) was larger than the limit for it.
+    case tooLarge(url: String, limit: Int)
+    /// An HLS playlist or segment is malformed, hostile or unsupported (bad input).
+    case hls(String)
 
     public var description: String {
         switch self {
@@ -17,13 +21,15 @@ public enum SourceError: Error, CustomStringConvertible, Sendable {
         case let .network(why): return "source: \(why)"
         case let .changed(url): return "source: \(url.isEmpty ? "the file" : url) changed on the server while playing"
         case let .file(why): return "source: \(why)"
+        case let .tooLarge(url, limit): return "source: \(url) is larger than \(limit) bytes"
+        case let .hls(why): return "hls: \(why)"
         }
     }
 
     /// Exit status per DESIGN.md: 3 for network failures, 1 for bad input.
     public var exitCode: Int32 {
         switch self {
-        case .file: return 1
+        case .file, .tooLarge, .hls: return 1
         default: return 3
         }
     }

@@ -156,7 +156,75 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
     final class RangeCollector {
         let limit: Int
         var bytes: [UInt8] = []
+        var overflowed = false
         init(limit: Int) { self.limit = limit }
+    }
+
+    /// One whole response body, and the URL it came from after redirects.
+    public struct Body: Sendable {
+        public var bytes: [UInt8]
+        /// Where relative URIs inside the body resolve from.
+        public var effectiveURL: String
+    }
+
+    /// The keep-alive handle `get` reuses, so a run of small requests (HLS playlists and
+    /// segments) shares one connection. Only the thread that runs the HLS source calls `get`.
+    private var session: UnsafeMutableRawPointer?
+
+    deinit { if let session { curl_easy_cleanup(session) } }
+
+    /// GETs `url` (or the byte range `range` of it) whole through one keep-alive connection.
+    /// Throws `SourceError.httpStatus` for an error status, `.tooLarge` when the body passes
+    /// `limit` bytes, `.network` when the transfer fails.
+    public func get(_ url: String, range: Range<Int>? = nil, limit: Int) throws -> Body {
+        if session == nil { session = curl_easy_init() }
+        guard let easy = session else { throw SourceError.network("curl_easy_init failed") }
+        curl_easy_reset(easy)
+        let collector = RangeCollector(limit: limit)
+        ccurl_setopt_string(easy, CURLOPT_URL, url)
+        ccurl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
+        ccurl_setopt_long(easy, CURLOPT_MAXREDIRS, 10)
+        ccurl_setopt_string(easy, CURLOPT_USERAGENT, options.userAgent)
+        ccurl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000))
+        ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
+        ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(options.stallTimeout.rounded(.up))))
+        ccurl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        ccurl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+        if let range {
+            guard !range.isEmpty else { return Body(bytes: [], effectiveURL: url) }
+            ccurl_setopt_string(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
+        }
+        let box = Unmanaged.passRetained(collector)
+        defer { box.release() }
+        ccurl_setopt_callback(easy, CURLOPT_WRITEFUNCTION, { data, size, count, userdata in
+            guard let userdata, let data else { return 0 }
+            let c = Unmanaged<RangeCollector>.fromOpaque(userdata).takeUnretainedValue()
+            guard c.bytes.count + size * count <= c.limit else {
+                c.overflowed = true
+                return 0
+            }
+            c.bytes.append(contentsOf: UnsafeRawBufferPointer(start: data, count: size * count))
+            return size * count
+        })
+        ccurl_setopt_pointer(easy, CURLOPT_WRITEDATA, box.toOpaque())
+        let code = curl_easy_perform(easy)
+        var status = 0
+        ccurl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        var effective: UnsafeMutablePointer<CChar>?
+        ccurl_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &effective)
+        let finalURL = effective.map { String(cString: $0) } ?? url
+        if collector.overflowed { throw SourceError.tooLarge(url: url, limit: limit) }
+        guard code == CURLE_OK else { throw SourceError.network("\(url): \(String(cString: curl_easy_strerror(code)))") }
+        guard status == 200 || status == 206 else { throw SourceError.httpStatus(status, url: url) }
+        var bytes = collector.bytes
+        if let range, status == 200 {
+            // The server ignored Range: cut the piece out of the whole body.
+            guard range.upperBound <= bytes.count else {
+                throw SourceError.network("\(url): bytes \(range.lowerBound)-\(range.upperBound - 1) are past the end (\(bytes.count) bytes)")
+            }
+            bytes = Array(bytes[range])
+        }
+        return Body(bytes: bytes, effectiveURL: finalURL)
     }
 
     private func configure(_ easy: UnsafeMutableRawPointer, rangeFrom offset: Int, to end: Int?, ifRange: String?) {

@@ -1,0 +1,283 @@
+import Foundation
+import StreamShared
+
+/// What the player needs to know of an HLS stream's time line.
+public struct HLSTimeline: Sendable {
+    /// The playlist grows (live or event): no duration, no seeking.
+    public var isLive: Bool
+    /// Start of each segment in seconds, from the sum of the EXTINF durations before it.
+    public var segmentStarts: [Double]
+    /// Sum of the EXTINF durations.
+    public var duration: Double
+    public var targetDuration: Int
+
+    /// The index of the segment that holds `seconds` (the last one past the end).
+    public func segment(containing seconds: Double) -> Int {
+        var low = 0, high = segmentStarts.count
+        while low < high {
+            let mid = (low + high) / 2
+            if segmentStarts[mid] <= seconds { low = mid + 1 } else { high = mid }
+        }
+        return max(0, low - 1)
+    }
+}
+
+/// An HLS stream (RFC 8216) as a `ByteSource`: it loads the playlist (choosing a variant of a
+/// master playlist), fetches the segments in order and writes them into the throttle as one
+/// continuous elementary stream (see `HLSSegmentUnpacker`). A live playlist is reloaded at
+/// the target-duration pace, joined three segments from its live edge and followed by media
+/// sequence number. The throttle bounds what is prefetched: a segment is fetched only once
+/// the previous one fits.
+///
+/// Seek positions are segment indexes, not bytes: `run(from:)` and `SourceControl.seek(to:)`
+/// take the index of the segment to continue with (see `timeline`).
+public final class HLSSource: ByteSource, @unchecked Sendable {
+    // @unchecked: the playlist state lives on the network thread that runs the source; the
+    // timeline is published once behind `lock` and read by the decode thread.
+    public let name: String
+    public let options: HLSOptions
+    private let http: HTTPSourceOptions
+    /// Component-tagged diagnostics (`--verbose`).
+    public var log: (@Sendable (String) -> Void)?
+    private let lock = NSCondition()
+    private var _timeline: HLSTimeline?
+    private var _failure: Error?
+    /// Live playlist reloads so far.
+    private var _reloads = 0
+
+    public init(url: String, options: HLSOptions = HLSOptions(), http: HTTPSourceOptions = HTTPSourceOptions()) {
+        self.name = url
+        self.options = options
+        self.http = http
+    }
+
+    /// True for a location that names an HLS playlist (`.m3u8`, also behind a query string).
+    public static func isPlaylist(_ location: String) -> Bool {
+        var path = location.split(separator: "?", maxSplits: 1).first.map(String.init) ?? location
+        path = path.split(separator: "#", maxSplits: 1).first.map(String.init) ?? path
+        let lower = path.lowercased()
+        return lower.hasSuffix(".m3u8") || lower.hasSuffix(".m3u")
+    }
+
+    /// The time line, once the media playlist is loaded (waits up to `timeout`).
+    public func timeline(timeout: TimeInterval = 0) -> HLSTimeline? {
+        lock.withLock {
+            let deadline = Date(timeIntervalSinceNow: timeout)
+            while _timeline == nil && _failure == nil {
+                if !lock.wait(until: deadline) { break }
+            }
+            return _timeline
+        }
+    }
+
+    /// Playlist reloads of a live stream so far.
+    public var reloads: Int { lock.withLock { _reloads } }
+
+    public func readRange(_ range: Range<Int>) throws -> [UInt8] {
+        throw SourceError.hls("an HLS stream has no byte ranges of its own to read")
+    }
+
+    private func say(_ message: String) { log?("hls: " + message) }
+
+    private func publish(_ media: HLSMediaPlaylist) {
+        var starts: [Double] = []
+        starts.reserveCapacity(media.playlist.segments.count)
+        var t = 0.0
+        for segment in media.playlist.segments {
+            starts.append(t)
+            t += segment.duration
+        }
+        let timeline = HLSTimeline(isLive: media.playlist.isLive, segmentStarts: starts, duration: t,
+                                   targetDuration: media.playlist.targetDuration)
+        lock.withLock {
+            _timeline = timeline
+            lock.broadcast()
+        }
+    }
+
+    public func run(into throttle: Throttle, from start: Int, control: SourceControl) {
+        var generation = throttle.currentGeneration
+        let fetcher = HLSFetcher(options: http, origin: name)
+        let loader = HLSPlaylistLoader(options: options, fetcher: fetcher, log: { [weak self] in self?.say($0) })
+        var counted = 0
+        func countBytes() {
+            control.countBytes(fetcher.bytesRead - counted)
+            counted = fetcher.bytesRead
+        }
+        func fail(_ error: Error) {
+            say("\(error)")
+            lock.withLock {
+                _failure = error
+                lock.broadcast()
+            }
+            throttle.finish(error: error, generation: generation)
+        }
+
+        var media: HLSMediaPlaylist
+        do {
+            media = try loader.load(name)
+        } catch {
+            fail(error)
+            while !control.isStopped { control.waitForCommand(timeout: 1) }
+            return
+        }
+        countBytes()
+        publish(media)
+        let playlist = media.playlist
+        say("\(playlist.isLive ? "live" : "VOD") media playlist \(media.location): \(playlist.segments.count) segments, "
+            + "target \(playlist.targetDuration) s, sequence \(playlist.mediaSequence)")
+
+        // The media sequence number of the next segment to fetch.
+        var next: Int
+        if playlist.isLive {
+            // RFC 8216 6.3.3: start no closer to the live edge than three target durations.
+            next = playlist.mediaSequence + max(0, playlist.segments.count - 3)
+        } else {
+            next = playlist.mediaSequence + min(max(0, start), playlist.segments.count)
+        }
+        var unpacker = HLSSegmentUnpacker()
+        var writtenMap: M3U8Map?
+        var previousSequence: Int?
+        var lastLoad = Date()
+        var lastChanged = true
+        var retryStarted: Date?
+        var backoff = 0.1
+
+        while !control.isStopped {
+            if let target = control.takeSeek() {
+                generation = throttle.currentGeneration
+                if !media.playlist.isLive {
+                    next = media.playlist.mediaSequence + min(max(0, target), media.playlist.segments.count)
+                }
+                unpacker.reset()
+                writtenMap = nil
+                previousSequence = nil
+                continue
+            }
+            let index = next - media.playlist.mediaSequence
+            if index < 0 {
+                // A live window that slid past us while we were behind: skip to its start.
+                say("segments \(next)..<\(media.playlist.mediaSequence) left the live window; skipping them")
+                next = media.playlist.mediaSequence
+                continue
+            }
+            if index < media.playlist.segments.count {
+                let segment = media.playlist.segments[index]
+                do {
+                    try play(segment, index: index, media: media, fetcher: fetcher, unpacker: &unpacker,
+                             writtenMap: &writtenMap, continuous: previousSequence == segment.sequence - 1,
+                             throttle: throttle, generation: generation, control: control)
+                    countBytes()
+                    previousSequence = segment.sequence
+                    next += 1
+                    retryStarted = nil
+                    backoff = 0.1
+                } catch SegmentInterrupted.byCommand {
+                    continue
+                } catch let error as SourceError {
+                    if case .network = error, retry(&retryStarted, &backoff, error, control: control) { continue }
+                    if case .httpStatus(404, _) = error, media.playlist.isLive {
+                        // Gone from the server's window already: reload and carry on from the window.
+                        say("\(error); reloading the playlist")
+                        next += 1
+                        continue
+                    }
+                    fail(error)
+                    while !control.isStopped && !control.hasSeek { control.waitForCommand(timeout: 1) }
+                } catch {
+                    fail(error)
+                    while !control.isStopped && !control.hasSeek { control.waitForCommand(timeout: 1) }
+                }
+                continue
+            }
+            guard media.playlist.isLive else {
+                throttle.finish(generation: generation)
+                control.waitForCommand(timeout: 1)
+                continue
+            }
+            // Live: reload a target duration after the last load began (half that when it had
+            // not changed), RFC 8216 6.3.4.
+            let pace = Double(max(1, media.playlist.targetDuration)) * (lastChanged ? 1 : 0.5)
+            let wait = lastLoad.addingTimeInterval(pace).timeIntervalSinceNow
+            if wait > 0 {
+                control.waitForCommand(timeout: min(wait, 0.25))
+                continue
+            }
+            let began = Date()
+            do {
+                let fresh = try loader.reload(media)
+                countBytes()
+                let before = media.playlist.segments.last?.sequence
+                lastChanged = fresh.playlist.segments.last?.sequence != before || fresh.playlist.endList != media.playlist.endList
+                media = fresh
+                lastLoad = began
+                retryStarted = nil
+                backoff = 0.1
+                lock.withLock { _reloads += 1 }
+                say("reload: sequence \(fresh.playlist.mediaSequence)..<\(fresh.playlist.mediaSequence + fresh.playlist.segments.count)"
+                    + (fresh.playlist.endList ? ", ended" : "") + (lastChanged ? "" : " (unchanged)"))
+                if fresh.playlist.endList { publish(fresh) }
+            } catch let error as SourceError {
+                if case .network = error, retry(&retryStarted, &backoff, error, control: control) { continue }
+                fail(error)
+                while !control.isStopped { control.waitForCommand(timeout: 1) }
+            } catch {
+                fail(error)
+                while !control.isStopped { control.waitForCommand(timeout: 1) }
+            }
+        }
+    }
+
+    /// Waits before retrying a network failure; false once `retryFor` has passed without progress.
+    private func retry(_ started: inout Date?, _ backoff: inout Double, _ error: SourceError, control: SourceControl) -> Bool {
+        let first = started ?? Date()
+        started = first
+        guard Date().timeIntervalSince(first) < http.retryFor else { return false }
+        say("\(error); retrying in \(backoff) s")
+        control.countReconnect()
+        control.waitForCommand(timeout: backoff)
+        backoff = min(5, backoff * 2)
+        return true
+    }
+
+    private enum SegmentInterrupted: Error { case byCommand }
+
+    /// Fetches one segment (and its init section when that changed), unpacks it and writes it
+    /// into the throttle, waiting for room.
+    private func play(_ segment: M3U8Segment, index: Int, media: HLSMediaPlaylist, fetcher: HLSFetcher,
+                      unpacker: inout HLSSegmentUnpacker, writtenMap: inout M3U8Map?, continuous: Bool,
+                      throttle: Throttle, generation: Int, control: SourceControl) throws {
+        let url = HLSFetcher.resolve(segment.uri, against: media.base)
+        let label = "segment \(segment.sequence) (\(url))"
+        if segment.discontinuity || !continuous { unpacker.reset() }
+        if let map = segment.map, map != writtenMap {
+            let mapURL = HLSFetcher.resolve(map.uri, against: media.base)
+            let body = try fetcher.get(mapURL, range: map.byteRange, limit: options.maxSegmentBytes)
+            let initSection = try unpacker.unpackInit(body.bytes, label: "init section \(mapURL)")
+            try write(initSection, throttle: throttle, generation: generation, control: control)
+            writtenMap = map
+        }
+        let body = try fetcher.get(url, range: segment.byteRange, limit: options.maxSegmentBytes)
+        let (stream, timestamp) = try unpacker.unpack(body.bytes, label: label)
+        say("\(label): \(body.bytes.count) bytes, \(unpacker.kind?.rawValue ?? "?") → \(stream.count) bytes"
+            + (timestamp.map { ", starts at \(Double($0) / 90_000) s" } ?? "") + (segment.discontinuity ? ", discontinuity" : ""))
+        try write(stream, throttle: throttle, generation: generation, control: control)
+    }
+
+    /// Writes all of `bytes`, waiting while the throttle is full (from full until it drains
+    /// below its low watermark, as the HTTP source does); a seek or stop interrupts.
+    private func write(_ bytes: [UInt8], throttle: Throttle, generation: Int, control: SourceControl) throws {
+        var offset = 0
+        while offset < bytes.count {
+            if control.isStopped || control.hasSeek { throw SegmentInterrupted.byCommand }
+            let written = bytes[offset...].withUnsafeBytes { throttle.write($0, generation: generation) }
+            offset += written
+            if written == 0 || throttle.freeSpace == 0 {
+                control.countPause()
+                while throttle.fill >= throttle.lowWatermark && !control.isStopped && !control.hasSeek {
+                    control.waitForCommand(timeout: 0.01)
+                }
+            }
+        }
+    }
+}
