@@ -1,0 +1,307 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// HLS written by ffmpeg (and packed audio cut by ffmpeg's segment muxer) from the media
+/// library, served by the real streamd and played by streamplay.
+enum HLSFixtures {
+    static var ffmpeg: String { which("ffmpeg") ?? "/usr/bin/ffmpeg" }
+
+    /// `ffmpeg -f hls` of `file` into `dir/name/index.m3u8` (TS segments, or fMP4 ones).
+    static func hls(_ file: URL, into dir: URL, name: String, fmp4: Bool = false, segmentSeconds: Int = 6,
+                    extra: [String] = []) throws -> URL {
+        let out = dir.appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        var args = ["-nostdin", "-v", "error", "-y", "-i", file.path, "-map", "0:a", "-c", "copy", "-f", "hls",
+                    "-hls_time", "\(segmentSeconds)", "-hls_playlist_type", "vod"]
+        if fmp4 { args += ["-hls_segment_type", "fmp4"] }
+        args += extra + [out.appendingPathComponent("index.m3u8").path]
+        let run = try runCommand(ffmpeg, args)
+        guard run.status == 0 else { throw TestFailure("ffmpeg hls: \(String(decoding: run.stderr, as: UTF8.self))") }
+        return out.appendingPathComponent("index.m3u8")
+    }
+
+    /// Packed-audio segments (RFC 8216 3.4): ffmpeg's segment muxer cuts the stream at frame
+    /// boundaries without tags, and each segment gets an ID3v2.4 PRIV timestamp tag built here.
+    static func packed(_ file: URL, into dir: URL, name: String, format: String, ext: String) throws -> URL {
+        let out = dir.appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        let list = out.appendingPathComponent("index.m3u8")
+        var args = ["-nostdin", "-v", "error", "-y", "-i", file.path, "-map", "0:a", "-c", "copy", "-f", "segment",
+                    "-segment_time", "6", "-segment_format", format, "-segment_list", list.path,
+                    "-segment_list_type", "m3u8"]
+        if format == "mp3" { args += ["-segment_format_options", "write_xing=0:id3v2_version=0"] }
+        args.append(out.appendingPathComponent("seg%d.\(ext)").path)
+        let run = try runCommand(ffmpeg, args)
+        guard run.status == 0 else { throw TestFailure("ffmpeg segment: \(String(decoding: run.stderr, as: UTF8.self))") }
+        // Stamp each segment with its start time (the EXTINF sum, in 90 kHz units).
+        var start = 0.0
+        var pendingDuration = 0.0
+        for line in try String(contentsOf: list, encoding: .utf8).split(separator: "\n") {
+            if line.hasPrefix("#EXTINF:") {
+                pendingDuration = Double(line.dropFirst(8).split(separator: ",").first ?? "") ?? 0
+            } else if !line.hasPrefix("#") {
+                let segment = out.appendingPathComponent(String(line))
+                let body = try Data(contentsOf: segment)
+                let tag = id3Timestamp(UInt64((start * 90_000).rounded()) + 126_000)
+                try (Data(tag) + body).write(to: segment)
+                start += pendingDuration
+            }
+        }
+        return list
+    }
+
+    /// An ID3v2.4 tag holding only the PRIV transportStreamTimestamp frame.
+    static func id3Timestamp(_ pts: UInt64) -> [UInt8] {
+        func synchsafe(_ n: Int) -> [UInt8] { [UInt8(n >> 21 & 0x7F), UInt8(n >> 14 & 0x7F), UInt8(n >> 7 & 0x7F), UInt8(n & 0x7F)] }
+        let data = Array("com.apple.streaming.transportStreamTimestamp".utf8) + [0]
+            + (0..<8).map { UInt8(pts >> (56 - 8 * UInt64($0)) & 0xFF) }
+        let frame = Array("PRIV".utf8) + synchsafe(data.count) + [0, 0] + data
+        return Array("ID3".utf8) + [4, 0, 0] + synchsafe(frame.count) + frame
+    }
+
+    /// EXTINF durations of a media playlist, in order.
+    static func durations(_ playlist: URL) throws -> [Double] {
+        try String(contentsOf: playlist, encoding: .utf8).split(separator: "\n")
+            .filter { $0.hasPrefix("#EXTINF:") }
+            .map { Double($0.dropFirst(8).split(separator: ",").first ?? "") ?? 0 }
+    }
+
+    /// Sample frames where each segment after the first starts (the joins).
+    static func joins(_ playlist: URL, rate: Int) throws -> [Int] {
+        var t = 0.0
+        return try durations(playlist).dropLast().map { d in
+            t += d
+            return Int((t * Double(rate)).rounded())
+        }
+    }
+
+    static func url(_ server: StreamdProcess, _ dir: URL, _ file: URL) -> String {
+        let relative = String(file.path.dropFirst(dir.path.count + 1))
+        return "\(server.baseURL)/media/" + (relative.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? relative)
+    }
+
+    /// SNR (dB) of `test` against `reference` over the frames `range` (interleaved `channels`).
+    static func snr(_ reference: [Int16], _ test: [Int16], frames range: Range<Int>, channels: Int) -> Double {
+        let lower = max(0, range.lowerBound) * channels
+        let upper = min(min(reference.count, test.count), range.upperBound * channels)
+        guard lower < upper else { return -.infinity }
+        var signal = 0.0, noise = 0.0
+        for i in lower..<upper {
+            let r = Double(reference[i]), d = r - Double(test[i])
+            signal += r * r
+            noise += d * d
+        }
+        if noise == 0 { return .infinity }
+        return 10 * log10(max(signal, 1) / noise)
+    }
+
+    /// The largest step between neighbouring samples of one channel over `range` (a click shows as a jump).
+    static func largestStep(_ samples: [Int16], frames range: Range<Int>, channels: Int) -> Int {
+        var largest = 0
+        for frame in max(1, range.lowerBound)..<min(samples.count / channels, range.upperBound) {
+            for c in 0..<channels {
+                largest = max(largest, abs(Int(samples[frame * channels + c]) - Int(samples[(frame - 1) * channels + c])))
+            }
+        }
+        return largest
+    }
+}
+
+@Suite(.serialized) struct HLSPlayerTests {
+    static var streamplay: String { PlayerTests.streamplay }
+
+    func play(_ url: String, _ extra: [String] = [], into out: String) throws -> (status: Int32, stderr: String, stats: [String: Any]?) {
+        let run = try runCommand(Self.streamplay, [url, "--output", "wav:\(out)", "--stats"] + extra)
+        let stats = try? PlayerTests.stats(run.stdout)
+        return (run.status, String(decoding: run.stderr, as: UTF8.self), stats)
+    }
+
+    static let mp3Files = ["cbr-128k-44k.mp3", "vbr-v2.mp3", "mono-48k.mp3"].map { TestPaths.media.appendingPathComponent($0) }
+
+    /// MPEG-TS carries no Xing/LAME frame, so the file's own decode without gapless trimming
+    /// (mpg123 --no-gapless) is what the HLS stream must reproduce, bit for bit, across every join.
+    @Test(arguments: mp3Files)
+    func tsSegmentsOfMP3_areBitExact(file: URL) throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let playlist = try HLSFixtures.hls(file, into: dir, name: "ts")
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        let ours = dir.appendingPathComponent("ours.wav").path
+        let run = try play(HLSFixtures.url(server, dir, playlist), into: ours)
+        #expect(run.status == 0, "\(run.stderr)")
+        let reference = dir.appendingPathComponent("ref.wav").path
+        try runCommand(try #require(which("mpg123")), ["-q", "--no-gapless", "-w", reference, file.path])
+        let a = try wavSamples(reference), b = try wavSamples(ours)
+        #expect(a.count == b.count, "\(file.lastPathComponent): \(b.count) samples, the file decodes to \(a.count)")
+        #expect(a == b, "\(file.lastPathComponent): HLS (TS) output is bit-exact with the file's decode")
+        let joins = try HLSFixtures.joins(playlist, rate: run.stats?["sample_rate"] as? Int ?? 44_100)
+        #expect(joins.count >= 3, "several segment joins were crossed")
+        #expect(run.stats?["container"] as? String == "hls")
+        #expect(abs((run.stats?["duration_s"] as? Double ?? 0) - (try HLSFixtures.durations(playlist).reduce(0, +))) < 0.001)
+    }
+
+    @Test func packedMP3Segments_areBitExact_andTheirID3TagsSkipped() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3")
+        let playlist = try HLSFixtures.packed(file, into: dir, name: "packed", format: "mp3", ext: "mp3")
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        let ours = dir.appendingPathComponent("ours.wav").path
+        let run = try play(HLSFixtures.url(server, dir, playlist), ["--verbose"], into: ours)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("packed audio"), "segments were read as packed audio")
+        #expect(run.stderr.contains("starts at 1.4 s"), "the first PRIV timestamp was read")
+        let reference = dir.appendingPathComponent("ref.wav").path
+        try runCommand(try #require(which("mpg123")), ["-q", "--no-gapless", "-w", reference, file.path])
+        #expect(try wavSamples(reference) == wavSamples(ours), "packed MP3 output is bit-exact with the file's decode")
+    }
+
+    /// AAC: SNR against ffmpeg's decode of the original file, over the whole track and in a
+    /// window around every segment join (no gap, no click).
+    func checkAAC(_ playlist: URL, original: URL, dir: URL, server: StreamdProcess, label: String) throws {
+        let ours = dir.appendingPathComponent("\(label).wav").path
+        let run = try play(HLSFixtures.url(server, dir, playlist), into: ours)
+        #expect(run.status == 0, "\(label): \(run.stderr)")
+        let reference = dir.appendingPathComponent("ref-\(label).wav").path
+        try runCommand(HLSFixtures.ffmpeg, ["-v", "error", "-y", "-i", original.path, "-f", "wav", reference])
+        let a = try wavSamples(reference), b = try wavSamples(ours)
+        // libfaad2 does not output the first (priming) frame; ffmpeg may: try both alignments.
+        let offsets = [0, 1024, 2048]
+        let shifted = offsets.map { Array(a.dropFirst($0 * 2)) }
+        let scores = shifted.map { HLSFixtures.snr($0, b, frames: 0..<(b.count / 2), channels: 2) }
+        let best = scores.indices.max { scores[$0] < scores[$1] } ?? 0
+        #expect(scores[best] >= 60, "\(label): SNR \(scores[best]) dB against ffmpeg's decode of the file")
+        #expect(abs(shifted[best].count - b.count) <= 2048 * 2, "\(label): \(b.count / 2) frames vs \(shifted[best].count / 2)")
+        let joins = try HLSFixtures.joins(playlist, rate: 44_100)
+        #expect(joins.count >= 3)
+        for join in joins {
+            let window = (join - 3072)..<(join + 3072)
+            let local = HLSFixtures.snr(shifted[best], b, frames: window, channels: 2)
+            #expect(local >= 60, "\(label): SNR \(local) dB around the join at frame \(join)")
+            let step = HLSFixtures.largestStep(b, frames: window, channels: 2)
+            let referenceStep = HLSFixtures.largestStep(shifted[best], frames: window, channels: 2)
+            #expect(step <= referenceStep + 64, "\(label): a jump of \(step) at the join at frame \(join) (reference \(referenceStep))")
+        }
+        if let tool = TestPaths.pcmCompare {
+            let compare = try runCommand("/usr/bin/env", ["python3", tool, reference, ours, "--min-snr", "60",
+                                                          "--max-offset", "2048", "--max-len-diff", "2048"])
+            #expect(compare.status == 0, "\(label): pcm-compare: \(String(decoding: compare.stdout, as: UTF8.self))")
+        }
+    }
+
+    @Test func tsSegmentsOfAAC_matchTheFilesDecode() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let m4a = TestPaths.media.appendingPathComponent("track.m4a")
+        let adts = TestPaths.media.appendingPathComponent("adts.aac")
+        let fromM4A = try HLSFixtures.hls(m4a, into: dir, name: "m4a-ts")
+        let fromADTS = try HLSFixtures.hls(adts, into: dir, name: "adts-ts")
+        let packed = try HLSFixtures.packed(m4a, into: dir, name: "packed-aac", format: "adts", ext: "aac")
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        try checkAAC(fromM4A, original: m4a, dir: dir, server: server, label: "m4a-ts")
+        try checkAAC(fromADTS, original: adts, dir: dir, server: server, label: "adts-ts")
+        try checkAAC(packed, original: m4a, dir: dir, server: server, label: "packed-aac")
+    }
+
+    @Test func seekInVOD_landsOnTheSampleOfTheFullDecode() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let mp3 = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3"), into: dir, name: "mp3")
+        let aac = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("track.m4a"), into: dir, name: "aac")
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        // 20 s is inside the fourth segment; 12.03 s is just after the third segment's start (12.016 s),
+        // within the decoder warm-up, so the player must start from the segment before.
+        for (playlist, start) in [(mp3, 20.0), (mp3, 12.03), (aac, 20.0), (aac, 12.03)] {
+            let full = dir.appendingPathComponent("full.wav").path
+            let part = dir.appendingPathComponent("part.wav").path
+            let url = HLSFixtures.url(server, dir, playlist)
+            #expect(try play(url, into: full).status == 0)
+            let run = try play(url, ["--start", "\(start)", "--duration", "3"], into: part)
+            #expect(run.status == 0, "\(run.stderr)")
+            let all = try wavSamples(full), span = try wavSamples(part)
+            let first = Int((start * 44_100).rounded()) * 2
+            #expect(span.count == 3 * 44_100 * 2)
+            #expect(Array(all[first..<(first + span.count)]) == span, "\(playlist.deletingLastPathComponent().lastPathComponent) --start \(start): exact samples")
+            #expect(run.stats?["seek_ms"] is Double)
+        }
+    }
+
+    @Test func masterPlaylist_choosesTheVariantThatFits() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3"), into: dir, name: "hi")
+        _ = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("mono-48k.mp3"), into: dir, name: "lo")
+        try """
+        #EXTM3U
+        #EXT-X-STREAM-INF:BANDWIDTH=5000000,CODECS="avc1.42e01e"
+        video/index.m3u8
+        #EXT-X-STREAM-INF:BANDWIDTH=140000,CODECS="mp4a.40.34"
+        hi/index.m3u8
+        #EXT-X-STREAM-INF:BANDWIDTH=110000,CODECS="mp4a.40.34"
+        lo/index.m3u8
+        """.write(to: dir.appendingPathComponent("master.m3u8"), atomically: true, encoding: .utf8)
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        let url = "\(server.baseURL)/media/master.m3u8"
+        let out = dir.appendingPathComponent("out.wav").path
+        for (limit, rate, channels) in [(nil, 44_100, 2), (120_000, 48_000, 1), (1_000, 48_000, 1), (140_000, 44_100, 2)] as [(Int?, Int, Int)] {
+            let run = try play(url, (limit.map { ["--max-bitrate", "\($0)"] } ?? []) + ["--duration", "1"], into: out)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stats?["sample_rate"] as? Int == rate, "--max-bitrate \(limit.map(String.init) ?? "none")")
+            #expect(run.stats?["channels"] as? Int == channels)
+        }
+    }
+
+    @Test func byteRangePlaylist_ofOneTransportStream_isBitExact() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3")
+        let playlist = try HLSFixtures.hls(file, into: dir, name: "ts")
+        // All segments in one file, addressed by EXT-X-BYTERANGE (offsets implicit after the first).
+        var all = Data()
+        var text = "#EXTM3U\n#EXT-X-VERSION:4\n#EXT-X-TARGETDURATION:6\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+        for (i, duration) in try HLSFixtures.durations(playlist).enumerated() {
+            let segment = try Data(contentsOf: playlist.deletingLastPathComponent().appendingPathComponent("index\(i).ts"))
+            text += "#EXTINF:\(duration),\n#EXT-X-BYTERANGE:\(segment.count)\(i == 0 ? "@0" : "")\nall.ts\n"
+            all += segment
+        }
+        text += "#EXT-X-ENDLIST\n"
+        try all.write(to: dir.appendingPathComponent("all.ts"))
+        try text.write(to: dir.appendingPathComponent("ranges.m3u8"), atomically: true, encoding: .utf8)
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        let ours = dir.appendingPathComponent("ours.wav").path
+        let run = try play("\(server.baseURL)/media/ranges.m3u8", into: ours)
+        #expect(run.status == 0, "\(run.stderr)")
+        let reference = dir.appendingPathComponent("ref.wav").path
+        try runCommand(try #require(which("mpg123")), ["-q", "--no-gapless", "-w", reference, file.path])
+        #expect(try wavSamples(reference) == wavSamples(ours), "byte-range segments are bit-exact")
+        #expect(run.stats?["bytes_downloaded"] as? Int ?? 0 < all.count + 4096, "only the ranges were fetched")
+    }
+
+    @Test func discontinuity_sameFormatPlaysOn_otherFormatIsAClearError() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let a = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3"), into: dir, name: "a")
+        _ = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("cbr-no-tag.mp3"), into: dir, name: "b")
+        _ = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("mono-48k.mp3"), into: dir, name: "c")
+        let durationsA = try HLSFixtures.durations(a)
+        func playlist(_ second: String) -> String {
+            "#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+                + "#EXTINF:\(durationsA[0]),\na/index0.ts\n#EXTINF:\(durationsA[1]),\na/index1.ts\n"
+                + "#EXT-X-DISCONTINUITY\n#EXTINF:6.0,\n\(second)/index0.ts\n#EXT-X-ENDLIST\n"
+        }
+        try playlist("b").write(to: dir.appendingPathComponent("same.m3u8"), atomically: true, encoding: .utf8)
+        try playlist("c").write(to: dir.appendingPathComponent("other.m3u8"), atomically: true, encoding: .utf8)
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        let out = dir.appendingPathComponent("out.wav").path
+        let same = try play("\(server.baseURL)/media/same.m3u8", into: out)
+        #expect(same.status == 0, "\(same.stderr)")
+        let frames = (same.stats?["frames_out"] as? Int) ?? 0
+        #expect(abs(Double(frames) / 44_100 - (durationsA[0] + durationsA[1] + 6.0)) < 0.1, "all three segments played: \(frames) frames")
+        let other = try play("\(server.baseURL)/media/other.m3u8", into: out)
+        #expect(other.status == 1)
+        #expect(other.stderr.contains("changes the audio format (mp3 44100 Hz 2 ch → mp3 48000 Hz 1 ch)"), "\(other.stderr)")
+    }
+}
