@@ -305,3 +305,74 @@ enum HLSFixtures {
         #expect(other.stderr.contains("changes the audio format (mp3 44100 Hz 2 ch → mp3 48000 Hz 1 ch)"), "\(other.stderr)")
     }
 }
+
+/// Hostile playlists: a clear one-line error and exit status, bounded time and memory.
+@Suite(.serialized) struct HLSHostileTests {
+    /// streamplay under /usr/bin/time: exit status, stderr and peak RSS in KiB.
+    func measured(_ arguments: [String], dir: URL) throws -> (status: Int32, stderr: String, rssKiB: Int) {
+        let report = dir.appendingPathComponent("time-\(UUID().uuidString.prefix(6)).txt").path
+        let time = try #require(which("time") ?? (FileManager.default.fileExists(atPath: "/usr/bin/time") ? "/usr/bin/time" : nil),
+                                "/usr/bin/time (Debian package 'time', installed by scripts/deps.sh)")
+        let run = try runCommand(time, ["-f", "%M", "-o", report, PlayerTests.streamplay] + arguments, timeout: 60)
+        let rss = Int((try? String(contentsOfFile: report, encoding: .utf8))?.split(separator: "\n").last ?? "") ?? -1
+        return (run.status, String(decoding: run.stderr, as: UTF8.self), rss)
+    }
+
+    @Test func hostilePlaylists_failWithClearErrors() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3"), into: dir, name: "ts")
+        try "<!DOCTYPE html><html><body>not found</body></html>".write(to: dir.appendingPathComponent("page.html"),
+                                                                       atomically: true, encoding: .utf8)
+        let head = "#EXTM3U\n#EXT-X-TARGETDURATION:6\n"
+        let cases: [(name: String, text: String, status: Int32, message: String)] = [
+            ("huge.m3u8", head + "#EXTINF:99999999,\nts/index0.ts\n#EXT-X-ENDLIST\n", 1, "EXTINF duration 99999999 exceeds the limit of 3600 s"),
+            ("over.m3u8", head + "#EXTINF:600,\nts/index0.ts\n#EXT-X-ENDLIST\n", 1, "EXTINF 600.0 exceeds EXT-X-TARGETDURATION 6"),
+            ("negative.m3u8", head + "#EXTINF:-6,\nts/index0.ts\n#EXT-X-ENDLIST\n", 1, "EXTINF duration -6 is negative"),
+            ("missing.m3u8", head + "#EXTINF:6,\nts/index0.ts\nts/index1.ts\n#EXT-X-ENDLIST\n", 1, "segment 'ts/index1.ts' without an EXTINF duration"),
+            ("empty-duration.m3u8", head + "#EXTINF:,\nts/index0.ts\n#EXT-X-ENDLIST\n", 1, "EXTINF without a duration"),
+            ("self.m3u8", head + "#EXTINF:6,\nself.m3u8\n#EXT-X-ENDLIST\n", 1, "is a playlist, not a media segment"),
+            ("master-self.m3u8", "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=128000\nmaster-self.m3u8\n", 1, "is another master playlist"),
+            ("html.m3u8", head + "#EXTINF:6,\npage.html\n#EXT-X-ENDLIST\n", 1, "is not audio (starts with '<!DOCTYPE html><')"),
+            ("gone.m3u8", head + "#EXTINF:6,\nts/missing.ts\n#EXT-X-ENDLIST\n", 3, "HTTP 404"),
+            ("key.m3u8", head + "#EXT-X-KEY:METHOD=AES-128,URI=\"k.bin\"\n#EXTINF:6,\nts/index0.ts\n", 1, "encrypted segments"),
+            ("page.m3u8", "<!DOCTYPE html><html>", 1, "not an M3U8 playlist (starts with '<!DOCTYPE html><html>')"),
+        ]
+        for c in cases { try c.text.write(to: dir.appendingPathComponent(c.name), atomically: true, encoding: .utf8) }
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        for c in cases {
+            let started = Date()
+            let run = try runCommand(PlayerTests.streamplay, ["\(server.baseURL)/media/\(c.name)", "--output", "null"], timeout: 30)
+            let stderr = String(decoding: run.stderr, as: UTF8.self)
+            #expect(run.status == c.status, "\(c.name): exit \(run.status): \(stderr)")
+            #expect(stderr.contains(c.message), "\(c.name): \(stderr)")
+            #expect(stderr.split(separator: "\n").count == 1, "\(c.name): one line on stderr: \(stderr)")
+            #expect(Date().timeIntervalSince(started) < 10, "\(c.name) failed promptly")
+        }
+    }
+
+    @Test func hugePlaylists_boundedMemory() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3"), into: dir, name: "ts")
+        func playlist(_ count: Int) -> String {
+            var text = "#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+            text.reserveCapacity(count * 30)
+            for _ in 0..<count { text += "#EXTINF:6.008167,\nts/index0.ts\n" }
+            return text + "#EXT-X-ENDLIST\n"
+        }
+        try playlist(6).write(to: dir.appendingPathComponent("small.m3u8"), atomically: true, encoding: .utf8)
+        try playlist(10_000).write(to: dir.appendingPathComponent("ten-thousand.m3u8"), atomically: true, encoding: .utf8)
+        try playlist(200_000).write(to: dir.appendingPathComponent("too-many.m3u8"), atomically: true, encoding: .utf8)
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        let small = try measured(["\(server.baseURL)/media/small.m3u8", "--output", "null", "--duration", "3"], dir: dir)
+        #expect(small.status == 0, "\(small.stderr)")
+        let big = try measured(["\(server.baseURL)/media/ten-thousand.m3u8", "--output", "null", "--duration", "3", "--stats"], dir: dir)
+        #expect(big.status == 0, "10,000 segments play: \(big.stderr)")
+        #expect(big.rssKiB - small.rssKiB < 20 * 1024, "10,000 segments cost \(big.rssKiB - small.rssKiB) KiB more than 6")
+        let tooMany = try measured(["\(server.baseURL)/media/too-many.m3u8", "--output", "null"], dir: dir)
+        #expect(tooMany.status == 1)
+        #expect(tooMany.stderr.contains("more than 100000 segments"), "\(tooMany.stderr)")
+        #expect(tooMany.rssKiB - small.rssKiB < 64 * 1024, "a 200,000-segment playlist is refused in bounded memory (\(tooMany.rssKiB) KiB)")
+    }
+}
