@@ -376,3 +376,95 @@ enum HLSFixtures {
         #expect(tooMany.rssKiB - small.rssKiB < 64 * 1024, "a 200,000-segment playlist is refused in bounded memory (\(tooMany.rssKiB) KiB)")
     }
 }
+
+/// A live HLS stream for tests: a sliding window of 5 of ffmpeg's TS segments, advanced by one
+/// segment every segment duration by rewriting the playlist in the folder streamd serves
+/// (looping over the track with EXT-X-DISCONTINUITY at the wrap).
+final class LivePlaylistPublisher: @unchecked Sendable {
+    // @unchecked: `stopped` is guarded by `lock`; the rest is immutable after init.
+    let playlist: URL
+    let durations: [Double]
+    let segmentDirectory: String
+    let window = 5
+    private let lock = NSLock()
+    private var stopped = false
+    private let done = DispatchSemaphore(value: 0)
+
+    init(folder: URL, segments: URL) throws {
+        playlist = folder.appendingPathComponent("live.m3u8")
+        durations = try HLSFixtures.durations(segments)
+        segmentDirectory = segments.deletingLastPathComponent().lastPathComponent
+        try publish(first: 0)
+        let thread = Thread { [self] in
+            defer { done.signal() }
+            var first = 0
+            let started = Date()
+            while !lock.withLock({ stopped }) {
+                // Advance once a segment's worth of time has passed since the previous step.
+                let due = started.addingTimeInterval(Double(first + 1) * durations[0])
+                let wait = due.timeIntervalSinceNow
+                if wait > 0 { Thread.sleep(forTimeInterval: min(wait, 0.05)); continue }
+                first += 1
+                try? publish(first: first)
+            }
+        }
+        thread.start()
+    }
+
+    /// Writes the window starting at media sequence `first` (atomically: a reader never sees half).
+    func publish(first: Int) throws {
+        let target = Int(durations.max()?.rounded() ?? 2)
+        var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:\(target)\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
+        text += "#EXT-X-DISCONTINUITY-SEQUENCE:\(first / durations.count)\n"
+        for sequence in first..<(first + window) {
+            let index = sequence % durations.count
+            if index == 0 && sequence > first { text += "#EXT-X-DISCONTINUITY\n" }
+            text += "#EXTINF:\(durations[index]),\n\(segmentDirectory)/index\(index).ts\n"
+        }
+        try text.write(to: playlist, atomically: true, encoding: .utf8)
+    }
+
+    func stop() {
+        lock.withLock { stopped = true }
+        done.wait()
+    }
+}
+
+@Suite(.serialized) struct HLSLiveTests {
+    @Test func livePlaylist_joinsThreeSegmentsFromTheEdge_followsReloads_noUnderruns() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3")
+        let segments = try HLSFixtures.hls(file, into: dir, name: "seg", segmentSeconds: 2)
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        let publisher = try LivePlaylistPublisher(folder: dir, segments: segments)
+        defer { publisher.stop() }
+        let out = dir.appendingPathComponent("live.wav").path
+        let run = try runCommand(PlayerTests.streamplay, ["\(server.baseURL)/media/live.m3u8", "--output", "wav:\(out)", "--realtime",
+                                                          "--duration", "12", "--stats", "--verbose"], timeout: 60)
+        let stderr = String(decoding: run.stderr, as: UTF8.self)
+        #expect(run.status == 0, "\(stderr)")
+        let stats = try PlayerTests.stats(run.stdout)
+        #expect(stats["underruns"] as? Int == 0, "no underruns: \(stats)")
+        #expect(stats["frames_out"] as? Int == 12 * 44_100, "--duration 12 ends the live stream cleanly")
+        #expect(stats["duration_s"] is NSNull || stats["duration_s"] == nil, "a live stream has no duration")
+        let reloads = stderr.split(separator: "\n").filter { $0.contains("hls: reload:") }.count
+        #expect(reloads >= 4, "\(reloads) playlist reloads")
+        // It joined three segments from the live edge of a 5-segment window: sequence first + 2.
+        let firstLine = try #require(stderr.split(separator: "\n").first { $0.contains("hls: segment ") }, "\(stderr)")
+        let joined = try #require(Int(firstLine.split(separator: " ")[3]), "\(firstLine)")
+        let mediaLine = try #require(stderr.split(separator: "\n").first { $0.contains("live media playlist") })
+        let sequence = try #require(Int(mediaLine.split(separator: " ").last ?? ""))
+        #expect(joined == sequence + 2, "joined at \(joined), window starts at \(sequence)")
+        // What played is the file's decode from that segment on (after a few frames of bit-reservoir warm-up).
+        let reference = dir.appendingPathComponent("ref.wav").path
+        try runCommand(try #require(which("mpg123")), ["-q", "--no-gapless", "-w", reference, file.path])
+        let all = try wavSamples(reference), ours = try wavSamples(out)
+        let start = Int((publisher.durations.prefix(joined % publisher.durations.count).reduce(0, +) * 44_100).rounded())
+        let skip = 10 * 1152
+        let length = min(ours.count / 2 - skip, all.count / 2 - start - skip)
+        #expect(length > 5 * 44_100)
+        #expect(Array(ours[(skip * 2)..<((skip + length) * 2)]) == Array(all[((start + skip) * 2)..<((start + skip + length) * 2)]),
+                "live output is the file's decode from segment \(joined) on")
+    }
+}
