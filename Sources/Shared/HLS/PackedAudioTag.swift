@@ -24,9 +24,7 @@ public struct PackedAudioTag: Sendable, Equatable {
         guard major >= 3, flags & 0x80 == 0 else { return PackedAudioTag(size: size, timestamp: nil) }
         if flags & 0x40 != 0 {
             let raw = try frames.readU32BE()
-            let extended = major == 4 ? ID3v2.synchsafe(UInt8(raw >> 24), UInt8(raw >> 16 & 0xFF), UInt8(raw >> 8 & 0xFF),
-                                                         UInt8(raw & 0xFF)) - 4
-                                      : Int(raw)
+            let extended = major == 4 ? synchsafe(raw) - 4 : Int(raw)
             try frames.skip(max(0, extended))
         }
         while frames.remaining >= 10 {
@@ -34,9 +32,7 @@ public struct PackedAudioTag: Sendable, Equatable {
             let raw = try frames.readU32BE()
             _ = try frames.readU16BE()
             if id == "\0\0\0\0" { break }                        // padding
-            let frameSize = major == 4
-                ? ID3v2.synchsafe(UInt8(raw >> 24), UInt8(raw >> 16 & 0xFF), UInt8(raw >> 8 & 0xFF), UInt8(raw & 0xFF))
-                : Int(raw)
+            let frameSize = major == 4 ? synchsafe(raw) : Int(raw)
             let body = try frames.readBytes(frameSize)
             guard id == "PRIV", let zero = body.firstIndex(of: 0) else { continue }
             guard body[body.startIndex..<zero].elementsEqual(timestampOwner.utf8) else { continue }
@@ -47,5 +43,10 @@ public struct PackedAudioTag: Sendable, Equatable {
             return PackedAudioTag(size: size, timestamp: value & 0x1_FFFF_FFFF)
         }
         return PackedAudioTag(size: size, timestamp: nil)
+    }
+
+    /// A 28-bit ID3v2.4 "synchsafe" integer (7 bits per byte).
+    static func synchsafe(_ raw: UInt32) -> Int {
+        Int(raw >> 24 & 0x7F) << 21 | Int(raw >> 16 & 0x7F) << 14 | Int(raw >> 8 & 0x7F) << 7 | Int(raw & 0x7F)
     }
 }
