@@ -34,8 +34,9 @@ LIBRARY_FILES=(
   moov-at-end.m4a
   pcm24-96k.wav
   float32.wav
+  fragmented.m4a
 )
-LONG_FILES=(long-4h-48k.mp3)
+LONG_FILES=(long-4h-48k.mp3 long-1h-48k.aac long-1h-48k.m4a)
 
 FF=(ffmpeg -nostdin -hide_banner -loglevel error -y)
 BITEXACT=(-fflags +bitexact -flags:a +bitexact -map_metadata -1)
@@ -198,6 +199,10 @@ through a bounded throttle, a parser, a converter and an output."
   sox -q -R "$WORK/song-g.wav" -r 96000 -c 1 -b 24 "$out/pcm24-96k.wav" trim 0 20
   # 13. 32-bit float WAV, 44.1 kHz mono, 20 s.
   sox -q -R "$WORK/song-g.wav" -c 1 -e floating-point -b 32 "$out/float32.wav" trim 0 20
+  # 14. The M4A of item 5 as fragmented MP4: an empty moov with mvex, then a moof + mdat every
+  #     2 s (tfdt, default-base-is-moof) and an mfra random-access table at the end.
+  "${FF[@]}" -i "$out/track.m4a" "${BITEXACT[@]}" -c copy -metadata title="Fragments" \
+    -movflags +frag_keyframe+empty_moov+default_base_moof -frag_duration 2000000 "$out/fragmented.m4a"
 }
 
 make_long() {
@@ -212,6 +217,11 @@ make_long() {
   lame --quiet -b 128 --cbr -t --nores "$WORK/four48.wav" "$WORK/four.mp3"
   local i
   for ((i = 0; i < 60; i++)); do cat "$WORK/four.mp3"; done >"$out/long-4h-48k.mp3"
+  # One hour of AAC-LC 128k at 48 kHz: the same four minutes encoded once as ADTS and the
+  # frames repeated 15 times, then remuxed into an M4A (moov first) for the AAC benchmarks.
+  "${FF[@]}" -i "$WORK/four48.wav" "${BITEXACT[@]}" -c:a aac -aac_pns 0 -b:a 128k -f adts "$WORK/four.aac"
+  for ((i = 0; i < 15; i++)); do cat "$WORK/four.aac"; done >"$out/long-1h-48k.aac"
+  "${FF[@]}" -i "$out/long-1h-48k.aac" "${BITEXACT[@]}" -c copy -movflags +faststart "$out/long-1h-48k.m4a"
 }
 
 # --- staging and swap ------------------------------------------------------------------------

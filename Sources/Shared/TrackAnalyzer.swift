@@ -282,14 +282,18 @@ extension TrackAnalyzer {
     // MARK: MP4
 
     static func analyzeMP4(_ source: some RandomAccessBytes) throws -> TrackAnalysis {
-        // Walk top-level box headers with small reads until moov is found (it may follow mdat).
+        // Walk top-level box headers with small reads until moov is found (it may follow mdat);
+        // a fragmented file's moof boxes are remembered for the second pass.
         var offset = 0
         var moovRange: Range<Int>?
         var mdatStart: Int?
-        var fragmented = false
+        var moofRanges: [Range<Int>] = []
         var boxes = 0
-        while offset < source.size, boxes < 10_000 {
+        while offset < source.size {
             boxes += 1
+            guard boxes <= maxTopLevelBoxes else {
+                throw FormatError.invalid(component: "mp4", reason: "more than \(maxTopLevelBoxes) top-level boxes", offset: offset)
+            }
             let head = try source.read(at: offset, count: 16)
             guard let header = try MP4BoxHeader.parse(head[...], at: 0) else { break }
             let size = header.size ?? (source.size - offset)
@@ -299,7 +303,7 @@ extension TrackAnalyzer {
             switch header.type {
             case "moov": moovRange = offset..<(offset + size)
             case "mdat": if mdatStart == nil { mdatStart = offset + header.headerSize }
-            case "moof": fragmented = true
+            case "moof": moofRanges.append(offset..<(offset + size))
             default: break
             }
             offset += size
@@ -314,50 +318,86 @@ extension TrackAnalyzer {
         guard track.codec == "mp4a" else {
             throw FormatError.unsupported(component: "mp4", reason: "audio codec '\(track.codec)'")
         }
-        if fragmented || movie.isFragmented {
-            throw FormatError.unsupported(component: "mp4", reason: "fragmented MP4 (moof) is not analyzed yet")
-        }
         let asc = try AudioSpecificConfig.parse(track.decoderSpecificInfo[...])
         let scale = Double(asc.outputSampleRate) / Double(track.timescale)
-        // Priming and padding: iTunSMPB first, else the edit list, else none.
-        var delay = 0, padding = 0
-        let totalTicks = track.totalTicks
-        if let gapless = movie.gapless {
-            delay = gapless.encoderDelay
-            padding = gapless.encoderPadding
-        } else if let mediaTime = track.editMediaTime {
-            delay = Int((Double(mediaTime) * scale).rounded())
-            if let editDuration = track.editDuration, movie.movieTimescale > 0 {
-                let kept = Int((Double(editDuration) / Double(movie.movieTimescale) * Double(asc.outputSampleRate)).rounded())
-                padding = max(0, Int((Double(totalTicks) * scale).rounded()) - delay - kept)
-            }
-        }
+
+        // Samples in the moov's tables first (a fragmented file may start with some), then every fragment's.
         var index = SeekIndexBuilder()
-        var time = 0
+        var ticks = 0
         var bytes = 0
+        var sampleCount = 0
         var sample = 0
         for run in track.timeToSample {
             // A lying stts count must not spin: never walk past the samples that exist.
             for _ in 0..<max(0, min(run.count, track.sampleCount - sample)) {
                 if let location = track.sampleLocation(sample) {
-                    index.add(frameStart: Double(time) / Double(track.timescale), byte: location.offset)
-                    bytes += location.size
+                    index.add(frameStart: Double(ticks) / Double(track.timescale), byte: location.offset)
+                    bytes = satAdd(bytes, location.size)
                 }
-                time += run.delta
+                ticks = satAdd(ticks, run.delta)
                 sample += 1
             }
         }
+        sampleCount = sample
+        var firstFrameOffset = track.sampleLocation(0)?.offset
+        var fragmentPoints: [SeekPoint] = []
+        for range in moofRanges {
+            guard range.count <= maxMoofBytes else {
+                throw FormatError.unsupported(component: "mp4", reason: "moof of \(range.count) bytes")
+            }
+            let moof = try source.read(at: range.lowerBound, count: range.count)
+            let fragment = try MP4Fragment.parse(moof: moof[...], at: range.lowerBound, trackID: track.trackID,
+                                                 defaults: movie.audioTrackExtends)
+            guard !fragment.samples.isEmpty else { continue }
+            // A fragment is decoded from its moof: that is where a seek must start reading.
+            fragmentPoints.append(SeekPoint(t: Double(ticks) / Double(track.timescale), byte: range.lowerBound))
+            firstFrameOffset = firstFrameOffset ?? fragment.samples.first?.offset
+            for s in fragment.samples {
+                ticks = satAdd(ticks, s.duration)
+                bytes = satAdd(bytes, s.size)
+            }
+            sampleCount += fragment.samples.count
+        }
+        let totalTicks = ticks
+        // Priming and padding: iTunSMPB first, else the edit list, else the usual one frame.
+        var delay = 0, padding = 0
+        var notes: [String] = []
+        if let gapless = movie.gapless {
+            delay = gapless.encoderDelay
+            padding = gapless.encoderPadding
+            if movie.gaplessSource == .editList { delay = Int((Double(delay) * scale).rounded()) }
+            if movie.gaplessSource == .editList, let mediaTime = track.editMediaTime,
+               let editDuration = track.editDuration, editDuration > 0, movie.movieTimescale > 0 {
+                // Recomputed against all samples, fragments included.
+                let kept = Int((Double(editDuration) / Double(movie.movieTimescale) * Double(asc.outputSampleRate)).rounded())
+                delay = Int((Double(mediaTime) * scale).rounded())
+                padding = max(0, Int((Double(totalTicks) * scale).rounded()) - delay - kept)
+            }
+        } else {
+            delay = asc.samplesPerFrame
+            notes.append("encoder delay assumed: \(delay) priming samples (no edit list or iTunSMPB)")
+        }
         let totalSamples = Int((Double(totalTicks) * scale).rounded())
+        delay = min(delay, totalSamples)
         let trimmed = max(0, totalSamples - delay - padding)
         let duration = Double(trimmed) / Double(asc.outputSampleRate)
         let untrimmed = Double(totalTicks) / Double(track.timescale)
-        let seek = SeekIndex(points: index.points, firstFrameOffset: track.sampleLocation(0)?.offset ?? (mdatStart ?? 0),
+        let seek = SeekIndex(points: index.points + fragmentPoints,
+                             firstFrameOffset: firstFrameOffset ?? (mdatStart ?? 0),
                              audioEndOffset: source.size, encoderDelay: delay, encoderPadding: padding,
                              durationSeconds: untrimmed)
-        return TrackAnalysis(container: .mp4, codec: "aac", sampleRate: asc.outputSampleRate, channels: asc.channels,
-                             durationSeconds: duration,
-                             bitrate: Int((Double(bytes) * 8 / max(untrimmed, 1e-9)).rounded()),
-                             frames: track.sampleCount, firstFrameOffset: seek.firstFrameOffset, encoderDelay: delay,
-                             encoderPadding: padding, totalSamples: totalSamples, tags: movie.tags, seekIndex: seek)
+        var analysis = TrackAnalysis(container: .mp4, codec: "aac", sampleRate: asc.outputSampleRate, channels: asc.channels,
+                                     durationSeconds: duration,
+                                     bitrate: Int((Double(bytes) * 8 / max(untrimmed, 1e-9)).rounded()),
+                                     frames: sampleCount, firstFrameOffset: seek.firstFrameOffset, encoderDelay: delay,
+                                     encoderPadding: padding, totalSamples: totalSamples, tags: movie.tags, seekIndex: seek)
+        analysis.notes = notes
+        if !moofRanges.isEmpty || movie.isFragmented { analysis.notes.append("fragmented MP4: \(moofRanges.count) fragments") }
+        return analysis
     }
+
+    /// Most top-level boxes walked (a 4-hour fragmented file with 1 s fragments has about 30,000).
+    static let maxTopLevelBoxes = 200_000
+    /// Largest moof read: real audio fragments take a few kilobytes.
+    static let maxMoofBytes = 16 << 20
 }

@@ -2,6 +2,11 @@ import Foundation
 import StreamShared
 
 extension Player {
+    /// A fragmented MP4's per-track defaults (moov/mvex/trex) for the converter.
+    struct FragmentedMP4 {
+        var defaults: MP4TrackExtends?
+    }
+
     /// What the probe tells about a stream, in the terms the decode loop needs.
     struct StreamPlan {
         var stream: ProbedStream
@@ -25,6 +30,8 @@ extension Player {
         var adts: ADTSHeader?
         /// MP4 only: the audio track and its sample tables.
         var mp4: MP4AudioTrack? = nil
+        /// Fragmented MP4 only: the trex defaults (samples live in moof boxes, not the sample table).
+        var fragmented: FragmentedMP4? = nil
     }
 
     /// The decode thread's work: probe, seek if asked, then parse → convert → trim → DSP → ring.
@@ -54,6 +61,9 @@ extension Player {
             converter = WAVConverter(format: wav.format)
         } else if let adts = plan.adts {
             converter = try ADTSConverter(first: adts)
+        } else if let track = plan.mp4, let fragmented = plan.fragmented {
+            converter = try FragmentedMP4Converter(track: track, defaults: fragmented.defaults, audioStart: plan.audioStart,
+                                                   outputSampleRate: sampleRate)
         } else if let track = plan.mp4 {
             converter = try MP4Converter(track: track)
         } else {
@@ -264,10 +274,10 @@ extension Player {
                               samplesPerUnit: samplesPerFrame, trimStart: 0, trimmedLength: nil, totalUnits: nil,
                               warmUpUnits: 2, mpegHeader: nil, wav: nil, adts: header)
         case .mp4:
-            let movie = try loadMovie()
-            guard let track = movie.audio, track.codec == "mp4a", !movie.isFragmented else {
-                throw PlaybackError(message: "converter: unsupported format: mp4/\(movie.audio?.codec ?? "no audio track")"
-                                    + (movie.isFragmented ? " (fragmented)" : ""), exitCode: 1)
+            let (movie, fragmentsStart) = try loadMovie()
+            guard let track = movie.audio, track.codec == "mp4a" else {
+                throw PlaybackError(message: "converter: unsupported format: mp4/\(movie.audio?.codec ?? "no audio track")",
+                                    exitCode: 1)
             }
             let asc: AudioSpecificConfig
             do { asc = try AudioSpecificConfig.parse(track.decoderSpecificInfo[...]) } catch {
@@ -275,19 +285,35 @@ extension Player {
             }
             let rate = asc.outputSampleRate
             let scale = Double(rate) / Double(max(1, track.timescale))
-            let total = Int((Double(track.totalTicks) * scale).rounded())
-            let delay = movie.gapless?.encoderDelay ?? 0
-            let padding = movie.gapless?.encoderPadding ?? 0
             let spu = asc.samplesPerFrame
+            // Without an edit list or iTunSMPB, one frame of priming is assumed (what AAC encoders add).
+            let delay = movie.gapless?.encoderDelay ?? spu
+            let padding = movie.gapless?.encoderPadding ?? 0
             // libfaad2 outputs nothing for the first access unit: that frame is the usual priming,
             // so only what the file asks beyond one frame is trimmed here.
             let trimStart = max(0, delay - spu)
-            let first = track.sampleLocation(0)?.offset ?? 0
-            log("parser", "aac (MP4) \(asc.profileName) \(rate) Hz, \(asc.channels) ch, \(track.sampleCount) samples, delay \(delay), padding \(padding)")
+            var trimmedLength: Int?
+            var first = track.sampleLocation(0)?.offset ?? 0
+            var fragmented: FragmentedMP4?
+            if movie.isFragmented {
+                // The length is known only when mehd says it (the fragments are not read ahead).
+                trimmedLength = movie.fragmentDuration.flatMap { ticks in
+                    movie.movieTimescale > 0 ? Int((Double(ticks) * Double(rate) / Double(movie.movieTimescale)).rounded()) : nil
+                }.map { max(0, $0 - delay - padding) }
+                first = fragmentsStart
+                fragmented = FragmentedMP4(defaults: movie.audioTrackExtends)
+                log("parser", "aac (fragmented MP4) \(asc.profileName) \(rate) Hz, \(asc.channels) ch, delay \(delay)"
+                    + (movie.gapless == nil ? " (assumed)" : "") + ", fragments from byte \(first)")
+            } else {
+                let total = Int((Double(track.totalTicks) * scale).rounded())
+                trimmedLength = max(0, total - delay - padding)
+                log("parser", "aac (MP4) \(asc.profileName) \(rate) Hz, \(asc.channels) ch, \(track.sampleCount) samples, delay \(delay), padding \(padding)")
+            }
             var plan = StreamPlan(stream: stream, format: AudioFormat(sampleRate: rate, channels: asc.channels),
                                   audioStart: first, samplesPerUnit: spu, trimStart: trimStart,
-                                  trimmedLength: max(0, total - delay - padding), totalUnits: nil, warmUpUnits: 2,
+                                  trimmedLength: trimmedLength, totalUnits: nil, warmUpUnits: 2,
                                   mpegHeader: nil, wav: nil, adts: nil)
+            plan.fragmented = fragmented
             plan.mp4 = track
             return plan
         }
@@ -297,9 +323,11 @@ extension Player {
 
     /// The movie box: from the bytes already read when it sits at the front (faststart),
     /// else fetched with a Range request (moov after mdat).
-    func loadMovie() throws -> MP4Movie {
-        func parse(_ bytes: ArraySlice<UInt8>) throws -> MP4Movie {
-            do { return try MP4Movie.parse(moov: bytes) } catch {
+    /// Also returns where a fragmented movie's boxes start: after the moov when it comes first,
+    /// else at the start of the file (moof/mdat before the moov).
+    func loadMovie() throws -> (MP4Movie, fragmentsStart: Int) {
+        func parse(_ bytes: ArraySlice<UInt8>, mediaFirst: Bool) throws -> (MP4Movie, fragmentsStart: Int) {
+            do { return (try MP4Movie.parse(moov: bytes), mediaFirst ? 0 : bytes.count) } catch {
                 throw PlaybackError(message: "parser: \(error)", exitCode: 1)
             }
         }
@@ -311,12 +339,17 @@ extension Player {
                 throw PlaybackError(message: "parser: \(error)", exitCode: 1)
             }
             if let moov = layout.moovRange {
-                if moov.upperBound <= probePrefix.count { return try parse(probePrefix[moov]) }
+                let mediaFirst = layout.boxes.prefix { $0.type != "moov" }.contains { $0.type == "mdat" || $0.type == "moof" }
+                if moov.upperBound <= probePrefix.count {
+                    var (movie, start) = try parse(probePrefix[moov], mediaFirst: mediaFirst)
+                    if !mediaFirst { start = moov.upperBound }
+                    return (movie, start)
+                }
                 if layout.mdatRange == nil {
                     try readMore(upTo: moov.upperBound)       // moov first: it is coming
                     continue
                 }
-                return try parse(try fetch(moov)[...])
+                return try parse(try fetch(moov)[...], mediaFirst: true)
             }
             guard let next = nextOffset else {
                 throw PlaybackError(message: "parser: MP4 without a moov box", exitCode: 1)
@@ -333,7 +366,7 @@ extension Player {
                 let boxSize = header.size ?? ((size ?? offset) - offset)
                 if header.type == "moov" {
                     log("parser", "moov at the end (byte \(offset)): fetched with a Range request")
-                    return try parse(try fetch(offset..<(offset + boxSize))[...])
+                    return try parse(try fetch(offset..<(offset + boxSize))[...], mediaFirst: true)
                 }
                 guard boxSize > 0 else { break }
                 offset += boxSize

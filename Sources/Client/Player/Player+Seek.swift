@@ -17,6 +17,9 @@ extension Player {
         if let hls = source as? HLSSource {
             return try locateSegment(atOrBefore: unit, plan: plan, hls: hls)
         }
+        if plan.fragmented != nil {
+            return try locateFragment(atOrBefore: unit, plan: plan)
+        }
         if let track = plan.mp4 {
             // The sample table is the index: exact for every sample.
             let sample = min(unit, max(0, track.sampleCount - 1))
@@ -91,5 +94,41 @@ extension Player {
             guard let t = p["t"] as? Double, let byte = p["byte"] as? Int else { return nil }
             return SeekPoint(t: t, byte: byte)
         })
+    }
+
+    /// Fragmented MP4: the moof that holds `unit` (decoding restarts at a moof). The index comes
+    /// from streamd's `/api/index` or a local scan (one point per fragment), else from the
+    /// file's own mfra/tfra table fetched with Range requests.
+    private func locateFragment(atOrBefore unit: Int, plan: StreamPlan) throws -> (unit: Int, byte: Int) {
+        let seconds = Double(unit * plan.samplesPerUnit) / Double(plan.format.sampleRate)
+        if frameTable == nil || url.contains("://") {
+            frameTable = loadFrameTable(plan, around: url.contains("://") ? seconds : nil) ?? randomAccessTable(plan)
+        }
+        guard let table = frameTable, let first = table.first else {
+            throw PlaybackError(message: "parser: cannot seek in this fragmented MP4: no mfra table and no server index",
+                                exitCode: 1)
+        }
+        var best = first
+        for entry in table where entry.frame <= unit { best = entry }
+        return (best.frame, best.byte)
+    }
+
+    /// The mfra box at the end of a fragmented file (its size is in the closing mfro box).
+    private func randomAccessTable(_ plan: StreamPlan) -> FrameTable? {
+        guard let track = plan.mp4, track.timescale > 0, let size = control.totalSize, size >= 16,
+              let tail = try? source.readRange((size - 16)..<size),
+              let mfraSize = MP4RandomAccess.mfraSize(fromLast16: tail[...]), mfraSize <= min(size, 64 << 20),
+              let mfra = try? source.readRange((size - mfraSize)..<size),
+              let table = try? MP4RandomAccess.parse(mfra: mfra[...], trackID: track.trackID),
+              !table.entries.isEmpty else {
+            log("parser", "no mfra table at the end of the file")
+            return nil
+        }
+        log("parser", "seek table from mfra: \(table.entries.count) fragments")
+        let rate = plan.format.sampleRate, spu = plan.samplesPerUnit
+        return table.entries.map { entry in
+            let samples = Int((Double(entry.time) * Double(rate) / Double(track.timescale)).rounded())
+            return (samples / spu, entry.moofOffset)
+        }
     }
 }

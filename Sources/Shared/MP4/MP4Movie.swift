@@ -12,6 +12,16 @@ public struct MP4Movie: Sendable, Equatable {
     public var gaplessSource: GaplessSource?
     /// True when `mvex` is present: samples live in moof fragments, not in the moov sample tables.
     public var isFragmented: Bool
+    /// mvex/trex entries: per-track defaults for fragments.
+    public var trackExtends: [MP4TrackExtends] = []
+    /// mvex/mehd fragment_duration (movie-timescale ticks of the whole fragmented movie), when given.
+    public var fragmentDuration: Int?
+
+    /// The trex defaults of the audio track, if the movie is fragmented and has them.
+    public var audioTrackExtends: MP4TrackExtends? {
+        guard let id = audio?.trackID else { return nil }
+        return trackExtends.first { $0.trackID == id }
+    }
 
     /// Where `gapless` was read from.
     public enum GaplessSource: Sendable, Equatable {
@@ -74,6 +84,19 @@ public struct MP4Movie: Sendable, Equatable {
                 }
             case "mvex":
                 movie.isFragmented = true
+                var boxes = try child.children()
+                while let box = try boxes.next() {
+                    switch box.type {
+                    case "trex":
+                        guard movie.trackExtends.count < 1_000 else { throw box.invalid("more than 1000 trex boxes") }
+                        movie.trackExtends.append(try MP4TrackExtends.parse(box))
+                    case "mehd":
+                        var (version, _, r) = try box.fullBox()
+                        movie.fragmentDuration = version == 1 ? try int64(&r, in: box) : Int(try r.readU32BE())
+                    default:
+                        break
+                    }
+                }
             case "udta":
                 if let meta = try child.child("meta") {
                     let parsed = try MP4Meta.parse(meta)
