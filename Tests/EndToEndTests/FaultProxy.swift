@@ -24,11 +24,14 @@ final class FaultProxy: @unchecked Sendable {
     private var faults: [Fault]
     private(set) var accepted = 0
     private var closed = false
+    /// Requests whose path starts with this get a 404 from the proxy (a server without that endpoint).
+    private let refusedPathPrefix: String?
 
     /// `faults[i]` applies to the i-th connection; later ones pass through untouched.
-    init(upstreamPort: Int, faults: [Fault]) throws {
+    init(upstreamPort: Int, faults: [Fault], refusingPathsStartingWith refusedPathPrefix: String? = nil) throws {
         self.upstreamPort = upstreamPort
         self.faults = faults
+        self.refusedPathPrefix = refusedPathPrefix
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var one: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -69,15 +72,16 @@ final class FaultProxy: @unchecked Sendable {
                 continue
             }
             let strip = fault?.stripRange ?? false
-            Thread.detachNewThread { Self.pump(from: client, to: upstream, fault: nil, stripRange: strip) }
+            let refused = refusedPathPrefix
+            Thread.detachNewThread { Self.pump(from: client, to: upstream, fault: nil, stripRange: strip, refusing: refused) }
             Thread.detachNewThread { Self.pump(from: upstream, to: client, fault: fault) }
         }
     }
 
     /// Copies bytes one way until EOF or the fault says to cut; then closes both sockets.
-    private static func pump(from: Int32, to: Int32, fault: Fault?, stripRange: Bool = false) {
+    private static func pump(from: Int32, to: Int32, fault: Fault?, stripRange: Bool = false, refusing: String? = nil) {
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        if stripRange {
+        if stripRange || refusing != nil {
             // Read the request head whole, drop the range headers, forward the rest.
             var head: [UInt8] = []
             while head.count < 64 * 1024, head.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
@@ -86,9 +90,19 @@ final class FaultProxy: @unchecked Sendable {
                 head += buffer[0..<n]
             }
             let text = String(decoding: head, as: UTF8.self)
+            if let refusing, let requestLine = text.components(separatedBy: "\r\n").first,
+               requestLine.split(separator: " ").dropFirst().first?.hasPrefix(refusing) == true {
+                let answer = Array("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+                _ = answer.withUnsafeBytes { send(from, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                shutdown(from, Int32(SHUT_RDWR))
+                shutdown(to, Int32(SHUT_RDWR))
+                close(from)
+                close(to)
+                return
+            }
             let kept = text.components(separatedBy: "\r\n").filter {
                 let lower = $0.lowercased()
-                return !lower.hasPrefix("range:") && !lower.hasPrefix("if-range:")
+                return !stripRange || (!lower.hasPrefix("range:") && !lower.hasPrefix("if-range:"))
             }.joined(separator: "\r\n")
             let bytes = Array(kept.utf8)
             _ = bytes.withUnsafeBytes { send(to, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

@@ -179,6 +179,47 @@ func wavSamples(_ path: String) throws -> [Int16] {
         #expect(try wavSamples(part) == Array(full[start..<(start + 2 * 44_100 * 2)]), "M4A seek is sample-exact")
     }
 
+    @Test func fragmentedM4A_matchesFFmpeg_andSeeksByIndexAndByMfra() throws {
+        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ffmpeg = try #require(which("ffmpeg"))
+        let local = TestPaths.media.appendingPathComponent("fragmented.m4a").path
+        let reference = dir.appendingPathComponent("ref.wav").path
+        try runCommand(ffmpeg, ["-v", "error", "-y", "-i", local, "-f", "wav", reference])
+        func play(_ source: String, _ name: String, _ extra: [String] = []) throws -> [Int16] {
+            let out = dir.appendingPathComponent(name).path
+            let run = try runCommand(PlayerTests.streamplay, [source, "--output", "wav:\(out)"] + extra)
+            #expect(run.status == 0, "\(name): \(String(decoding: run.stderr, as: UTF8.self))")
+            return try wavSamples(out)
+        }
+        let full = try play("\(server.baseURL)/media/fragmented.m4a", "full.wav")
+        let a = try wavSamples(reference)
+        // The file has no edit list: ffmpeg keeps the 1024 priming samples, streamplay drops them
+        // (and, from the last sample's shorter duration, the padding).
+        #expect(Self.snr(a, full, offset: 1024, channels: 2) >= 60, "SNR against ffmpeg's decode")
+        #expect(abs((a.count - 1024 * 2) - full.count) <= 1024 * 2, "lengths \(a.count) vs \(full.count)")
+        // The same access units as track.m4a, whose edit list says the same trim: identical samples.
+        let faststart = try play("\(server.baseURL)/media/track.m4a", "track.wav")
+        #expect(full == faststart, "fragmented and faststart forms of one track decode identically")
+
+        let start = Int(12.5 * 44_100) * 2
+        let expected = Array(full[start..<(start + 2 * 44_100 * 2)])
+        let span = ["--start", "12.5", "--duration", "2"]
+        #expect(try play("\(server.baseURL)/media/fragmented.m4a", "index.wav", span) == expected, "seek through streamd's index")
+        #expect(try play(local, "local.wav", span) == expected, "seek through a local scan")
+        // A server without /api/index: the seek table comes from the file's mfra box (Range requests).
+        let proxy = try FaultProxy(upstreamPort: server.port, faults: [], refusingPathsStartingWith: "/api/")
+        defer { proxy.stop() }
+        let out = dir.appendingPathComponent("mfra.wav").path
+        let run = try runCommand(PlayerTests.streamplay, ["http://127.0.0.1:\(proxy.port)/media/fragmented.m4a",
+                                                         "--output", "wav:\(out)", "--verbose"] + span)
+        let log = String(decoding: run.stderr, as: UTF8.self)
+        #expect(run.status == 0, "\(log)")
+        #expect(log.contains("seek table from mfra"), "\(log)")
+        #expect(try wavSamples(out) == expected, "seek through the mfra table")
+    }
+
     /// Signal-to-noise ratio of `test` against `reference` shifted by `offset` frames.
     static func snr(_ reference: [Int16], _ test: [Int16], offset: Int, channels: Int) -> Double {
         let n = min(reference.count - offset * channels, test.count)

@@ -115,7 +115,7 @@ extension Player {
 
     /// The mfra box at the end of a fragmented file (its size is in the closing mfro box).
     private func randomAccessTable(_ plan: StreamPlan) -> FrameTable? {
-        guard let track = plan.mp4, track.timescale > 0, let size = control.totalSize, size >= 16,
+        guard let track = plan.mp4, track.timescale > 0, let size = control.totalSize ?? (try? source.resourceSize()), size >= 16,
               let tail = try? source.readRange((size - 16)..<size),
               let mfraSize = MP4RandomAccess.mfraSize(fromLast16: tail[...]), mfraSize <= min(size, 64 << 20),
               let mfra = try? source.readRange((size - mfraSize)..<size),

@@ -104,4 +104,13 @@ public protocol ByteSource: AnyObject, Sendable {
     func run(into throttle: Throttle, from offset: Int, control: SourceControl)
     /// Reads a byte range directly (for probing the tail, e.g. ID3v1 or an MP4 moov at the end).
     func readRange(_ range: Range<Int>) throws -> [UInt8]
+    /// The resource's size in bytes, asked directly (a chunked answer does not tell it).
+    func resourceSize() throws -> Int
+}
+
+extension ByteSource {
+    /// Sources without random access cannot tell their size ahead.
+    public func resourceSize() throws -> Int {
+        throw SourceError.network("\(name): the size of the resource is unknown")
+    }
 }

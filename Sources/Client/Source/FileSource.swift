@@ -13,6 +13,8 @@ public final class FileSource: ByteSource, @unchecked Sendable {
 
     public var size: Int { file.size }
 
+    public func resourceSize() throws -> Int { file.size }
+
     public func readRange(_ range: Range<Int>) throws -> [UInt8] {
         try file.read(at: range.lowerBound, count: range.count)
     }
