@@ -42,16 +42,20 @@ public enum TrackInfo {
     }
 }
 
-/// Random access to an HTTP resource through Range requests, in 1 MiB blocks with a
-/// one-block cache (the analyzer reads mostly in order).
+/// Random access to an HTTP resource through Range requests, with a one-window cache whose
+/// read-ahead grows (4 KiB to 64 KiB) while reads go forward in order and shrinks after a
+/// jump, so a scan is a few large requests and scattered reads (an MP4's moof boxes, the
+/// tail's tags) cost a few kilobytes each.
 final class HTTPBytes: RandomAccessBytes {
     private let source: HTTPSource
     let size: Int
     private var cachedStart = -1
     private var cached: [UInt8] = []
+    private var readAhead = HTTPBytes.minimumReadAhead
     /// Bytes fetched so far.
     private(set) var bytesRead = 0
     static let block = 64 * 1024
+    static let minimumReadAhead = 4 * 1024
 
     init(source: HTTPSource) throws {
         self.source = source
@@ -66,13 +70,17 @@ final class HTTPBytes: RandomAccessBytes {
             bytesRead += whole.count
             return whole
         }
-        let start = offset / Self.block * Self.block
-        if start != cachedStart {
-            cached = try source.readRange(start..<min(size, start + Self.block))
+        let cachedEnd = cachedStart + cached.count
+        if cachedStart < 0 || offset < cachedStart || offset >= cachedEnd {
+            let sequential = cachedStart >= 0 && offset >= cachedEnd && offset - cachedEnd < readAhead
+            readAhead = sequential ? min(Self.block, readAhead * 4) : Self.minimumReadAhead
+            cached = try source.readRange(offset..<min(size, offset + max(count, readAhead)))
             bytesRead += cached.count
-            cachedStart = start
+            cachedStart = offset
+            guard !cached.isEmpty else { throw SourceError.network("\(source.name): empty answer to a Range request") }
         }
-        var out = Array(cached[min(cached.count, offset - start)..<min(cached.count, offset - start + count)])
+        let from = offset - cachedStart
+        var out = Array(cached[min(cached.count, from)..<min(cached.count, from + count)])
         if out.count < count && offset + out.count < size {
             out += try read(at: offset + out.count, count: count - out.count)
         }
