@@ -73,13 +73,42 @@ final class FaultProxy: @unchecked Sendable {
             }
             let strip = fault?.stripRange ?? false
             let refused = refusedPathPrefix
-            Thread.detachNewThread { Self.pump(from: client, to: upstream, fault: nil, stripRange: strip, refusing: refused) }
-            Thread.detachNewThread { Self.pump(from: upstream, to: client, fault: fault) }
+            let pair = SocketPair(client, upstream)
+            Thread.detachNewThread { Self.pump(from: client, to: upstream, fault: nil, stripRange: strip, refusing: refused, pair: pair) }
+            Thread.detachNewThread { Self.pump(from: upstream, to: client, fault: fault, pair: pair) }
         }
     }
 
     /// Copies bytes one way until EOF or the fault says to cut; then closes both sockets.
-    private static func pump(from: Int32, to: Int32, fault: Fault?, stripRange: Bool = false, refusing: String? = nil) {
+    /// Closes a connection's two sockets once both pumps are done with them: closing earlier
+    /// would let the other pump close a descriptor number the next connection already reuses.
+    final class SocketPair: @unchecked Sendable {
+        // @unchecked: `finished` is guarded by `lock`; the descriptors are immutable.
+        private let lock = NSLock()
+        private var finished = 0
+        private let a: Int32, b: Int32
+        init(_ a: Int32, _ b: Int32) {
+            self.a = a
+            self.b = b
+        }
+
+        func pumpFinished() {
+            shutdown(a, Int32(SHUT_RDWR))
+            shutdown(b, Int32(SHUT_RDWR))
+            let last = lock.withLock { () -> Bool in
+                finished += 1
+                return finished == 2
+            }
+            if last {
+                close(a)
+                close(b)
+            }
+        }
+    }
+
+    private static func pump(from: Int32, to: Int32, fault: Fault?, stripRange: Bool = false, refusing: String? = nil,
+                             pair: SocketPair) {
+        defer { pair.pumpFinished() }
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         if stripRange || refusing != nil {
             // Read the request head whole, drop the range headers, forward the rest.
@@ -94,10 +123,6 @@ final class FaultProxy: @unchecked Sendable {
                requestLine.split(separator: " ").dropFirst().first?.hasPrefix(refusing) == true {
                 let answer = Array("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
                 _ = answer.withUnsafeBytes { send(from, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                shutdown(from, Int32(SHUT_RDWR))
-                shutdown(to, Int32(SHUT_RDWR))
-                close(from)
-                close(to)
                 return
             }
             let kept = text.components(separatedBy: "\r\n").filter {
@@ -128,9 +153,5 @@ final class FaultProxy: @unchecked Sendable {
                 Thread.sleep(forTimeInterval: fault?.stallSeconds ?? 0)
             }
         }
-        shutdown(from, Int32(SHUT_RDWR))
-        shutdown(to, Int32(SHUT_RDWR))
-        close(from)
-        close(to)
     }
 }

@@ -115,13 +115,24 @@ extension Player {
 
     /// The mfra box at the end of a fragmented file (its size is in the closing mfro box).
     private func randomAccessTable(_ plan: StreamPlan) -> FrameTable? {
-        guard let track = plan.mp4, track.timescale > 0, let size = control.totalSize ?? (try? source.resourceSize()), size >= 16,
-              let tail = try? source.readRange((size - 16)..<size),
-              let mfraSize = MP4RandomAccess.mfraSize(fromLast16: tail[...]), mfraSize <= min(size, 64 << 20),
-              let mfra = try? source.readRange((size - mfraSize)..<size),
-              let table = try? MP4RandomAccess.parse(mfra: mfra[...], trackID: track.trackID),
-              !table.entries.isEmpty else {
-            log("parser", "no mfra table at the end of the file")
+        guard let track = plan.mp4, track.timescale > 0 else { return nil }
+        let table: MP4RandomAccess
+        do {
+            let size = try control.totalSize ?? source.resourceSize()
+            guard size >= 16 else { return nil }
+            let tail = try source.readRange((size - 16)..<size)
+            guard let mfraSize = MP4RandomAccess.mfraSize(fromLast16: tail[...]), mfraSize <= min(size, 64 << 20) else {
+                log("parser", "no mfra table at the end of the file")
+                return nil
+            }
+            let mfra = try source.readRange((size - mfraSize)..<size)
+            guard let found = try MP4RandomAccess.parse(mfra: mfra[...], trackID: track.trackID), !found.entries.isEmpty else {
+                log("parser", "the mfra table has no entries for track \(track.trackID)")
+                return nil
+            }
+            table = found
+        } catch {
+            log("parser", "no mfra table: \(error)")
             return nil
         }
         log("parser", "seek table from mfra: \(table.entries.count) fragments")
