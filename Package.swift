@@ -25,6 +25,13 @@ let package = Package(
         .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
                        providers: [.apt(["libasound2-dev"])]),
 
+        .systemLibrary(name: "CSoxr", path: "Sources/CSoxr", pkgConfig: "soxr",
+                       providers: [.apt(["libsoxr-dev"])]),
+        // libsonic-dev has no .pc file: header and library are in the default paths.
+        .systemLibrary(name: "CSonic", path: "Sources/CSonic", providers: [.apt(["libsonic-dev"])]),
+        // GPL-2+: only the bench program links it (see docs/DSP.md), streamplay never does.
+        .systemLibrary(name: "CRubberBand", path: "Sources/CRubberBand", pkgConfig: "rubberband",
+                       providers: [.apt(["librubberband-dev"])]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         // Linux headers (epoll, eventfd, sendfile) that the Glibc module does not expose.
@@ -36,7 +43,7 @@ let package = Package(
                                .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Server"),
         .target(name: "StreamClient",
-                dependencies: ["StreamShared", "CMPG123", "CFAAD", "CALSA", "CCurl",
+                dependencies: ["StreamShared", "CMPG123", "CFAAD", "CALSA", "CCurl", "CSoxr", "CSonic",
                                .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Client"),
         .executableTarget(name: "streamd",
@@ -48,6 +55,11 @@ let package = Package(
                           dependencies: ["StreamClient",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Sources/streamplay"),
+
+        // Bench only: the GPL peer (rubberband) and the program bench/dsp.sh drives.
+        .target(name: "DSPPeers", dependencies: ["CRubberBand", "StreamClient"], path: "Sources/DSPPeers"),
+        .executableTarget(name: "dspbench", dependencies: ["StreamClient", "StreamShared", "DSPPeers"],
+                          path: "Sources/dspbench"),
 
         .testTarget(name: "SharedTests", dependencies: ["StreamShared"], path: "Tests/SharedTests"),
         .testTarget(name: "ServerTests", dependencies: ["StreamServer", "StreamShared"], path: "Tests/ServerTests"),

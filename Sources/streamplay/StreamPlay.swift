@@ -28,6 +28,21 @@ struct StreamPlay: ParsableCommand {
     @Option(help: "Volume, 0...2.")
     var volume: Float = 1
 
+    @Option(help: "Playback rate 0.1...16, pitch kept.")
+    var rate: Double = 1
+
+    @Option(parsing: .unconditional, help: "Pitch shift in semitones, -12...12, tempo kept.")
+    var pitch: Double = 0
+
+    @Option(help: "Equalizer: a preset (flat, bass, treble, loudness, vocal, speech, rock, pop, jazz, classical) or bands like 31:+3,1k:-2,hs8k:+2:0.7,preamp:-3.")
+    var eq: String?
+
+    @Option(help: "Resample to this rate (Hz) when the track's differs, e.g. the sound card's.")
+    var outputRate: Int?
+
+    @Option(help: ArgumentHelp("Time-stretch engine: wsola or sonic.", visibility: .hidden))
+    var stretchEngine: String = "wsola"
+
     @Option(help: "Throttle buffer size in bytes.")
     var bufferBytes: Int = 1 << 20
 
@@ -57,6 +72,11 @@ extension StreamPlay {
         if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
         guard bufferBytes >= 65_536 else { throw ValidationError("--buffer-bytes must be at least 65536") }
         if let maxBitrate, maxBitrate <= 0 { throw ValidationError("--max-bitrate must be positive") }
+        guard (0.1...16).contains(rate) else { throw ValidationError("--rate must be within 0.1...16") }
+        guard (-12...12).contains(pitch) else { throw ValidationError("--pitch must be within -12...12 semitones") }
+        if let eq { do { _ = try EQSettings.parse(eq) } catch { throw ValidationError(error.description) } }
+        if let outputRate, !(8_000...384_000).contains(outputRate) { throw ValidationError("--output-rate must be within 8000...384000") }
+        guard TimePitch.Engine(rawValue: stretchEngine) != nil else { throw ValidationError("--stretch-engine must be wsola or sonic") }
     }
 
     func run() throws {
@@ -76,6 +96,11 @@ extension StreamPlay {
         options.duration = duration
         options.volume = volume
         options.bufferBytes = bufferBytes
+        options.rate = rate
+        options.semitones = pitch
+        if let eq { options.eq = (try? EQSettings.parse(eq)) ?? .flat }
+        options.outputSampleRate = outputRate
+        options.stretchEngine = TimePitch.Engine(rawValue: stretchEngine) ?? .wsola
         options.realtime = realtime
         options.http.retryFor = retryFor
         options.http.stallTimeout = stallTimeout

@@ -2,7 +2,7 @@ import Foundation
 import StreamClient
 
 /// The interactive terminal: a status line and single-key commands (space pause, ←/→ seek
-/// ±10 s, +/- volume, q quit). Off when stdin/stdout are not a terminal.
+/// ±10 s, +/- volume, [/] rate, {/} pitch, q quit). Off when stdin/stdout are not a terminal.
 final class TerminalUI: @unchecked Sendable {
     // @unchecked: `saved` and `running` are set before the threads start and after they stop.
     private let player: Player
@@ -56,6 +56,10 @@ final class TerminalUI: @unchecked Sendable {
             case UInt8(ascii: " "): player.togglePause()
             case UInt8(ascii: "+"), UInt8(ascii: "="): player.setVolume(player.volume + 0.1)
             case UInt8(ascii: "-"): player.setVolume(player.volume - 0.1)
+            case UInt8(ascii: "["): player.setRate(Self.nextRate(player.rate, up: false))
+            case UInt8(ascii: "]"): player.setRate(Self.nextRate(player.rate, up: true))
+            case UInt8(ascii: "{"): player.setPitch(semitones: (player.semitones - 1).rounded())
+            case UInt8(ascii: "}"): player.setPitch(semitones: (player.semitones + 1).rounded())
             case UInt8(ascii: "q"): player.stop()
             default: break
             }
@@ -67,10 +71,26 @@ final class TerminalUI: @unchecked Sendable {
             let (position, duration) = player.progress
             let fill = player.bufferCapacity > 0 ? player.bufferFill * 100 / player.bufferCapacity : 0
             let state = player.isPaused ? "paused " : "playing"
-            let line = "\r\(state) \(Self.clock(position)) / \(duration.map(Self.clock) ?? "?:??")  buffer \(fill)%  volume \(Int((player.volume * 100).rounded()))%   "
+            let line = "\r\(state) \(Self.clock(position)) / \(duration.map(Self.clock) ?? "?:??")  buffer \(fill)%  volume \(Int((player.volume * 100).rounded()))%"
+                + "  rate \(Self.rateText(player.rate))×  pitch \(Self.pitchText(player.semitones))  eq \(player.eq)   "
             FileHandle.standardOutput.write(Data(line.utf8))
             Thread.sleep(forTimeInterval: 0.25)
         }
+    }
+
+    /// The rate steps the keys walk: 0.1× … 16×.
+    static let rateSteps: [Double] = [0.1, 0.25, 0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 1.75, 2, 2.5, 3, 4, 6, 8, 12, 16]
+
+    static func nextRate(_ rate: Double, up: Bool) -> Double {
+        up ? rateSteps.first(where: { $0 > rate + 1e-9 }) ?? 16 : rateSteps.last(where: { $0 < rate - 1e-9 }) ?? 0.1
+    }
+
+    static func rateText(_ rate: Double) -> String {
+        rate == rate.rounded() ? String(Int(rate)) : String(format: "%g", rate)
+    }
+
+    static func pitchText(_ semitones: Double) -> String {
+        semitones == 0 ? "0" : (semitones > 0 ? "+" : "") + String(Int(semitones.rounded())) + " st"
     }
 
     static func clock(_ seconds: Double) -> String {

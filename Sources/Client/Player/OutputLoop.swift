@@ -31,6 +31,10 @@ final class OutputLoop: @unchecked Sendable {
     /// Position of what is being heard, in frames of the track's timeline.
     var playedPosition: Int { timelineBase.load(ordering: .relaxed) + playedSinceFlush.load(ordering: .relaxed) }
 
+    /// Where the last flush put the timeline (source frames), and output frames played since.
+    var timelineStart: Int { timelineBase.load(ordering: .relaxed) }
+    var playedSinceFlushFrames: Int { playedSinceFlush.load(ordering: .relaxed) }
+
     /// Stops at once, dropping queued audio (quit while paused, errors).
     func abort() { aborted.store(true, ordering: .relaxed) }
 

@@ -69,8 +69,18 @@ extension Player {
         } else {
             converter = try MP3Converter()
         }
+        // DSP: rate/pitch → EQ → resampling to the output rate, then the volume.
+        let dsp = DSPChain(rate: options.rate, semitones: options.semitones, eq: options.eq,
+                           outputRate: options.outputSampleRate, engine: options.stretchEngine)
+        let outputFormat: AudioFormat
+        do { outputFormat = try dsp.configure(input: format) } catch {
+            throw PlaybackError(message: "\(error)", exitCode: 1)
+        }
         var gain = Gain(volume: options.volume)
-        gain.sampleRate = sampleRate
+        gain.sampleRate = outputFormat.sampleRate
+        // Output frames → source frames since the last seek, for the position in source time.
+        var positionMap = PositionMap()
+        var sourceFramesIn = 0, outputFramesOut = 0
         // Untrimmed sample index of the next converted sample, and the window to keep.
         var position = 0
         var keepFrom = plan.trimStart
@@ -99,6 +109,10 @@ extension Player {
             try converter.restart(at: byte)
             position = unit * plan.samplesPerUnit
             keepFrom = max(plan.trimStart, target)
+            dsp.reset()
+            positionMap.reset()
+            sourceFramesIn = 0
+            outputFramesOut = 0
             if outputStarted {
                 outputLoop.flush(resumingAt: keepFrom - plan.trimStart)
             } else {
@@ -129,15 +143,39 @@ extension Player {
             guard !buffer.isEmpty else { return }
             if !outputStarted {
                 log("converter", "first PCM buffer: \(buffer.count / channels) frames")
-                log("output", "opening \(type(of: output)) for \(format)")
-                try outputLoop.start(format: format)
+                log("output", "opening \(type(of: output)) for \(outputFormat)")
+                if outputFormat.sampleRate != format.sampleRate {
+                    log("dsp", "resampling \(format.sampleRate) Hz → \(outputFormat.sampleRate) Hz (libsoxr)")
+                }
+                try outputLoop.start(format: outputFormat)
                 outputStarted = true
                 setState(.playing)
             }
+            if let change = commands.withLock({ () -> (Double, Double, EQSettings)? in
+                defer { dspChanged = false }
+                return dspChanged ? (rateSetting, semitoneSetting, eqSetting) : nil
+            }) {
+                dsp.set(rate: change.0)
+                dsp.set(semitones: change.1)
+                dsp.set(eq: change.2)
+                continuation.yield(.dsp(rate: change.0, semitones: change.1, eq: change.2.description))
+            }
+            sourceFramesIn += buffer.count / channels
+            dsp.process(&buffer)
+            try write(&buffer)
+        }
+
+        /// Volume, then the ring; records where the written audio sits in source time.
+        func write(_ buffer: inout [Float]) throws {
+            guard !buffer.isEmpty else { return }
+            let outChannels = outputFormat.channels
+            outputFramesOut += buffer.count / outChannels
+            positionMap.record(output: outputFramesOut, source: Double(sourceFramesIn) - dsp.latencySourceFrames,
+                               slope: dsp.sourceFramesPerOutputFrame)
             if let volume = commands.withLock({ () -> Float? in defer { pendingVolume = nil }; return pendingVolume }) {
                 gain.set(volume)
             }
-            gain.process(&buffer, channels: channels)
+            gain.process(&buffer, channels: outChannels)
             var offset = 0
             while offset < buffer.count {
                 let written = buffer[offset...].withUnsafeBufferPointer { ring.write($0) }
@@ -155,7 +193,8 @@ extension Player {
                 outputLoop.abort()
                 break
             }
-            let heard = Double(outputLoop.playedPosition) / Double(sampleRate)
+            let heard = (Double(outputLoop.timelineStart)
+                         + positionMap.source(atOutput: outputLoop.playedSinceFlushFrames)) / Double(sampleRate)
             commands.withLock { self.position = heard }
             continuation.yield(.progress(position: heard, duration: commands.withLock { duration }))
             if let seconds = commands.withLock({ () -> Double? in defer { pendingSeek = nil }; return pendingSeek }),
@@ -203,6 +242,11 @@ extension Player {
             }
         }
         try emit(&pending)
+        if outputStarted && !commands.withLock({ stopRequested }) {
+            var tail: [Float] = []
+            dsp.flush(into: &tail)
+            try write(&tail)
+        }
         log("throttle", "peak fill \(throttle.peakFill) of \(throttle.capacity) bytes; transfer paused \(control.pauses) times")
         // A stream that ends before the samples its header promised is truncated (or the header lies).
         if let expected = plan.totalUnits, streamEnded, keepUntil != Int.max, position < keepUntil,

@@ -20,6 +20,11 @@ public final class Player: @unchecked Sendable {
     let commands = NSLock()
     var pendingSeek: Double?
     var pendingVolume: Float?
+    /// The DSP settings asked for last, and whether the decode thread has yet to apply them.
+    var rateSetting: Double
+    var semitoneSetting: Double
+    var eqSetting: EQSettings
+    var dspChanged = false
     private var paused = false
     var stopRequested = false
     var statsStorage = PlayerStats()
@@ -40,6 +45,9 @@ public final class Player: @unchecked Sendable {
         self.options = options
         self.output = output
         self.log = log
+        rateSetting = options.rate
+        semitoneSetting = options.semitones
+        eqSetting = options.eq
         throttle = Throttle(capacity: max(64 * 1024, options.bufferBytes))
         if HLSSource.isPlaylist(url) {
             let hls = HLSSource(url: url, options: options.hls, http: options.http)
@@ -60,6 +68,18 @@ public final class Player: @unchecked Sendable {
     public func seek(to seconds: Double) { commands.withLock { pendingSeek = max(0, seconds) } }
     public func seek(by seconds: Double) { commands.withLock { pendingSeek = max(0, (pendingSeek ?? position) + seconds) } }
     public func setVolume(_ volume: Float) { commands.withLock { pendingVolume = min(2, max(0, volume)) } }
+    /// Playback rate 0.1...16, pitch kept; applied within one buffer without a click.
+    public func setRate(_ rate: Double) {
+        commands.withLock { rateSetting = min(16, max(0.1, rate)); dspChanged = true }
+    }
+    /// Pitch shift in semitones, -12...12, tempo kept.
+    public func setPitch(semitones: Double) {
+        commands.withLock { semitoneSetting = min(12, max(-12, semitones)); dspChanged = true }
+    }
+    public func setEQ(_ eq: EQSettings) { commands.withLock { eqSetting = eq; dspChanged = true } }
+    public var rate: Double { commands.withLock { rateSetting } }
+    public var semitones: Double { commands.withLock { semitoneSetting } }
+    public var eq: EQSettings { commands.withLock { eqSetting } }
     public func stop() { commands.withLock { stopRequested = true } }
     public var isPaused: Bool { commands.withLock { paused } }
     public var volume: Float { commands.withLock { pendingVolume ?? options.volume } }

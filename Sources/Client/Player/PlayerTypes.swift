@@ -14,6 +14,8 @@ public enum PlayerEvent: Sendable {
     case buffer(fill: Int, capacity: Int)
     case format(AudioFormat, codec: String)
     case metadata(TrackTags)
+    /// The DSP settings now heard: playback rate, pitch shift in semitones, EQ (as `--eq` takes it).
+    case dsp(rate: Double, semitones: Double, eq: String)
     case error(String)
 }
 
@@ -25,6 +27,15 @@ public struct PlayerOptions: Sendable {
     public var duration: Double?
     /// 0...2.
     public var volume: Float = 1
+    /// Playback rate 0.1...16 (pitch kept).
+    public var rate: Double = 1
+    /// Pitch shift in semitones, -12...12 (tempo kept).
+    public var semitones: Double = 0
+    public var eq: EQSettings = .flat
+    /// Resample to this rate when it differs from the source's (the output device's rate).
+    public var outputSampleRate: Int?
+    /// The time stretcher (WSOLA by default; see docs/DSP.md).
+    public var stretchEngine: TimePitch.Engine = .wsola
     public var bufferBytes = 1 << 20
     /// Pace file and null outputs to real time.
     public var realtime = false
