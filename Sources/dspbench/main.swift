@@ -1,5 +1,5 @@
 // dspbench: the program bench/dsp.sh drives. It renders a WAV file through one time-stretch
-// engine, or through the player's whole DSP chain, and prints one JSON line with the CPU time
+// engine (the engine alone), or through the player's whole DSP chain, and prints one JSON line with the CPU time
 // the processing took (this thread only, input already in memory) per second of audio.
 //
 //   dspbench stretch ENGINE RATE IN.wav OUT.wav     ENGINE: wsola, sonic, rubberband, rubberband-r3
@@ -94,20 +94,25 @@ func run() throws {
         let engine = args[1]
         guard let rate = Double(args[2]), TimePitch.rateRange.contains(rate) else { throw BenchError(description: "bad rate \(args[2])") }
         let (format, input) = try readWAV(args[3])
+        // The engine alone (no TimePitch around it), so 1× costs what the engine costs.
         let (output, cpu) = try measure(input, channels: format.channels, repeats: repeats) {
-            let stage: TimePitch
+            let stretcher: any TimeStretcher
             switch engine {
-            case "wsola", "sonic":
-                stage = TimePitch(engine: TimePitch.Engine(rawValue: engine) ?? .wsola, rate: rate)
+            case "wsola": stretcher = WSOLAStretcher(sampleRate: format.sampleRate, channels: format.channels)
+            case "sonic": stretcher = try SonicStretcher(sampleRate: format.sampleRate, channels: format.channels)
             case "rubberband", "rubberband-r3":
-                stage = TimePitch(rate: rate) { f in
-                    try RubberBandStretcher(sampleRate: f.sampleRate, channels: f.channels, finer: engine == "rubberband-r3")
-                }
+                stretcher = try RubberBandStretcher(sampleRate: format.sampleRate, channels: format.channels,
+                                                    finer: engine == "rubberband-r3")
             default:
                 throw BenchError(description: "unknown engine \(engine)")
             }
-            _ = try stage.configure(input: format)
-            return ({ stage.process(&$0) }, { stage.flush(into: &$0) })
+            stretcher.speed = rate
+            var scratch: [Float] = []
+            return ({ buffer in
+                scratch.removeAll(keepingCapacity: true)
+                buffer.withUnsafeBufferPointer { stretcher.process($0, into: &scratch) }
+                swap(&buffer, &scratch)
+            }, { stretcher.flush(into: &$0) })
         }
         try writeWAV(args[4], output, rate: format.sampleRate, channels: format.channels)
         let seconds = Double(input.count / format.channels) / Double(format.sampleRate)
