@@ -159,6 +159,28 @@ enum HLSFixtures {
         #expect(try wavSamples(reference) == wavSamples(ours), "packed MP3 output is bit-exact with the file's decode")
     }
 
+    /// The HLS layer strips each packed segment's ID3 tag; without it (segments simply joined into
+    /// one file) the MP3 frame reader and the ADTS converter must resync over the tags cleanly.
+    @Test func packedSegmentsJoinedWithTheirTags_playCleanlyAsOneFile() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (name, format, ext) in [("cbr-128k-44k.mp3", "mp3", "mp3"), ("adts.aac", "adts", "aac")] {
+            let file = TestPaths.media.appendingPathComponent(name)
+            let playlist = try HLSFixtures.packed(file, into: dir, name: ext, format: format, ext: ext)
+            var joined = Data()
+            for line in try String(contentsOf: playlist, encoding: .utf8).split(separator: "\n") where !line.hasPrefix("#") {
+                joined += try Data(contentsOf: playlist.deletingLastPathComponent().appendingPathComponent(String(line)))
+            }
+            let single = dir.appendingPathComponent("joined.\(ext)")
+            try joined.write(to: single)
+            let viaHLS = dir.appendingPathComponent("hls-\(ext).wav").path, viaFile = dir.appendingPathComponent("file-\(ext).wav").path
+            #expect(try runCommand(Self.streamplay, [playlist.path, "--output", "wav:\(viaHLS)"]).status == 0)
+            let run = try runCommand(Self.streamplay, [single.path, "--output", "wav:\(viaFile)"])
+            #expect(run.status == 0, "\(String(decoding: run.stderr, as: UTF8.self))")
+            #expect(try wavSamples(viaHLS) == wavSamples(viaFile), "\(name): tags mid-stream leave no glitch")
+        }
+    }
+
     /// AAC: SNR against ffmpeg's decode of the original file, over the whole track and in a
     /// window around every segment join (no gap, no click).
     func checkAAC(_ playlist: URL, original: URL, dir: URL, server: StreamdProcess, label: String) throws {

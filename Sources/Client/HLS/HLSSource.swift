@@ -149,8 +149,8 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
                 if !media.playlist.isLive {
                     next = media.playlist.mediaSequence + min(max(0, target), media.playlist.segments.count)
                 }
+                // The init section already went out: the converter keeps the track it described.
                 unpacker.reset()
-                writtenMap = nil
                 previousSequence = nil
                 continue
             }
