@@ -130,7 +130,11 @@ extension StreamPlay {
 
     private func printInfo() throws {
         do {
-            if source.contains("://") {
+            if HLSSource.isPlaylist(source) {
+                var options = HLSOptions()
+                options.maxBitrate = maxBitrate
+                print(try HLSInfo.json(url: source, options: options))
+            } else if source.contains("://") {
                 let (analysis, bytesRead) = try TrackInfo.analyze(url: source)
                 if verbose { Self.stderrLine("streamplay: source: --info read \(bytesRead) bytes through Range requests") }
                 print(TrackInfo.json(analysis))

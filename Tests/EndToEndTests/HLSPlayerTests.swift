@@ -274,6 +274,20 @@ enum HLSFixtures {
             #expect(run.stats?["sample_rate"] as? Int == rate, "--max-bitrate \(limit.map(String.init) ?? "none")")
             #expect(run.stats?["channels"] as? Int == channels)
         }
+        // --info describes the media playlist the same choice leads to, from its first segment.
+        for (limit, rate, channels) in [(nil, 44_100, 2), (120_000, 48_000, 1)] as [(Int?, Int, Int)] {
+            let info = try runCommand(Self.streamplay, ["--info", url] + (limit.map { ["--max-bitrate", "\($0)"] } ?? []))
+            #expect(info.status == 0, "\(String(decoding: info.stderr, as: UTF8.self))")
+            let object = try #require(try JSONSerialization.jsonObject(with: info.stdout) as? [String: Any])
+            #expect(object["container"] as? String == "hls")
+            #expect(object["codec"] as? String == "mp3")
+            #expect(object["sample_rate"] as? Int == rate)
+            #expect(object["channels"] as? Int == channels)
+            #expect(object["segment_format"] as? String == "MPEG-TS")
+            #expect(object["live"] as? Bool == false)
+            #expect((object["media_playlist"] as? String ?? "").hasSuffix(rate == 48_000 ? "/lo/index.m3u8" : "/hi/index.m3u8"))
+            #expect((object["segments"] as? Int ?? 0) >= 5)
+        }
     }
 
     @Test func byteRangePlaylist_ofOneTransportStream_isBitExact() throws {
