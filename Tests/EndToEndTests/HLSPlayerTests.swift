@@ -387,6 +387,49 @@ enum HLSFixtures {
         }
     }
 
+    @Test func staleLivePlaylist_givesUpClearly() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let segments = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3"), into: dir, name: "s",
+                                           segmentSeconds: 1)
+        let durations = try HLSFixtures.durations(segments)
+        // A live playlist (no ENDLIST) that never grows.
+        var text = "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:40\n"
+        for i in 0..<3 { text += "#EXTINF:\(durations[i]),\ns/index\(i).ts\n" }
+        try text.write(to: dir.appendingPathComponent("stale.m3u8"), atomically: true, encoding: .utf8)
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        let started = Date()
+        let run = try runCommand(PlayerTests.streamplay, ["\(server.baseURL)/media/stale.m3u8", "--output", "null", "--stall-timeout", "1"],
+                                 timeout: 30)
+        let stderr = String(decoding: run.stderr, as: UTF8.self)
+        #expect(run.status == 3, "\(stderr)")
+        #expect(stderr.contains("the live playlist has not grown for 3 s"), "\(stderr)")
+        #expect(Date().timeIntervalSince(started) < 10)
+    }
+
+    /// The throttle bounds what is prefetched: playing 3 s of a 10,000-segment playlist in real
+    /// time downloads the throttle's worth and a segment, not the stream.
+    @Test func prefetch_isBoundedByTheThrottle() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let playlist = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3"), into: dir, name: "ts")
+        let segmentBytes = try Data(contentsOf: playlist.deletingLastPathComponent().appendingPathComponent("index0.ts")).count
+        var text = "#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+        for _ in 0..<10_000 { text += "#EXTINF:6.008167,\nts/index0.ts\n" }
+        try (text + "#EXT-X-ENDLIST\n").write(to: dir.appendingPathComponent("long.m3u8"), atomically: true, encoding: .utf8)
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        let run = try runCommand(PlayerTests.streamplay, ["\(server.baseURL)/media/long.m3u8", "--output", "null", "--realtime",
+                                                          "--duration", "3", "--buffer-bytes", "262144", "--stats"])
+        #expect(run.status == 0, "\(String(decoding: run.stderr, as: UTF8.self))")
+        let stats = try PlayerTests.stats(run.stdout)
+        let peak = try #require(stats["peak_buffer_bytes"] as? Int)
+        let downloaded = try #require(stats["bytes_downloaded"] as? Int)
+        #expect(peak <= 262_144, "throttle peak \(peak)")
+        #expect(peak > 131_072, "the throttle did fill (peak \(peak))")
+        #expect(downloaded <= 262_144 + 3 * segmentBytes + text.utf8.count, "downloaded \(downloaded) bytes")
+        #expect(stats["duration_s"] as? Double ?? 0 > 60_000, "a 16-hour playlist")
+    }
+
     @Test func hugePlaylists_boundedMemory() throws {
         let dir = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -140,6 +140,8 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
         var previousSequence: Int?
         var lastLoad = Date()
         var lastChanged = true
+        /// When a live playlist last grew: one that stops growing is given up on.
+        var lastGrowth = Date()
         var retryStarted: Date?
         var backoff = 0.1
 
@@ -159,6 +161,15 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
                 // A live window that slid past us while we were behind: skip to its start.
                 say("segments \(next)..<\(media.playlist.mediaSequence) left the live window; skipping them")
                 next = media.playlist.mediaSequence
+                continue
+            }
+            if index > media.playlist.segments.count && media.playlist.isLive {
+                // Ahead of the playlist: its numbering went back (a restarted server). Rejoin at the edge.
+                let rejoin = media.playlist.mediaSequence + max(0, media.playlist.segments.count - 3)
+                say("media sequence went back (expected \(next), the window is \(media.playlist.mediaSequence)..<"
+                    + "\(media.playlist.mediaSequence + media.playlist.segments.count)); rejoining at \(rejoin)")
+                next = rejoin
+                unpacker.reset()
                 continue
             }
             if index < media.playlist.segments.count {
@@ -197,7 +208,14 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
             }
             // Live: reload a target duration after the last load began (half that when it had
             // not changed), RFC 8216 6.3.4.
-            let pace = Double(max(1, media.playlist.targetDuration)) * (lastChanged ? 1 : 0.5)
+            let target = Double(max(1, media.playlist.targetDuration))
+            let stale = max(3 * target, http.stallTimeout)
+            if Date().timeIntervalSince(lastGrowth) > stale {
+                fail(SourceError.network("\(media.location): the live playlist has not grown for \(Int(stale)) s"))
+                while !control.isStopped { control.waitForCommand(timeout: 1) }
+                continue
+            }
+            let pace = target * (lastChanged ? 1 : 0.5)
             let wait = lastLoad.addingTimeInterval(pace).timeIntervalSinceNow
             if wait > 0 {
                 control.waitForCommand(timeout: min(wait, 0.25))
@@ -211,6 +229,7 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
                 lastChanged = fresh.playlist.segments.last?.sequence != before || fresh.playlist.endList != media.playlist.endList
                 media = fresh
                 lastLoad = began
+                if lastChanged { lastGrowth = began }
                 retryStarted = nil
                 backoff = 0.1
                 lock.withLock { _reloads += 1 }
