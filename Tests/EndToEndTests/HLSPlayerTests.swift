@@ -214,7 +214,7 @@ enum HLSFixtures {
         }
     }
 
-    @Test func tsSegmentsOfAAC_matchTheFilesDecode() throws {
+    @Test func aacInTSPackedAndFMP4Segments_matchTheFilesDecode() throws {
         let dir = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let m4a = TestPaths.media.appendingPathComponent("track.m4a")
@@ -222,10 +222,36 @@ enum HLSFixtures {
         let fromM4A = try HLSFixtures.hls(m4a, into: dir, name: "m4a-ts")
         let fromADTS = try HLSFixtures.hls(adts, into: dir, name: "adts-ts")
         let packed = try HLSFixtures.packed(m4a, into: dir, name: "packed-aac", format: "adts", ext: "aac")
+        let fmp4 = try HLSFixtures.hls(m4a, into: dir, name: "m4a-fmp4", fmp4: true)
         let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
         try checkAAC(fromM4A, original: m4a, dir: dir, server: server, label: "m4a-ts")
         try checkAAC(fromADTS, original: adts, dir: dir, server: server, label: "adts-ts")
         try checkAAC(packed, original: m4a, dir: dir, server: server, label: "packed-aac")
+        try checkAAC(fmp4, original: m4a, dir: dir, server: server, label: "m4a-fmp4")
+    }
+
+    /// ffmpeg's `-hls_flags single_file`: every segment a byte range of one file, and for fMP4
+    /// the init section too (EXT-X-MAP BYTERANGE); the same samples as the one-file-per-segment form.
+    @Test func singleFileHLS_byteRangesAndMapByteRange_playLikeSeparateSegments() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let mp3 = TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3")
+        let m4a = TestPaths.media.appendingPathComponent("track.m4a")
+        let pairs = [
+            (try HLSFixtures.hls(mp3, into: dir, name: "ts"), try HLSFixtures.hls(mp3, into: dir, name: "ts1", extra: ["-hls_flags", "single_file"])),
+            (try HLSFixtures.hls(m4a, into: dir, name: "fm", fmp4: true),
+             try HLSFixtures.hls(m4a, into: dir, name: "fm1", fmp4: true, extra: ["-hls_flags", "single_file"])),
+        ]
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        for (separate, single) in pairs {
+            let text = try String(contentsOf: single, encoding: .utf8)
+            #expect(text.contains("#EXT-X-BYTERANGE:"), "ffmpeg wrote byte ranges")
+            let a = dir.appendingPathComponent("a.wav").path, b = dir.appendingPathComponent("b.wav").path
+            #expect(try play(HLSFixtures.url(server, dir, separate), into: a).status == 0)
+            let run = try play(HLSFixtures.url(server, dir, single), into: b)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(try wavSamples(a) == wavSamples(b), "\(single.deletingLastPathComponent().lastPathComponent): same samples")
+        }
     }
 
     @Test func seekInVOD_landsOnTheSampleOfTheFullDecode() throws {
@@ -233,10 +259,11 @@ enum HLSFixtures {
         defer { try? FileManager.default.removeItem(at: dir) }
         let mp3 = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3"), into: dir, name: "mp3")
         let aac = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("track.m4a"), into: dir, name: "aac")
+        let fmp4 = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("track.m4a"), into: dir, name: "fmp4", fmp4: true)
         let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
         // 20 s is inside the fourth segment; 12.03 s is just after the third segment's start (12.016 s),
         // within the decoder warm-up, so the player must start from the segment before.
-        for (playlist, start) in [(mp3, 20.0), (mp3, 12.03), (aac, 20.0), (aac, 12.03)] {
+        for (playlist, start) in [(mp3, 20.0), (mp3, 12.03), (aac, 20.0), (aac, 12.03), (fmp4, 20.0), (fmp4, 12.03), (fmp4, 47.5)] {
             let full = dir.appendingPathComponent("full.wav").path
             let part = dir.appendingPathComponent("part.wav").path
             let url = HLSFixtures.url(server, dir, playlist)
