@@ -108,48 +108,33 @@ struct ADTSConverter: PacketConverter {
 }
 
 /// AAC in MP4: the sample table says where each access unit is; they are cut out of the
-/// byte stream as it passes and decoded with the track's AudioSpecificConfig.
+/// byte stream as it passes and decoded with the track's AudioSpecificConfig. A cursor walks
+/// the tables, so no per-sample table is built.
 struct MP4Converter: PacketConverter {
     private let decoder: FAADDecoder
-    /// Byte offset and size of every sample, in decode order.
-    private let samples: [(offset: Int, size: Int)]
-    private var next = 0
+    private let track: MP4AudioTrack
+    private var cursor: MP4SampleCursor
     private var buffer: [UInt8] = []
     /// Stream offset of `buffer[0]`.
     private var bufferOffset = 0
 
     init(track: MP4AudioTrack) throws {
         decoder = try FAADDecoder(audioSpecificConfig: track.decoderSpecificInfo)
-        var locations: [(offset: Int, size: Int)] = []
-        locations.reserveCapacity(track.sampleCount)
-        for n in 0..<track.sampleCount {
-            guard let location = track.sampleLocation(n) else { break }
-            locations.append(location)
-        }
-        samples = locations
-    }
-
-    /// The first sample at or after `offset` (samples are stored in increasing offsets).
-    func sampleIndex(atOrAfter offset: Int) -> Int {
-        var low = 0, high = samples.count
-        while low < high {
-            let mid = (low + high) / 2
-            if samples[mid].offset < offset { low = mid + 1 } else { high = mid }
-        }
-        return low
+        self.track = track
+        cursor = MP4SampleCursor(track: track)
     }
 
     mutating func restart(at offset: Int) throws {
         buffer.removeAll(keepingCapacity: true)
         bufferOffset = offset
-        next = sampleIndex(atOrAfter: offset)
+        cursor = MP4SampleCursor(track: track, atOrAfter: offset)
         try decoder.reset()
     }
 
     mutating func append(_ bytes: [UInt8]) {
         // Drop what lies before the next sample (other tracks, box headers, consumed samples).
-        if next < samples.count {
-            let keepFrom = min(buffer.count, max(0, samples[next].offset - bufferOffset))
+        if let next = cursor.peek() {
+            let keepFrom = min(buffer.count, max(0, next.offset - bufferOffset))
             if keepFrom > 64 * 1024 {
                 buffer.removeSubrange(0..<keepFrom)
                 bufferOffset += keepFrom
@@ -159,15 +144,14 @@ struct MP4Converter: PacketConverter {
     }
 
     mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
-        guard next < samples.count else { return false }
-        let sample = samples[next]
+        guard let sample = cursor.peek() else { return false }
         let start = sample.offset - bufferOffset
         guard start >= 0 else {
-            next += 1          // already passed: cannot happen with increasing offsets, but never loop
+            _ = cursor.next()          // already passed: cannot happen with increasing offsets, but never loop
             return true
         }
         guard start + sample.size <= buffer.count else { return false }
-        next += 1
+        _ = cursor.next()
         try decoder.decode(frame: buffer[start..<(start + sample.size)]) { pcm, _ in body(pcm) }
         return true
     }

@@ -38,8 +38,8 @@ struct FragmentedMP4Converter: PacketConverter {
         self.defaults = defaults
         self.audioStart = audioStart
         var samples: [MP4FragmentSample] = []
-        for n in 0..<min(track.sampleCount, MP4Fragment.maxSamples) {
-            guard let location = track.sampleLocation(n) else { break }
+        var cursor = MP4SampleCursor(track: track)
+        while samples.count < MP4Fragment.maxSamples, let location = cursor.next() {
             samples.append(MP4FragmentSample(offset: location.offset, size: location.size, duration: 0))
         }
         initialSamples = samples
