@@ -123,19 +123,25 @@ extension Player {
             log("parser", "seek to \(seconds) s: unit \(unit) at byte \(byte)")
         }
 
+        /// Keeps reading from where the probe stopped and converts from the first byte of audio.
+        /// The probe may stop short of it (an MP4 read exactly to the end of a large moov, with
+        /// box headers before the first sample): the MP4 converters then skip to it themselves,
+        /// as they place samples by absolute offsets.
+        func startAtFirstAudioByte() throws {
+            let start = min(plan.audioStart, probePrefix.count)
+            try converter.restart(at: start)
+            limitDuration()
+            converter.append(Array(probePrefix.dropFirst(start)))
+        }
+
         if options.start > 0, hlsTimeline?.isLive == true {
             log("player", "--start ignored: a live HLS stream starts at its live edge")
-            try converter.restart(at: plan.audioStart)
-            limitDuration()
-            converter.append(Array(probePrefix.dropFirst(plan.audioStart)))
+            try startAtFirstAudioByte()
         } else if options.start > 0 {
             commands.withLock { seekStartedMs = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6 }
             try seekTo(options.start)
         } else {
-            // Keep reading from where the probe stopped; convert from the first byte of audio.
-            try converter.restart(at: plan.audioStart)
-            limitDuration()
-            converter.append(Array(probePrefix.dropFirst(plan.audioStart)))
+            try startAtFirstAudioByte()
         }
         probePrefix = []
 
