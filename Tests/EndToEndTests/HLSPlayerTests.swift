@@ -121,26 +121,31 @@ enum HLSFixtures {
 
     static let mp3Files = ["cbr-128k-44k.mp3", "vbr-v2.mp3", "mono-48k.mp3"].map { TestPaths.media.appendingPathComponent($0) }
 
-    /// MPEG-TS carries no Xing/LAME frame, so the file's own decode without gapless trimming
-    /// (mpg123 --no-gapless) is what the HLS stream must reproduce, bit for bit, across every join.
+    /// MPEG-TS and fMP4 carry no Xing/LAME frame, so the file's own decode without gapless
+    /// trimming (mpg123 --no-gapless) is what the HLS stream must reproduce, bit for bit, across
+    /// every join. MP3 in fMP4 (object type 0x6B) is unwrapped to a plain MP3 stream by the HLS layer.
     @Test(arguments: mp3Files)
-    func tsSegmentsOfMP3_areBitExact(file: URL) throws {
+    func tsAndFMP4SegmentsOfMP3_areBitExact(file: URL) throws {
         let dir = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let playlist = try HLSFixtures.hls(file, into: dir, name: "ts")
+        let playlists = [try HLSFixtures.hls(file, into: dir, name: "ts"), try HLSFixtures.hls(file, into: dir, name: "fmp4", fmp4: true)]
         let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
-        let ours = dir.appendingPathComponent("ours.wav").path
-        let run = try play(HLSFixtures.url(server, dir, playlist), into: ours)
-        #expect(run.status == 0, "\(run.stderr)")
         let reference = dir.appendingPathComponent("ref.wav").path
         try runCommand(try #require(which("mpg123")), ["-q", "--no-gapless", "-w", reference, file.path])
-        let a = try wavSamples(reference), b = try wavSamples(ours)
-        #expect(a.count == b.count, "\(file.lastPathComponent): \(b.count) samples, the file decodes to \(a.count)")
-        #expect(a == b, "\(file.lastPathComponent): HLS (TS) output is bit-exact with the file's decode")
-        let joins = try HLSFixtures.joins(playlist, rate: run.stats?["sample_rate"] as? Int ?? 44_100)
-        #expect(joins.count >= 3, "several segment joins were crossed")
-        #expect(run.stats?["container"] as? String == "hls")
-        #expect(abs((run.stats?["duration_s"] as? Double ?? 0) - (try HLSFixtures.durations(playlist).reduce(0, +))) < 0.001)
+        let a = try wavSamples(reference)
+        for playlist in playlists {
+            let kind = playlist.deletingLastPathComponent().lastPathComponent
+            let ours = dir.appendingPathComponent("ours-\(kind).wav").path
+            let run = try play(HLSFixtures.url(server, dir, playlist), into: ours)
+            #expect(run.status == 0, "\(kind): \(run.stderr)")
+            let b = try wavSamples(ours)
+            #expect(a.count == b.count, "\(file.lastPathComponent) \(kind): \(b.count) samples, the file decodes to \(a.count)")
+            #expect(a == b, "\(file.lastPathComponent): HLS (\(kind)) output is bit-exact with the file's decode")
+            let joins = try HLSFixtures.joins(playlist, rate: run.stats?["sample_rate"] as? Int ?? 44_100)
+            #expect(joins.count >= 3, "several segment joins were crossed")
+            #expect(run.stats?["container"] as? String == "hls")
+            #expect(abs((run.stats?["duration_s"] as? Double ?? 0) - (try HLSFixtures.durations(playlist).reduce(0, +))) < 0.001)
+        }
     }
 
     @Test func packedMP3Segments_areBitExact_andTheirID3TagsSkipped() throws {

@@ -22,6 +22,9 @@ struct HLSSegmentUnpacker {
     private var demuxer = TSDemuxer()
     private(set) var kind: Kind?
     private var signature: AudioSignature?
+    /// MP3 in fMP4 (object type 0x69/0x6B): the player's MP4 path decodes AAC only, so the
+    /// samples are taken out of the moof/mdat pairs and passed on as a plain MP3 stream.
+    private var mp3Track: (trackID: Int, defaults: MP4TrackExtends?)?
 
     /// Forgets the demuxer state (a seek or a discontinuity); the audio format must stay.
     mutating func reset() {
@@ -54,15 +57,61 @@ struct HLSSegmentUnpacker {
                 throw SourceError.hls("\(label): \(error)")
             }
         case .fragmentedMP4:
-            return (try Self.boxes(bytes, keeping: ["moof", "mdat"], label: label), nil)
+            guard let track = mp3Track else {
+                return (try Self.boxes(bytes, keeping: ["moof", "mdat"], label: label), nil)
+            }
+            stream = try Self.samples(bytes, trackID: track.trackID, defaults: track.defaults, label: label)
+            timestamp = nil
         }
         try check(stream, label: label)
         return (stream, timestamp)
     }
 
-    /// The init section (EXT-X-MAP): its ftyp and moov boxes.
-    func unpackInit(_ bytes: [UInt8], label: String) throws -> [UInt8] {
-        try Self.boxes(bytes, keeping: ["ftyp", "moov"], label: label)
+    /// The init section (EXT-X-MAP): its ftyp and moov boxes, or nothing for MP3 in fMP4
+    /// (whose segments become a plain MP3 stream).
+    mutating func unpackInit(_ bytes: [UInt8], label: String) throws -> [UInt8] {
+        let kept = try Self.boxes(bytes, keeping: ["ftyp", "moov"], label: label)
+        mp3Track = nil
+        if let moov = try? MP4TopLevel.scan(prefix: kept[...], fileSize: kept.count).0.moovRange,
+           let movie = try? MP4Movie.parse(moov: kept[moov]), let track = movie.audio,
+           let type = track.objectTypeIndication, type == 0x69 || type == 0x6B {
+            mp3Track = (track.trackID, movie.audioTrackExtends)
+            return []
+        }
+        return kept
+    }
+
+    /// The samples of `trackID` from the moof/mdat pairs of an fMP4 segment, joined.
+    static func samples(_ bytes: [UInt8], trackID: Int, defaults: MP4TrackExtends?, label: String) throws -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var offset = 0
+        while offset < bytes.count {
+            guard let header = try? MP4BoxHeader.parse(bytes[...], at: offset) else {
+                throw SourceError.hls("\(label): truncated box at byte \(offset)")
+            }
+            let size = header.size ?? (bytes.count - offset)
+            guard size >= header.headerSize, size <= bytes.count - offset else {
+                throw SourceError.hls("\(label): '\(header.type)' box of \(size) bytes at byte \(offset) runs past the end")
+            }
+            if header.type == "moof" {
+                let fragment: MP4Fragment
+                do {
+                    fragment = try MP4Fragment.parse(moof: bytes[offset..<(offset + size)], at: offset, trackID: trackID,
+                                                     defaults: defaults)
+                } catch {
+                    throw SourceError.hls("\(label): \(error)")
+                }
+                for sample in fragment.samples {
+                    guard sample.offset >= 0, sample.size >= 0, sample.offset <= bytes.count - sample.size else {
+                        throw SourceError.hls("\(label): a sample at byte \(sample.offset) lies outside the segment")
+                    }
+                    out += bytes[sample.offset..<(sample.offset + sample.size)]
+                }
+            }
+            offset += size
+        }
+        return out
     }
 
     /// Refuses an audio format that differs from the first segment's: the output cannot change format.
