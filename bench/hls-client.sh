@@ -10,6 +10,7 @@ for p in time ffmpeg; do
     { apt-get update -qq && apt-get install -y -qq "$p" >/dev/null; }
 done
 SHORT=media/out/cbr-128k-44k.mp3
+AAC=media/out/track.m4a
 LONG=media/long/long-4h-48k.mp3
 [ -f "$SHORT" ] || media/make-media.sh media/out >/dev/null
 [ -f "$LONG" ] || media/make-media.sh --long media/long >/dev/null
@@ -17,9 +18,13 @@ BIN=$(swift build -c release --show-bin-path)
 TMP=$(mktemp -d)
 SERVER=""
 trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$TMP"' EXIT
-for name in short long; do
-  src=$SHORT; [ $name = long ] && src=$LONG
-  ln "$src" "$TMP/$name.mp3" 2>/dev/null || cp "$src" "$TMP/$name.mp3"
+NAMES=(short aac long)
+declare -A SRC=([short]=$SHORT [aac]=$AAC [long]=$LONG)
+declare -A EXT=([short]=mp3 [aac]=m4a [long]=mp3)
+declare -A LABEL=([short]="library 34 s 128k MP3" [aac]="library 52 s AAC M4A" [long]="4-hour 48 kHz MP3")
+for name in "${NAMES[@]}"; do
+  src=${SRC[$name]}
+  ln "$src" "$TMP/$name.${EXT[$name]}" 2>/dev/null || cp "$src" "$TMP/$name.${EXT[$name]}"
   mkdir -p "$TMP/$name-ts" "$TMP/$name-fmp4"
   ffmpeg -nostdin -v error -i "$src" -map 0:a -c copy -f hls -hls_time 6 -hls_playlist_type vod "$TMP/$name-ts/index.m3u8"
   ffmpeg -nostdin -v error -i "$src" -map 0:a -c copy -f hls -hls_time 6 -hls_playlist_type vod \
@@ -29,7 +34,7 @@ done
 SERVER=$!
 for _ in $(seq 100); do grep -q listening "$TMP/streamd.out" 2>/dev/null && break; sleep 0.1; done
 BASE=$(sed -n 's/^listening on \(http[^ ]*\)\/$/\1/p' "$TMP/streamd.out")
-cat "$TMP"/*/* "$TMP"/*.mp3 > /dev/null
+cat "$TMP"/*/* "$TMP"/*.mp3 "$TMP"/*.m4a > /dev/null
 
 # best of 5 ttfa_ms, and the wall time of that run, for one URL
 ttfa() {
@@ -47,12 +52,11 @@ ttfa() {
 ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print('%.2f' % (a / b) if b >= 0.01 else 'n/a')" "$1" "$2" 2>/dev/null || echo n/a; }
 
 printf '%-58s %12s %12s %8s\n' "time to first audio, best of 5 (streamd on loopback)" "HLS" "plain HTTP" "ratio"
-for name in short long; do
-  label="library 34 s 128k MP3"; [ $name = long ] && label="4-hour 48 kHz MP3"
-  read -r plain plain_wall <<< "$(ttfa "$BASE/media/$name.mp3")"
+for name in "${NAMES[@]}"; do
+  read -r plain plain_wall <<< "$(ttfa "$BASE/media/$name.${EXT[$name]}")"
   for kind in ts fmp4; do
     read -r hls hls_wall <<< "$(ttfa "$BASE/media/$name-$kind/index.m3u8")"
-    printf '%-58s %10sms %10sms %8s\n' "ttfa_ms, $label, ffmpeg HLS ($kind)" "$hls" "$plain" "$(ratio "$hls" "$plain")"
+    printf '%-58s %10sms %10sms %8s\n' "ttfa_ms, ${LABEL[$name]}, ffmpeg HLS ($kind)" "$hls" "$plain" "$(ratio "$hls" "$plain")"
     printf '%-58s %11ss %11ss %8s\n' "  whole process (start to exit after 50 ms of audio)" "$hls_wall" "$plain_wall" "$(ratio "$hls_wall" "$plain_wall")"
   done
 done

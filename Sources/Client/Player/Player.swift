@@ -51,7 +51,14 @@ public final class Player: @unchecked Sendable {
         throttle = Throttle(capacity: max(64 * 1024, options.bufferBytes))
         if HLSSource.isPlaylist(url) {
             let hls = HLSSource(url: url, options: options.hls, http: options.http)
-            hls.log = log
+            if let log {
+                // Timed like the player's own lines: HLS fetches are most of the time to first audio.
+                let start = DispatchTime.now()
+                hls.log = { message in
+                    let ms = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e6
+                    log("[\(JSONObjectWriter.number(ms, decimals: 1)) ms] \(message)")
+                }
+            }
             source = hls
         } else if url.contains("://") {
             let http = HTTPSource(url: url, options: options.http)

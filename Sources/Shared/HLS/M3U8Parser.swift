@@ -118,8 +118,7 @@ public enum M3U8Parser {
             guard line.count <= limits.maxLineLength else {
                 throw state.error(lineNumber, start - bytes.startIndex, "line longer than \(limits.maxLineLength) bytes")
             }
-            try state.take(Substring(String(decoding: line, as: UTF8.self)).trimmingWhitespace(), line: lineNumber,
-                           offset: start - bytes.startIndex)
+            try state.take(bytes: line, line: lineNumber, offset: start - bytes.startIndex)
             start = end == bytes.endIndex ? end : end + 1
         }
         return try state.finish()
@@ -161,6 +160,33 @@ public enum M3U8Parser {
         mutating func markMaster() throws {
             if isMedia { throw fail("master playlist tag in a media playlist") }
             isMaster = true
+        }
+
+        static let extinf = Array("#EXTINF:".utf8)
+
+        /// One line as bytes: segment URIs and EXTINF (nearly every line of a long playlist) are
+        /// read straight from the bytes; other tags go through `take(_:)`.
+        mutating func take(bytes raw: ArraySlice<UInt8>, line: Int, offset: Int) throws {
+            var text = raw
+            while let first = text.first, first == 0x20 || first == 0x09 { text = text.dropFirst() }
+            while let last = text.last, last == 0x20 || last == 0x09 { text = text.dropLast() }
+            guard let first = text.first else { return }
+            if first != UInt8(ascii: "#") {
+                self.line = line
+                self.offset = offset
+                return try takeURI(String(decoding: text, as: UTF8.self))
+            }
+            if text.starts(with: Self.extinf) {
+                self.line = line
+                self.offset = offset
+                try markMedia()
+                var number = text.dropFirst(Self.extinf.count).prefix { $0 != UInt8(ascii: ",") }
+                while let last = number.last, last == 0x20 || last == 0x09 { number = number.dropLast() }
+                while let head = number.first, head == 0x20 || head == 0x09 { number = number.dropFirst() }
+                pendingDuration = try duration(bytes: number, "EXTINF")
+                return
+            }
+            try take(Substring(String(decoding: text, as: UTF8.self)), line: line, offset: offset)
         }
 
         mutating func take(_ text: Substring, line: Int, offset: Int) throws {
@@ -323,9 +349,14 @@ public enum M3U8Parser {
             return value
         }
 
+        func duration(bytes: ArraySlice<UInt8>, _ tag: String) throws -> Double {
+            try duration(Substring(String(decoding: bytes, as: UTF8.self)), tag)
+        }
+
         func duration(_ text: Substring, _ tag: String) throws -> Double {
             guard !text.isEmpty else { throw fail("\(tag) without a duration") }
-            guard text.count <= 32, text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "." || $0 == "-" || $0 == "+") }),
+            guard text.utf8.count <= 32,
+                  text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E || $0 == 0x2D || $0 == 0x2B }),
                   let value = Double(text), value.isFinite else {
                 throw fail("\(tag) duration '\(text.prefix(40))' is not a number")
             }
