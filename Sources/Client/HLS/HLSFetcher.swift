@@ -22,7 +22,12 @@ final class HLSFetcher {
     func get(_ location: String, range: Range<Int>? = nil, limit: Int) throws -> (bytes: [UInt8], base: String) {
         if let range, range.count > limit { throw SourceError.tooLarge(url: location, limit: limit) }
         if Self.isRemote(location) {
-            let body = try http.get(location, range: range, limit: limit)
+            var body = try http.get(location, range: range, limit: limit)
+            if body.bytes.isEmpty {
+                // A keep-alive connection that died inside the response head can end in an empty
+                // "complete" body (no length was seen): ask once more on a fresh connection.
+                body = try http.get(location, range: range, limit: limit)
+            }
             bytesRead += body.bytes.count
             return (body.bytes, body.effectiveURL)
         }

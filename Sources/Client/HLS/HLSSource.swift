@@ -113,14 +113,22 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
             throttle.finish(error: error, generation: generation)
         }
 
-        var media: HLSMediaPlaylist
-        do {
-            media = try loader.load(name)
-        } catch {
-            fail(error)
-            while !control.isStopped { control.waitForCommand(timeout: 1) }
-            return
+        var retryStarted: Date?
+        var backoff = 0.1
+        var loaded: HLSMediaPlaylist?
+        while loaded == nil && !control.isStopped {
+            do {
+                loaded = try loader.load(name)
+            } catch {
+                if let failure = error as? SourceError, Self.isTransient(failure),
+                   retry(&retryStarted, &backoff, failure, control: control) { continue }
+                fail(error)
+                while !control.isStopped { control.waitForCommand(timeout: 1) }
+                return
+            }
         }
+        guard var media = loaded else { return }
+        retryStarted = nil
         countBytes()
         publish(media)
         let playlist = media.playlist
@@ -142,8 +150,6 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
         var lastChanged = true
         /// When a live playlist last grew: one that stops growing is given up on.
         var lastGrowth = Date()
-        var retryStarted: Date?
-        var backoff = 0.1
 
         while !control.isStopped {
             if let target = control.takeSeek() {
@@ -186,10 +192,10 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
                 } catch SegmentInterrupted.byCommand {
                     continue
                 } catch let error as SourceError {
-                    if case .network = error, retry(&retryStarted, &backoff, error, control: control) { continue }
+                    if Self.isTransient(error), retry(&retryStarted, &backoff, error, control: control) { continue }
                     if case .httpStatus(404, _) = error, media.playlist.isLive {
-                        // Gone from the server's window already: reload and carry on from the window.
-                        say("\(error); reloading the playlist")
+                        // Gone from the server's window already: carry on with the next one.
+                        say("\(error); skipping the segment")
                         next += 1
                         continue
                     }
@@ -237,13 +243,22 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
                     + (fresh.playlist.endList ? ", ended" : "") + (lastChanged ? "" : " (unchanged)"))
                 if fresh.playlist.endList { publish(fresh) }
             } catch let error as SourceError {
-                if case .network = error, retry(&retryStarted, &backoff, error, control: control) { continue }
+                if Self.isTransient(error), retry(&retryStarted, &backoff, error, control: control) { continue }
                 fail(error)
                 while !control.isStopped { control.waitForCommand(timeout: 1) }
             } catch {
                 fail(error)
                 while !control.isStopped { control.waitForCommand(timeout: 1) }
             }
+        }
+    }
+
+    /// Failures worth retrying: the network, and server errors (5xx) that a CDN or a busy origin gives.
+    static func isTransient(_ error: SourceError) -> Bool {
+        switch error {
+        case .network: return true
+        case .httpStatus(let status, _): return status >= 500
+        default: return false
         }
     }
 
