@@ -78,6 +78,12 @@ enum HLSFixtures {
         }
     }
 
+    /// The media sequence number in a `--verbose` line "… hls: segment N (URL): …".
+    static func sequence(inSegmentLine line: Substring) -> Int? {
+        guard let range = line.range(of: "hls: segment ") else { return nil }
+        return Int(line[range.upperBound...].prefix { $0.isNumber })
+    }
+
     static func url(_ server: StreamdProcess, _ dir: URL, _ file: URL) -> String {
         let relative = String(file.path.dropFirst(dir.path.count + 1))
         return "\(server.baseURL)/media/" + (relative.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? relative)
@@ -563,7 +569,7 @@ final class LivePlaylistPublisher: @unchecked Sendable {
         #expect(reloads >= 4, "\(reloads) playlist reloads")
         // It joined three segments from the live edge of a 5-segment window: sequence first + 2.
         let firstLine = try #require(stderr.split(separator: "\n").first { $0.contains("hls: segment ") }, "\(stderr)")
-        let joined = try #require(Int(firstLine.split(separator: " ")[3]), "\(firstLine)")
+        let joined = try #require(HLSFixtures.sequence(inSegmentLine: firstLine), "\(firstLine)")
         let mediaLine = try #require(stderr.split(separator: "\n").first { $0.contains("live media playlist") })
         let sequence = try #require(Int(mediaLine.split(separator: " ").last ?? ""))
         #expect(joined == sequence + 2, "joined at \(joined), window starts at \(sequence)")
