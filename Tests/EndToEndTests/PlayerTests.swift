@@ -227,6 +227,41 @@ func sampleDifference(_ a: [Int16], _ b: [Int16]) -> String? {
         #expect(sampleDifference(decoded[0], decoded[1]) == nil, "the same samples whatever the moov's size")
     }
 
+    /// HE-AAC without an HE-AAC encoder (Debian has none): track.m4a's AudioSpecificConfig gets
+    /// explicit backward-compatible SBR signalling (sync extension 0x2B7, AOT 5, sbrPresent, 88.2 kHz).
+    /// libfaad2 and ffmpeg then both run the SBR tool over the LC core and output twice the rate.
+    @Test func heAACSignalling_outputsTwiceTheRate_matchesFFmpeg_trimsAndSeeksExactly() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var bytes = [UInt8](try Data(contentsOf: TestPaths.media.appendingPathComponent("track.m4a")))
+        let lcConfig: [UInt8] = [0x12, 0x10, 0x56, 0xE5, 0x00]      // LC 44.1 kHz stereo, sbrPresent = 0
+        let at = try #require(bytes.firstRange(of: lcConfig)).lowerBound
+        bytes[at + 4] = 0x88                                         // sbrPresent = 1, extension rate index 1 (88.2 kHz)
+        try Data(bytes).write(to: dir.appendingPathComponent("he.m4a"))
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        let url = "\(server.baseURL)/media/he.m4a"
+        let ours = dir.appendingPathComponent("ours.wav").path
+        let run = try runCommand(PlayerTests.streamplay, [url, "--output", "wav:\(ours)", "--stats"])
+        #expect(run.status == 0, "\(String(decoding: run.stderr, as: UTF8.self))")
+        let stats = try PlayerTests.stats(run.stdout)
+        #expect(stats["sample_rate"] as? Int == 88_200, "the format reports the SBR output rate")
+        // The edit list (1024 ticks of priming at the 44.1 kHz core rate) is 2048 output samples.
+        #expect(stats["frames_out"] as? Int == 52 * 88_200, "\(stats)")
+        let info = try runCommand(PlayerTests.streamplay, ["--info", url])
+        let facts = try PlayerTests.stats(info.stdout)
+        #expect(facts["sample_rate"] as? Int == 88_200 && facts["encoder_delay"] as? Int == 2048, "\(facts)")
+        let reference = dir.appendingPathComponent("ref.wav").path
+        try runCommand(try #require(which("ffmpeg")), ["-v", "error", "-y", "-i", dir.appendingPathComponent("he.m4a").path,
+                                                      "-f", "wav", reference])
+        let a = try wavSamples(reference), b = try wavSamples(ours)
+        #expect(Self.snr(a, b, offset: 0, channels: 2) >= 60, "SNR against ffmpeg's SBR decode")
+        #expect(abs(a.count - b.count) <= 2048 * 2, "lengths \(a.count) vs \(b.count)")
+        let part = dir.appendingPathComponent("part.wav").path
+        #expect(try runCommand(PlayerTests.streamplay, [url, "--output", "wav:\(part)", "--start", "12.5", "--duration", "2"]).status == 0)
+        let start = Int(12.5 * 88_200) * 2
+        #expect(sampleDifference(try wavSamples(part), Array(b[start..<(start + 2 * 88_200 * 2)])) == nil, "SBR seek is sample-exact")
+    }
+
     @Test func fragmentedM4A_matchesFFmpeg_andSeeksByIndexAndByMfra() throws {
         let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
         let dir = try PlayerTests.temporaryDirectory()
