@@ -328,6 +328,27 @@ enum HLSFixtures {
         }
     }
 
+    /// A video master playlist whose audio is an EXT-X-MEDIA rendition: the rendition plays.
+    @Test func audioRenditionOfAVideoVariant_isWhatPlays() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("mono-48k.mp3"), into: dir, name: "commentary")
+        _ = try HLSFixtures.hls(TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3"), into: dir, name: "main")
+        try """
+        #EXTM3U
+        #EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="aud",NAME="Commentary",DEFAULT=NO,URI="commentary/index.m3u8"
+        #EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="aud",NAME="Main",DEFAULT=YES,URI="main/index.m3u8"
+        #EXT-X-STREAM-INF:BANDWIDTH=2000000,CODECS="avc1.42e01e,mp4a.40.34",AUDIO="aud"
+        video/index.m3u8
+        """.write(to: dir.appendingPathComponent("master.m3u8"), atomically: true, encoding: .utf8)
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        let run = try play("\(server.baseURL)/media/master.m3u8", ["--duration", "1", "--verbose"],
+                           into: dir.appendingPathComponent("out.wav").path)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("audio rendition 'Main' of group aud"), "\(run.stderr)")
+        #expect(run.stats?["sample_rate"] as? Int == 44_100, "the DEFAULT=YES rendition (main, 44.1 kHz) played")
+    }
+
     @Test func byteRangePlaylist_ofOneTransportStream_isBitExact() throws {
         let dir = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
