@@ -502,6 +502,10 @@ enum HLSFixtures {
         try playlist(6).write(to: dir.appendingPathComponent("small.m3u8"), atomically: true, encoding: .utf8)
         try playlist(10_000).write(to: dir.appendingPathComponent("ten-thousand.m3u8"), atomically: true, encoding: .utf8)
         try playlist(200_000).write(to: dir.appendingPathComponent("too-many.m3u8"), atomically: true, encoding: .utf8)
+        // 17 MiB of comment lines: over the 16 MiB playlist limit before any parsing.
+        var huge = Data("#EXTM3U\n#EXT-X-TARGETDURATION:6\n".utf8)
+        huge.append(Data(repeating: UInt8(ascii: "#"), count: 17 << 20))
+        try huge.write(to: dir.appendingPathComponent("huge.m3u8"))
         let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
         let small = try measured(["\(server.baseURL)/media/small.m3u8", "--output", "null", "--duration", "3"], dir: dir)
         #expect(small.status == 0, "\(small.stderr)")
@@ -512,6 +516,10 @@ enum HLSFixtures {
         #expect(tooMany.status == 1)
         #expect(tooMany.stderr.contains("more than 100000 segments"), "\(tooMany.stderr)")
         #expect(tooMany.rssKiB - small.rssKiB < 64 * 1024, "a 200,000-segment playlist is refused in bounded memory (\(tooMany.rssKiB) KiB)")
+        let huge17 = try measured(["\(server.baseURL)/media/huge.m3u8", "--output", "null"], dir: dir)
+        #expect(huge17.status == 1)
+        #expect(huge17.stderr.contains("is larger than 16777216 bytes"), "\(huge17.stderr)")
+        #expect(huge17.rssKiB - small.rssKiB < 40 * 1024, "a 17 MiB playlist is refused in bounded memory (\(huge17.rssKiB) KiB)")
     }
 }
 

@@ -10,6 +10,8 @@ public enum SourceError: Error, CustomStringConvertible, Sendable {
     case changed(url: String)
     /// A local file could not be read.
     case file(String)
+    /// A request that retrying cannot fix: unknown host, bad URL, unsupported scheme, redirect loop.
+    case unreachable(String)
     /// A response body (a playlist, a segment) was larger than the limit for it.
     case tooLarge(url: String, limit: Int)
     /// An HLS playlist or segment is malformed, hostile or unsupported (bad input).
@@ -18,7 +20,7 @@ public enum SourceError: Error, CustomStringConvertible, Sendable {
     public var description: String {
         switch self {
         case let .httpStatus(status, url): return "source: HTTP \(status) for \(url)"
-        case let .network(why): return "source: \(why)"
+        case let .network(why), let .unreachable(why): return "source: \(why)"
         case let .changed(url): return "source: \(url.isEmpty ? "the file" : url) changed on the server while playing"
         case let .file(why): return "source: \(why)"
         case let .tooLarge(url, limit): return "source: \(url) is larger than \(limit) bytes"

@@ -214,7 +214,15 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         ccurl_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &effective)
         let finalURL = effective.map { String(cString: $0) } ?? url
         if collector.overflowed { throw SourceError.tooLarge(url: url, limit: limit) }
-        guard code == CURLE_OK else { throw SourceError.network("\(url): \(String(cString: curl_easy_strerror(code)))") }
+        guard code == CURLE_OK else {
+            let why = "\(url): \(String(cString: curl_easy_strerror(code)))"
+            switch code {
+            case CURLE_COULDNT_RESOLVE_HOST, CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_TOO_MANY_REDIRECTS:
+                throw SourceError.unreachable(why)
+            default:
+                throw SourceError.network(why)
+            }
+        }
         guard status == 200 || status == 206 else { throw SourceError.httpStatus(status, url: url) }
         var bytes = collector.bytes
         if let range, status == 200 {
