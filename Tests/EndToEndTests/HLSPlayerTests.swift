@@ -289,6 +289,36 @@ enum HLSFixtures {
         }
     }
 
+    /// `-hls_flags round_durations` writes whole-second EXTINF (version 2): the segments' own
+    /// timestamps (TS PTS, fMP4 tfdt) place the seek, still on the exact sample.
+    @Test func seekWithWholeSecondEXTINF_usesTheSegmentsTimestamps() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let mp3 = TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3"), m4a = TestPaths.media.appendingPathComponent("track.m4a")
+        let rounded = ["-hls_flags", "round_durations"]
+        let playlists = [try HLSFixtures.hls(mp3, into: dir, name: "mp3-ts", extra: rounded),
+                         try HLSFixtures.hls(m4a, into: dir, name: "aac-ts", extra: rounded),
+                         try HLSFixtures.hls(m4a, into: dir, name: "aac-fmp4", fmp4: true, extra: rounded)]
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        for playlist in playlists {
+            let label = playlist.deletingLastPathComponent().lastPathComponent
+            #expect(try String(contentsOf: playlist, encoding: .utf8).contains("#EXTINF:6,"), "\(label): whole-second EXTINF")
+            let url = HLSFixtures.url(server, dir, playlist)
+            let full = dir.appendingPathComponent("full.wav").path, part = dir.appendingPathComponent("part.wav").path
+            #expect(try play(url, into: full).status == 0)
+            let all = try wavSamples(full)
+            for start in [20.0, 41.0] where start < Double(all.count / 2) / 44_100 - 4 {
+                let run = try play(url, ["--start", "\(start)", "--duration", "3", "--verbose"], into: part)
+                #expect(run.status == 0, "\(run.stderr)")
+                #expect(run.stderr.contains("by its timestamps"), "\(label): the segment start was measured")
+                let span = try wavSamples(part)
+                let first = Int((start * 44_100).rounded()) * 2
+                #expect(span.count == 3 * 44_100 * 2)
+                #expect(Array(all[first..<(first + span.count)]) == span, "\(label) --start \(start): exact samples")
+            }
+        }
+    }
+
     @Test func masterPlaylist_choosesTheVariantThatFits() throws {
         let dir = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

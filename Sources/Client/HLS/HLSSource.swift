@@ -44,6 +44,13 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
     private var _failure: Error?
     /// Live playlist reloads so far.
     private var _reloads = 0
+    /// The VOD playlist, for measuring segment starts from their timestamps (decode thread).
+    private var _vod: HLSMediaPlaylist?
+    /// Segment start timestamps measured so far, in seconds of the media's clock, and the
+    /// fMP4 track timescale; touched only by the decode thread (seeks).
+    private var measured: [Int: Double] = [:]
+    private var fmp4Track: (timescale: Int, trackID: Int)?
+    private var probeFetcher: HLSFetcher?
 
     public init(url: String, options: HLSOptions = HLSOptions(), http: HTTPSourceOptions = HTTPSourceOptions()) {
         self.name = url
@@ -91,8 +98,77 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
                                    targetDuration: media.playlist.targetDuration)
         lock.withLock {
             _timeline = timeline
+            if !media.playlist.isLive { _vod = media }
             lock.broadcast()
         }
+    }
+
+    /// Where segment `index` starts, in seconds after the first segment's start, from the
+    /// timestamps the segments carry (TS PTS, the packed-audio ID3 timestamp, fMP4 tfdt); nil
+    /// when they do not tell. EXTINF sums are only as exact as the playlist writes them (whole
+    /// seconds before version 3): this reads the first bytes of segments 0 and `index` instead.
+    /// Called from the decode thread when seeking.
+    public func measuredStart(ofSegment index: Int) -> Double? {
+        guard let media = lock.withLock({ _vod }), index >= 0, index < media.playlist.segments.count else { return nil }
+        if index == 0 { return 0 }
+        guard let origin = timestamp(ofSegment: 0, media: media), let start = timestamp(ofSegment: index, media: media) else {
+            return nil
+        }
+        return start - origin
+    }
+
+    /// The media time (seconds) of segment `index`'s first sample, from its first 16 KiB.
+    private func timestamp(ofSegment index: Int, media: HLSMediaPlaylist) -> Double? {
+        if let known = measured[index] { return known }
+        let fetcher = probeFetcher ?? HLSFetcher(options: http, origin: name)
+        probeFetcher = fetcher
+        let segment = media.playlist.segments[index]
+        let url = HLSFetcher.resolve(segment.uri, against: media.base)
+        let head = 16 * 1024
+        let range = segment.byteRange.map { $0.lowerBound..<min($0.upperBound, $0.lowerBound + head) } ?? 0..<head
+        guard let bytes = try? fetcher.get(url, range: range, limit: head).bytes, !bytes.isEmpty else { return nil }
+        var seconds: Double?
+        switch try? HLSSegmentUnpacker.kind(of: bytes[...], label: url) {
+        case .transportStream:
+            var demuxer = TSDemuxer()
+            let whole = bytes.count / TSDemuxer.packetSize * TSDemuxer.packetSize
+            seconds = (try? demuxer.demux(bytes[0..<whole]))?.firstPTS.map { Double($0) / 90_000 }
+        case .packedAudio:
+            seconds = (try? PackedAudioTag.parse(bytes[...]))??.timestamp.map { Double($0) / 90_000 }
+        case .fragmentedMP4:
+            guard let track = fmp4Track(segment.map, media: media, fetcher: fetcher), track.timescale > 0 else { return nil }
+            seconds = Self.firstDecodeTime(bytes, trackID: track.trackID).map { Double($0) / Double(track.timescale) }
+        case nil:
+            return nil
+        }
+        if let seconds { measured[index] = seconds }
+        return seconds
+    }
+
+    /// The audio track's timescale (tfdt counts in it) and ID, from the init section.
+    private func fmp4Track(_ map: M3U8Map?, media: HLSMediaPlaylist, fetcher: HLSFetcher) -> (timescale: Int, trackID: Int)? {
+        if let fmp4Track { return fmp4Track }
+        guard let map,
+              let bytes = try? fetcher.get(HLSFetcher.resolve(map.uri, against: media.base), range: map.byteRange,
+                                           limit: options.maxSegmentBytes).bytes,
+              let moov = (try? MP4TopLevel.scan(prefix: bytes[...], fileSize: bytes.count))?.0.moovRange,
+              let track = (try? MP4Movie.parse(moov: bytes[moov]))?.audio else { return nil }
+        fmp4Track = (track.timescale, track.trackID)
+        return fmp4Track
+    }
+
+    /// baseMediaDecodeTime of the first moof's traf for `trackID` in the bytes.
+    static func firstDecodeTime(_ bytes: [UInt8], trackID: Int) -> Int? {
+        var offset = 0
+        while let header = try? MP4BoxHeader.parse(bytes[...], at: offset), let size = header.size, size >= header.headerSize {
+            if header.type == "moof" {
+                guard offset + size <= bytes.count else { return nil }
+                return (try? MP4Fragment.parse(moof: bytes[offset..<(offset + size)], at: offset, trackID: trackID,
+                                               defaults: nil))?.baseMediaDecodeTime
+            }
+            offset += size
+        }
+        return nil
     }
 
     public func run(into throttle: Throttle, from start: Int, control: SourceControl) {

@@ -64,8 +64,22 @@ extension Player {
             let mid = (low + high) / 2
             if firstUnit(mid) <= unit { low = mid + 1 } else { high = mid }
         }
-        let index = max(0, low - 1)
-        return (timeline.segmentStarts.isEmpty ? 0 : firstUnit(index), index)
+        var index = max(0, low - 1)
+        guard !timeline.segmentStarts.isEmpty else { return (0, 0) }
+        // The segments' own timestamps are exact where EXTINF may be rounded: measure the chosen
+        // segment's start, and step back while it begins after the unit wanted.
+        for _ in 0..<4 {
+            guard let seconds = hls.measuredStart(ofSegment: index) else { break }
+            let measured = Int((seconds * unitsPerSecond).rounded())
+            if measured <= unit || index == 0 {
+                if measured != firstUnit(index) {
+                    log("parser", "segment \(index) starts at unit \(measured) by its timestamps (EXTINF says \(firstUnit(index)))")
+                }
+                return (max(0, measured), index)
+            }
+            index -= 1
+        }
+        return (firstUnit(index), index)
     }
 
     private func loadFrameTable(_ plan: StreamPlan, around seconds: Double?) -> FrameTable? {
