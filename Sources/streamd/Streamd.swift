@@ -3,12 +3,21 @@ import Foundation
 import Logging
 import StreamServer
 
-/// streamd: hosts a music folder over HTTP.
+/// streamd: hosts a music folder over HTTP (the default command), or packages it as static HLS.
 @main
 struct Streamd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "streamd",
-        abstract: "Serve a music folder over HTTP: files with Range support, a catalog, seek indexes and a web player.")
+        abstract: "Serve a music folder over HTTP: files with Range support, a catalog, seek indexes, HLS and a web player.",
+        subcommands: [Serve.self, Package.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// `streamd [DIR] [options]`: the server.
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve a music folder over HTTP (the default: `streamd DIR` is `streamd serve DIR`).")
 
     @Argument(help: "The music folder to serve.")
     var folder: String = "media"
@@ -27,12 +36,30 @@ struct Streamd: ParsableCommand {
 
     @Flag(help: "No access log.")
     var quiet = false
+
+    @Flag(inversion: .prefixedNo, help: "Serve HLS playlists and segments under /hls/ (on by default).")
+    var hls = true
+
+    @Option(help: "Memory for generated HLS segments, in MiB (least recently used go first; 0 caches nothing).")
+    var hlsCacheMb: Int = 64
+
+    @Option(help: ArgumentHelp("Publish the track at PATH as a looping live HLS stream at /live/NAME/index.m3u8 (repeatable).",
+                               valueName: "NAME=PATH"))
+    var live: [String] = []
 }
 
-extension Streamd {
+extension Serve {
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+        guard (0...65536).contains(hlsCacheMb) else { throw ValidationError("--hls-cache-mb must be 0...65536") }
+        for spec in live {
+            guard let eq = spec.firstIndex(of: "="), HLSLiveSource.isValidName(String(spec[..<eq])),
+                  spec.index(after: eq) < spec.endIndex else {
+                throw ValidationError("--live takes NAME=PATH with a NAME of letters, digits, '-' and '_'")
+            }
+        }
+        if !live.isEmpty && !hls { throw ValidationError("--live needs HLS: drop --no-hls") }
     }
 
     func run() throws {
@@ -51,7 +78,22 @@ extension Streamd {
         let warnLogger = logger
         catalog.warn = { warnLogger.warning("\($0)") }
         catalog.scan()
-        let router = Router(resolver: resolver, catalog: catalog)
+        var hlsService: HLSService?
+        if hls {
+            var sources: [HLSLiveSource] = []
+            for spec in live {
+                guard let eq = spec.firstIndex(of: "=") else { continue }
+                let name = String(spec[..<eq]), path = String(spec[spec.index(after: eq)...])
+                do {
+                    sources.append(try HLSLiveSource(name: name, path: path))
+                } catch {
+                    FileHandle.standardError.write(Data("streamd: --live \(name): \(path): \(error)\n".utf8))
+                    throw ExitCode(1)
+                }
+            }
+            hlsService = HLSService(catalog: catalog, cacheBytes: hlsCacheMb << 20, live: sources)
+        }
+        let router = Router(resolver: resolver, catalog: catalog, hls: hlsService)
 
         var config = HTTPServerConfiguration()
         config.host = host
@@ -90,6 +132,43 @@ extension Streamd {
             logger.info("shutting down")
             server.shutdown()
             return
+        }
+    }
+}
+
+/// `streamd package DIR --out OUT`: the HLS playlists and segments as static files.
+struct Package: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write every track's HLS playlists and segments, and an index.html, as static files any web server can serve.")
+
+    @Argument(help: "The music folder to package.")
+    var folder: String
+
+    @Option(help: "The output folder (created when missing).")
+    var out: String
+
+    @Flag(help: "Only errors on stderr.")
+    var quiet = false
+}
+
+extension Package {
+    func run() throws {
+        guard let resolver = PathResolver(folder: folder) else {
+            FileHandle.standardError.write(Data("streamd: no such folder: \(folder)\n".utf8))
+            throw ExitCode(1)
+        }
+        let catalog = Catalog(resolver: resolver)
+        catalog.warn = { FileHandle.standardError.write(Data("streamd: \($0)\n".utf8)) }
+        catalog.scan()
+        do {
+            let report = try HLSPackager.package(catalog: catalog, out: out) { line in
+                if !quiet { FileHandle.standardError.write(Data("streamd: \(line)\n".utf8)) }
+            }
+            print("packaged \(report.tracks) tracks, \(report.segments) segments, \(report.bytes) bytes into \(out)")
+            if report.skipped > 0 { print("skipped \(report.skipped) tracks (see stderr)") }
+        } catch {
+            FileHandle.standardError.write(Data("streamd: package: \(error)\n".utf8))
+            throw ExitCode(1)
         }
     }
 }

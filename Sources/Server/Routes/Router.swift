@@ -4,10 +4,13 @@ import StreamShared
 public final class Router: Sendable {
     public let resolver: PathResolver
     public let catalog: Catalog
+    /// The HLS routes; nil when streamd runs with `--no-hls`.
+    public let hls: HLSService?
 
-    public init(resolver: PathResolver, catalog: Catalog) {
+    public init(resolver: PathResolver, catalog: Catalog, hls: HLSService? = nil) {
         self.resolver = resolver
         self.catalog = catalog
+        self.hls = hls
     }
 
     /// The request handler for `HTTPServer`.
@@ -31,6 +34,12 @@ public final class Router: Sendable {
             // ?t=SECONDS narrows the table to the points just around that time (a client seeking).
             let around = request.queryValue("t").flatMap(Double.init).flatMap { $0.isFinite ? $0 : nil }
             return index(relative: path.dropFirst("/api/index/".count), around: around)
+        }
+        if let hls, path.hasPrefix("/hls/") {
+            return hls.vod(request, rest: path.dropFirst("/hls/".count))
+        }
+        if let hls, path.hasPrefix("/live/") {
+            return hls.live(request, rest: path.dropFirst("/live/".count))
         }
         return .error(404, "not found")
     }

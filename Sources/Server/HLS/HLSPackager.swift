@@ -1,0 +1,133 @@
+import Foundation
+import StreamShared
+
+/// `streamd package`: writes what the HLS routes serve as static files, laid out like streamd's
+/// URLs (`hls/<path>/…` and `media/<path>`), so any web server or CDN can serve the folder.
+public enum HLSPackager {
+    /// What a package run wrote.
+    public struct Report: Sendable {
+        public var tracks = 0
+        public var segments = 0
+        public var bytes = 0
+        public var skipped = 0
+    }
+
+    /// Packages every track of `catalog` into `out`; `log` gets one line per skipped track.
+    public static func package(catalog: Catalog, out: String, log: (String) -> Void = { _ in }) throws -> Report {
+        let fm = FileManager.default
+        let root = URL(fileURLWithPath: out, isDirectory: true)
+        try fm.createDirectory(at: root, withIntermediateDirectories: true)
+        // Refuse to write into the library itself: the catalog would pick up the segments next time.
+        let outReal = root.resolvingSymlinksInPath().path
+        if outReal == catalog.resolver.root || outReal.hasPrefix(catalog.resolver.root + "/") {
+            throw HLSError.invalid("the output folder may not be inside the music folder")
+        }
+        var report = Report()
+        var listed: [(entry: CatalogEntry, plan: HLSTrackPlan)] = []
+        for entry in catalog.tracks() {
+            let plan: HLSTrackPlan
+            let file: OpenFile
+            do {
+                file = try OpenFile(path: entry.absolutePath)
+                let analysis = file.etag == entry.etag ? entry.analysis : try TrackAnalyzer.analyze(file)
+                plan = try HLSTrackPlan.make(file: file, etag: file.etag, analysis: analysis)
+            } catch {
+                log("skipping \(entry.path): \(error)")
+                report.skipped += 1
+                continue
+            }
+            let folder = root.appendingPathComponent("hls").appendingPathComponent(entry.path, isDirectory: true)
+            try fm.createDirectory(at: folder, withIntermediateDirectories: true)
+            func write(_ name: String, _ bytes: [UInt8]) throws {
+                try Data(bytes).write(to: folder.appendingPathComponent(name))
+                report.bytes += bytes.count
+            }
+            try write("index.m3u8", Array(plan.mediaPlaylist(query: "").render().utf8))
+            try write("master.m3u8", Array(plan.masterPlaylist(query: "").render().utf8))
+            if let initSegment = plan.initSegment { try write("init.mp4", initSegment) }
+            for i in plan.spans.indices {
+                try write(plan.segmentName(i), try plan.segment(i, from: file))
+                report.segments += 1
+            }
+            // The original file beside the segments, for the byte-range playlist and for download.
+            let original = root.appendingPathComponent("media").appendingPathComponent(entry.path)
+            try fm.createDirectory(at: original.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try? fm.removeItem(at: original)
+            if (try? fm.linkItem(atPath: entry.absolutePath, toPath: original.path)) == nil {
+                try fm.copyItem(atPath: entry.absolutePath, toPath: original.path)
+            }
+            if plan.supportsByteRanges {
+                let depth = entry.path.split(separator: "/").count + 1
+                let uri = String(repeating: "../", count: depth) + "media/" + PathResolver.percentEncode(entry.path)
+                try write("byterange.m3u8", Array(plan.byteRangePlaylist(fileURI: uri).render().utf8))
+            }
+            report.tracks += 1
+            listed.append((entry, plan))
+        }
+        try Data(indexPage(listed).utf8).write(to: root.appendingPathComponent("index.html"))
+        return report
+    }
+
+    /// The page: one player per track, native HLS where the browser has it, else a small
+    /// Media Source Extensions player that appends the segments in order.
+    static func indexPage(_ tracks: [(entry: CatalogEntry, plan: HLSTrackPlan)]) -> String {
+        func escape(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        }
+        var rows = ""
+        for (entry, plan) in tracks {
+            let base = "hls/" + PathResolver.percentEncode(entry.path) + "/"
+            let mime = plan.kind == .fmp4 ? "audio/mp4; codecs=\"\(plan.codec)\"" : plan.segmentContentType
+            rows += """
+            <li><div class="title">\(escape(entry.displayTitle))</div>
+            <div class="meta">\(escape(entry.analysis.tags.artist ?? "")) · \(Int(entry.analysis.durationSeconds.rounded())) s · \(escape(plan.codec))</div>
+            <audio controls preload="none" data-master="\(escape(base))master.m3u8" data-index="\(escape(base))index.m3u8" data-mime="\(escape(mime))"></audio></li>
+
+            """
+        }
+        return """
+        <!DOCTYPE html>
+        <html lang="en"><head><meta charset="utf-8"><title>streamd HLS package</title>
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <style>body{font-family:sans-serif;max-width:48rem;margin:2rem auto;padding:0 1rem}
+        li{list-style:none;margin:0 0 1.2rem}.meta{color:#666;font-size:.9rem}audio{width:100%}</style></head>
+        <body><h1>Library (HLS)</h1><ul>
+        \(rows)</ul>
+        <script>
+        // Native HLS (Safari, iOS, recent Chrome) plays the master playlist; elsewhere Media Source
+        // Extensions get the segments of the media playlist, one after another.
+        async function feed(audio) {
+          const source = new MediaSource();
+          audio.src = URL.createObjectURL(source);
+          await new Promise(r => source.addEventListener('sourceopen', r, {once: true}));
+          const base = new URL(audio.dataset.index, location.href);
+          if (audio.paused) await new Promise(r => audio.addEventListener('play', r, {once: true}));
+          const text = await (await fetch(base)).text();
+          const uris = [];
+          for (const line of text.split('\\n')) {
+            const map = line.match(/^#EXT-X-MAP:URI="([^"]+)"/);
+            if (map) uris.push(map[1]);
+            else if (line && !line.startsWith('#')) uris.push(line.trim());
+          }
+          const buffer = source.addSourceBuffer(audio.dataset.mime);
+          if (!audio.dataset.mime.includes('mp4')) buffer.mode = 'sequence';
+          for (const uri of uris) {
+            const bytes = await (await fetch(new URL(uri, base))).arrayBuffer();
+            // Stay at most 60 s ahead of the playhead.
+            while (buffer.buffered.length && buffer.buffered.end(0) - audio.currentTime > 60)
+              await new Promise(r => setTimeout(r, 500));
+            buffer.appendBuffer(bytes);
+            await new Promise(r => buffer.addEventListener('updateend', r, {once: true}));
+          }
+          source.endOfStream();
+        }
+        for (const audio of document.querySelectorAll('audio[data-master]')) {
+          if (audio.canPlayType('application/vnd.apple.mpegurl')) audio.src = audio.dataset.master;
+          else if (window.MediaSource && MediaSource.isTypeSupported(audio.dataset.mime)) feed(audio).catch(e => console.error(e));
+        }
+        </script></body></html>
+
+        """
+    }
+}

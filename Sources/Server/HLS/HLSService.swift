@@ -1,0 +1,184 @@
+import Foundation
+import StreamShared
+
+/// The HLS routes of streamd: VOD playlists and segments under `/hls/<path>/`, live loops under `/live/<name>/`.
+public final class HLSService: Sendable {
+    public let catalog: Catalog
+    /// Generated segments, bounded by `--hls-cache-mb`.
+    public let cache: LRUByteCache
+    private let plans = PlanCache(limit: 128)
+    private let live: [String: HLSLiveSource]
+
+    static let playlistType = "application/vnd.apple.mpegurl"
+    static let immutable = "public, max-age=31536000, immutable"
+
+    public init(catalog: Catalog, cacheBytes: Int, live: [HLSLiveSource] = []) {
+        self.catalog = catalog
+        self.cache = LRUByteCache(capacityBytes: cacheBytes)
+        self.live = Dictionary(live.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    // MARK: VOD
+
+    /// `GET /hls/<path>/<name>`: `rest` is what follows `/hls/`, still percent-encoded.
+    public func vod(_ request: HTTPRequest, rest: Substring) -> HTTPResponse {
+        guard let slash = rest.lastIndex(of: "/") else { return .error(404, "not found") }
+        let trackPart = rest[..<slash]
+        let name = String(rest[rest.index(after: slash)...])
+        let absolute: String
+        do {
+            absolute = try catalog.resolver.resolve(encoded: trackPart)
+        } catch .malformed {
+            return .error(400, "bad path")
+        } catch .outsideRoot {
+            return .error(403, "forbidden")
+        } catch {
+            return .error(404, "not found")
+        }
+        let file: OpenFile
+        do {
+            file = try OpenFile(path: absolute)
+        } catch {
+            return .error(404, "not found")
+        }
+        let plan: HLSTrackPlan
+        do {
+            plan = try self.plan(for: absolute, file: file)
+        } catch {
+            return .error(422, "\(error)")
+        }
+        let version = request.queryValue("v")
+        switch name {
+        case "index.m3u8":
+            if request.queryValue("byterange") == "1" {
+                guard plan.supportsByteRanges, let relative = catalog.resolver.relative(absolute) else {
+                    return .error(422, "byte-range playlists are for MP3 and ADTS tracks")
+                }
+                // From /hls/<path>/index.m3u8 back to /media/<path>: one ".." per path component, plus one for "hls".
+                let depth = relative.split(separator: "/").count + 1
+                let uri = String(repeating: "../", count: depth) + "media/" + PathResolver.percentEncode(relative)
+                return playlist(request, plan.byteRangePlaylist(fileURI: uri).render(), plan: plan)
+            }
+            return playlist(request, plan.mediaPlaylist(query: "?v=" + plan.version).render(), plan: plan)
+        case "master.m3u8":
+            return playlist(request, plan.masterPlaylist(query: "").render(), plan: plan)
+        case "init.mp4":
+            guard let initSegment = plan.initSegment else { return .error(404, "no init segment: not an fMP4 track") }
+            if let version, version != plan.version { return .error(404, "init segment of an older version of the file") }
+            return Self.respond(request, initSegment, contentType: "audio/mp4", etag: "\"\(plan.version)-init\"",
+                                cacheControl: Self.immutable)
+        default:
+            guard let index = Self.segmentIndex(name, extension: plan.segmentExtension), index < plan.spans.count else {
+                return .error(404, "no such segment")
+            }
+            if let version, version != plan.version { return .error(404, "segment of an older version of the file") }
+            let key = "vod|\(absolute)|\(plan.version)|\(index)"
+            do {
+                let bytes = try cache.value(for: key) { try plan.segment(index, from: file) }
+                return Self.respond(request, bytes, contentType: plan.segmentContentType,
+                                    etag: "\"\(plan.version)-\(index)\"", cacheControl: Self.immutable)
+            } catch {
+                return .error(500, "segment \(index): \(error)")
+            }
+        }
+    }
+
+    /// The plan for a file, reused while its ETag stays the same.
+    func plan(for absolute: String, file: OpenFile) throws -> HLSTrackPlan {
+        if let plan = plans.get(absolute), plan.fileETag == file.etag { return plan }
+        // The catalog's analysis is reused when it describes these very bytes; a file changed in
+        // place (same folder mtime) is analyzed again here.
+        let analysis: TrackAnalysis
+        if let entry = catalog.entry(forAbsolutePath: absolute), entry.etag == file.etag {
+            analysis = entry.analysis
+        } else {
+            analysis = try TrackAnalyzer.analyze(file)
+        }
+        let plan = try HLSTrackPlan.make(file: file, etag: file.etag, analysis: analysis)
+        plans.put(absolute, plan)
+        return plan
+    }
+
+    private func playlist(_ request: HTTPRequest, _ text: String, plan: HLSTrackPlan) -> HTTPResponse {
+        let bytes = Array(text.utf8)
+        let etag = "\"\(plan.version)-\(HLSTrackPlan.versionToken(text))\""
+        return Self.respond(request, bytes, contentType: Self.playlistType, etag: etag, cacheControl: "no-cache")
+    }
+
+    /// "seg-12.mp3" → 12; nil for anything else (signs, leading zeros, huge numbers, other extensions).
+    static func segmentIndex(_ name: String, extension ext: String) -> Int? {
+        guard name.hasPrefix("seg-"), name.hasSuffix("." + ext) else { return nil }
+        let digits = name.dropFirst(4).dropLast(ext.count + 1)
+        guard !digits.isEmpty, digits.count <= 9, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
+              digits == "0" || !digits.hasPrefix("0") else { return nil }
+        return Int(digits)
+    }
+
+    /// A generated body with a strong ETag; 304 when the client already has it.
+    static func respond(_ request: HTTPRequest, _ bytes: [UInt8], contentType: String, etag: String,
+                        cacheControl: String) -> HTTPResponse {
+        let headers = [("ETag", etag), ("Cache-Control", cacheControl), ("Access-Control-Allow-Origin", "*")]
+        if let ifNoneMatch = request.header("If-None-Match"),
+           ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingCharacters(in: " \t") == etag || $0.trimmingCharacters(in: " \t") == "*" }) {
+            return HTTPResponse(status: 304, headers: headers)
+        }
+        return .bytes(200, bytes, contentType: contentType, extraHeaders: headers)
+    }
+
+    // MARK: Live
+
+    /// `GET /live/<name>/<file>`.
+    public func live(_ request: HTTPRequest, rest: Substring) -> HTTPResponse {
+        let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let source = live[String(parts[0])] else { return .error(404, "no such live stream") }
+        let name = String(parts[1])
+        let now = monotonicNanos()
+        switch name {
+        case "index.m3u8":
+            let text = source.playlist(atNanos: now).render()
+            let etag = "\"live-\(HLSTrackPlan.versionToken(text))\""
+            return Self.respond(request, Array(text.utf8), contentType: Self.playlistType, etag: etag, cacheControl: "no-cache")
+        case "master.m3u8":
+            let text = source.plan.masterPlaylist(query: "").render()
+            return Self.respond(request, Array(text.utf8), contentType: Self.playlistType,
+                                etag: "\"live-\(HLSTrackPlan.versionToken(text))\"", cacheControl: "no-cache")
+        case "init.mp4":
+            guard let initSegment = source.plan.initSegment else { return .error(404, "no init segment") }
+            return Self.respond(request, initSegment, contentType: "audio/mp4", etag: "\"\(source.plan.version)-init\"",
+                                cacheControl: Self.immutable)
+        default:
+            guard let sequence = Self.segmentIndex(name, extension: source.plan.segmentExtension),
+                  source.isServable(sequence, atNanos: now) else {
+                return .error(404, "no such live segment")
+            }
+            let key = "live|\(source.name)|\(source.plan.version)|\(sequence)"
+            do {
+                let bytes = try cache.value(for: key) { try source.segment(sequence) }
+                return Self.respond(request, bytes, contentType: source.plan.segmentContentType,
+                                    etag: "\"\(source.plan.version)-live-\(sequence)\"", cacheControl: Self.immutable)
+            } catch {
+                return .error(500, "live segment \(sequence): \(error)")
+            }
+        }
+    }
+}
+
+/// A few recent plans by path (count-bounded; the oldest insert goes first).
+private final class PlanCache: @unchecked Sendable {
+    // @unchecked: all state is behind `lock`.
+    private let lock = NSLock()
+    private var plans: [String: HLSTrackPlan] = [:]
+    private var order: [String] = []
+    private let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    func get(_ key: String) -> HLSTrackPlan? { lock.withLock { plans[key] } }
+
+    func put(_ key: String, _ plan: HLSTrackPlan) {
+        lock.withLock {
+            if plans.updateValue(plan, forKey: key) == nil { order.append(key) }
+            while order.count > limit { plans.removeValue(forKey: order.removeFirst()) }
+        }
+    }
+}

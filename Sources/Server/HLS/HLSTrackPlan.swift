@@ -1,0 +1,310 @@
+import StreamShared
+
+/// Why a track cannot be offered as HLS.
+public enum HLSError: Error, CustomStringConvertible, Equatable {
+    /// The container has no HLS segment format here (WAV).
+    case unsupported(String)
+    /// The file's tables do not describe a usable stream.
+    case invalid(String)
+
+    public var description: String {
+        switch self {
+        case .unsupported(let why): return "HLS not available: \(why)"
+        case .invalid(let why): return "HLS: \(why)"
+        }
+    }
+}
+
+/// The MP4 sample table flattened for segmenting: where each sample is and when it decodes.
+struct MP4SampleRun: Sendable {
+    var offsets: [Int]
+    var sizes: [Int]
+    /// Decode time of each sample, plus the end time of the last one (count + 1 entries).
+    var times: [Int]
+
+    /// Walks stsc/stco/stsz/stts once (O(samples)); stops where the tables stop covering samples.
+    init(track: MP4AudioTrack, maxSamples: Int = 20_000_000) throws(HLSError) {
+        let wanted = min(track.sampleCount, maxSamples)
+        guard track.sampleCount <= maxSamples else { throw .invalid("\(track.sampleCount) samples is more than this server segments") }
+        offsets = []
+        sizes = []
+        offsets.reserveCapacity(wanted)
+        sizes.reserveCapacity(wanted)
+        var sample = 0
+        chunks: for (i, run) in track.sampleToChunk.enumerated() where run.samplesPerChunk > 0 && run.firstChunk >= 1 {
+            let nextFirst = i + 1 < track.sampleToChunk.count ? track.sampleToChunk[i + 1].firstChunk : track.chunkOffsets.count + 1
+            var chunk = run.firstChunk
+            while chunk < nextFirst, chunk <= track.chunkOffsets.count {
+                var offset = track.chunkOffsets[chunk - 1]
+                for _ in 0..<run.samplesPerChunk {
+                    guard sample < wanted, let size = track.size(ofSample: sample) else { break chunks }
+                    offsets.append(offset)
+                    sizes.append(size)
+                    offset = offset &+ size
+                    sample += 1
+                }
+                chunk += 1
+            }
+        }
+        times = [0]
+        times.reserveCapacity(offsets.count + 1)
+        var time = 0
+        for run in track.timeToSample where run.count > 0 {
+            for _ in 0..<run.count {
+                guard times.count <= offsets.count else { break }
+                time = time &+ max(0, run.delta)
+                times.append(time)
+            }
+        }
+        // Samples the time table does not cover are dropped with it.
+        let count = min(offsets.count, times.count - 1)
+        offsets.removeLast(offsets.count - count)
+        sizes.removeLast(sizes.count - count)
+        guard count > 0 else { throw .invalid("the MP4 sample tables hold no samples") }
+    }
+}
+
+/// How one track is cut into HLS segments, from its seek index (MP3, ADTS) or sample table (MP4).
+/// Segments are whole frames copied from the file: nothing is re-encoded.
+public struct HLSTrackPlan: Sendable {
+    public enum Kind: Sendable, Equatable {
+        /// Packed audio (RFC 8216 section 3.4): the frames with an ID3 timestamp in front.
+        case packedMP3, packedAAC
+        /// Fragmented MP4 (section 3.3): an init segment and moof/mdat fragments.
+        case fmp4
+    }
+
+    /// The longest segment wanted (EXT-X-TARGETDURATION of the VOD playlists).
+    public static let targetSeconds = 6
+
+    public let kind: Kind
+    /// The file's strong ETag when the plan was made; segments of another version are refused.
+    public let fileETag: String
+    /// Short token naming this version of the file in segment URLs.
+    public let version: String
+    /// Segment spans: byte offsets (packed audio) or sample numbers (fMP4).
+    public let spans: [HLSSegmentSpan]
+    public let targetDuration: Int
+    /// RFC 6381 codec string for the master playlist.
+    public let codec: String
+    /// Byte range of the audio frames in the file (packed audio).
+    public let audioRange: Range<Int>
+    /// The fMP4 init segment.
+    public let initSegment: [UInt8]?
+    let samples: MP4SampleRun?
+    public let timescale: Int
+
+    /// File extension of the media segments.
+    public var segmentExtension: String {
+        switch kind {
+        case .packedMP3: return "mp3"
+        case .packedAAC: return "aac"
+        case .fmp4: return "m4s"
+        }
+    }
+
+    /// Content-Type of the media segments.
+    public var segmentContentType: String {
+        switch kind {
+        case .packedMP3: return "audio/mpeg"
+        case .packedAAC: return "audio/aac"
+        case .fmp4: return "audio/mp4"
+        }
+    }
+
+    /// Whether `?byterange=1` playlists exist (pieces of the original file: MP3 and ADTS).
+    public var supportsByteRanges: Bool { kind != .fmp4 }
+
+    /// Total playing time of all segments (before gapless trimming), in seconds.
+    public var duration: Double { spans.reduce(0) { $0 + $1.duration } }
+
+    /// Plans the segments of `file`, whose analysis is `analysis`.
+    public static func make(file: some RandomAccessBytes, etag: String, analysis: TrackAnalysis) throws -> HLSTrackPlan {
+        let target = Double(targetSeconds)
+        let index = analysis.seekIndex
+        switch analysis.container {
+        case .mp3, .adts:
+            guard let first = index.points.first, index.audioEndOffset > first.byte else {
+                throw HLSError.invalid("empty seek index")
+            }
+            let cuts = index.points.map { HLSCutPoint(time: $0.t, position: $0.byte) }
+            let end = HLSCutPoint(time: index.durationSeconds, position: index.audioEndOffset)
+            let spans = HLSSegmenter.plan(points: cuts, end: end, target: target)
+            guard !spans.isEmpty else { throw HLSError.invalid("no segments") }
+            let kind: Kind = analysis.container == .mp3 ? .packedMP3 : .packedAAC
+            let codec: String
+            if kind == .packedMP3 {
+                codec = ["mp1": "mp4a.40.32", "mp2": "mp4a.40.33"][analysis.codec] ?? "mp4a.40.34"
+            } else {
+                let probed = try TrackAnalyzer.probe(file)
+                codec = "mp4a.40.\(probed.adtsHeader?.objectType ?? 2)"
+            }
+            return HLSTrackPlan(kind: kind, fileETag: etag, version: versionToken(etag), spans: spans,
+                                targetDuration: HLSSegmenter.targetDuration(for: spans, target: targetSeconds),
+                                codec: codec, audioRange: first.byte..<index.audioEndOffset, initSegment: nil,
+                                samples: nil, timescale: 90_000)
+        case .mp4:
+            return try makeFMP4(file: file, etag: etag, analysis: analysis)
+        case .wav:
+            throw HLSError.unsupported("WAV has no packed-audio or fMP4 form here")
+        }
+    }
+
+    private static func makeFMP4(file: some RandomAccessBytes, etag: String, analysis: TrackAnalysis) throws -> HLSTrackPlan {
+        let top = try MP4Locator.moovRange(file)
+        let moov = try file.read(at: top.lowerBound, count: top.count)
+        let movie = try MP4Movie.parse(moov: moov[...])
+        guard let track = movie.audio, track.codec == "mp4a", track.timescale > 0 else {
+            throw HLSError.unsupported("MP4 without an AAC track")
+        }
+        let asc = try AudioSpecificConfig.parse(track.decoderSpecificInfo[...])
+        let samples = try MP4SampleRun(track: track)
+        let scale = Double(track.timescale)
+        // Every sample start is a possible cut (AAC samples are all sync samples).
+        var cuts: [HLSCutPoint] = []
+        cuts.reserveCapacity(samples.offsets.count)
+        for i in 0..<samples.offsets.count { cuts.append(HLSCutPoint(time: Double(samples.times[i]) / scale, position: i)) }
+        let end = HLSCutPoint(time: Double(samples.times[samples.offsets.count]) / scale, position: samples.offsets.count)
+        let spans = HLSSegmenter.plan(points: cuts, end: end, target: Double(targetSeconds))
+        guard !spans.isEmpty else { throw HLSError.invalid("no segments") }
+        let objectType = asc.psPresent ? 29 : (asc.sbrPresent ? 5 : asc.objectType)
+        let info = FMP4AudioTrackInfo(trackID: 1, timescale: track.timescale, channels: asc.channels,
+                                      sampleRate: asc.outputSampleRate, audioSpecificConfig: track.decoderSpecificInfo,
+                                      avgBitrate: analysis.bitrate, maxBitrate: track.maxBitrate ?? 0,
+                                      bufferSize: samples.sizes.max() ?? 0)
+        let lower = samples.offsets.min() ?? 0
+        let upper = zip(samples.offsets, samples.sizes).map { $0 + $1 }.max() ?? 0
+        guard upper <= file.size else { throw HLSError.invalid("MP4 samples reach past the end of the file") }
+        return HLSTrackPlan(kind: .fmp4, fileETag: etag, version: versionToken(etag), spans: spans,
+                            targetDuration: HLSSegmenter.targetDuration(for: spans, target: targetSeconds),
+                            codec: "mp4a.40.\(objectType)", audioRange: lower..<upper,
+                            initSegment: FMP4Writer.initSegment(info), samples: samples, timescale: track.timescale)
+    }
+
+    /// FNV-1a of the ETag, as 12 hex digits: short, stable, changes with the file.
+    static func versionToken(_ etag: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in etag.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        let hex = String(hash & 0xFFFF_FFFF_FFFF, radix: 16)
+        return String(repeating: "0", count: 12 - hex.count) + hex
+    }
+
+    // MARK: Segments
+
+    /// Size of segment `i` in bytes (without generating it).
+    public func segmentSize(_ i: Int) -> Int {
+        let span = spans[i]
+        switch kind {
+        case .packedMP3, .packedAAC:
+            return ID3Writer.transportStreamTimestampTag(ticks90k: 0).count + span.end - span.start
+        case .fmp4:
+            guard let samples else { return 0 }
+            return FMP4Writer.mediaHeaderSize(sampleCount: span.end - span.start) + samples.sizes[span.start..<span.end].reduce(0, +)
+        }
+    }
+
+    /// Segment `i` of the track as a client receives it.
+    /// - Parameters:
+    ///   - loop: for live sources, how many times the track has played before (timestamps keep growing).
+    ///   - sequence: the fMP4 fragment sequence number (mfhd), 1-based.
+    public func segment(_ i: Int, from file: some RandomAccessBytes, loop: Int = 0, sequence: Int? = nil) throws -> [UInt8] {
+        guard spans.indices.contains(i) else { throw HLSError.invalid("no segment \(i)") }
+        let span = spans[i]
+        switch kind {
+        case .packedMP3, .packedAAC:
+            let start = Double(loop) * duration + span.startTime - spans[0].startTime
+            let tag = ID3Writer.transportStreamTimestampTag(ticks90k: UInt64(max(0, (start * 90_000).rounded())))
+            let body = try file.read(at: span.start, count: span.end - span.start)
+            guard body.count == span.end - span.start else { throw HLSError.invalid("the file is shorter than its index") }
+            return tag + body
+        case .fmp4:
+            guard let samples else { throw HLSError.invalid("no sample table") }
+            var entries: [(duration: Int, size: Int)] = []
+            entries.reserveCapacity(span.end - span.start)
+            for s in span.start..<span.end {
+                entries.append((samples.times[s + 1] - samples.times[s], samples.sizes[s]))
+            }
+            let loopTicks = UInt64(max(0, samples.times[samples.offsets.count])) &* UInt64(max(0, loop))
+            let base = loopTicks &+ UInt64(max(0, samples.times[span.start]))
+            var out = FMP4Writer.mediaSegmentHeader(sequence: sequence ?? (i + 1), trackID: 1, baseDecodeTime: base,
+                                                    samples: entries)
+            // Read runs of samples that sit back to back in one go.
+            var s = span.start
+            while s < span.end {
+                var runEnd = s + 1
+                var length = samples.sizes[s]
+                while runEnd < span.end, samples.offsets[runEnd] == samples.offsets[s] + length, length < 4 << 20 {
+                    length += samples.sizes[runEnd]
+                    runEnd += 1
+                }
+                let bytes = try file.read(at: samples.offsets[s], count: length)
+                guard bytes.count == length else { throw HLSError.invalid("the file is shorter than its sample table") }
+                out += bytes
+                s = runEnd
+            }
+            return out
+        }
+    }
+
+    // MARK: Playlists
+
+    /// Name of media segment `i` ("seg-3.mp3").
+    public func segmentName(_ i: Int) -> String { "seg-\(i).\(segmentExtension)" }
+
+    /// The VOD media playlist; `query` is appended to every generated URI ("?v=…" on the server, "" in a package).
+    public func mediaPlaylist(query: String) -> HLSMediaPlaylist {
+        var playlist = HLSMediaPlaylist(targetDuration: targetDuration, playlistType: .vod, endList: true)
+        if kind == .fmp4 { playlist.mapURI = "init.mp4" + query }
+        playlist.segments = spans.indices.map { HLSSegmentEntry(duration: spans[$0].duration, uri: segmentName($0) + query) }
+        return playlist
+    }
+
+    /// The VOD playlist of byte ranges of the original file at `fileURI` (MP3 and ADTS).
+    public func byteRangePlaylist(fileURI: String) -> HLSMediaPlaylist {
+        var playlist = HLSMediaPlaylist(targetDuration: targetDuration, playlistType: .vod, endList: true)
+        playlist.segments = spans.map {
+            HLSSegmentEntry(duration: $0.duration, uri: fileURI, byteRange: ($0.end - $0.start, $0.start))
+        }
+        return playlist
+    }
+
+    /// The master playlist with one variant, `index.m3u8` (plus `query`).
+    public func masterPlaylist(query: String) -> HLSMasterPlaylist {
+        var peak = 0.0, bytes = 0
+        for i in spans.indices {
+            let size = segmentSize(i)
+            bytes += size
+            if spans[i].duration > 0.5 { peak = max(peak, Double(size * 8) / spans[i].duration) }
+        }
+        let average = Int((Double(bytes * 8) / max(duration, 1e-6)).rounded())
+        let bandwidth = max(Int(peak.rounded(.up)), average)
+        return HLSMasterPlaylist(variants: [HLSVariant(bandwidth: bandwidth, averageBandwidth: average, codecs: [codec],
+                                                       uri: "index.m3u8" + query)])
+    }
+}
+
+/// Finds the moov box among the top-level boxes of an MP4 file with small reads.
+enum MP4Locator {
+    static func moovRange(_ source: some RandomAccessBytes) throws -> Range<Int> {
+        var offset = 0
+        var boxes = 0
+        while offset < source.size, boxes < 10_000 {
+            boxes += 1
+            let head = try source.read(at: offset, count: 16)
+            guard let header = try MP4BoxHeader.parse(head[...], at: 0) else { break }
+            let size = header.size ?? (source.size - offset)
+            guard size >= header.headerSize, size <= source.size - offset else {
+                throw HLSError.invalid("box '\(header.type)' overruns the file")
+            }
+            if header.type == "moov" {
+                guard size <= 256 * 1024 * 1024 else { throw HLSError.unsupported("moov of \(size) bytes") }
+                return offset..<(offset + size)
+            }
+            offset += size
+        }
+        throw HLSError.invalid("no moov box")
+    }
+}
