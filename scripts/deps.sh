@@ -6,6 +6,7 @@ PACKAGES=(
   libsoxr-dev libsonic-dev librubberband-dev                                  # DSP (rubberband: bench program only)
   sox libsox-fmt-mp3 espeak-ng lame ffmpeg                                    # media/make-media.sh
   mpg123 python3-numpy curl bc tmux time                                           # reference clients and decoders for tests, bench
+  nginx-light                                                                 # serves `streamd package` output in the HLS test
   chromium chromium-driver fonts-dejavu-core                                  # the web page, tested in a real browser
 )
 missing=()

@@ -33,12 +33,13 @@ public final class LRUByteCache: @unchecked Sendable {
     /// Hits and misses so far (for logs and tests).
     public var stats: (hits: Int, misses: Int, entries: Int) { lock.withLock { (hitCount, missCount, nodes.count) } }
 
-    /// The cached value for `key`, made by `make` on a miss (outside the lock, so a slow miss blocks nobody).
-    public func value(for key: String, make: () throws -> [UInt8]) rethrows -> [UInt8] {
-        if let hit = lookup(key) { return hit }
+    /// The cached value for `key`, made by `make` on a miss (outside the lock, so a slow miss blocks
+    /// nobody), and whether it was a hit.
+    public func value(for key: String, make: () throws -> [UInt8]) rethrows -> (bytes: [UInt8], hit: Bool) {
+        if let hit = lookup(key) { return (hit, true) }
         let value = try make()
         insert(key, value)
-        return value
+        return (value, false)
     }
 
     public func lookup(_ key: String) -> [UInt8]? {

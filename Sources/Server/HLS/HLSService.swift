@@ -74,9 +74,11 @@ public final class HLSService: Sendable {
             if let version, version != plan.version { return .error(404, "segment of an older version of the file") }
             let key = "vod|\(absolute)|\(plan.version)|\(index)"
             do {
-                let bytes = try cache.value(for: key) { try plan.segment(index, from: file) }
-                return Self.respond(request, bytes, contentType: plan.segmentContentType,
-                                    etag: "\"\(plan.version)-\(index)\"", cacheControl: Self.immutable)
+                let (bytes, hit) = try cache.value(for: key) { try plan.segment(index, from: file) }
+                var response = Self.respond(request, bytes, contentType: plan.segmentContentType,
+                                            etag: "\"\(plan.version)-\(index)\"", cacheControl: Self.immutable)
+                response.headers.append(("X-Cache", hit ? "HIT" : "MISS"))
+                return response
             } catch {
                 return .error(500, "segment \(index): \(error)")
             }
@@ -153,7 +155,7 @@ public final class HLSService: Sendable {
             }
             let key = "live|\(source.name)|\(source.plan.version)|\(sequence)"
             do {
-                let bytes = try cache.value(for: key) { try source.segment(sequence) }
+                let (bytes, _) = try cache.value(for: key) { try source.segment(sequence) }
                 return Self.respond(request, bytes, contentType: source.plan.segmentContentType,
                                     etag: "\"\(source.plan.version)-live-\(sequence)\"", cacheControl: Self.immutable)
             } catch {
