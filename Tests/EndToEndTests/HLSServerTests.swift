@@ -103,6 +103,8 @@ import Glibc
         }
         let wav = try Self.get(server, "/hls/pcm16.wav/index.m3u8")
         #expect(wav.status == 422 && Self.text(wav).contains("HLS not available"), "WAV has no HLS form")
+        let fragmented = try Self.get(server, "/hls/fragmented.m4a/index.m3u8")
+        #expect(fragmented.status == 422 && Self.text(fragmented).contains("already fragmented"), "an fMP4 source is not re-cut")
     }
 
     // MARK: ffmpeg as the independent client

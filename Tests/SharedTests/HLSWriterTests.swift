@@ -15,7 +15,7 @@ import Testing
         // One PRIV frame: owner, NUL, 8-byte big-endian timestamp.
         #expect(Array(tag[10..<14]) == Array("PRIV".utf8))
         let owner = Array("com.apple.streaming.transportStreamTimestamp".utf8)
-        let frameSize = ID3v2.synchsafe(tag[14], tag[15], tag[16], tag[17])
+        let frameSize = tag[14..<18].reduce(0) { $0 << 7 | Int($1 & 0x7F) }   // synchsafe
         #expect(frameSize == owner.count + 1 + 8, "frame size")
         #expect(Array(tag[20..<(20 + owner.count)]) == owner)
         #expect(tag[20 + owner.count] == 0, "owner is NUL-terminated")

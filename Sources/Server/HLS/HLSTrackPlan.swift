@@ -154,6 +154,8 @@ public struct HLSTrackPlan: Sendable {
         let top = try MP4Locator.moovRange(file)
         let moov = try file.read(at: top.lowerBound, count: top.count)
         let movie = try MP4Movie.parse(moov: moov[...])
+        // A fragmented source keeps its samples in moof boxes; re-cutting those is not done here.
+        guard !movie.isFragmented else { throw HLSError.unsupported("the MP4 is already fragmented (serve it as it is)") }
         guard let track = movie.audio, track.codec == "mp4a", track.timescale > 0 else {
             throw HLSError.unsupported("MP4 without an AAC track")
         }
