@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Objective quality figures for a time-stretched render, for bench/dsp.sh.
 
-usage: dsp_quality.py INPUT.wav OUTPUT.wav RATE KIND   (KIND: tone, speech, music)
+usage: dsp_quality.py INPUT.wav OUTPUT.wav RATE KIND   (KIND: tone:HZ, speech, music)
 prints one JSON object:
   duration_err_pct  output length against input / rate
-  pitch_err_cents   (tone) dominant frequency of the output against 440 Hz
+  pitch_err_cents   (tone) dominant frequency of the output against the tone's
   thdn_db           (tone) everything but the tone against the tone (Kaiser window): splice
                     clicks, modulation and noise all show up here
   ripple_db         (tone) spread of the 10 ms RMS envelope (0 for a perfect stretch; WSOLA
@@ -77,9 +77,10 @@ def main():
     x, sr = read(src)
     y, sr2 = read(out)
     result = {'duration_err_pct': round((len(y) / sr2) / ((len(x) / sr) / rate) * 100 - 100, 3)}
-    if kind == 'tone':
+    if kind.startswith('tone'):
+        hz = float(kind.split(':')[1]) if ':' in kind else 440.0
         f = dominant(y, sr2)
-        result['pitch_err_cents'] = round(1200 * np.log2(f / 440), 2)
+        result['pitch_err_cents'] = round(1200 * np.log2(f / hz), 2)
         n = 1 << int(np.log2(min(len(y), 1 << 18)))
         seg = y[(len(y) - n) // 2:(len(y) - n) // 2 + n] * np.kaiser(n, 20)
         p = np.abs(np.fft.rfft(seg)) ** 2
@@ -92,7 +93,7 @@ def main():
         env = env[env > 0]
         result['ripple_db'] = round(float(20 * np.log10(env.max() / env.min())), 2) if len(env) else None
     a, b = ltas(x, sr), ltas(y, sr2)
-    if kind != 'tone' and a is not None and b is not None:
+    if not kind.startswith('tone') and a is not None and b is not None:
         d = (b - b.mean()) - (a - a.mean())
         result['ltas_dev_db'] = round(float(np.sqrt(np.mean(d ** 2))), 2)
     print(json.dumps(result))

@@ -102,7 +102,7 @@ func run() throws {
             case "sonic": stretcher = try SonicStretcher(sampleRate: format.sampleRate, channels: format.channels)
             case "rubberband", "rubberband-r3":
                 stretcher = try RubberBandStretcher(sampleRate: format.sampleRate, channels: format.channels,
-                                                    finer: engine == "rubberband-r3")
+                                                    finer: engine == "rubberband-r3", speed: rate)
             default:
                 throw BenchError(description: "unknown engine \(engine)")
             }
