@@ -31,6 +31,23 @@ public final class ALSAOutput: AudioOutput {
         channels = format.channels
     }
 
+    /// Asks the device whether it takes `format`'s rate as it is (a plug device converts any
+    /// rate, a `hw:` device often only runs at 48 kHz); if not, the nearest rate it offers.
+    public func preferredSampleRate(for format: AudioFormat) -> Int? {
+        var handle: OpaquePointer?
+        guard snd_pcm_open(&handle, device, SND_PCM_STREAM_PLAYBACK, 0) >= 0, let handle else { return nil }
+        defer { snd_pcm_close(handle) }
+        var params: OpaquePointer?
+        guard snd_pcm_hw_params_malloc(&params) >= 0, let params else { return nil }
+        defer { snd_pcm_hw_params_free(params) }
+        guard snd_pcm_hw_params_any(handle, params) >= 0 else { return nil }
+        if snd_pcm_hw_params_test_rate(handle, params, UInt32(format.sampleRate), 0) == 0 { return nil }
+        var rate = UInt32(format.sampleRate)
+        var direction: Int32 = 0
+        guard snd_pcm_hw_params_set_rate_near(handle, params, &rate, &direction) >= 0, rate > 0 else { return nil }
+        return Int(rate)
+    }
+
     public func write(_ samples: UnsafeBufferPointer<Float>) throws {
         guard let pcm else { throw OutputError(message: "ALSA output used before open") }
         scratch.removeAll(keepingCapacity: true)

@@ -16,6 +16,13 @@ public protocol AudioOutput: AnyObject {
     func write(_ samples: UnsafeBufferPointer<Float>) throws
     /// Finishes: drains a device, completes a file's header.
     func close() throws
+    /// The rate the device would rather run at when it cannot take `format`'s own (the DSP
+    /// chain then resamples to it); nil when it takes the format as it is.
+    func preferredSampleRate(for format: AudioFormat) -> Int?
+}
+
+extension AudioOutput {
+    public func preferredSampleRate(for format: AudioFormat) -> Int? { nil }
 }
 
 /// Float → signed 16-bit with rounding and clipping; exact for samples that came from 16 bits.

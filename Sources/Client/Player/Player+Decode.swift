@@ -70,8 +70,10 @@ extension Player {
             converter = try MP3Converter()
         }
         // DSP: rate/pitch → EQ → resampling to the output rate, then the volume.
+        // The device's rate: --output-rate, else what the output says it needs.
+        let deviceRate = options.outputSampleRate ?? output.preferredSampleRate(for: format)
         let dsp = DSPChain(rate: options.rate, semitones: options.semitones, eq: options.eq,
-                           outputRate: options.outputSampleRate, engine: options.stretchEngine)
+                           outputRate: deviceRate, engine: options.stretchEngine)
         let outputFormat: AudioFormat
         do { outputFormat = try dsp.configure(input: format) } catch {
             throw PlaybackError(message: "\(error)", exitCode: 1)
