@@ -39,14 +39,18 @@ import StreamShared
         #expect(abs(f - expectedHz) / expectedHz <= 0.01, "pitch \(semitones): dominant \(f) Hz, expected \(expectedHz)")
     }
 
-    @Test func rateAndPitch_together_areIndependent() throws {
-        let input = Signal.tone(440, seconds: 4, rate: Self.rate)
-        let chain = DSPChain(rate: 2, semitones: -12)
+    /// Rate and pitch at once, up to the extremes that ask the stretcher for 0.05× and 32×.
+    @Test(arguments: [(2.0, -12.0), (0.1, 12.0), (16.0, -12.0)])
+    func rateAndPitch_together_areIndependent(playbackRate: Double, semitones: Double) throws {
+        let input = Signal.tone(440, seconds: max(2, 1.5 * playbackRate), rate: Self.rate)
+        let chain = DSPChain(rate: playbackRate, semitones: semitones)
         try chain.configure(input: AudioFormat(sampleRate: Self.rate, channels: 2))
         let output = Signal.run(chain, input, channels: 2)
-        #expect(abs(Double(output.count / 2) - Double(input.count / 4)) / Double(input.count / 4) <= 0.01)
+        let expected = Double(input.count / 2) / playbackRate
+        #expect(abs(Double(output.count / 2) - expected) / expected <= 0.01, "\(output.count / 2) frames for \(expected)")
+        let hz = 440 * pow(2, semitones / 12)
         let f = Signal.dominantFrequency(Signal.channel(output, 0, of: 2), rate: Self.rate)
-        #expect(abs(f - 220) / 220 <= 0.01, "dominant \(f) Hz")
+        #expect(abs(f - hz) / hz <= 0.01, "rate \(playbackRate), pitch \(semitones): dominant \(f) Hz, expected \(hz)")
     }
 
     @Test func neutralSettings_bypassTheChain_bitExact() throws {

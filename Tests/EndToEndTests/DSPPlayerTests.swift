@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// streamplay's --rate, --pitch, --eq and --output-rate end to end, against the real streamd.
 @Suite struct DSPPlayerTests {
@@ -64,5 +67,34 @@ import Testing
             #expect(run.status == 64 || run.status == 2, "\(arguments): exit \(run.status)")
             #expect(!run.stderr.isEmpty, "\(arguments): says why")
         }
+    }
+
+    /// `]` and `}` on the terminal: rate up a step, pitch up a semitone, shown on the status line.
+    @Test(.timeLimit(.minutes(1))) func terminal_rateAndPitchKeys() throws {
+        let tmux = try #require(which("tmux"), "tmux is installed by make deps")
+        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+        let session = "streamplay-dsp-\(getpid())"
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let capture = dir.appendingPathComponent("screen.txt").path
+        func tmuxCommand(_ arguments: String) { _ = system("\(tmux) \(arguments) </dev/null >/dev/null 2>&1") }
+        func screen() -> String {
+            _ = system("\(tmux) capture-pane -p -t \(session) > \(capture) 2>/dev/null </dev/null")
+            return (try? String(contentsOfFile: capture, encoding: .utf8)) ?? ""
+        }
+        let command = "\(PlayerTests.streamplay) \(server.baseURL)/media/mono-48k.mp3 --output null --realtime --eq bass; echo EXIT=$?; sleep 30"
+        tmuxCommand("new-session -d -s \(session) -x 160 -y 10 '\(command)'")
+        defer { tmuxCommand("kill-session -t \(session)") }
+        Thread.sleep(forTimeInterval: 2.0)
+        let before = screen()
+        #expect(before.contains("rate 1×") && before.contains("pitch 0") && before.contains("eq 31:+6"), "status line: \(before)")
+        tmuxCommand("send-keys -t \(session) ']' ']' '}' '}' '{'")
+        Thread.sleep(forTimeInterval: 0.8)
+        let after = screen()
+        #expect(after.contains("rate 1.25×"), "two steps up from 1×: \(after)")
+        #expect(after.contains("pitch +1 st"), "up two, down one: \(after)")
+        tmuxCommand("send-keys -t \(session) q")
+        Thread.sleep(forTimeInterval: 1.0)
+        #expect(screen().contains("EXIT=0"))
     }
 }
