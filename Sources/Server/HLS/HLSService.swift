@@ -116,15 +116,30 @@ public final class HLSService: Sendable {
         return Int(digits)
     }
 
-    /// A generated body with a strong ETag; 304 when the client already has it.
+    /// A generated body with a strong ETag: 304 when the client already has it, 206 for one byte
+    /// range (a CDN or player fetching part of a segment); several ranges get the whole body.
     static func respond(_ request: HTTPRequest, _ bytes: [UInt8], contentType: String, etag: String,
                         cacheControl: String) -> HTTPResponse {
-        let headers = [("ETag", etag), ("Cache-Control", cacheControl), ("Access-Control-Allow-Origin", "*")]
-        if let ifNoneMatch = request.header("If-None-Match"),
-           ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingCharacters(in: " \t") == etag || $0.trimmingCharacters(in: " \t") == "*" }) {
+        var headers = [("ETag", etag), ("Cache-Control", cacheControl), ("Accept-Ranges", "bytes"),
+                       ("Access-Control-Allow-Origin", "*")]
+        if let ifNoneMatch = request.header("If-None-Match"), FileResponder.etagListMatches(ifNoneMatch, etag, weak: true) {
             return HTTPResponse(status: 304, headers: headers)
         }
-        return .bytes(200, bytes, contentType: contentType, extraHeaders: headers)
+        var range = request.header("Range")
+        // If-Range: the range applies only while the strong validator still matches.
+        if let ifRange = request.header("If-Range"), ifRange != etag { range = nil }
+        switch RangeRequest.parse(range, size: bytes.count) {
+        case .ranges(let ranges) where ranges.count == 1:
+            let r = ranges[0]
+            headers.append(("Content-Range", "bytes \(r.lowerBound)-\(r.upperBound - 1)/\(bytes.count)"))
+            return .bytes(206, Array(bytes[r]), contentType: contentType, extraHeaders: headers)
+        case .unsatisfiable:
+            var error = HTTPResponse.error(416, "range not satisfiable")
+            error.headers.append(("Content-Range", "bytes */\(bytes.count)"))
+            return error
+        case .full, .ranges:
+            return .bytes(200, bytes, contentType: contentType, extraHeaders: headers)
+        }
     }
 
     // MARK: Live
