@@ -128,6 +128,12 @@ import Glibc
             let result = try HLSServerTests.compare(reference, decoded, slack: slack)
             #expect(result.ok, "nginx \(path) \(playlist): \(result.verdict)")
         }
+        // The package's index.html plays every track in Chromium (native HLS or its MSE player).
+        let script = TestPaths.packageRoot.appendingPathComponent("Tests/browser/check_hls_package.py").path
+        let browser = try runCommand(try #require(which("python3")), [script, nginx.baseURL], timeout: 300)
+        let report = String(decoding: browser.stdout, as: UTF8.self)
+        #expect(browser.status == 0, "\(report)\(String(decoding: browser.stderr, as: UTF8.self).suffix(2000))")
+        #expect(report.contains("10 passed, 0 failed"), "\(report)")
         let access = (try? String(contentsOf: work.appendingPathComponent("nginx/access.log"), encoding: .utf8)) ?? ""
         #expect(access.contains("seg-1.m4s") && access.contains("/media/vbr-v2.mp3"), "ffmpeg read segments and ranges from nginx")
     }

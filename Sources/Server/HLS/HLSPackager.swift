@@ -95,8 +95,7 @@ public enum HLSPackager {
         <body><h1>Library (HLS)</h1><ul>
         \(rows)</ul>
         <script>
-        // Native HLS (Safari, iOS, recent Chrome) plays the master playlist; elsewhere Media Source
-        // Extensions get the segments of the media playlist, one after another.
+        // Media Source Extensions get the segments of the media playlist, one after another.
         async function feed(audio) {
           const source = new MediaSource();
           audio.src = URL.createObjectURL(source);
@@ -122,9 +121,11 @@ public enum HLSPackager {
           }
           source.endOfStream();
         }
+        // Media Source Extensions first where they take the segment type: Chromium's native HLS (156)
+        // refuses packed MP3. Elsewhere (iPhone Safari) the browser's own HLS plays the master playlist.
         for (const audio of document.querySelectorAll('audio[data-master]')) {
-          if (audio.canPlayType('application/vnd.apple.mpegurl')) audio.src = audio.dataset.master;
-          else if (window.MediaSource && MediaSource.isTypeSupported(audio.dataset.mime)) feed(audio).catch(e => console.error(e));
+          if (window.MediaSource && MediaSource.isTypeSupported(audio.dataset.mime)) feed(audio).catch(e => console.error(e));
+          else if (audio.canPlayType('application/vnd.apple.mpegurl')) audio.src = audio.dataset.master;
         }
         </script></body></html>
 
