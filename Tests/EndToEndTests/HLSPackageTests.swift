@@ -56,8 +56,10 @@ import Glibc
             try Data(config.utf8).write(to: prefix.appendingPathComponent("nginx.conf"))
             process.executableURL = URL(fileURLWithPath: nginx)
             process.arguments = ["-p", p, "-e", "\(p)/error.log", "-c", "\(p)/nginx.conf"]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
+            // Our own /dev/null handle (nginx logs to files): the shared FileHandle.nullDevice is left alone.
+            let devNull = FileHandle(forWritingAtPath: "/dev/null")
+            process.standardOutput = devNull
+            process.standardError = devNull
             try process.run()
             // Ready when it answers.
             let deadline = Date().addingTimeInterval(10)
