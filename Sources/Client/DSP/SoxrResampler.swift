@@ -71,17 +71,18 @@ public final class SoxrResampler: AudioProcessor {
             scratch.append(contentsOf: repeatElement(0, count: chunk * channels))
             var done = 0, produced = 0
             let remaining = inFrames - consumed
-            let error: soxr_error_t? = scratch.withUnsafeMutableBufferPointer { out in
-                let outBase = UnsafeMutableRawPointer(out.baseAddress! + start)
-                if inFrames == 0 {
-                    return soxr_process(handle, nil, 0, nil, outBase, chunk, &produced)
+            let failed: Bool = scratch.withUnsafeMutableBufferPointer { out in
+                guard let outStart = out.baseAddress else { return true }
+                let outBase = UnsafeMutableRawPointer(outStart + start)
+                guard inFrames > 0, let inStart = input.baseAddress else {
+                    return soxr_process(handle, nil, 0, nil, outBase, chunk, &produced) != nil
                 }
-                let inBase = UnsafeRawPointer(input.baseAddress! + consumed * channels)
-                return soxr_process(handle, inBase, remaining, &done, outBase, chunk, &produced)
+                let inBase = UnsafeRawPointer(inStart + consumed * channels)
+                return soxr_process(handle, inBase, remaining, &done, outBase, chunk, &produced) != nil
             }
             scratch.removeLast((chunk - produced) * channels)
             consumed += done
-            if error != nil { return }
+            if failed { return }
             if inFrames == 0 ? produced == 0 : (consumed >= inFrames && produced < chunk) { return }
         }
     }
