@@ -5,7 +5,7 @@
 # Prints ratios measured in this run; it reports, it does not gate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for p in time ffmpeg; do
+for p in time ffmpeg curl; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || \
     { apt-get update -qq && apt-get install -y -qq "$p" >/dev/null; }
 done
@@ -59,6 +59,14 @@ for name in "${NAMES[@]}"; do
     printf '%-58s %10sms %10sms %8s\n' "ttfa_ms, ${LABEL[$name]}, ffmpeg HLS ($kind)" "$hls" "$plain" "$(ratio "$hls" "$plain")"
     printf '%-58s %11ss %11ss %8s\n' "  whole process (start to exit after 50 ms of audio)" "$hls_wall" "$plain_wall" "$(ratio "$hls_wall" "$plain_wall")"
   done
+  # streamd's own HLS (segments cut on the fly from the seek index), when this streamd has it.
+  own="$BASE/hls/$name.${EXT[$name]}/index.m3u8"
+  if curl -sf -o /dev/null "$own"; then
+    curl -sf -o /dev/null "$own"
+    read -r hls hls_wall <<< "$(ttfa "$own")"
+    printf '%-58s %10sms %10sms %8s\n' "ttfa_ms, ${LABEL[$name]}, streamd /hls/ (on the fly)" "$hls" "$plain" "$(ratio "$hls" "$plain")"
+    printf '%-58s %11ss %11ss %8s\n' "  whole process (start to exit after 50 ms of audio)" "$hls_wall" "$plain_wall" "$(ratio "$hls_wall" "$plain_wall")"
+  fi
 done
 segments=$(grep -c '^#EXTINF' "$TMP/long-ts/index.m3u8")
 echo "HLS's first audio needs the playlist (the 4-hour one lists $segments segments), then a whole first segment (6 s of audio), where plain HTTP starts decoding from the first bytes of one response."

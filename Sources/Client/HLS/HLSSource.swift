@@ -33,7 +33,8 @@ public struct HLSTimeline: Sendable {
 /// take the index of the segment to continue with (see `timeline`).
 public final class HLSSource: ByteSource, @unchecked Sendable {
     // @unchecked: the playlist state lives on the network thread that runs the source; the
-    // timeline is published once behind `lock` and read by the decode thread.
+    // timeline and the VOD playlist are published behind `lock`; the seek measurements
+    // (`measured`, `fmp4Track`, `probeFetcher`) belong to the decode thread alone.
     public let name: String
     public let options: HLSOptions
     private let http: HTTPSourceOptions
