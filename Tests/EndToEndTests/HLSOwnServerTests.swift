@@ -112,7 +112,30 @@ import Testing
         let media = try #require(lines.first { $0.contains("live media playlist") })
         let window = try #require(Int(media.split(separator: " ").last ?? ""))
         let first = try #require(lines.first { $0.contains("hls: segment ") })
-        #expect(Int(first.split(separator: " ")[3]) == window + 2, "\(first) (window from \(window))")
+        #expect(HLSFixtures.sequence(inSegmentLine: first) == window + 2, "\(first) (window from \(window))")
+    }
+
+    /// `streamd package` output served by nginx plays in streamplay like streamd's own HLS.
+    @Test func package_servedByNginx_playsInStreamplayLikeStreamd() throws {
+        let library = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let work = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let out = work.appendingPathComponent("out")
+        let run = try runCommand(TestPaths.binDir.appendingPathComponent("streamd").path, ["package", library.path, "--out", out.path, "--quiet"])
+        #expect(run.status == 0, "\(String(decoding: run.stderr, as: UTF8.self))")
+        let nginx = try HLSPackageTests.Nginx(root: out, prefix: work.appendingPathComponent("nginx"))
+        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet"])
+        for name in Self.files {
+            let fromNginx = work.appendingPathComponent("nginx-\(name).wav").path, fromStreamd = work.appendingPathComponent("streamd-\(name).wav").path
+            let encoded = name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? name
+            let a = try play("\(nginx.baseURL)/hls/\(encoded)/master.m3u8", into: fromNginx)
+            #expect(a.status == 0, "\(name) via nginx: \(a.stderr)")
+            let b = try play("\(server.baseURL)/hls/\(encoded)/master.m3u8", into: fromStreamd)
+            #expect(b.status == 0, "\(name) via streamd: \(b.stderr)")
+            #expect(try wavSamples(fromNginx) == wavSamples(fromStreamd), "\(name): the package plays like streamd's HLS")
+            #expect((try wavSamples(fromNginx)).count > 20 * 44_100 * 2, "\(name): the whole track played")
+        }
     }
 }
 
