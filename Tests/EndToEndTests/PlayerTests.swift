@@ -302,6 +302,11 @@ func sampleDifference(_ a: [Int16], _ b: [Int16]) -> String? {
         #expect(run.status == 0, "\(log)")
         #expect(log.contains("seek table from mfra"), "\(log)")
         #expect(sampleDifference(try wavSamples(out), expected) == nil, "seek through the mfra table")
+        // No mehd: the length comes from the mfra table and the last fragment, before playing.
+        let counted = try runCommand(PlayerTests.streamplay, ["http://127.0.0.1:\(proxy.port)/media/fragmented.m4a",
+                                                             "--output", "null", "--stats"])
+        let stats = try PlayerTests.stats(counted.stdout)
+        #expect(stats["duration_s"] as? Double == 52 && stats["frames_out"] as? Int == 52 * 44_100, "\(stats)")
     }
 
     /// Signal-to-noise ratio of `test` against `reference` shifted by `offset` frames.

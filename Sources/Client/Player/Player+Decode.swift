@@ -350,10 +350,15 @@ extension Player {
             var first = track.sampleLocation(0)?.offset ?? 0
             var fragmented: FragmentedMP4?
             if movie.isFragmented {
-                // The length is known only when mehd says it (the fragments are not read ahead).
-                trimmedLength = movie.fragmentDuration.flatMap { ticks in
+                // The length comes from mehd when the muxer wrote one, else from the mfra table and
+                // the last fragment (fetched with Range requests); the fragments are not read ahead.
+                let fromMehd = movie.fragmentDuration.flatMap { ticks in
                     movie.movieTimescale > 0 ? Int((Double(ticks) * Double(rate) / Double(movie.movieTimescale)).rounded()) : nil
-                }.map { max(0, $0 - delay - padding) }
+                }
+                let fromMfra = fromMehd == nil && !(source is HLSSource)
+                    ? fragmentedLength(track: track, defaults: movie.audioTrackExtends).map { Int((Double($0) * scale).rounded()) }
+                    : nil
+                trimmedLength = (fromMehd ?? fromMfra).map { max(0, $0 - delay - padding) }
                 first = fragmentsStart
                 fragmented = FragmentedMP4(defaults: movie.audioTrackExtends)
                 log("parser", "aac (fragmented MP4) \(asc.profileName) \(rate) Hz, \(asc.channels) ch, delay \(delay)"

@@ -127,10 +127,9 @@ extension Player {
         return (best.frame, best.byte)
     }
 
-    /// The mfra box at the end of a fragmented file (its size is in the closing mfro box).
-    private func randomAccessTable(_ plan: StreamPlan) -> FrameTable? {
-        guard let track = plan.mp4, track.timescale > 0 else { return nil }
-        let table: MP4RandomAccess
+    /// The mfra box at the end of a fragmented file (its size is in the closing mfro box), read
+    /// with two Range requests; nil (and a log line saying why) when there is none.
+    func fragmentRandomAccess(trackID: Int) -> MP4RandomAccess? {
         do {
             let size = try control.totalSize ?? source.resourceSize()
             guard size >= 16 else { return nil }
@@ -140,15 +139,34 @@ extension Player {
                 return nil
             }
             let mfra = try source.readRange((size - mfraSize)..<size)
-            guard let found = try MP4RandomAccess.parse(mfra: mfra[...], trackID: track.trackID), !found.entries.isEmpty else {
-                log("parser", "the mfra table has no entries for track \(track.trackID)")
+            guard let found = try MP4RandomAccess.parse(mfra: mfra[...], trackID: trackID), !found.entries.isEmpty else {
+                log("parser", "the mfra table has no entries for track \(trackID)")
                 return nil
             }
-            table = found
+            return found
         } catch {
             log("parser", "no mfra table: \(error)")
             return nil
         }
+    }
+
+    /// A fragmented file's length in media ticks without reading every fragment: the mfra
+    /// table's last entry, plus the duration of the fragment it points at.
+    func fragmentedLength(track: MP4AudioTrack, defaults: MP4TrackExtends?) -> Int? {
+        guard let last = fragmentRandomAccess(trackID: track.trackID)?.entries.last,
+              let head = try? source.readRange(last.moofOffset..<(last.moofOffset + 16)),
+              let header = try? MP4BoxHeader.parse(head[...], at: 0), header.type == "moof",
+              let size = header.size, size <= FragmentedMP4Converter.maxMoofBytes,
+              let moof = try? source.readRange(last.moofOffset..<(last.moofOffset + size)),
+              let fragment = try? MP4Fragment.parse(moof: moof[...], at: last.moofOffset, trackID: track.trackID,
+                                                    defaults: defaults) else { return nil }
+        let start = fragment.baseMediaDecodeTime ?? last.time
+        let (end, overflow) = start.addingReportingOverflow(fragment.duration)
+        return overflow ? nil : end
+    }
+
+    private func randomAccessTable(_ plan: StreamPlan) -> FrameTable? {
+        guard let track = plan.mp4, track.timescale > 0, let table = fragmentRandomAccess(trackID: track.trackID) else { return nil }
         log("parser", "seek table from mfra: \(table.entries.count) fragments")
         let rate = plan.format.sampleRate, spu = plan.samplesPerUnit
         return table.entries.map { entry in
