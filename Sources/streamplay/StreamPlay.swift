@@ -148,6 +148,19 @@ extension StreamPlay {
         }
     }
 
+    /// ArgumentParser's own entry point exits 64 on a usage error; DESIGN.md promises 2.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                fail(fullMessage(for: error), code: 2)
+            }
+            exit(withError: error)
+        }
+    }
+
     static func stderrLine(_ message: String) {
         FileHandle.standardError.write(Data((message + "\n").utf8))
     }
