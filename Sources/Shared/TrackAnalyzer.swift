@@ -362,15 +362,13 @@ extension TrackAnalyzer {
         // Priming and padding: iTunSMPB first, else the edit list, else the usual one frame.
         var delay = 0, padding = 0
         var notes: [String] = []
-        if let gapless = movie.gapless {
+        if let gapless = movie.gapless(outputSampleRate: asc.outputSampleRate) {
             delay = gapless.encoderDelay
             padding = gapless.encoderPadding
-            if movie.gaplessSource == .editList { delay = Int((Double(delay) * scale).rounded()) }
-            if movie.gaplessSource == .editList, let mediaTime = track.editMediaTime,
+            if movie.gaplessSource == .editList, track.editMediaTime != nil,
                let editDuration = track.editDuration, editDuration > 0, movie.movieTimescale > 0 {
-                // Recomputed against all samples, fragments included.
+                // The padding again, against all samples, fragments included.
                 let kept = Int((Double(editDuration) / Double(movie.movieTimescale) * Double(asc.outputSampleRate)).rounded())
-                delay = Int((Double(mediaTime) * scale).rounded())
                 padding = max(0, Int((Double(totalTicks) * scale).rounded()) - delay - kept)
             }
         } else {

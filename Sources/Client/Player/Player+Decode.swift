@@ -339,10 +339,9 @@ extension Player {
             let scale = Double(rate) / Double(max(1, track.timescale))
             let spu = asc.samplesPerFrame
             // Without an edit list or iTunSMPB, one frame of priming is assumed (what AAC encoders add).
-            // An edit list counts media ticks (the core rate with SBR); iTunSMPB counts output samples.
-            let editScale = movie.gaplessSource == .editList ? scale : 1
-            let delay = movie.gapless.map { Int((Double($0.encoderDelay) * editScale).rounded()) } ?? spu
-            let padding = movie.gapless.map { Int((Double($0.encoderPadding) * editScale).rounded()) } ?? 0
+            let gapless = movie.gapless(outputSampleRate: rate)
+            let delay = gapless?.encoderDelay ?? spu
+            let padding = gapless?.encoderPadding ?? 0
             // libfaad2 outputs nothing for the first access unit: that frame is the usual priming,
             // so only what the file asks beyond one frame is trimmed here.
             let trimStart = max(0, delay - spu)

@@ -130,6 +130,13 @@ extension Player {
     /// The mfra box at the end of a fragmented file (its size is in the closing mfro box), read
     /// with two Range requests; nil (and a log line saying why) when there is none.
     func fragmentRandomAccess(trackID: Int) -> MP4RandomAccess? {
+        if let cached = fragmentIndex { return cached }
+        let table = readFragmentRandomAccess(trackID: trackID)
+        fragmentIndex = .some(table)
+        return table
+    }
+
+    private func readFragmentRandomAccess(trackID: Int) -> MP4RandomAccess? {
         do {
             let size = try control.totalSize ?? source.resourceSize()
             guard size >= 16 else { return nil }

@@ -36,6 +36,8 @@ public final class Player: @unchecked Sendable {
     var probePrefix: [UInt8] = []
     /// Exact frame starts, loaded on the first seek.
     var frameTable: FrameTable?
+    /// A fragmented MP4's mfra table, read once (for its length at start, then for seeks).
+    var fragmentIndex: MP4RandomAccess??
     var duration: Double?
 
     public init(url: String, output: AudioOutput, options: PlayerOptions = PlayerOptions(),

@@ -181,15 +181,7 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         guard let easy = session else { throw SourceError.network("curl_easy_init failed") }
         curl_easy_reset(easy)
         let collector = RangeCollector(limit: limit)
-        ccurl_setopt_string(easy, CURLOPT_URL, url)
-        ccurl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
-        ccurl_setopt_long(easy, CURLOPT_MAXREDIRS, 10)
-        ccurl_setopt_string(easy, CURLOPT_USERAGENT, options.userAgent)
-        ccurl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000))
-        ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
-        ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(options.stallTimeout.rounded(.up))))
-        ccurl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        ccurl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+        setCommonOptions(easy, url: url)
         if let range {
             guard !range.isEmpty else { return Body(bytes: [], effectiveURL: url) }
             ccurl_setopt_string(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
@@ -235,8 +227,9 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         return Body(bytes: bytes, effectiveURL: finalURL)
     }
 
-    private func configure(_ easy: UnsafeMutableRawPointer, rangeFrom offset: Int, to end: Int?, ifRange: String?) {
-        ccurl_setopt_string(easy, CURLOPT_URL, name)
+    /// What every request of this source sets: redirects, user agent, connect and stall timeouts, keep-alive.
+    private func setCommonOptions(_ easy: UnsafeMutableRawPointer, url: String) {
+        ccurl_setopt_string(easy, CURLOPT_URL, url)
         ccurl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
         ccurl_setopt_long(easy, CURLOPT_MAXREDIRS, 10)
         ccurl_setopt_string(easy, CURLOPT_USERAGENT, options.userAgent)
@@ -245,6 +238,10 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(options.stallTimeout.rounded(.up))))
         ccurl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         ccurl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+    }
+
+    private func configure(_ easy: UnsafeMutableRawPointer, rangeFrom offset: Int, to end: Int?, ifRange: String?) {
+        setCommonOptions(easy, url: name)
         if offset > 0 || end != nil {
             ccurl_setopt_string(easy, CURLOPT_RANGE, "\(offset)-\(end.map(String.init) ?? "")")
         }

@@ -121,6 +121,18 @@ public struct MP4Movie: Sendable, Equatable {
         return movie
     }
 
+    /// `gapless` in output samples at `outputSampleRate`: an edit list counts media ticks (the
+    /// core rate with SBR, so half the output rate), iTunSMPB already counts output samples.
+    public func gapless(outputSampleRate: Int) -> GaplessInfo? {
+        guard let gapless else { return nil }
+        guard gaplessSource == .editList, let timescale = audio?.timescale, timescale > 0, timescale != outputSampleRate else {
+            return gapless
+        }
+        let scale = Double(outputSampleRate) / Double(timescale)
+        return GaplessInfo(encoderDelay: Int((Double(gapless.encoderDelay) * scale).rounded()),
+                           encoderPadding: Int((Double(gapless.encoderPadding) * scale).rounded()))
+    }
+
     /// The trim an edit list implies: the first non-empty edit's media time is the priming
     /// (encoder delay); what the samples hold beyond the edit's end is the padding. Only a
     /// plain edit at normal rate says this; anything fancier is left to the caller.
