@@ -3,15 +3,31 @@ import StreamShared
 
 /// libfaad2 wrapped once: AAC frames in (ADTS, or raw access units after an
 /// AudioSpecificConfig), 32-bit float PCM out. Handles AAC-LC and HE-AAC v1/v2 (SBR/PS).
+///
+/// The output is the stream's own format, never libfaad2's guesses (docs/DESIGN.md, "AAC output
+/// format"). Left to itself libfaad2 doubles the rate of every AAC-LC stream at or below 24 kHz
+/// (in case SBR turns up later) and copies mono into two channels (in case PS does): an 8 kHz
+/// mono file would come out as 16 kHz stereo. So it is told not to upsample
+/// (`dontUpSampleImplicitSBR`), and its two copies of a mono channel are folded back into one
+/// unless the frames really carry PS. SBR or PS that only the frames signal (implicit HE-AAC)
+/// are real and show in the first frame's NeAACDecFrameInfo: that frame fixes `format` for the
+/// rest of the stream, and a later change is an error rather than mislabelled audio.
 final class FAADDecoder {
     private var handle: NeAACDecHandle?
+    /// The output format, fixed by the first frame decoded (nil before); kept across `reset()`.
     private(set) var format: AudioFormat?
     private let config: [UInt8]?
+    /// Channels the header or AudioSpecificConfig declares; 1 lets libfaad2's stereo copy be folded.
+    private let declaredChannels: Int
+    /// Mono samples folded from libfaad2's two copies.
+    private var scratch: [Float] = []
 
     /// `audioSpecificConfig` for MP4 (NeAACDecInit2); nil for ADTS, where the first frame's
-    /// header initialises the decoder (NeAACDecInit).
-    init(audioSpecificConfig: [UInt8]? = nil) throws {
+    /// header initialises the decoder (NeAACDecInit). `declaredChannels` is what the header or
+    /// the config says (0 when it does not: a program config element in the frames).
+    init(audioSpecificConfig: [UInt8]? = nil, declaredChannels: Int) throws {
         config = audioSpecificConfig
+        self.declaredChannels = declaredChannels
         try open()
     }
 
@@ -19,14 +35,16 @@ final class FAADDecoder {
 
     private func open() throws {
         if let handle { NeAACDecClose(handle) }
+        handle = nil
         guard let h = NeAACDecOpen() else { throw DecoderError(message: "NeAACDecOpen failed") }
         handle = h
         if let settings = NeAACDecGetCurrentConfiguration(h) {
             settings.pointee.outputFormat = UInt8(FAAD_FMT_FLOAT)
             settings.pointee.downMatrix = 0
+            // AAC-LC at 24 kHz or less stays at its rate; real SBR still doubles it.
+            settings.pointee.dontUpSampleImplicitSBR = 1
             NeAACDecSetConfiguration(h, settings)
         }
-        format = nil
         if var asc = config {
             var rate: UInt = 0
             var channels: UInt8 = 0
@@ -35,36 +53,61 @@ final class FAADDecoder {
             }
             guard result == 0 else { throw DecoderError(message: "NeAACDecInit2 refused the AudioSpecificConfig") }
         }
+        initialized = config != nil
     }
 
-    /// After a seek: a fresh decoder state.
+    /// Whether NeAACDecInit/NeAACDecInit2 has run since the last open.
+    private var initialized = false
+
+    /// After a seek: a fresh decoder state (the format stays what the stream's start fixed).
     func reset() throws { try open() }
 
-    /// Decodes one frame (an ADTS frame with its header, or one raw access unit).
+    /// Decodes one frame (an ADTS frame with its header, or one raw access unit) and passes its
+    /// samples, in `format`, to `body`. The first frame after opening gives no samples (libfaad2
+    /// keeps it back as its delay) but does fix the format.
     func decode(frame: ArraySlice<UInt8>, _ body: (UnsafeBufferPointer<Float>, AudioFormat) -> Void) throws {
         guard let handle else { return }
         var bytes = Array(frame)
-        if format == nil && config == nil {
+        if !initialized {
             var rate: UInt = 0
             var channels: UInt8 = 0
             let used = bytes.withUnsafeMutableBufferPointer { buffer in
                 NeAACDecInit(handle, buffer.baseAddress, UInt(buffer.count), &rate, &channels)
             }
             guard used >= 0 else { throw DecoderError(message: "NeAACDecInit: not an AAC stream") }
+            initialized = true
         }
         var info = NeAACDecFrameInfo()
         let output = bytes.withUnsafeMutableBufferPointer { buffer in
             NeAACDecDecode(handle, &info, buffer.baseAddress, UInt(buffer.count))
         }
-        if info.error != 0 {
-            // A damaged frame: skip it, as players do, rather than stop the stream.
-            return
+        // A damaged frame: skip it, as players do, rather than stop the stream.
+        guard info.error == 0, info.channels > 0, info.samplerate > 0 else { return }
+        let produced = Int(info.channels)
+        if format == nil {
+            // libfaad2 built with PS support outputs a mono stream as two identical channels.
+            let mono = declaredChannels == 1 && produced == 2 && info.ps == 0
+            format = AudioFormat(sampleRate: Int(info.samplerate), channels: mono ? 1 : produced)
         }
-        guard let output, info.samples > 0, info.channels > 0 else { return }
-        let current = AudioFormat(sampleRate: Int(info.samplerate), channels: Int(info.channels))
-        format = current
-        let samples = output.assumingMemoryBound(to: Float.self)
-        body(UnsafeBufferPointer(start: samples, count: Int(info.samples)), current)
+        guard let format else { return }
+        let fold = format.channels == 1 && produced == 2
+        guard Int(info.samplerate) == format.sampleRate, produced == format.channels || fold else {
+            throw DecoderError(message: "AAC output changed mid-stream from \(format.sampleRate) Hz \(format.channels) ch "
+                               + "to \(info.samplerate) Hz \(produced) ch")
+        }
+        guard let output, info.samples > 0 else { return }
+        let samples = UnsafeBufferPointer(start: output.assumingMemoryBound(to: Float.self), count: Int(info.samples))
+        if fold {
+            // The mean of the two copies is the mono sample, exactly (and a fair mono if PS starts late).
+            let frames = samples.count / 2
+            if scratch.count != frames { scratch = [Float](repeating: 0, count: frames) }
+            scratch.withUnsafeMutableBufferPointer { mono in
+                for i in 0..<frames { mono[i] = (samples[2 * i] + samples[2 * i + 1]) * 0.5 }
+            }
+            scratch.withUnsafeBufferPointer { body($0, format) }
+        } else {
+            body(samples, format)
+        }
     }
 }
 
@@ -75,7 +118,7 @@ struct ADTSConverter: PacketConverter {
     private let first: ADTSHeader
 
     init(first: ADTSHeader) throws {
-        decoder = try FAADDecoder()
+        decoder = try FAADDecoder(declaredChannels: first.audioSpecificConfig.channels)
         self.first = first
     }
 
@@ -83,6 +126,8 @@ struct ADTSConverter: PacketConverter {
         pending.reset()
         try decoder.reset()
     }
+
+    var decodedFormat: AudioFormat? { decoder.format }
 
     mutating func append(_ bytes: [UInt8]) { pending.append(bytes) }
 
@@ -118,8 +163,9 @@ struct MP4Converter: PacketConverter {
     /// Stream offset of `buffer[0]`.
     private var bufferOffset = 0
 
-    init(track: MP4AudioTrack) throws {
-        decoder = try FAADDecoder(audioSpecificConfig: track.decoderSpecificInfo)
+    /// `declaredChannels`: what the AudioSpecificConfig says (`AudioSpecificConfig.channels`).
+    init(track: MP4AudioTrack, declaredChannels: Int) throws {
+        decoder = try FAADDecoder(audioSpecificConfig: track.decoderSpecificInfo, declaredChannels: declaredChannels)
         self.track = track
         cursor = MP4SampleCursor(track: track)
     }
@@ -130,6 +176,8 @@ struct MP4Converter: PacketConverter {
         cursor = MP4SampleCursor(track: track, atOrAfter: offset)
         try decoder.reset()
     }
+
+    var decodedFormat: AudioFormat? { decoder.format }
 
     mutating func append(_ bytes: [UInt8]) {
         // Drop what lies before the next sample (other tracks, box headers, consumed samples).

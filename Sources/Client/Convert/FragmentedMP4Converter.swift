@@ -31,8 +31,9 @@ struct FragmentedMP4Converter: PacketConverter {
     /// Output samples per media tick: a sample's duration in output samples is `duration * outputPerTick`.
     private let outputPerTick: Double
 
-    init(track: MP4AudioTrack, defaults: MP4TrackExtends?, audioStart: Int, outputSampleRate: Int) throws {
-        decoder = try FAADDecoder(audioSpecificConfig: track.decoderSpecificInfo)
+    /// `declaredChannels`: what the AudioSpecificConfig says; `outputSampleRate`: the decoder's rate.
+    init(track: MP4AudioTrack, defaults: MP4TrackExtends?, audioStart: Int, outputSampleRate: Int, declaredChannels: Int) throws {
+        decoder = try FAADDecoder(audioSpecificConfig: track.decoderSpecificInfo, declaredChannels: declaredChannels)
         outputPerTick = Double(outputSampleRate) / Double(max(1, track.timescale))
         trackID = track.trackID
         self.defaults = defaults
@@ -55,6 +56,8 @@ struct FragmentedMP4Converter: PacketConverter {
         next = 0
         try decoder.reset()
     }
+
+    var decodedFormat: AudioFormat? { decoder.format }
 
     mutating func append(_ bytes: [UInt8]) {
         // Bytes before what is still needed (a skipped box, consumed samples) are dropped as they come.

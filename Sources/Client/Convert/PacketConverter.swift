@@ -9,6 +9,13 @@ protocol PacketConverter {
     /// Converts the next fully buffered unit, passing its samples to `body`; false when more
     /// bytes are needed (or, with `isComplete`, when the stream holds no further unit).
     mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool
+    /// The format the decoder produces, once a unit has been decoded (AAC: SBR and PS can only
+    /// be known that way); nil when the stream's header says it all.
+    var decodedFormat: AudioFormat? { get }
+}
+
+extension PacketConverter {
+    var decodedFormat: AudioFormat? { nil }
 }
 
 /// Bytes waiting to be converted; used bytes are dropped on the next append.

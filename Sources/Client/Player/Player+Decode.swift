@@ -32,6 +32,55 @@ extension Player {
         var mp4: MP4AudioTrack? = nil
         /// Fragmented MP4 only: the trex defaults (samples live in moof boxes, not the sample table).
         var fragmented: FragmentedMP4? = nil
+        /// AAC only: the channels the ADTS header or AudioSpecificConfig declares (1 folds
+        /// libfaad2's stereo copy of a mono stream back to mono).
+        var declaredChannels = 0
+    }
+
+    /// The converter for a plan's stream.
+    func makeConverter(_ plan: StreamPlan) throws -> any PacketConverter {
+        if let wav = plan.wav { return WAVConverter(format: wav.format) }
+        if let adts = plan.adts { return try ADTSConverter(first: adts) }
+        if let track = plan.mp4 {
+            if let fragmented = plan.fragmented {
+                return try FragmentedMP4Converter(track: track, defaults: fragmented.defaults, audioStart: plan.audioStart,
+                                                  outputSampleRate: plan.format.sampleRate,
+                                                  declaredChannels: plan.declaredChannels)
+            }
+            return try MP4Converter(track: track, declaredChannels: plan.declaredChannels)
+        }
+        return try MP3Converter()
+    }
+
+    /// AAC: the format libfaad2 really produces, found by decoding the stream's first frame with
+    /// a throwaway converter. SBR or PS signalled only inside the frames (implicit HE-AAC) change
+    /// the rate or the channels, and no header says so. The bytes read for it stay in
+    /// `probePrefix` for playback. Bounded: after 16 units or 4 MiB without a decoded frame the
+    /// declared format stands (nil).
+    func decodedFormat(_ plan: StreamPlan) throws -> AudioFormat? {
+        var converter = try makeConverter(plan)
+        let start = min(plan.audioStart, probePrefix.count)
+        try converter.restart(at: start)
+        converter.append(Array(probePrefix.dropFirst(start)))
+        var ended = false, units = 0
+        while units < 16 && probePrefix.count - start <= 4 << 20 {
+            if try converter.convertNext(isComplete: ended, { _ in }) {
+                units += 1
+                if let format = converter.decodedFormat { return format }
+                continue
+            }
+            if ended { return nil }
+            switch throttle.read(max: 64 * 1024, timeout: 0.1) {
+            case .bytes(let bytes, _):
+                probePrefix += bytes
+                converter.append(bytes)
+            case .end: ended = true
+            case .failed(let error): throw PlaybackError(message: "\(error)", exitCode: (error as? SourceError)?.exitCode ?? 3)
+            case .timedOut:
+                if commands.withLock({ stopRequested }) { throw PlaybackError(message: "player: stopped", exitCode: 0) }
+            }
+        }
+        return nil
     }
 
     /// The decode thread's work: probe, seek if asked, then parse → convert → trim → DSP → ring.
@@ -56,19 +105,7 @@ extension Player {
             }
             statsStorage.durationSeconds = duration
         }
-        var converter: any PacketConverter
-        if let wav = plan.wav {
-            converter = WAVConverter(format: wav.format)
-        } else if let adts = plan.adts {
-            converter = try ADTSConverter(first: adts)
-        } else if let track = plan.mp4, let fragmented = plan.fragmented {
-            converter = try FragmentedMP4Converter(track: track, defaults: fragmented.defaults, audioStart: plan.audioStart,
-                                                   outputSampleRate: sampleRate)
-        } else if let track = plan.mp4 {
-            converter = try MP4Converter(track: track)
-        } else {
-            converter = try MP3Converter()
-        }
+        var converter = try makeConverter(plan)
         // DSP: rate/pitch → EQ → resampling to the output rate, then the volume.
         // The device's rate: --output-rate, else what the output says it needs.
         let deviceRate = options.outputSampleRate ?? output.preferredSampleRate(for: format)
@@ -310,21 +347,17 @@ extension Player {
                               mpegHeader: nil, wav: wav, adts: nil)
         case .adts:
             guard let header = stream.adtsHeader else { break }
-            // The output format is what libfaad2 makes of the first frame: SBR doubles the rate
-            // and PS makes mono stereo, which the ADTS header does not say.
-            let probe = try FAADDecoder()
-            var output = AudioFormat(sampleRate: header.sampleRate, channels: header.audioSpecificConfig.channels)
-            var samplesPerFrame = header.samplesPerFrame
-            let firstFrame = probePrefix.dropFirst(stream.firstFrameOffset).prefix(header.frameLength)
-            try probe.decode(frame: firstFrame) { samples, format in
-                output = format
-                samplesPerFrame = samples.count / max(1, format.channels)
+            let declared = header.audioSpecificConfig.channels
+            var plan = StreamPlan(stream: stream, format: AudioFormat(sampleRate: header.sampleRate, channels: declared),
+                                  audioStart: stream.firstFrameOffset, samplesPerUnit: header.samplesPerFrame, trimStart: 0,
+                                  trimmedLength: nil, totalUnits: nil, warmUpUnits: 2, mpegHeader: nil, wav: nil, adts: header)
+            plan.declaredChannels = declared
+            if let output = try decodedFormat(plan) {
+                plan.format = output
+                plan.samplesPerUnit = header.samplesPerFrame * output.sampleRate / header.sampleRate
             }
-            if samplesPerFrame == 0 { samplesPerFrame = header.samplesPerFrame * output.sampleRate / header.sampleRate }
-            log("parser", "aac (ADTS) \(header.sampleRate) Hz core, output \(output), first frame at \(stream.firstFrameOffset)")
-            return StreamPlan(stream: stream, format: output, audioStart: stream.firstFrameOffset,
-                              samplesPerUnit: samplesPerFrame, trimStart: 0, trimmedLength: nil, totalUnits: nil,
-                              warmUpUnits: 2, mpegHeader: nil, wav: nil, adts: header)
+            log("parser", "aac (ADTS) \(header.sampleRate) Hz \(declared) ch declared, output \(plan.format), first frame at \(stream.firstFrameOffset)")
+            return plan
         case .mp4:
             let (movie, fragmentsStart) = try loadMovie()
             guard let track = movie.audio, track.codec == "mp4a" else {
@@ -335,19 +368,29 @@ extension Player {
             do { asc = try AudioSpecificConfig.parse(track.decoderSpecificInfo[...]) } catch {
                 throw PlaybackError(message: "parser: \(error)", exitCode: 1)
             }
-            let rate = asc.outputSampleRate
+            var first = track.sampleLocation(0)?.offset ?? 0
+            if movie.isFragmented { first = fragmentsStart }
+            var plan = StreamPlan(stream: stream, format: AudioFormat(sampleRate: asc.outputSampleRate, channels: asc.channels),
+                                  audioStart: first, samplesPerUnit: asc.samplesPerFrame, trimStart: 0,
+                                  trimmedLength: nil, totalUnits: nil, warmUpUnits: 2,
+                                  mpegHeader: nil, wav: nil, adts: nil)
+            plan.mp4 = track
+            plan.fragmented = movie.isFragmented ? FragmentedMP4(defaults: movie.audioTrackExtends) : nil
+            plan.declaredChannels = asc.channels
+            if let output = try decodedFormat(plan) { plan.format = output }
+            // Everything below is in samples at the rate the decoder really outputs.
+            let rate = plan.format.sampleRate
             let scale = Double(rate) / Double(max(1, track.timescale))
-            let spu = asc.samplesPerFrame
+            let spu = asc.samplesPerFrame * rate / asc.outputSampleRate
             // Without an edit list or iTunSMPB, one frame of priming is assumed (what AAC encoders add).
             let gapless = movie.gapless(outputSampleRate: rate)
             let delay = gapless?.encoderDelay ?? spu
             let padding = gapless?.encoderPadding ?? 0
             // libfaad2 outputs nothing for the first access unit: that frame is the usual priming,
             // so only what the file asks beyond one frame is trimmed here.
-            let trimStart = max(0, delay - spu)
-            var trimmedLength: Int?
-            var first = track.sampleLocation(0)?.offset ?? 0
-            var fragmented: FragmentedMP4?
+            plan.samplesPerUnit = spu
+            plan.trimStart = max(0, delay - spu)
+            let declared = "\(asc.profileName) \(asc.outputSampleRate) Hz \(asc.channels) ch declared, output \(plan.format)"
             if movie.isFragmented {
                 // The length comes from mehd when the muxer wrote one, else from the mfra table and
                 // the last fragment (fetched with Range requests); the fragments are not read ahead.
@@ -357,22 +400,14 @@ extension Player {
                 let fromMfra = fromMehd == nil && !(source is HLSSource)
                     ? fragmentedLength(track: track, defaults: movie.audioTrackExtends).map { Int((Double($0) * scale).rounded()) }
                     : nil
-                trimmedLength = (fromMehd ?? fromMfra).map { max(0, $0 - delay - padding) }
-                first = fragmentsStart
-                fragmented = FragmentedMP4(defaults: movie.audioTrackExtends)
-                log("parser", "aac (fragmented MP4) \(asc.profileName) \(rate) Hz, \(asc.channels) ch, delay \(delay)"
+                plan.trimmedLength = (fromMehd ?? fromMfra).map { max(0, $0 - delay - padding) }
+                log("parser", "aac (fragmented MP4) \(declared), delay \(delay)"
                     + (movie.gapless == nil ? " (assumed)" : "") + ", fragments from byte \(first)")
             } else {
                 let total = Int((Double(track.totalTicks) * scale).rounded())
-                trimmedLength = max(0, total - delay - padding)
-                log("parser", "aac (MP4) \(asc.profileName) \(rate) Hz, \(asc.channels) ch, \(track.sampleCount) samples, delay \(delay), padding \(padding)")
+                plan.trimmedLength = max(0, total - delay - padding)
+                log("parser", "aac (MP4) \(declared), \(track.sampleCount) samples, delay \(delay), padding \(padding)")
             }
-            var plan = StreamPlan(stream: stream, format: AudioFormat(sampleRate: rate, channels: asc.channels),
-                                  audioStart: first, samplesPerUnit: spu, trimStart: trimStart,
-                                  trimmedLength: trimmedLength, totalUnits: nil, warmUpUnits: 2,
-                                  mpegHeader: nil, wav: nil, adts: nil)
-            plan.fragmented = fragmented
-            plan.mp4 = track
             return plan
         }
         throw PlaybackError(message: "converter: unsupported format: \(stream.container.rawValue)/\(stream.codec) (MP3, AAC in ADTS or MP4, and WAV so far)",
