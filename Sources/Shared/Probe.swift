@@ -97,7 +97,8 @@ public enum Probe {
         }
         // Containers with a signature.
         if body.count < 12 && !isComplete { return .needMore(atLeast: offset + 12) }
-        if hasPrefix(body, "RIFF") || hasPrefix(body, "RF64") {
+        // A RIFF signature wins over any MPEG-like bytes in the samples behind it.
+        if WAV.signatures.contains(where: { hasPrefix(body, $0) }) {
             guard let info = try WAV.parse(prefix: body) else {
                 if isComplete { throw FormatError.truncated(component: "wav", offset: offset, needed: 1) }
                 return .needMore(atLeast: max(bytes.count * 2, offset + 4096))
@@ -110,6 +111,11 @@ public enum Probe {
         }
         if offset == 0, body.count >= 8, isMP4BoxType(body.dropFirst(4).prefix(4)) {
             return .audio(ProbedStream(container: .mp4, codec: "aac", firstFrameOffset: 0))
+        }
+        // Formats with a signature that are not played: refused by name, never scanned for
+        // MPEG syncs (their samples are full of them).
+        if let name = unsupportedContainer(body) {
+            throw FormatError.unsupported(component: "parser", reason: "\(name) files are not supported (MP3, AAC in ADTS or MP4, and WAV)")
         }
         // Frame-based streams: the earliest confirmed MPEG or ADTS frame wins.
         var scanner = MPEGFrameScanner(maxJunk: maxJunk)
@@ -145,11 +151,32 @@ public enum Probe {
         return .needMore(atLeast: min(offset + maxJunk + 8192, max(bytes.count * 2, offset + 8192)))
     }
 
+    /// ffmpeg's name for the PCM coding: the container width decides (12-bit samples are pcm_s16le).
     static func pcmCodecName(_ format: WAVFormat) -> String {
+        let order = format.bigEndian ? "be" : "le"
         switch format.kind {
-        case .float: return "pcm_f\(format.bitsPerSample)le"
-        case .integer: return format.bitsPerSample == 8 ? "pcm_u8" : "pcm_s\(format.bitsPerSample)le"
+        case .float: return "pcm_f\(format.bytesPerSample * 8)\(order)"
+        case .integer: return format.bytesPerSample == 1 ? "pcm_u8" : "pcm_s\(format.bytesPerSample * 8)\(order)"
+        case .muLaw: return "pcm_mulaw"
+        case .aLaw: return "pcm_alaw"
         }
+    }
+
+    /// Names the container when the bytes open with the signature of an audio format this
+    /// project does not play.
+    static func unsupportedContainer(_ bytes: ArraySlice<UInt8>) -> String? {
+        if hasPrefix(bytes, "fLaC") { return "FLAC" }
+        if hasPrefix(bytes, "OggS") { return "Ogg" }
+        if hasPrefix(bytes, "FORM"), bytes.count >= 12 {
+            let kind = String(decoding: bytes.dropFirst(8).prefix(4), as: UTF8.self)
+            if kind == "AIFF" || kind == "AIFC" { return kind }
+        }
+        if hasPrefix(bytes, "MAC ") { return "Monkey's Audio" }
+        if hasPrefix(bytes, "wvpk") { return "WavPack" }
+        if hasPrefix(bytes, ".snd") { return "Sun/NeXT au" }
+        if bytes.starts(with: [0x30, 0x26, 0xB2, 0x75, 0x8E, 0x66, 0xCF, 0x11]) { return "ASF/WMA" }
+        if bytes.starts(with: [0x1A, 0x45, 0xDF, 0xA3]) { return "Matroska/WebM" }
+        return nil
     }
 
     private static func hasPrefix(_ bytes: ArraySlice<UInt8>, _ text: String) -> Bool {

@@ -274,7 +274,18 @@ extension TrackAnalyzer {
         return TrackAnalysis(container: .wav, codec: stream.codec, sampleRate: format.sampleRate, channels: format.channels,
                              durationSeconds: duration, bitrate: format.sampleRate * format.blockAlign * 8, frames: frames,
                              firstFrameOffset: dataStart, encoderDelay: 0, encoderPadding: 0, totalSamples: frames,
-                             tags: stream.tags, seekIndex: seek)
+                             tags: stream.tags.merged(with: wavTrailingTags(source, wav, dataStart: dataStart)), seekIndex: seek)
+    }
+
+    /// Tags in chunks after the samples (LIST/INFO, `id3 `), which many taggers append there.
+    /// Reads at most 16 MiB (an ID3 chunk may hold cover art); the chunks before `data` win.
+    static func wavTrailingTags(_ source: some RandomAccessBytes, _ wav: WAVInfo, dataStart: Int) -> TrackTags {
+        guard let dataSize = wav.dataSize else { return TrackTags() }
+        let (end, overflow) = dataStart.addingReportingOverflow(dataSize + (dataSize & 1))
+        guard !overflow, end < source.size - 8, let tail = try? source.read(at: end, count: min(source.size - end, 16 << 20)) else {
+            return TrackTags()
+        }
+        return WAV.trailingTags(tail[...], bigEndian: wav.format.bigEndian)
     }
 }
 

@@ -228,7 +228,7 @@ enum WAVBuilder {
     }
 
     @Test func notRIFF_throws() {
-        #expect(throws: FormatError.self) { try WAV.parse(prefix: Array("RIFX\0\0\0\0WAVEfmt ".utf8)[...]) }
+        #expect(throws: FormatError.self) { try WAV.parse(prefix: Array("RIFY\0\0\0\0WAVEfmt ".utf8)[...]) }
         #expect(throws: FormatError.self) { try WAV.parse(prefix: Array("<html><body>not a wav".utf8)[...]) }
     }
 

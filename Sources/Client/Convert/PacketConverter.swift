@@ -76,15 +76,25 @@ struct MP3Converter: PacketConverter {
     }
 }
 
-/// PCM in RIFF/WAVE: no decoder, just sample conversion (8/16/24/32-bit integers, 32/64-bit floats).
+/// PCM in RIFF/WAVE: no decoder, just sample conversion (8/16/24/32/64-bit integers, also with
+/// fewer valid bits than the container, 32/64-bit floats, G.711 mu-law and A-law, either byte order).
 struct WAVConverter: PacketConverter {
     let format: WAVFormat
     /// Frames per unit handed out.
     let framesPerUnit = 4096
     private var pending = PendingBytes()
     private var scratch: [Float] = []
+    /// mu-law/A-law: the 256 linear values, scaled to -1...1 (built once).
+    private let g711: [Float]
 
-    init(format: WAVFormat) { self.format = format }
+    init(format: WAVFormat) {
+        self.format = format
+        switch format.kind {
+        case .muLaw: g711 = (0...255).map { Float(G711.muLawToLinear(UInt8($0))) / 32768 }
+        case .aLaw: g711 = (0...255).map { Float(G711.aLawToLinear(UInt8($0))) / 32768 }
+        case .integer, .float: g711 = []
+        }
+    }
 
     mutating func restart(at offset: Int) throws { pending.reset() }
 
@@ -95,13 +105,34 @@ struct WAVConverter: PacketConverter {
         let available = unread.count / format.blockAlign
         guard available >= framesPerUnit || (isComplete && available > 0) else { return false }
         let frames = min(framesPerUnit, available)
-        let bytesPerSample = format.bitsPerSample / 8
+        let width = format.bytesPerSample
         let count = frames * format.channels
-        scratch.removeAll(keepingCapacity: true)
-        scratch.reserveCapacity(count)
+        if scratch.count != count { scratch = [Float](repeating: 0, count: count) }
+        let kind = format.kind, bigEndian = format.bigEndian
         unread.withUnsafeBytes { raw in
-            for i in 0..<count {
-                scratch.append(Self.sample(raw, at: i * bytesPerSample, bits: format.bitsPerSample, float: format.kind == .float))
+            scratch.withUnsafeMutableBufferPointer { out in
+                switch kind {
+                case .muLaw, .aLaw:
+                    for i in 0..<count { out[i] = g711[Int(raw[i])] }
+                case .integer where width == 1:
+                    for i in 0..<count { out[i] = (Float(raw[i]) - 128) / 128 }
+                case .integer:
+                    // The sample's bits at the top of an Int64, so any container width scales alike.
+                    let scale = 1.0 / 9_223_372_036_854_775_808.0
+                    for i in 0..<count {
+                        let v = Self.word(raw, at: i * width, width: width, bigEndian: bigEndian) << (64 - 8 * UInt64(width))
+                        out[i] = width <= 2 ? Float(Int64(bitPattern: v) >> 48) / 32768
+                                            : Float(Double(Int64(bitPattern: v)) * scale)
+                    }
+                case .float where width == 4:
+                    for i in 0..<count {
+                        out[i] = Float(bitPattern: UInt32(truncatingIfNeeded: Self.word(raw, at: i * 4, width: 4, bigEndian: bigEndian)))
+                    }
+                case .float:
+                    for i in 0..<count {
+                        out[i] = Float(Double(bitPattern: Self.word(raw, at: i * 8, width: 8, bigEndian: bigEndian)))
+                    }
+                }
             }
         }
         pending.consume(frames * format.blockAlign)
@@ -109,24 +140,15 @@ struct WAVConverter: PacketConverter {
         return true
     }
 
-    /// One little-endian sample as Float in -1...1 (16-bit values survive the round trip exactly).
+    /// The `width` bytes at `i` as an unsigned number, in the file's byte order.
     @inline(__always)
-    static func sample(_ raw: UnsafeRawBufferPointer, at i: Int, bits: Int, float: Bool) -> Float {
-        switch (bits, float) {
-        case (8, false): return (Float(raw[i]) - 128) / 128
-        case (16, false): return Float(Int16(bitPattern: UInt16(raw[i]) | UInt16(raw[i + 1]) << 8)) / 32768
-        case (24, false):
-            let v = Int32(bitPattern: UInt32(raw[i]) << 8 | UInt32(raw[i + 1]) << 16 | UInt32(raw[i + 2]) << 24) >> 8
-            return Float(v) / 8_388_608
-        case (32, false):
-            let v = Int32(bitPattern: UInt32(raw[i]) | UInt32(raw[i + 1]) << 8 | UInt32(raw[i + 2]) << 16 | UInt32(raw[i + 3]) << 24)
-            return Float(Double(v) / 2_147_483_648)
-        case (32, true):
-            return Float(bitPattern: UInt32(raw[i]) | UInt32(raw[i + 1]) << 8 | UInt32(raw[i + 2]) << 16 | UInt32(raw[i + 3]) << 24)
-        default:
-            var bitsValue: UInt64 = 0
-            for k in 0..<8 { bitsValue |= UInt64(raw[i + k]) << (8 * UInt64(k)) }
-            return Float(Double(bitPattern: bitsValue))
+    static func word(_ raw: UnsafeRawBufferPointer, at i: Int, width: Int, bigEndian: Bool) -> UInt64 {
+        var v: UInt64 = 0
+        if bigEndian {
+            for k in 0..<width { v = v << 8 | UInt64(raw[i + k]) }
+        } else {
+            for k in stride(from: width - 1, through: 0, by: -1) { v = v << 8 | UInt64(raw[i + k]) }
         }
+        return v
     }
 }

@@ -301,13 +301,13 @@ extension Player {
         }
     }
 
-    /// The precision a WAV source carries (8-bit samples fit in 16).
+    /// The precision a WAV source carries (8-bit, 12-bit and G.711 samples fit in 16).
     static func sampleType(of format: WAVFormat) -> AudioFormat.SampleType {
-        switch (format.kind, format.bitsPerSample) {
-        case (.float, 64): return .float64
+        switch (format.kind, format.bytesPerSample) {
+        case (.float, 8), (.integer, 8): return .float64
         case (.float, _): return .float32
-        case (.integer, 24): return .int24
-        case (.integer, 32): return .int32
+        case (.integer, 3): return .int24
+        case (.integer, 4): return .int32
         default: return .int16
         }
     }

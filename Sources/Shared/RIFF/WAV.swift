@@ -1,14 +1,24 @@
 /// The sample format from a WAVE `fmt ` chunk.
 public struct WAVFormat: Sendable, Equatable {
-    /// Integer or IEEE float samples.
-    public enum SampleKind: Sendable, Equatable { case integer, float }
+    /// How a sample is coded.
+    public enum SampleKind: Sendable, Equatable {
+        /// Linear PCM: unsigned 8-bit, else signed two's complement.
+        case integer
+        /// IEEE float, 32 or 64 bits.
+        case float
+        /// G.711 mu-law, 8 bits a sample.
+        case muLaw
+        /// G.711 A-law, 8 bits a sample.
+        case aLaw
+    }
 
-    /// 1 PCM, 3 IEEE float, 0xFFFE extensible (then the subformat decides `kind`).
+    /// 1 PCM, 3 IEEE float, 6 A-law, 7 mu-law, 0xFFFE extensible (then the subformat decides `kind`).
     public var formatTag: UInt16
     public var kind: SampleKind
     public var channels: Int
     public var sampleRate: Int
-    /// Container bits per sample: 8/16/24/32 for integers, 32/64 for floats.
+    /// Bits per sample as the header states them: 8/16/24/32/64 for integers, or fewer than the
+    /// container (12 bits in 2 bytes, 20 in 3), 32/64 for floats, 8 for G.711.
     public var bitsPerSample: Int
     /// Bits that carry signal (extensible files may say fewer than the container holds).
     public var validBitsPerSample: Int
@@ -16,6 +26,11 @@ public struct WAVFormat: Sendable, Equatable {
     public var blockAlign: Int
     /// Speaker positions (extensible files only).
     public var channelMask: UInt32?
+    /// RIFX files store samples (and every header field) big-endian.
+    public var bigEndian: Bool = false
+
+    /// Bytes each sample occupies in a frame (the container: 2 for 12-bit samples).
+    public var bytesPerSample: Int { blockAlign / max(1, channels) }
 }
 
 /// Where the samples are in a WAVE file, and its tags.
@@ -37,24 +52,40 @@ public struct WAVInfo: Sendable, Equatable {
     }
 }
 
-/// Reads RIFF/WAVE headers up to the `data` chunk.
+/// Reads RIFF/WAVE headers up to the `data` chunk (RIFF, RF64 and big-endian RIFX).
 public enum WAV {
     static let component = "wav"
     /// Chunks walked before giving up on finding `data` (a hostile file could hold millions).
     static let maxChunks = 10_000
     /// The largest possible fmt chunk: 18 bytes plus a 16-bit cbSize of extra bytes.
     static let maxFormatChunk = 18 + 0xFFFF
+    /// The file signatures this parser reads.
+    static let signatures = ["RIFF", "RF64", "RIFX"]
+
+    /// Reads 16- and 32-bit header fields in the file's byte order (RIFX is big-endian throughout).
+    struct FieldReader {
+        var reader: ByteReader
+        let bigEndian: Bool
+
+        var remaining: Int { reader.remaining }
+        var offset: Int { reader.offset }
+        mutating func u16() throws -> Int { Int(bigEndian ? try reader.readU16BE() : try reader.readU16LE()) }
+        mutating func u32() throws -> Int { Int(bigEndian ? try reader.readU32BE() : try reader.readU32LE()) }
+        mutating func u64() throws -> UInt64 { bigEndian ? try reader.readU64BE() : try reader.readU64LE() }
+        mutating func fourCC() throws -> String { try reader.readFourCC() }
+        mutating func skip(_ n: Int) throws { try reader.skip(n) }
+        mutating func sub(_ n: Int) throws -> FieldReader { FieldReader(reader: try reader.subReader(n), bigEndian: bigEndian) }
+    }
 
     /// Parses the chunks from the start of a file up to the data chunk. nil when `prefix`
     /// ends before the data chunk header; throws when the bytes are not a usable WAVE file.
     /// The RIFF size is not used (streamed files write 0 or 0xFFFFFFFF, others get it wrong);
     /// every chunk before `data` must be present in full, and `data` itself is not read.
     public static func parse(prefix: ArraySlice<UInt8>) throws -> WAVInfo? {
-        var reader = ByteReader(prefix, component: component)
         guard prefix.count >= 12 else {
             // Rule out non-RIFF bytes now rather than asking for more of them.
             let known = Array(prefix.prefix(4))
-            guard Array("RIFF".utf8).starts(with: known) || Array("RF64".utf8).starts(with: known) else {
+            guard signatures.contains(where: { Array($0.utf8).starts(with: known) }) else {
                 throw FormatError.invalid(component: component, reason: "not a RIFF file", offset: 0)
             }
             if prefix.count > 8 && !Array("WAVE".utf8).starts(with: Array(prefix.dropFirst(8))) {
@@ -62,12 +93,14 @@ public enum WAV {
             }
             return nil
         }
-        let riff = try reader.readFourCC()
-        guard riff == "RIFF" || riff == "RF64" else {
+        var plain = ByteReader(prefix, component: component)
+        let riff = try plain.readFourCC()
+        guard signatures.contains(riff) else {
             throw FormatError.invalid(component: component, reason: "not a RIFF file", offset: 0)
         }
-        _ = try reader.readU32LE()   // RIFF size: 0/0xFFFFFFFF in streamed files, so not relied on
-        guard try reader.readFourCC() == "WAVE" else {
+        var reader = FieldReader(reader: plain, bigEndian: riff == "RIFX")
+        _ = try reader.u32()   // RIFF size: 0/0xFFFFFFFF in streamed files, so not relied on
+        guard try reader.fourCC() == "WAVE" else {
             throw FormatError.invalid(component: component, reason: "RIFF file is not WAVE", offset: 8)
         }
         var format: WAVFormat?
@@ -76,8 +109,8 @@ public enum WAV {
         for _ in 0..<maxChunks {
             guard reader.remaining >= 8 else { return nil }
             let chunkStart = reader.offset
-            let id = try reader.readFourCC()
-            let size = Int(try reader.readU32LE())
+            let id = try reader.fourCC()
+            let size = try reader.u32()
             if id == "data" {
                 guard let format else {
                     throw FormatError.invalid(component: component, reason: "data chunk before fmt chunk", offset: chunkStart)
@@ -94,61 +127,89 @@ public enum WAV {
             // Other chunks must be present in full to be read; unknown ones are skipped.
             let padded = size + (size & 1)
             guard reader.remaining >= padded else { return nil }
-            let body = try reader.subReader(size)
+            let body = try reader.sub(size)
             if size & 1 == 1 { try reader.skip(1) }
             switch id {
-            case "fmt ": format = try parseFormat(body, at: chunkStart)
-            case "LIST": tags = tags.merged(with: try parseInfoList(body))
-            case "id3 ", "ID3 ":
-                // Tags are optional: a damaged ID3 chunk costs the tags, not the audio.
-                tags = tags.merged(with: try? ID3v2.parse(body.rest).tags)
+            case "fmt ":
+                format = try parseFormat(body, at: chunkStart)
             case "ds64":
                 var ds = body
-                _ = try ds.readU64LE()     // RIFF size
-                rf64DataSize = Int(clamping: try ds.readU64LE())
-            default: break
+                _ = try ds.u64()     // RIFF size
+                rf64DataSize = Int(clamping: try ds.u64())
+            default:
+                tags = tags.merged(with: try tagChunk(id: id, body: body))
             }
         }
         throw FormatError.invalid(component: component, reason: "no data chunk in the first \(maxChunks) chunks", offset: reader.offset)
     }
 
-    static func parseFormat(_ chunk: ByteReader, at offset: Int) throws -> WAVFormat {
-        var r = chunk
-        guard r.count >= 16 else {
-            throw FormatError.invalid(component: component, reason: "fmt chunk of \(r.count) bytes", offset: offset)
+    /// Tags from the chunks that follow the data chunk (`bytes` starts at the first of them):
+    /// LIST/INFO and `id3 `/`ID3 ` are often written after the samples. Chunks cut short by the
+    /// end of `bytes` are ignored.
+    public static func trailingTags(_ bytes: ArraySlice<UInt8>, bigEndian: Bool) -> TrackTags {
+        var reader = FieldReader(reader: ByteReader(bytes, component: component), bigEndian: bigEndian)
+        var tags = TrackTags()
+        for _ in 0..<maxChunks {
+            guard reader.remaining >= 8, let id = try? reader.fourCC(), let size = try? reader.u32(),
+                  size <= reader.remaining, let body = try? reader.sub(size) else { break }
+            if size & 1 == 1, reader.remaining > 0 { try? reader.skip(1) }
+            if let found = try? tagChunk(id: id, body: body) { tags = tags.merged(with: found) }
         }
-        let tag = try r.readU16LE()
-        let channels = Int(try r.readU16LE())
-        let rate = Int(try r.readU32LE())
-        _ = try r.readU32LE()                    // byte rate, derivable
-        let blockAlign = Int(try r.readU16LE())
-        let bits = Int(try r.readU16LE())
+        return tags
+    }
+
+    /// The tags a LIST/INFO or ID3 chunk holds; other chunks hold none.
+    static func tagChunk(id: String, body: FieldReader) throws -> TrackTags {
+        switch id {
+        case "LIST": return try parseInfoList(body)
+        // Tags are optional: a damaged ID3 chunk costs the tags, not the audio.
+        case "id3 ", "ID3 ": return (try? ID3v2.parse(body.reader.rest).tags) ?? TrackTags()
+        default: return TrackTags()
+        }
+    }
+
+    static func parseFormat(_ chunk: FieldReader, at offset: Int) throws -> WAVFormat {
+        var r = chunk
+        guard r.reader.count >= 16 else {
+            throw FormatError.invalid(component: component, reason: "fmt chunk of \(r.reader.count) bytes", offset: offset)
+        }
+        let tag = UInt16(try r.u16())
+        let channels = try r.u16()
+        let rate = try r.u32()
+        _ = try r.u32()                    // byte rate, derivable
+        let blockAlign = try r.u16()
+        let bits = try r.u16()
         var kind: WAVFormat.SampleKind
         var validBits = bits
         var mask: UInt32?
         switch tag {
         case 1: kind = .integer
         case 3: kind = .float
+        case 6: kind = .aLaw
+        case 7: kind = .muLaw
         case 0xFFFE:
             guard r.remaining >= 24 else {
                 throw FormatError.invalid(component: component, reason: "short WAVE_FORMAT_EXTENSIBLE", offset: offset)
             }
-            let extraSize = try r.readU16LE()
+            let extraSize = try r.u16()
             guard extraSize >= 22 else {
                 throw FormatError.invalid(component: component, reason: "WAVE_FORMAT_EXTENSIBLE with cbSize \(extraSize)",
                                           offset: offset)
             }
-            validBits = Int(try r.readU16LE())
-            mask = try r.readU32LE()
-            let subformat = try r.readU16LE()    // first two bytes of the GUID hold the format tag
+            validBits = try r.u16()
+            mask = UInt32(try r.u32())
+            let subformat = try r.u16()    // first two bytes of the GUID hold the format tag
             switch subformat {
             case 1: kind = .integer
             case 3: kind = .float
+            case 6: kind = .aLaw
+            case 7: kind = .muLaw
             default: throw FormatError.unsupported(component: component, reason: "extensible subformat \(subformat)")
             }
             if validBits == 0 || validBits > bits { validBits = bits }
         default:
-            throw FormatError.unsupported(component: component, reason: "format tag 0x\(String(tag, radix: 16)) (only PCM and float)")
+            throw FormatError.unsupported(component: component,
+                                          reason: "format tag 0x\(String(tag, radix: 16)) (only PCM, float, mu-law and A-law)")
         }
         guard (1...64).contains(channels) else {
             throw FormatError.invalid(component: component, reason: "\(channels) channels", offset: offset)
@@ -156,28 +217,38 @@ public enum WAV {
         guard (1...1_536_000).contains(rate) else {
             throw FormatError.invalid(component: component, reason: "sample rate \(rate)", offset: offset)
         }
-        let allowed = kind == .integer ? [8, 16, 24, 32] : [32, 64]
-        guard allowed.contains(bits) else {
-            throw FormatError.unsupported(component: component, reason: "\(bits)-bit \(kind == .integer ? "integer" : "float") samples")
-        }
-        guard blockAlign == channels * bits / 8 else {
+        // The container is what block align gives each sample; the stated bits must fit in it
+        // (12-bit samples in 2 bytes and 20-bit in 3 are plain PCM with zero low bits).
+        let container = blockAlign / channels
+        guard blockAlign == channels * container, container * 8 >= bits, bits > 0 else {
             throw FormatError.invalid(component: component, reason: "block align \(blockAlign) for \(channels)×\(bits) bits",
                                       offset: offset)
         }
+        let supported: Bool
+        switch kind {
+        case .integer: supported = [1, 2, 3, 4, 8].contains(container) && bits > (container - 1) * 8
+        case .float: supported = (bits == 32 && container == 4) || (bits == 64 && container == 8)
+        case .muLaw, .aLaw: supported = bits == 8 && container == 1
+        }
+        guard supported else {
+            let name = kind == .integer ? "integer" : kind == .float ? "float" : kind == .muLaw ? "mu-law" : "A-law"
+            throw FormatError.unsupported(component: component, reason: "\(bits)-bit \(name) samples in \(container)-byte containers")
+        }
         return WAVFormat(formatTag: tag, kind: kind, channels: channels, sampleRate: rate, bitsPerSample: bits,
-                         validBitsPerSample: validBits, blockAlign: blockAlign, channelMask: mask)
+                         validBitsPerSample: min(validBits, bits), blockAlign: blockAlign, channelMask: mask,
+                         bigEndian: chunk.bigEndian)
     }
 
     /// LIST chunks of type INFO hold NUL-terminated text subchunks.
-    static func parseInfoList(_ chunk: ByteReader) throws -> TrackTags {
+    static func parseInfoList(_ chunk: FieldReader) throws -> TrackTags {
         var r = chunk
-        guard r.remaining >= 4, try r.readFourCC() == "INFO" else { return TrackTags() }
+        guard r.remaining >= 4, try r.fourCC() == "INFO" else { return TrackTags() }
         var tags = TrackTags()
         while r.remaining >= 8 {
-            let id = try r.readFourCC()
-            let size = Int(try r.readU32LE())
+            let id = try r.fourCC()
+            let size = try r.u32()
             guard size <= r.remaining else { break }
-            let raw = try r.readBytes(size)
+            let raw = try r.reader.readBytes(size)
             if size & 1 == 1, r.remaining > 0 { try r.skip(1) }
             let text = infoText(raw)
             guard !text.isEmpty else { continue }
