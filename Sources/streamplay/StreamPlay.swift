@@ -119,6 +119,9 @@ extension StreamPlay {
         terminal.start()
         let outcome = Result { () throws(PlaybackError) -> PlayerStats in try player.run() }
         terminal.stop()
+        for warning in (try? outcome.get())?.warnings ?? player.lastStats?.warnings ?? [] {
+            Self.stderrLine("streamplay: warning: " + warning)
+        }
         switch outcome {
         case .success(let result):
             if stats { print(result.json) }

@@ -21,6 +21,10 @@ extension Player {
         var trimmedLength: Int?
         /// Units the header promises (Xing frame count), to recognise a truncated stream.
         var totalUnits: Int?
+        /// Samples per channel cut from the stream's real end (MP3: the LAME padding beyond the
+        /// decoder's delay). They are held back while decoding, since the header's frame count is
+        /// only a hint of where the end is; 0 when `trimmedLength` bounds the stream instead.
+        var tailTrim = 0
         /// Units decoded before the target to warm the decoder up after a seek (bit reservoir).
         var warmUpUnits: Int
         /// MP3 only: the first frame's header, for seek arithmetic.
@@ -123,7 +127,11 @@ extension Player {
         // Untrimmed sample index of the next converted sample, and the window to keep.
         var position = 0
         var keepFrom = plan.trimStart
-        var keepUntil = plan.trimmedLength.map { plan.trimStart + $0 } ?? Int.max
+        // The end of the window: the header's length, unless the header is a hint (MP3: the
+        // holdback finds the real end); --duration may shorten it.
+        let headerEnd = plan.tailTrim > 0 || plan.totalUnits != nil ? Int.max : plan.trimmedLength.map { plan.trimStart + $0 } ?? Int.max
+        var keepUntil = headerEnd
+        var holdback = TailHoldback(capacity: plan.tailTrim * channels)
         let blockSamples = format.framesPerBuffer * channels
         var pending: [Float] = []
         pending.reserveCapacity(blockSamples)
@@ -133,8 +141,7 @@ extension Player {
 
         func limitDuration() {
             if let limit = options.duration {
-                keepUntil = min(plan.trimmedLength.map { plan.trimStart + $0 } ?? Int.max,
-                                keepFrom + Int((limit * Double(sampleRate)).rounded()))
+                keepUntil = min(headerEnd, keepFrom + Int((limit * Double(sampleRate)).rounded()))
             }
         }
 
@@ -147,6 +154,7 @@ extension Player {
             control.seek(to: byte)
             try converter.restart(at: byte)
             position = unit * plan.samplesPerUnit
+            holdback.reset()
             keepFrom = max(plan.trimStart, target)
             dsp.reset()
             positionMap.reset()
@@ -171,6 +179,27 @@ extension Player {
             try converter.restart(at: start)
             limitDuration()
             converter.append(Array(probePrefix.dropFirst(start)))
+        }
+
+        /// Samples leaving the holdback, in stream order: those inside the window fill fixed-size
+        /// blocks, and a full block goes down the chain.
+        func keepInWindow(_ samples: UnsafeBufferPointer<Float>) {
+            let frames = samples.count / channels
+            let start = position
+            position += frames
+            let lower = max(keepFrom, start), upper = min(keepUntil, position)
+            guard lower < upper else { return }
+            var from = (lower - start) * channels
+            let to = (upper - start) * channels
+            while from < to {
+                let take = min(to - from, blockSamples - pending.count)
+                pending.append(contentsOf: samples[from..<(from + take)])
+                from += take
+                if pending.count == blockSamples {
+                    fullBlocks.append(pending)
+                    pending.removeAll(keepingCapacity: true)
+                }
+            }
         }
 
         if options.start > 0, hlsTimeline?.isLive == true {
@@ -251,23 +280,7 @@ extension Player {
             }
             // Convert every whole unit buffered; keep the samples inside the window.
             while try converter.convertNext(isComplete: streamEnded, { samples in
-                let frames = samples.count / channels
-                let start = position
-                position += frames
-                let lower = max(keepFrom, start), upper = min(keepUntil, position)
-                guard lower < upper else { return }
-                var from = (lower - start) * channels
-                let to = (upper - start) * channels
-                // Fill fixed-size blocks; a full block goes down the chain.
-                while from < to {
-                    let take = min(to - from, blockSamples - pending.count)
-                    pending.append(contentsOf: samples[from..<(from + take)])
-                    from += take
-                    if pending.count == blockSamples {
-                        fullBlocks.append(pending)
-                        pending.removeAll(keepingCapacity: true)
-                    }
-                }
+                holdback.push(samples, release: keepInWindow)
             }) {
                 for var block in fullBlocks { try emit(&block) }
                 fullBlocks.removeAll(keepingCapacity: true)
@@ -286,6 +299,21 @@ extension Player {
                 continue
             }
         }
+        // The header's frame count is a hint: a stream that holds fewer frames was cut short, so
+        // its end is no padding and every decoded sample plays (as mpg123 does), with a warning.
+        let decodedSamples = position + holdback.count / channels
+        if let expected = plan.totalUnits, streamEnded, !commands.withLock({ stopRequested }),
+           decodedSamples < expected * plan.samplesPerUnit {
+            if decodedSamples == 0 {
+                throw PlaybackError(message: "parser: stream ended before its first whole frame (\(expected) frames promised)",
+                                    exitCode: 1)
+            }
+            holdback.releaseAll(keepInWindow)
+            for var block in fullBlocks { try emit(&block) }
+            fullBlocks.removeAll(keepingCapacity: true)
+            warn("parser: stream ended after \(decodedSamples / plan.samplesPerUnit) of \(expected) frames "
+                 + "(truncated file or wrong Xing header); played what it holds")
+        }
         try emit(&pending)
         if outputStarted && !commands.withLock({ stopRequested }) {
             var tail: [Float] = []
@@ -293,12 +321,12 @@ extension Player {
             try write(&tail)
         }
         log("throttle", "peak fill \(throttle.peakFill) of \(throttle.capacity) bytes; transfer paused \(control.pauses) times")
-        // A stream that ends before the samples its header promised is truncated (or the header lies).
-        if let expected = plan.totalUnits, streamEnded, keepUntil != Int.max, position < keepUntil,
-           !commands.withLock({ stopRequested }) {
-            throw PlaybackError(message: "parser: stream ended after \(position / plan.samplesPerUnit) of \(expected) frames (truncated file or wrong Xing header)",
-                                exitCode: 1)
-        }
+    }
+
+    /// A problem that does not stop playback: logged, and printed by streamplay at exit.
+    func warn(_ message: String) {
+        log("warning", message)
+        commands.withLock { statsStorage.warnings.append(message) }
     }
 
     /// The precision a WAV source carries (8-bit, 12-bit and G.711 samples fit in 16).
@@ -323,8 +351,9 @@ extension Player {
         switch stream.container {
         case .mp3:
             guard let first = stream.mpegFrame else { break }
-            let gapless = stream.vbrHeader?.gapless
-            let totalFrames = stream.vbrHeader?.frameCount
+            // A frame count of 0 says nothing (mpg123 then ignores the gapless fields too).
+            let totalFrames = stream.vbrHeader?.frameCount.flatMap { $0 > 0 ? $0 : nil }
+            let gapless = totalFrames == nil ? nil : stream.vbrHeader?.gapless
             let spf = first.header.samplesPerFrame
             let trimmed = totalFrames.map { frames in
                 max(0, frames * spf - (gapless?.encoderDelay ?? 0) - (gapless?.encoderPadding ?? 0))
@@ -334,7 +363,8 @@ extension Player {
             return StreamPlan(stream: stream, format: AudioFormat(sampleRate: first.header.sampleRate, channels: first.header.channels),
                               audioStart: first.offset + (stream.vbrHeader != nil ? first.length : 0), samplesPerUnit: spf,
                               trimStart: gapless.map { $0.encoderDelay + 529 } ?? 0, trimmedLength: trimmed,
-                              totalUnits: totalFrames, warmUpUnits: 4, mpegHeader: first.header, wav: nil, adts: nil)
+                              totalUnits: totalFrames, tailTrim: max(0, (gapless?.encoderPadding ?? 0) - 529),
+                              warmUpUnits: 4, mpegHeader: first.header, wav: nil, adts: nil)
         case .wav:
             guard let wav = stream.wav else { break }
             let available = control.totalSize.map { max(0, $0 - stream.firstFrameOffset) }

@@ -59,6 +59,8 @@ public struct PlayerStats: Sendable {
     public var seekMs: Double?
     public var codec = ""
     public var container = ""
+    /// Problems that did not stop playback (a stream shorter than its header said), one line each.
+    public var warnings: [String] = []
 
     /// The one-line JSON object `--stats` prints (fields in DESIGN.md order).
     public var json: String {
