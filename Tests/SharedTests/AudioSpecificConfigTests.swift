@@ -108,6 +108,19 @@ enum ASCBits {
         #expect(asc.samplesPerFrame == 1024)
     }
 
+    /// dependsOnCoreCoder set with no coreCoderDelay after it (the config ends): libfaad2 and
+    /// ffmpeg play such files, so the flag is taken without its delay.
+    @Test func dependsOnCoreCoderWithoutDelayBits_isTolerated() throws {
+        let asc = try parse([0x12, 0x12])      // LC, 44.1 kHz, stereo, dependsOnCoreCoder = 1, then nothing
+        #expect(asc.coreObjectType == 2)
+        #expect(asc.sampleRate == 44_100)
+        #expect(asc.channels == 2)
+        // With the delay present it is skipped as before.
+        var w = MSBBitWriter()
+        ASCBits.objectType(&w, 2); ASCBits.rate(&w, index: 3); w.write(1, 4); ASCBits.ga(&w, coreCoderDelay: 1234); w.align()
+        #expect(try parse(w.bytes).sampleRate == 48_000)
+    }
+
     @Test func explicitSampleRate() throws {
         var w = MSBBitWriter()
         ASCBits.objectType(&w, 2); ASCBits.rate(&w, index: 15, explicit: 37_800); w.write(1, 4); ASCBits.ga(&w)

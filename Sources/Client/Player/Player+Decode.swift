@@ -454,6 +454,11 @@ extension Player {
                 throw PlaybackError(message: "parser: \(error)", exitCode: 1)
             }
         }
+        // The file's size bounds every top-level box: a streamed 200 does not tell it, so ask once
+        // (a one-byte Range request), so a box that overruns the file fails the same way as from a path.
+        if control.totalSize == nil, !(source is HLSSource), let size = try? source.resourceSize() {
+            control.setTotalSize(size)
+        }
         for _ in 0..<100_000 {
             let size = control.totalSize
             let layout: MP4TopLevel

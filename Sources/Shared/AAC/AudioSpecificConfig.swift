@@ -110,7 +110,9 @@ public struct AudioSpecificConfig: Sendable, Equatable {
         case 1, 2, 3, 4, 6, 7, 17, 19, 20, 21, 22, 23:
             // GASpecificConfig
             frameLengthFlag = try bits.readBool()
-            if try bits.readBool() { try bits.skip(14) }   // dependsOnCoreCoder: coreCoderDelay
+            // dependsOnCoreCoder: a 14-bit coreCoderDelay follows. Some encoders set the flag and
+            // write no delay (the config ends first); libfaad2 and ffmpeg read on, and so do we.
+            if try bits.readBool(), bits.remainingBits >= 14 + 1 { try bits.skip(14) }
             let extensionFlag = try bits.readBool()
             if channelConfiguration == 0 {
                 programConfig = try AACProgramConfig.parse(&bits)
