@@ -18,6 +18,20 @@ final class Connection {
     var headDeadline: UInt64?
     /// Deadline for an idle keep-alive connection, or nil.
     var idleDeadline: UInt64?
+    /// The socket is full: the response waits for EPOLLOUT.
+    var writeBlocked = false
+    /// Bytes handed to the kernel on this connection, all responses together.
+    var bytesWritten = 0
+    /// Write timeout bookkeeping: bytes the client had acknowledged at the last check that saw
+    /// progress, when that was, and when the last check ran.
+    var deliveredCheckpoint = -1
+    var deliveredAt: UInt64 = 0
+    var deliveryCheckedAt: UInt64 = 0
+    /// Set while closing lingeringly: the last response is sent and our side shut down; what
+    /// the client still sends is read and dropped until it closes, this deadline passes or
+    /// `lingerBudget` bytes are dropped.
+    var lingerDeadline: UInt64?
+    var lingerBudget = 0
     /// The epoll events currently registered.
     var interest: UInt32 = 0
     var requestsServed = 0
@@ -84,6 +98,7 @@ final class Connection {
             guard case .done(let n) = result else { return .blocked }
             out.headSent += n
             out.bytesSent += n
+            bytesWritten += n
         }
         while true {
             if out.part == nil {
@@ -96,12 +111,10 @@ final class Connection {
             var allowance = part.length - out.partSent
             if let pace = out.pace {
                 if out.paceStart == 0 { out.paceStart = now }
-                // Allow what the rate permits since pacing started, plus a 4 KiB burst.
-                let elapsed = Double(now - out.paceStart) / 1e9
-                let budget = Int(Double(pace) * elapsed) + 4096 - out.paceBodyBytes
+                let budget = Pacing.budget(bytesPerSecond: pace, elapsedNanos: now > out.paceStart ? now - out.paceStart : 0,
+                                           sent: out.paceBodyBytes)
                 if budget <= 0 {
-                    let wait = UInt64(Double(4096 - budget) / Double(pace) * 1e9)
-                    return .paced(now + max(wait, 5_000_000))
+                    return .paced(now + Pacing.wait(bytesPerSecond: pace, budget: budget))
                 }
                 allowance = min(allowance, budget)
             }
@@ -130,6 +143,7 @@ final class Connection {
             }
             out.partSent += n
             out.bytesSent += n
+            bytesWritten += n
             out.paceBodyBytes += n
             if out.partSent >= part.length { out.part = nil }
         }
