@@ -8,7 +8,16 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 
 // accept4 is declared only under _GNU_SOURCE; declare it here so the module does not need it.
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+
+// Bytes written to a TCP socket that its peer has not acknowledged yet (SIOCOUTQ), or -1.
+// A C wrapper because ioctl is variadic.
+static inline int clinux_unacknowledged_bytes(int fd) {
+    int count = 0;
+    return ioctl(fd, SIOCOUTQ, &count) == 0 ? count : -1;
+}
 #endif

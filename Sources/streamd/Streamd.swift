@@ -34,6 +34,15 @@ struct Serve: ParsableCommand {
     @Option(help: "Maximum simultaneous connections; beyond it new ones are closed at once.")
     var maxConnections: Int = 10_000
 
+    @Option(help: "Seconds a response may wait for a client that takes no bytes before the connection is closed.")
+    var writeTimeout: Double = 30
+
+    @Option(help: "Seconds for a request head to arrive (then 408).")
+    var headTimeout: Double = 10
+
+    @Option(help: "Seconds an idle keep-alive connection is kept open.")
+    var idleTimeout: Double = 30
+
     @Flag(help: "No access log.")
     var quiet = false
 
@@ -53,6 +62,10 @@ extension Serve {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
         guard (0...65536).contains(hlsCacheMb) else { throw ValidationError("--hls-cache-mb must be 0...65536") }
+        for (name, seconds) in [("--write-timeout", writeTimeout), ("--head-timeout", headTimeout), ("--idle-timeout", idleTimeout)]
+        where !(0.1...86_400).contains(seconds) {
+            throw ValidationError("\(name) must be 0.1...86400 seconds")
+        }
         for spec in live {
             guard let eq = spec.firstIndex(of: "="), HLSLiveSource.isValidName(String(spec[..<eq])),
                   spec.index(after: eq) < spec.endIndex else {
@@ -100,6 +113,9 @@ extension Serve {
         config.port = port
         if let threads { config.threads = threads }
         config.maxConnections = maxConnections
+        config.writeTimeout = writeTimeout
+        config.headTimeout = headTimeout
+        config.idleTimeout = idleTimeout
         config.accessLog = !quiet
         let server = HTTPServer(configuration: config, logger: logger, handler: router.handle)
 

@@ -13,6 +13,11 @@ struct LoopSettings: Sendable {
     var limits: HTTPLimits
     var headTimeout: UInt64     // ns
     var idleTimeout: UInt64     // ns
+    /// How long a pending response may wait for the client to take any byte.
+    var writeTimeout: UInt64    // ns
+    /// Bounds of the lingering close after a last response: time, and bytes read and dropped.
+    var lingerTime: UInt64      // ns
+    var lingerBytes: Int
     var maxConnections: Int
     var accessLog: Bool
 }
@@ -37,6 +42,8 @@ final class EventLoop: @unchecked Sendable {
     let drainDeadline = ManagedAtomic<UInt64>(0)
     private var cachedDateSecond = -1
     private var cachedDate = ""
+    /// Receive buffer for every read of this loop's connections (one thread, so one buffer).
+    private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
 
     static let wakeToken: UInt64 = UInt64.max
     static let listenToken: UInt64 = UInt64.max - 1
@@ -77,8 +84,9 @@ final class EventLoop: @unchecked Sendable {
                     Epoll.remove(epfd, fd: listenFD)
                     listening = false
                 }
-                // Idle connections close now; busy ones get until the deadline.
-                for connection in Array(connections.values) where connection.outgoing == nil {
+                // Idle connections close now; busy ones (writing, or closing lingeringly) get until the deadline.
+                for connection in Array(connections.values)
+                where connection.outgoing == nil && connection.lingerDeadline == nil {
                     closeConnection(connection)
                 }
                 if connections.isEmpty || now >= drainDeadline.load(ordering: .relaxed) {
@@ -148,7 +156,7 @@ final class EventLoop: @unchecked Sendable {
             let connection = Connection(fd: fd, generation: generation, peer: Self.describe(address))
             connection.headDeadline = monotonicNanos() + settings.headTimeout
             connections[fd] = connection
-            setInterest(connection, Epoll.readable | UInt32(EPOLLRDHUP.rawValue), add: true)
+            setInterest(connection, Epoll.readable, add: true)
         }
     }
 
@@ -186,26 +194,40 @@ final class EventLoop: @unchecked Sendable {
             closeConnection(connection)
             return
         }
-        if event & (Epoll.readable | UInt32(EPOLLRDHUP.rawValue) | UInt32(EPOLLHUP.rawValue)) != 0 {
+        if connection.lingerDeadline != nil {
+            discardInput(connection)
+            return
+        }
+        if event & UInt32(EPOLLHUP.rawValue) != 0 {
+            // Both directions are shut (a reset, or the peer gone): nothing can be sent.
+            closeConnection(connection)
+            return
+        }
+        if event & Epoll.readable != 0 {
             readAvailable(connection)
-            if connections[connection.fd] !== connection { return }
+            if !isOpen(connection) { return }
         }
         if event & Epoll.writable != 0 || connection.outgoing == nil {
             progress(connection)
+            if !isOpen(connection) { return }
         }
+        updateInterest(connection)
     }
+
+    private func isOpen(_ connection: Connection) -> Bool { connections[connection.fd] === connection }
 
     /// Most bytes buffered from a client ahead of the response being written (pipelining).
     private var maxReadBuffer: Int { settings.limits.maxRequestLine + settings.limits.maxHeaderBytes + 4096 }
 
+    /// Reads until the socket is empty, the peer has closed its side or the buffer is full; the
+    /// rest stays in the kernel, unwatched, until the buffer has room again.
     private func readAvailable(_ connection: Connection) {
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while connection.readBuffer.count < maxReadBuffer {
-            let n = chunk.withUnsafeMutableBytes { raw in
+        while !connection.peerClosed && connection.readBuffer.count < maxReadBuffer {
+            let n = scratch.withUnsafeMutableBytes { raw in
                 recv(connection.fd, raw.baseAddress, raw.count, 0)
             }
             if n > 0 {
-                connection.readBuffer.append(contentsOf: chunk[0..<n])
+                connection.readBuffer.append(contentsOf: scratch[0..<n])
                 if connection.headDeadline == nil {
                     connection.headDeadline = monotonicNanos() + settings.headTimeout
                 }
@@ -221,19 +243,32 @@ final class EventLoop: @unchecked Sendable {
             closeConnection(connection)
             return
         }
-        if connection.peerClosed && connection.outgoing == nil {
-            // Serve what was fully received (a client may send a request and half-close).
-            if (try? parser.parse(connection.readBuffer[...])) == nil {
-                closeConnection(connection)
-            }
+    }
+
+    /// The events a connection waits for, derived from its state alone. Interest is
+    /// level-triggered, so a condition that stays true while the loop can do nothing about it
+    /// (end of input already seen, a full read buffer, a client that takes no bytes) must not be
+    /// watched, or epoll_wait returns at once, forever.
+    private func updateInterest(_ connection: Connection) {
+        var events: UInt32 = 0
+        if connection.lingerDeadline != nil {
+            events = Epoll.readable
+        } else {
+            if !connection.peerClosed && connection.readBuffer.count < maxReadBuffer { events |= Epoll.readable }
+            if connection.writeBlocked { events |= Epoll.writable }
         }
+        setInterest(connection, events)
     }
 
     /// Starts the next response if none is running, and writes what can be written.
     private func progress(_ connection: Connection) {
         while true {
             if connection.outgoing == nil {
-                guard startNextResponse(connection) else { return }
+                guard startNextResponse(connection) else {
+                    // No complete request buffered; with the client's side closed none will come.
+                    if connection.peerClosed { closeConnection(connection) }
+                    return
+                }
             }
             let now = monotonicNanos()
             let outcome: Connection.WriteOutcome
@@ -245,19 +280,20 @@ final class EventLoop: @unchecked Sendable {
             }
             switch outcome {
             case .blocked:
-                setInterest(connection, Epoll.readable | Epoll.writable | UInt32(EPOLLRDHUP.rawValue))
+                connection.writeBlocked = true
                 return
             case .paced(let wake):
+                connection.writeBlocked = false
                 connection.outgoing?.wakeAt = wake
-                setInterest(connection, Epoll.readable | UInt32(EPOLLRDHUP.rawValue))
                 return
             case .finished:
+                connection.writeBlocked = false
                 guard let done = connection.outgoing else { return }
                 connection.outgoing = nil
                 connection.requestsServed += 1
                 logAccess(connection, done, now: now)
                 if !done.keepAlive || stopRequested.load(ordering: .relaxed) {
-                    closeConnection(connection)
+                    closeAfterResponse(connection, now: now)
                     return
                 }
                 if connection.readBuffer.isEmpty {
@@ -268,9 +304,45 @@ final class EventLoop: @unchecked Sendable {
                     connection.idleDeadline = now + settings.idleTimeout
                     connection.headDeadline = nil
                 }
-                setInterest(connection, Epoll.readable | UInt32(EPOLLRDHUP.rawValue))
             }
         }
+    }
+
+    /// Ends a connection after its last response. Closing a socket with unread input makes the
+    /// kernel send a reset, which can destroy the response on its way or fail a client still
+    /// sending a body; so our side is shut down (the client sees the end of the response) and
+    /// what the client still sends is read and dropped until it closes too, within bounds
+    /// (RFC 9112 section 9.6, lingering close).
+    private func closeAfterResponse(_ connection: Connection, now: UInt64) {
+        if connection.peerClosed {
+            closeConnection(connection)   // all input was read: nothing to reset
+            return
+        }
+        shutdown(connection.fd, Int32(SHUT_WR))
+        connection.readBuffer = []
+        connection.headDeadline = nil
+        connection.idleDeadline = nil
+        connection.lingerDeadline = now + settings.lingerTime
+        connection.lingerBudget = settings.lingerBytes
+        discardInput(connection)
+        if isOpen(connection) { updateInterest(connection) }
+    }
+
+    /// Lingering close: reads and drops input until the client closes or the budget is spent.
+    private func discardInput(_ connection: Connection) {
+        while connection.lingerBudget > 0 {
+            let n = scratch.withUnsafeMutableBytes { raw in
+                recv(connection.fd, raw.baseAddress, min(raw.count, connection.lingerBudget), 0)
+            }
+            if n > 0 {
+                connection.lingerBudget -= n
+                continue
+            }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
+            break   // end of input (the client is done) or an error
+        }
+        closeConnection(connection)
     }
 
     /// Parses the next request from the buffer and prepares its response; false when
@@ -301,6 +373,10 @@ final class EventLoop: @unchecked Sendable {
     private func begin(_ response: HTTPResponse, for request: HTTPRequest?, on connection: Connection, now: UInt64) {
         let keepAlive = !(response.closeConnection || request?.keepAlive == false || request == nil
                           || stopRequested.load(ordering: .relaxed))
+        // The write timeout counts from the start of a response at the earliest.
+        connection.deliveredAt = now
+        connection.deliveryCheckedAt = now
+        connection.deliveredCheckpoint = -1
         connection.outgoing = Connection.Outgoing(
             head: response.head(keepAlive: keepAlive, date: currentDate()), body: response.body,
             keepAlive: keepAlive, method: request?.method ?? "-", target: request?.target ?? "-",
@@ -353,22 +429,54 @@ final class EventLoop: @unchecked Sendable {
             if let wake = connection.outgoing?.wakeAt, wake <= now {
                 connection.outgoing?.wakeAt = nil
                 progress(connection)
+                if isOpen(connection) { updateInterest(connection) }
             }
         }
         // Timeouts need only second precision: sweep at most a few times a second.
         guard now - lastSweep > 250_000_000 else { return }
         lastSweep = now
-        for connection in Array(connections.values) where connection.outgoing == nil {
+        for connection in Array(connections.values) {
+            if connection.outgoing != nil {
+                checkDelivery(connection, now: now)
+                continue
+            }
+            if let deadline = connection.lingerDeadline {
+                if deadline <= now { closeConnection(connection) }
+                continue
+            }
             if let deadline = connection.headDeadline, deadline <= now, !connection.readBuffer.isEmpty {
                 // Slowloris: a request head that does not arrive in time.
                 begin(HTTPResponse.error(408, "request head not received in time", close: true), for: nil,
                       on: connection, now: now)
                 progress(connection)
+                if isOpen(connection) { updateInterest(connection) }
             } else if let deadline = connection.idleDeadline, deadline <= now {
                 closeConnection(connection)
             } else if let deadline = connection.headDeadline, deadline <= now {
                 closeConnection(connection)
             }
+        }
+    }
+
+    /// The write timeout: a pending response whose client has acknowledged no byte for
+    /// `writeTimeout` is dropped, with a reset so what is queued for it is freed at once.
+    /// Progress is what the client's TCP acknowledged (bytes written minus those still
+    /// unacknowledged, SIOCOUTQ): the kernel's send buffer grows to megabytes, so whether the
+    /// socket is full says little either way. Checked a few times per timeout period.
+    private func checkDelivery(_ connection: Connection, now: UInt64) {
+        // Times taken on this thread can be a little later than `now` (a response begun since).
+        guard now >= connection.deliveryCheckedAt, now - connection.deliveryCheckedAt >= settings.writeTimeout / 4 else {
+            return
+        }
+        connection.deliveryCheckedAt = now
+        let unacknowledged = max(0, Int(clinux_unacknowledged_bytes(connection.fd)))
+        let delivered = connection.bytesWritten - unacknowledged
+        // Nothing waiting on the client (a paced response between writes) is not a stall.
+        if delivered != connection.deliveredCheckpoint || (unacknowledged == 0 && !connection.writeBlocked) {
+            connection.deliveredCheckpoint = delivered
+            connection.deliveredAt = now
+        } else if now >= connection.deliveredAt, now - connection.deliveredAt >= settings.writeTimeout {
+            closeConnection(connection, reset: true)
         }
     }
 
@@ -389,18 +497,16 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func closeConnection(_ connection: Connection) {
+    /// Closes at once; `reset` sends RST (SO_LINGER 0) instead of a FIN, freeing what is still
+    /// queued for the client.
+    private func closeConnection(_ connection: Connection, reset: Bool = false) {
         guard connections[connection.fd] === connection else { return }
         connections[connection.fd] = nil
         Epoll.remove(epfd, fd: connection.fd)
-        // Discard what the client already sent: closing with unread bytes makes the kernel
-        // send RST, which can destroy a response (a 400, a 408) still on its way.
-        var scratch = [UInt8](repeating: 0, count: 4096)
-        for _ in 0..<16 {
-            let n = scratch.withUnsafeMutableBytes { recv(connection.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if n <= 0 { break }
+        if reset {
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(connection.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
         }
-        shutdown(connection.fd, Int32(SHUT_WR))
         close(connection.fd)
         connection.outgoing = nil
         openConnections.wrappingDecrement(ordering: .relaxed)

@@ -14,8 +14,15 @@ public struct HTTPServerConfiguration: Sendable {
     /// Event-loop threads; defaults to the number of cores.
     public var threads: Int = ProcessInfo.processInfo.activeProcessorCount
     public var limits = HTTPLimits()
+    /// Seconds for a request head to arrive (then 408).
     public var headTimeout: Double = 10
+    /// Seconds an idle keep-alive connection is kept.
     public var idleTimeout: Double = 30
+    /// Seconds a pending response may wait for the client to take any byte (then closed).
+    public var writeTimeout: Double = 30
+    /// Lingering close after a last response: at most this many seconds, and bytes dropped.
+    public var lingerTime: Double = 2
+    public var lingerBytes = 8 << 20
     public var maxConnections = 10_000
     public var accessLog = true
     /// How long in-flight responses may run after a shutdown request.
@@ -68,8 +75,11 @@ public final class HTTPServer: @unchecked Sendable {
         listenFD = fd
         port = Self.boundPort(fd)
         let settings = LoopSettings(limits: configuration.limits,
-                                    headTimeout: UInt64(configuration.headTimeout * 1e9),
-                                    idleTimeout: UInt64(configuration.idleTimeout * 1e9),
+                                    headTimeout: Self.nanos(configuration.headTimeout),
+                                    idleTimeout: Self.nanos(configuration.idleTimeout),
+                                    writeTimeout: Self.nanos(configuration.writeTimeout),
+                                    lingerTime: Self.nanos(configuration.lingerTime),
+                                    lingerBytes: max(0, configuration.lingerBytes),
                                     maxConnections: configuration.maxConnections,
                                     accessLog: configuration.accessLog)
         do {
@@ -93,10 +103,16 @@ public final class HTTPServer: @unchecked Sendable {
         return port
     }
 
+    /// Seconds to nanoseconds, clamped to 1 ms ... 1 year so no setting can trap the conversion.
+    static func nanos(_ seconds: Double) -> UInt64 {
+        guard seconds.isFinite else { return seconds > 0 ? 31_536_000_000_000_000 : 1_000_000 }
+        return UInt64(min(max(seconds, 0.001), 31_536_000) * 1e9)
+    }
+
     /// Stops accepting, lets in-flight responses finish within the grace period, and returns
     /// once every loop has exited.
     public func shutdown() {
-        let deadline = monotonicNanos() + UInt64(configuration.shutdownGrace * 1e9)
+        let deadline = monotonicNanos() + Self.nanos(configuration.shutdownGrace)
         for loop in loops { loop.requestStop(deadline: deadline) }
         for done in exited { done.wait() }
         if listenFD >= 0 {

@@ -7,7 +7,6 @@ import Glibc
 enum Epoll {
     static let readable = UInt32(EPOLLIN.rawValue)
     static let writable = UInt32(EPOLLOUT.rawValue)
-    static let hangup = UInt32(EPOLLHUP.rawValue) | UInt32(EPOLLERR.rawValue) | UInt32(EPOLLRDHUP.rawValue)
     static let exclusive = UInt32(EPOLLEXCLUSIVE.rawValue)
 
     /// `epoll_create1(EPOLL_CLOEXEC)`.
