@@ -386,6 +386,12 @@ extension TrackAnalyzer {
             delay = asc.samplesPerFrame
             notes.append("encoder delay assumed: \(delay) priming samples (no edit list or iTunSMPB)")
         }
+        // Padding is less than two frames; an edit that ends earlier in a fragmented file was
+        // written for the moov's own samples only (fragments followed): the fragments decide.
+        if !moofRanges.isEmpty, padding > 2 * asc.samplesPerFrame {
+            notes.append("edit list covers only part of the fragmented samples: the length comes from moov + moof")
+            padding = 0
+        }
         let totalSamples = Int((Double(totalTicks) * scale).rounded())
         delay = min(delay, totalSamples)
         let trimmed = max(0, totalSamples - delay - padding)

@@ -415,7 +415,9 @@ extension Player {
             // Without an edit list or iTunSMPB, one frame of priming is assumed (what AAC encoders add).
             let gapless = movie.gapless(outputSampleRate: rate)
             let delay = gapless?.encoderDelay ?? spu
-            let padding = gapless?.encoderPadding ?? 0
+            // A fragmented file's edit list may cover only the moov's own samples: padding is less
+            // than two frames, anything longer is not padding (the analyzer says so in its notes).
+            let padding = movie.isFragmented && (gapless?.encoderPadding ?? 0) > 2 * spu ? 0 : gapless?.encoderPadding ?? 0
             // libfaad2 outputs nothing for the first access unit: that frame is the usual priming,
             // so only what the file asks beyond one frame is trimmed here.
             plan.samplesPerUnit = spu
