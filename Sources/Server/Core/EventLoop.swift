@@ -376,7 +376,7 @@ final class EventLoop: @unchecked Sendable {
         // The write timeout counts from the start of a response at the earliest.
         connection.deliveredAt = now
         connection.deliveryCheckedAt = now
-        connection.deliveredCheckpoint = -1
+        connection.deliveredCheckpoint = acknowledgedBytes(connection)
         connection.outgoing = Connection.Outgoing(
             head: response.head(keepAlive: keepAlive, date: currentDate()), body: response.body,
             keepAlive: keepAlive, method: request?.method ?? "-", target: request?.target ?? "-",
@@ -415,14 +415,26 @@ final class EventLoop: @unchecked Sendable {
     private func nextTimeoutMillis(now: UInt64) -> Int32 {
         // A coarse tick bounds the work of checking timers; pacing needs finer steps.
         var earliest: UInt64 = now + 1_000_000_000
+        var sweepDue = UInt64.max
         for connection in connections.values {
-            if let wake = connection.outgoing?.wakeAt { earliest = min(earliest, wake) }
+            if connection.outgoing != nil {
+                if let wake = connection.outgoing?.wakeAt { earliest = min(earliest, wake) }
+                sweepDue = min(sweepDue, connection.deliveryCheckedAt + settings.writeTimeout / 4)
+            } else if let deadline = connection.lingerDeadline {
+                sweepDue = min(sweepDue, deadline)
+            } else {
+                sweepDue = min(sweepDue, connection.headDeadline ?? .max, connection.idleDeadline ?? .max)
+            }
         }
+        // Deadlines are handled by the sweep, which runs at most every 250 ms: waking sooner
+        // for one would spin.
+        earliest = min(earliest, max(sweepDue, lastSweep + Self.sweepInterval + 1_000_000))
         if stopRequested.load(ordering: .relaxed) { earliest = min(earliest, now + 50_000_000) }
         return Int32(max(0, min(1000, (earliest > now ? earliest - now : 0) / 1_000_000)))
     }
 
     private var lastSweep: UInt64 = 0
+    private static let sweepInterval: UInt64 = 250_000_000
 
     private func checkTimers(now: UInt64) {
         for connection in Array(connections.values) {
@@ -433,7 +445,7 @@ final class EventLoop: @unchecked Sendable {
             }
         }
         // Timeouts need only second precision: sweep at most a few times a second.
-        guard now - lastSweep > 250_000_000 else { return }
+        guard now - lastSweep > Self.sweepInterval else { return }
         lastSweep = now
         for connection in Array(connections.values) {
             if connection.outgoing != nil {
@@ -469,15 +481,19 @@ final class EventLoop: @unchecked Sendable {
             return
         }
         connection.deliveryCheckedAt = now
-        let unacknowledged = max(0, Int(clinux_unacknowledged_bytes(connection.fd)))
-        let delivered = connection.bytesWritten - unacknowledged
+        let delivered = acknowledgedBytes(connection)
         // Nothing waiting on the client (a paced response between writes) is not a stall.
-        if delivered != connection.deliveredCheckpoint || (unacknowledged == 0 && !connection.writeBlocked) {
+        if delivered != connection.deliveredCheckpoint || (delivered == connection.bytesWritten && !connection.writeBlocked) {
             connection.deliveredCheckpoint = delivered
             connection.deliveredAt = now
         } else if now >= connection.deliveredAt, now - connection.deliveredAt >= settings.writeTimeout {
             closeConnection(connection, reset: true)
         }
+    }
+
+    /// Bytes of this connection the client's TCP has acknowledged.
+    private func acknowledgedBytes(_ connection: Connection) -> Int {
+        connection.bytesWritten - max(0, Int(clinux_unacknowledged_bytes(connection.fd)))
     }
 
     // MARK: Bookkeeping
