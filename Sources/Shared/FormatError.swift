@@ -11,6 +11,10 @@ public enum FormatError: Error, Equatable, Sendable, CustomStringConvertible {
     case unsupported(component: String, reason: String)
     /// The bytes are not audio at all (HTML, JSON, empty, ...).
     case notAudio(reason: String)
+    /// A value read from the input, or computed from such values, lies beyond what the format
+    /// or `InputLimits` allows (a week of audio, 2^40 bytes, an overflow). `field` names it the
+    /// way the format does ("mdhd.timescale", "stts.sample_delta", "xing.frames").
+    case outOfRange(component: String, field: String, value: String)
 
     public var description: String {
         switch self {
@@ -22,6 +26,8 @@ public enum FormatError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(component): unsupported: \(reason)"
         case let .notAudio(reason):
             return "parser: not an audio stream (\(reason))"
+        case let .outOfRange(component, field, value):
+            return "\(component): \(field) out of range (\(value))"
         }
     }
 

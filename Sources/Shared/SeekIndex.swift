@@ -47,9 +47,16 @@ public struct SeekIndex: Sendable, Equatable, Codable {
 }
 
 /// Accumulates seek points while frames are walked in order.
+///
+/// An index holds at most `maxPoints` points, whatever the file claims: when it fills up, the
+/// spacing doubles and the points in between are dropped (a WAV at 1 Hz or a week-long track
+/// gets a coarser index, not millions of points).
 public struct SeekIndexBuilder: Sendable {
-    /// The largest gap between points, in seconds.
-    public let interval: Double
+    /// Most points one index holds (1 MiB of points; 0.5 s spacing covers 9 hours).
+    public static let maxPoints = 1 << 16
+    /// The largest gap between points, in seconds (0: keep every point given); grows when
+    /// the index fills up.
+    public private(set) var interval: Double
     public private(set) var points: [SeekPoint] = []
     private var nextTime: Double = 0
 
@@ -59,9 +66,33 @@ public struct SeekIndexBuilder: Sendable {
 
     /// Called for every frame in stream order.
     public mutating func add(frameStart seconds: Double, byte: Int) {
-        if seconds + 1e-9 >= nextTime || points.isEmpty {
-            points.append(SeekPoint(t: seconds, byte: byte))
-            nextTime = (seconds / interval).rounded(.down) * interval + interval
+        guard seconds.isFinite, seconds + 1e-9 >= nextTime || points.isEmpty else { return }
+        if points.count >= Self.maxPoints {
+            thin()
+            // Still full (times that do not spread out): the cap holds, the point is dropped.
+            guard points.count < Self.maxPoints, seconds + 1e-9 >= nextTime else { return }
         }
+        points.append(SeekPoint(t: seconds, byte: byte))
+        nextTime = next(after: seconds)
+    }
+
+    /// The time from which the point after one at `seconds` is taken.
+    private func next(after seconds: Double) -> Double {
+        interval > 0 ? (seconds / interval).rounded(.down) * interval + interval : seconds
+    }
+
+    /// Widens the spacing (at least doubling it) and keeps the points the wider spacing keeps.
+    private mutating func thin() {
+        let span = (points.last?.t ?? 0) - (points.first?.t ?? 0)
+        interval = max(interval * 2, span / Double(Self.maxPoints / 2))
+        var kept: [SeekPoint] = []
+        kept.reserveCapacity(Self.maxPoints / 2 + 1)
+        var from = -Double.infinity
+        for point in points where point.t + 1e-9 >= from {
+            kept.append(point)
+            from = next(after: point.t)
+        }
+        points = kept
+        nextTime = points.last.map { next(after: $0.t) } ?? 0
     }
 }

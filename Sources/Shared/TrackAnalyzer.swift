@@ -86,15 +86,19 @@ public enum TrackAnalyzer {
         if let count = stream.vbrHeader?.frameCount, count > 0 {
             frames = count
             if stream.vbrHeader?.kind != .info, let bytes = stream.vbrHeader?.byteCount {
-                bitrate = Int((Double(bytes) * 8 / (Double(count * header.samplesPerFrame) / Double(header.sampleRate))).rounded())
+                let seconds = Double(count) * Double(header.samplesPerFrame) / Double(header.sampleRate)
+                bitrate = try Checked.bitrate(bytes: bytes, seconds: seconds, "mpeg")
             }
         } else if header.bitrate > 0 {
             let frameBytes = Double(header.samplesPerFrame / 8 * header.bitrate) / Double(header.sampleRate)
-            frames = Int((Double(audioEnd - audioStart) / frameBytes).rounded())
+            frames = try Checked.int(Double(audioEnd - audioStart) / frameBytes, "mpeg", "frame count")
         } else {
             throw FormatError.unsupported(component: "mpeg", reason: "free-format stream without a Xing header: needs a full scan")
         }
-        let samples = frames * header.samplesPerFrame
+        let samples = try Checked.multiply(frames, header.samplesPerFrame, "mpeg", "xing.frames")
+        // The Xing count is a claim: past a week of audio it is a lie.
+        try Checked.duration(Double(samples) / Double(header.sampleRate), "mpeg",
+                             stream.vbrHeader?.frameCount != nil ? "xing.frames" : "frame count")
         let gapless = stream.vbrHeader?.gapless ?? GaplessInfo(encoderDelay: 0, encoderPadding: 0)
         let trimmed = max(0, samples - gapless.encoderDelay - gapless.encoderPadding)
         let seek = SeekIndex(points: [SeekPoint(t: 0, byte: audioStart)], firstFrameOffset: stream.firstFrameOffset,
@@ -165,14 +169,14 @@ public enum TrackAnalyzer {
         // mpg123 and ffmpeg both add the decoder's 529-sample delay to the LAME delay; the
         // trimmed length is what the encoder was given.
         let trimmed = max(0, samples - gapless.encoderDelay - gapless.encoderPadding)
-        let duration = Double(samples) / Double(header.sampleRate)
+        let duration = try Checked.duration(Double(samples) / Double(header.sampleRate), "mpeg", "frame count")
         var tags = stream.tags.merged(with: trailing.id3v1)
         if tags.isEmpty { tags = TrackTags() }
         let seek = SeekIndex(points: index.points, firstFrameOffset: stream.firstFrameOffset, audioEndOffset: audioEnd,
                              encoderDelay: gapless.encoderDelay, encoderPadding: gapless.encoderPadding,
                              durationSeconds: duration)
         let isCBR = stream.vbrHeader?.kind != .xing && stream.vbrHeader?.kind != .vbri && header.bitrate > 0
-        let bitrate = isCBR ? header.bitrate : Int((Double(audioBytes) * 8 / max(duration, 1e-9)).rounded())
+        let bitrate = isCBR ? header.bitrate : try Checked.bitrate(bytes: audioBytes, seconds: duration, "mpeg")
         return TrackAnalysis(container: .mp3, codec: stream.codec, sampleRate: header.sampleRate,
                              channels: header.channels, durationSeconds: Double(trimmed) / Double(header.sampleRate),
                              bitrate: bitrate, frames: frames, firstFrameOffset: stream.firstFrameOffset,
@@ -233,7 +237,7 @@ extension TrackAnalyzer {
         }
         guard frames > 0 else { throw FormatError.notAudio(reason: "no ADTS frames") }
         let asc = first.audioSpecificConfig
-        let duration = Double(samples) / Double(first.sampleRate)
+        let duration = try Checked.duration(Double(samples) / Double(first.sampleRate), "adts", "frame count")
         let seek = SeekIndex(points: index.points, firstFrameOffset: stream.firstFrameOffset, audioEndOffset: audioEnd,
                              encoderDelay: 0, encoderPadding: 0, durationSeconds: duration)
         // ADTS carries no gapless information: assume the usual one frame of encoder priming
@@ -241,7 +245,7 @@ extension TrackAnalyzer {
         let priming = min(samples, 1024)
         var analysis = TrackAnalysis(container: .adts, codec: "aac", sampleRate: first.sampleRate, channels: asc.channels,
                                      durationSeconds: Double(samples - priming) / Double(first.sampleRate),
-                                     bitrate: Int((Double(audioBytes) * 8 / max(duration, 1e-9)).rounded()),
+                                     bitrate: try Checked.bitrate(bytes: audioBytes, seconds: duration, "adts"),
                                      frames: frames, firstFrameOffset: stream.firstFrameOffset, encoderDelay: priming,
                                      encoderPadding: 0, totalSamples: samples, tags: stream.tags.merged(with: trailing.id3v1),
                                      seekIndex: seek)
@@ -260,7 +264,9 @@ extension TrackAnalyzer {
         let available = max(0, source.size - dataStart)
         let dataBytes = min(wav.dataSize ?? available, available)
         let frames = dataBytes / max(1, format.blockAlign)
-        let duration = Double(frames) / Double(format.sampleRate)
+        let duration = try Checked.duration(Double(frames) / Double(format.sampleRate), "wav", "data size")
+        // Spacing grows with the file (see SeekIndexBuilder.maxPoints): a WAV at 1 Hz gets a
+        // bounded index, and this loop a bounded number of steps.
         var index = SeekIndexBuilder()
         var t = 0.0
         while t < duration {
@@ -330,28 +336,33 @@ extension TrackAnalyzer {
             throw FormatError.unsupported(component: "mp4", reason: "audio codec '\(track.codec)'")
         }
         let asc = try AudioSpecificConfig.parse(track.decoderSpecificInfo[...])
-        let scale = Double(asc.outputSampleRate) / Double(track.timescale)
+        let rate = asc.outputSampleRate
+        // Every sample takes at least one byte of the file: a larger count is a lie, and walking
+        // it would take billions of steps.
+        guard track.sampleCount <= source.size else {
+            throw FormatError.outOfRange(component: "mp4", field: "stsz.sample_count",
+                                         value: "\(track.sampleCount) samples in a \(source.size)-byte file")
+        }
 
         // Samples in the moov's tables first (a fragmented file may start with some), then every fragment's.
         var index = SeekIndexBuilder()
         var ticks = 0
         var bytes = 0
         var sampleCount = 0
-        var sample = 0
+        var cursor = MP4SampleCursor(track: track)
         for run in track.timeToSample {
             // A lying stts count must not spin: never walk past the samples that exist.
-            for _ in 0..<max(0, min(run.count, track.sampleCount - sample)) {
-                if let location = track.sampleLocation(sample) {
+            for _ in 0..<max(0, min(run.count, track.sampleCount - sampleCount)) {
+                if let location = cursor.next() {
                     index.add(frameStart: Double(ticks) / Double(track.timescale), byte: location.offset)
                     bytes = satAdd(bytes, location.size)
                 }
                 ticks = satAdd(ticks, run.delta)
-                sample += 1
+                sampleCount += 1
             }
         }
-        sampleCount = sample
         var firstFrameOffset = track.sampleLocation(0)?.offset
-        var fragmentPoints: [SeekPoint] = []
+        var fragments = SeekIndexBuilder(interval: 0)
         for range in moofRanges {
             guard range.count <= maxMoofBytes else {
                 throw FormatError.unsupported(component: "mp4", reason: "moof of \(range.count) bytes")
@@ -360,27 +371,36 @@ extension TrackAnalyzer {
             let fragment = try MP4Fragment.parse(moof: moof[...], at: range.lowerBound, trackID: track.trackID,
                                                  defaults: movie.audioTrackExtends)
             guard !fragment.samples.isEmpty else { continue }
+            sampleCount += fragment.samples.count
+            guard sampleCount <= source.size else {
+                throw FormatError.outOfRange(component: "mp4", field: "trun.sample_count",
+                                             value: "\(sampleCount) samples in a \(source.size)-byte file")
+            }
             // A fragment is decoded from its moof: that is where a seek must start reading.
-            fragmentPoints.append(SeekPoint(t: Double(ticks) / Double(track.timescale), byte: range.lowerBound))
+            fragments.add(frameStart: Double(ticks) / Double(track.timescale), byte: range.lowerBound)
             firstFrameOffset = firstFrameOffset ?? fragment.samples.first?.offset
             for s in fragment.samples {
                 ticks = satAdd(ticks, s.duration)
                 bytes = satAdd(bytes, s.size)
             }
-            sampleCount += fragment.samples.count
         }
+        let durationField = moofRanges.isEmpty ? "stts.sample_delta" : "trun.sample_duration"
         let totalTicks = ticks
+        let untrimmed = try Checked.seconds(ticks: totalTicks, timescale: track.timescale, "mp4", durationField)
+        let totalSamples = try Checked.samples(ticks: totalTicks, timescale: track.timescale, rate: rate, "mp4", durationField)
+        try Checked.bytes(bytes, "mp4", moofRanges.isEmpty ? "stsz.sample_size" : "trun.sample_size")
         // Priming and padding: iTunSMPB first, else the edit list, else the usual one frame.
         var delay = 0, padding = 0
         var notes: [String] = []
-        if let gapless = movie.gapless(outputSampleRate: asc.outputSampleRate) {
+        if let gapless = movie.gapless(outputSampleRate: rate) {
             delay = gapless.encoderDelay
             padding = gapless.encoderPadding
             if movie.gaplessSource == .editList, track.editMediaTime != nil,
                let editDuration = track.editDuration, editDuration > 0, movie.movieTimescale > 0 {
                 // The padding again, against all samples, fragments included.
-                let kept = Int((Double(editDuration) / Double(movie.movieTimescale) * Double(asc.outputSampleRate)).rounded())
-                padding = max(0, Int((Double(totalTicks) * scale).rounded()) - delay - kept)
+                let kept = try Checked.samples(ticks: editDuration, timescale: movie.movieTimescale, rate: rate,
+                                               "mp4", "elst.segment_duration")
+                padding = max(0, totalSamples - delay - kept)
             }
         } else {
             delay = asc.samplesPerFrame
@@ -392,18 +412,25 @@ extension TrackAnalyzer {
             notes.append("edit list covers only part of the fragmented samples: the length comes from moov + moof")
             padding = 0
         }
-        let totalSamples = Int((Double(totalTicks) * scale).rounded())
-        delay = min(delay, totalSamples)
+        // iTunSMPB counts are 32-bit and hex: a week bounds them like every other count.
+        delay = min(max(0, delay), totalSamples)
+        padding = min(max(0, padding), totalSamples)
         let trimmed = max(0, totalSamples - delay - padding)
-        let duration = Double(trimmed) / Double(asc.outputSampleRate)
-        let untrimmed = Double(totalTicks) / Double(track.timescale)
-        let seek = SeekIndex(points: index.points + fragmentPoints,
+        let duration = Double(trimmed) / Double(rate)
+        var points = index.points
+        if !fragments.points.isEmpty {
+            // One index for the file: moov samples and fragments together, under the same bound.
+            var merged = SeekIndexBuilder(interval: 0)
+            for point in points + fragments.points { merged.add(frameStart: point.t, byte: point.byte) }
+            points = merged.points
+        }
+        let seek = SeekIndex(points: points,
                              firstFrameOffset: firstFrameOffset ?? (mdatStart ?? 0),
                              audioEndOffset: source.size, encoderDelay: delay, encoderPadding: padding,
                              durationSeconds: untrimmed)
-        var analysis = TrackAnalysis(container: .mp4, codec: "aac", sampleRate: asc.outputSampleRate, channels: asc.channels,
+        var analysis = TrackAnalysis(container: .mp4, codec: "aac", sampleRate: rate, channels: asc.channels,
                                      durationSeconds: duration,
-                                     bitrate: Int((Double(bytes) * 8 / max(untrimmed, 1e-9)).rounded()),
+                                     bitrate: try Checked.bitrate(bytes: bytes, seconds: untrimmed, "mp4"),
                                      frames: sampleCount, firstFrameOffset: seek.firstFrameOffset, encoderDelay: delay,
                                      encoderPadding: padding, totalSamples: totalSamples, tags: movie.tags, seekIndex: seek)
         analysis.notes = notes

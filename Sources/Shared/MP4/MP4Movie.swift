@@ -92,7 +92,12 @@ public struct MP4Movie: Sendable, Equatable {
                         movie.trackExtends.append(try MP4TrackExtends.parse(box))
                     case "mehd":
                         var (version, _, r) = try box.fullBox()
-                        movie.fragmentDuration = version == 1 ? try int64(&r, in: box) : Int(try r.readU32BE())
+                        let ticks = version == 1 ? try int64(&r, in: box) : Int(try r.readU32BE())
+                        // Turned into output samples by the player: past a week it is a lie, not a length.
+                        if movie.movieTimescale > 0 {
+                            try Checked.seconds(ticks: ticks, timescale: movie.movieTimescale, component, "mehd.fragment_duration")
+                        }
+                        movie.fragmentDuration = ticks
                     default:
                         break
                     }
@@ -128,9 +133,13 @@ public struct MP4Movie: Sendable, Equatable {
         guard gaplessSource == .editList, let timescale = audio?.timescale, timescale > 0, timescale != outputSampleRate else {
             return gapless
         }
+        // Parsing bounds both counts to a week of ticks, so these products fit; a hand-built
+        // movie past that gets no trim rather than a trap.
         let scale = Double(outputSampleRate) / Double(timescale)
-        return GaplessInfo(encoderDelay: Int((Double(gapless.encoderDelay) * scale).rounded()),
-                           encoderPadding: Int((Double(gapless.encoderPadding) * scale).rounded()))
+        guard let delay = try? Checked.int(Double(gapless.encoderDelay) * scale, Self.component, "elst.media_time"),
+              let padding = try? Checked.int(Double(gapless.encoderPadding) * scale, Self.component, "elst.segment_duration")
+        else { return nil }
+        return GaplessInfo(encoderDelay: delay, encoderPadding: padding)
     }
 
     /// The trim an edit list implies: the first non-empty edit's media time is the priming
@@ -182,7 +191,23 @@ public struct MP4Movie: Sendable, Equatable {
             throw trak.invalid("audio track without a sample table")
         }
         try parseSampleTable(stbl, into: &track)
+        try checkTimes(track, in: trak)
         return track
+    }
+
+    /// Refuses sample and edit times past `InputLimits.maxDurationSeconds`: readers turn them
+    /// into output samples (ticks × rate / timescale), and a lying table must not overflow them.
+    private static func checkTimes(_ track: MP4AudioTrack, in trak: MP4Box) throws {
+        try Checked.seconds(ticks: track.totalTicks, timescale: track.timescale, component, "stts.sample_delta")
+        for edit in track.editList {
+            if !edit.isEmpty {
+                try Checked.seconds(ticks: edit.mediaTime, timescale: track.timescale, component, "elst.media_time")
+            }
+            if track.movieTimescale > 0 {
+                try Checked.seconds(ticks: edit.segmentDuration, timescale: track.movieTimescale, component,
+                                    "elst.segment_duration")
+            }
+        }
     }
 
     static func parseEditList(_ elst: MP4Box) throws -> [MP4AudioTrack.Edit] {
