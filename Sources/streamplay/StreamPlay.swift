@@ -68,8 +68,14 @@ struct StreamPlay: ParsableCommand {
 extension StreamPlay {
     func validate() throws {
         guard (0...2).contains(volume) else { throw ValidationError("--volume must be within 0...2") }
-        guard start >= 0 else { throw ValidationError("--start must not be negative") }
-        if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
+        // Times become sample and frame counts: a week bounds them as it bounds a file's own times.
+        let week = InputLimits.maxDurationSeconds
+        guard (0...week).contains(start) else { throw ValidationError("--start must be within 0...\(Int(week)) seconds") }
+        if let duration, !(duration > 0 && duration <= week) {
+            throw ValidationError("--duration must be positive and at most \(Int(week)) seconds")
+        }
+        guard retryFor >= 0, retryFor <= week else { throw ValidationError("--retry-for must be within 0...\(Int(week)) seconds") }
+        guard stallTimeout > 0, stallTimeout <= 86_400 else { throw ValidationError("--stall-timeout must be within 0...86400 seconds") }
         guard bufferBytes >= 65_536 else { throw ValidationError("--buffer-bytes must be at least 65536") }
         if let maxBitrate, maxBitrate <= 0 { throw ValidationError("--max-bitrate must be positive") }
         guard (0.1...16).contains(rate) else { throw ValidationError("--rate must be within 0.1...16") }

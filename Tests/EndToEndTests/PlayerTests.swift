@@ -111,6 +111,18 @@ func sampleDifference(_ a: [Int16], _ b: [Int16]) -> String? {
         try runCommand(try #require(which("mpg123")), ["-q", "-w", reference, file])
         #expect(sampleDifference(try wavSamples(ours), try wavSamples(reference)) == nil)
     }
+
+    /// Times that would overflow a sample count (or are not numbers) are usage errors, not traps.
+    @Test func outOfRangeTimes_areUsageErrors() throws {
+        let file = TestPaths.media.appendingPathComponent("pcm16.wav").path
+        for arguments in [["--start", "1e300"], ["--start", "inf"], ["--start", "nan"], ["--duration", "1e300"],
+                          ["--stall-timeout", "inf"], ["--retry-for", "nan"]] {
+            let run = try runCommand(Self.streamplay, [file, "--output", "null"] + arguments)
+            #expect(run.status == 2, "\(arguments): exit \(run.status) (usage errors exit 2)")
+            let stderr = String(decoding: run.stderr, as: UTF8.self)
+            #expect(stderr.contains("must be"), "\(arguments): says why: \(stderr)")
+        }
+    }
 }
 
 /// WAV, AAC in ADTS and AAC in MP4 through the same pipeline.

@@ -141,14 +141,18 @@ extension Player {
 
         func limitDuration() {
             if let limit = options.duration {
-                keepUntil = min(headerEnd, keepFrom + Int((limit * Double(sampleRate)).rounded()))
+                // The command line bounds --duration to a week; a library caller is clamped the same way.
+                let frames = Int((min(max(0, limit), InputLimits.maxDurationSeconds) * Double(sampleRate)).rounded())
+                keepUntil = min(headerEnd, keepFrom + frames)
             }
         }
 
         /// Moves the read position to `seconds`: throttle reset, a new request from an exact
         /// unit start a little early (decoder warm-up), samples dropped to the exact spot.
         func seekTo(_ seconds: Double) throws {
-            let target = plan.trimStart + Int((seconds * Double(sampleRate)).rounded())
+            // Seek targets come from the command line and the keys: finite, clamped to a week.
+            let clamped = seconds.isFinite ? min(max(0, seconds), InputLimits.maxDurationSeconds) : 0
+            let target = plan.trimStart + Int((clamped * Double(sampleRate)).rounded())
             let (unit, byte) = try locateUnit(atOrBefore: max(0, target / plan.samplesPerUnit - plan.warmUpUnits), plan: plan)
             throttle.reset(to: byte)
             control.seek(to: byte)
@@ -410,8 +414,14 @@ extension Player {
             if let output = try decodedFormat(plan) { plan.format = output }
             // Everything below is in samples at the rate the decoder really outputs.
             let rate = plan.format.sampleRate
-            let scale = Double(rate) / Double(max(1, track.timescale))
             let spu = asc.samplesPerFrame * rate / asc.outputSampleRate
+            /// Media ticks as output samples; MP4Movie.parse bounds the tables' times to a week,
+            /// and anything else (an mfra table, a fragment) is checked here.
+            func samples(_ ticks: Int, timescale: Int, _ field: String) throws -> Int {
+                do { return try Checked.samples(ticks: ticks, timescale: timescale, rate: rate, "mp4", field) } catch {
+                    throw PlaybackError(message: "parser: \(error)", exitCode: 1)
+                }
+            }
             // Without an edit list or iTunSMPB, one frame of priming is assumed (what AAC encoders add).
             let gapless = movie.gapless(outputSampleRate: rate)
             let delay = gapless?.encoderDelay ?? spu
@@ -426,17 +436,23 @@ extension Player {
             if movie.isFragmented {
                 // The length comes from mehd when the muxer wrote one, else from the mfra table and
                 // the last fragment (fetched with Range requests); the fragments are not read ahead.
-                let fromMehd = movie.fragmentDuration.flatMap { ticks in
-                    movie.movieTimescale > 0 ? Int((Double(ticks) * Double(rate) / Double(movie.movieTimescale)).rounded()) : nil
+                var fromMehd: Int?
+                if let ticks = movie.fragmentDuration, movie.movieTimescale > 0 {
+                    fromMehd = try samples(ticks, timescale: movie.movieTimescale, "mehd.fragment_duration")
                 }
-                let fromMfra = fromMehd == nil && !(source is HLSSource)
-                    ? fragmentedLength(track: track, defaults: movie.audioTrackExtends).map { Int((Double($0) * scale).rounded()) }
-                    : nil
+                var fromMfra: Int?
+                if fromMehd == nil, !(source is HLSSource),
+                   let ticks = fragmentedLength(track: track, defaults: movie.audioTrackExtends) {
+                    // Only the length for the status line: a table that lies costs the length, not the play.
+                    do { fromMfra = try samples(ticks, timescale: track.timescale, "tfra.time") } catch {
+                        log("parser", "no length from the mfra table: \(error)")
+                    }
+                }
                 plan.trimmedLength = (fromMehd ?? fromMfra).map { max(0, $0 - delay - padding) }
                 log("parser", "aac (fragmented MP4) \(declared), delay \(delay)"
                     + (movie.gapless == nil ? " (assumed)" : "") + ", fragments from byte \(first)")
             } else {
-                let total = Int((Double(track.totalTicks) * scale).rounded())
+                let total = try samples(track.totalTicks, timescale: track.timescale, "stts.sample_delta")
                 plan.trimmedLength = max(0, total - delay - padding)
                 log("parser", "aac (MP4) \(declared), \(track.sampleCount) samples, delay \(delay), padding \(padding)")
             }

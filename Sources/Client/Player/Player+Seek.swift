@@ -85,8 +85,18 @@ extension Player {
     private func loadFrameTable(_ plan: StreamPlan, around seconds: Double?) -> FrameTable? {
         let spf = Double(plan.samplesPerUnit)
         let rate = Double(plan.format.sampleRate)
+        // Points may come from the network: one whose time is not a sane time ends the table.
         func table(_ points: [SeekPoint]) -> FrameTable {
-            points.map { (Int(($0.t * rate / spf).rounded()), $0.byte) }
+            var result: FrameTable = []
+            for point in points {
+                guard let seconds = try? Checked.duration(point.t, "seek index", "points.t"),
+                      let frame = try? Checked.int(seconds * rate / spf, "seek index", "points.t") else {
+                    log("parser", "seek index point at t=\(point.t) is out of range: table cut there")
+                    break
+                }
+                result.append((frame, point.byte))
+            }
+            return result
         }
         if !url.contains("://") {
             guard let file = try? LocalFile(path: url), let analysis = try? TrackAnalyzer.analyze(file) else { return nil }
@@ -175,10 +185,17 @@ extension Player {
     private func randomAccessTable(_ plan: StreamPlan) -> FrameTable? {
         guard let track = plan.mp4, track.timescale > 0, let table = fragmentRandomAccess(trackID: track.trackID) else { return nil }
         log("parser", "seek table from mfra: \(table.entries.count) fragments")
-        let rate = plan.format.sampleRate, spu = plan.samplesPerUnit
-        return table.entries.map { entry in
-            let samples = Int((Double(entry.time) * Double(rate) / Double(track.timescale)).rounded())
-            return (samples / spu, entry.moofOffset)
+        let rate = plan.format.sampleRate, spu = max(1, plan.samplesPerUnit)
+        var frames: FrameTable = []
+        for entry in table.entries {
+            do {
+                let samples = try Checked.samples(ticks: entry.time, timescale: track.timescale, rate: rate, "mp4", "tfra.time")
+                frames.append((samples / spu, entry.moofOffset))
+            } catch {
+                log("parser", "seek table from mfra cut at entry \(frames.count): \(error)")
+                break
+            }
         }
+        return frames
     }
 }

@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import StreamShared
 
 /// Settings of the HTTP source.
 public struct HTTPSourceOptions: Sendable {
@@ -379,11 +380,19 @@ extension HTTPSource.Transfer {
         let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         switch name {
         case "etag": etag = value
-        case "content-length": contentLength = Int(value)
+        case "content-length": contentLength = Self.byteCount(value)
         case "content-range":
-            if let slash = value.lastIndex(of: "/") { contentRangeTotal = Int(value[value.index(after: slash)...]) }
+            if let slash = value.lastIndex(of: "/") { contentRangeTotal = Self.byteCount(value[value.index(after: slash)...]) }
         default: break
         }
+    }
+
+    /// A size from a response header: digits only, at most `InputLimits.maxBytes` (a negative or
+    /// absurd size would turn every offset computed from it into nonsense); nil otherwise.
+    static func byteCount(_ text: some StringProtocol) -> Int? {
+        guard !text.isEmpty, text.utf8.count <= 16, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+              let value = Int(text), value <= InputLimits.maxBytes else { return nil }
+        return value
     }
 
     /// The write callback's work: validate the response once, skip unwanted bytes, fill the throttle.
