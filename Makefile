@@ -4,7 +4,7 @@ SWIFT ?= swift
 BUILD_FLAGS ?=
 MEDIA_DIR := media/out
 
-.PHONY: all deps build release media media-long demo test bench clean
+.PHONY: all deps build release media media-long demo test fuzz fuzz-smoke bench clean
 
 all: build
 
@@ -29,9 +29,19 @@ demo: deps media release
 test: deps media
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	STREAM_MEDIA_DIR=$(CURDIR)/$(MEDIA_DIR) $(SWIFT) test --skip-build $(BUILD_FLAGS)
+	@$(MAKE) --no-print-directory fuzz-smoke
+
+# libFuzzer over every parser (Fuzz/README.md): FUZZ_SECONDS per target, two at a time.
+FUZZ_SECONDS ?= 60
+fuzz: deps media
+	STREAM_MEDIA_DIR=$(CURDIR)/$(MEDIA_DIR) FUZZ_SECONDS=$(FUZZ_SECONDS) Fuzz/run.sh
+
+# The part of `make test`: 10 s of each target.
+fuzz-smoke: deps media
+	STREAM_MEDIA_DIR=$(CURDIR)/$(MEDIA_DIR) FUZZ_SECONDS=10 Fuzz/run.sh
 
 bench: deps media media-long release
 	@bench/run.sh
 
 clean:
-	rm -rf .build $(MEDIA_DIR) media/long
+	rm -rf .build .build-fuzz $(MEDIA_DIR) media/long

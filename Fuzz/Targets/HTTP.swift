@@ -1,0 +1,40 @@
+import StreamServer
+
+/// The HTTP/1.1 request-head parser on pipelined input, and what the server reads from a
+/// parsed request (path, query, keep-alive, the Range header against a few sizes).
+/// Only the public API is used, so the HTTP folder can change underneath.
+enum HTTPTarget {
+    static func run(_ bytes: [UInt8]) {
+        let parser = HTTPRequestParser()
+        var rest = bytes[...]
+        var requests = 0
+        while requests < 1_000, !rest.isEmpty {
+            guard let parsed = try? parser.parse(rest), let (request, consumed) = Optional(parsed) else { return }
+            require(consumed > 0 && consumed <= rest.count, "consumed \(consumed) of \(rest.count)")
+            _ = request.path
+            _ = request.query
+            _ = request.keepAlive
+            _ = request.queryValue("kbps")
+            for size in [0, 1, 1_000, 1 << 40] { _ = RangeRequest.parse(request.header("Range"), size: size) }
+            rest = rest.dropFirst(consumed)
+            requests += 1
+        }
+    }
+}
+
+/// The byte-range parser alone: the first 8 bytes give the representation size, the rest is
+/// the Range header value.
+enum RangeTarget {
+    static func run(_ bytes: [UInt8]) {
+        guard bytes.count >= 8 else { return }
+        let size = Int(bytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) } >> 16)   // up to 2^48
+        let header = String(decoding: bytes.dropFirst(8), as: UTF8.self)
+        // `if case`, not a switch: the enum may gain cases as the HTTP code grows.
+        if case .ranges(let ranges) = RangeRequest.parse(header, size: size) {
+            for range in ranges {
+                require(range.lowerBound >= 0 && range.upperBound <= size && !range.isEmpty,
+                        "range \(range) of a \(size)-byte file")
+            }
+        }
+    }
+}

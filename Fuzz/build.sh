@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer binary .build-fuzz/streamfuzz: StreamShared and the HTTP folder of
+# StreamServer compiled from source with -sanitize=fuzzer,address, linked with the harness in
+# Fuzz/Targets. One binary for every target (FUZZ_TARGET picks one), so it compiles once.
+# Rebuilds only what changed (make-style timestamps). See Fuzz/README.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${FUZZ_BUILD_DIR:-.build-fuzz}
+mkdir -p "$OUT/modules"
+FLAGS=(-O -g -sanitize=fuzzer,address -parse-as-library -swift-version 6 -enable-testing)
+
+# Newest mtime among the given files (0 when none).
+newest() { local t=0 f m; for f in "$@"; do m=$(stat -c %Y "$f"); ((m > t)) && t=$m; done; echo "$t"; }
+# Whether the target file is missing or older than any input.
+stale() { local target=$1; shift; [[ ! -e $target ]] || (( $(newest "$@") > $(stat -c %Y "$target") )); }
+
+# One library module per source folder: objects plus .swiftmodule, -enable-testing so the
+# harness reaches internal parsers (ID3v1, APE, Lyrics3) with @testable import.
+module() {
+    local name=$1; shift
+    local sources=("$@")
+    if stale "$OUT/$name.o" "${sources[@]}" "$0"; then
+        echo "fuzz: compiling $name (${#sources[@]} files)" >&2
+        swiftc "${FLAGS[@]}" -module-name "$name" -wmo -I "$OUT/modules" \
+            -emit-module -emit-module-path "$OUT/modules/$name.swiftmodule" \
+            -c -o "$OUT/$name.o" "${sources[@]}"
+        touch "$OUT/$name.o"    # swiftc leaves an unchanged output's mtime alone
+    fi
+}
+
+mapfile -t shared < <(find Sources/Shared -name '*.swift' | sort)
+module StreamShared "${shared[@]}"
+# The HTTP request and range parsers: every file of Sources/Server/HTTP but the response writer,
+# which opens files through Server/System. Whatever parser files the folder gains or loses,
+# they build here as a module of their own, without the rest of the server.
+mapfile -t http < <(find Sources/Server/HTTP -name '*.swift' ! -name 'HTTPResponse*' | sort)
+module StreamServer "${http[@]}"
+
+mapfile -t harness < <(find Fuzz/Targets -name '*.swift' | sort)
+if stale "$OUT/streamfuzz" "${harness[@]}" "$OUT/StreamShared.o" "$OUT/StreamServer.o"; then
+    echo "fuzz: linking $OUT/streamfuzz" >&2
+    swiftc "${FLAGS[@]}" -module-name StreamFuzz -I "$OUT/modules" \
+        "${harness[@]}" "$OUT/StreamShared.o" "$OUT/StreamServer.o" -o "$OUT/streamfuzz" \
+        2> >(grep -v "Cannot export local symbol '__asan" >&2)   # gold's noise about ASan's own symbols
+    touch "$OUT/streamfuzz"
+fi

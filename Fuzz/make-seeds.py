@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of every fuzz target into OUTDIR/<target>/, from the generated
+library in MEDIA (media/out): small cuts of its files (libFuzzer mutates small inputs much
+faster than whole tracks), ffmpeg remuxes of them (short M4A, fragmented MP4, MPEG-TS, HLS
+playlists), and a few inputs built here for what the library lacks (APE and Lyrics3 tags,
+HTTP requests, Range headers). Same media, same seeds.
+
+usage: Fuzz/make-seeds.py MEDIA OUTDIR
+"""
+import hashlib
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+FF = ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y"]
+BITEXACT = ["-fflags", "+bitexact", "-flags:a", "+bitexact", "-map_metadata", "-1"]
+
+
+def write(out, target, data, name=None):
+    """One seed file, named by its content hash unless a name is given."""
+    folder = os.path.join(out, target)
+    os.makedirs(folder, exist_ok=True)
+    name = name or hashlib.sha1(data).hexdigest()[:16]
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(data)
+
+
+def media_files(media, *exts):
+    found = []
+    for root, dirs, files in os.walk(media):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found += [os.path.join(root, f) for f in sorted(files) if f.endswith(exts) and not f.startswith(".")]
+    return found
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def id3v2_size(data):
+    """Bytes of the ID3v2 tag at the start (0 when there is none)."""
+    if data[:3] != b"ID3" or len(data) < 10:
+        return 0
+    size = (data[6] << 21) | (data[7] << 14) | (data[8] << 7) | data[9]
+    return 10 + size + (10 if data[5] & 0x10 else 0)
+
+
+def ffmpeg(args, suffix):
+    """Runs ffmpeg writing one file; returns its bytes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "out" + suffix)
+        subprocess.run(FF + args + [path], check=True)
+        return read(path)
+
+
+def hls(source, extra):
+    """The playlist ffmpeg's HLS muxer writes for 6 s of `source`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "index.m3u8")
+        subprocess.run(FF + ["-i", source, "-t", "6", "-c", "copy"] + BITEXACT
+                       + ["-f", "hls", "-hls_time", "2", "-hls_list_size", "0"] + extra + [path], check=True)
+        return read(path)
+
+
+def ape_tag(items):
+    """An APEv2 tag with header and footer."""
+    body = b"".join(struct.pack("<II", len(v), 0) + k + b"\0" + v for k, v in items)
+    size = len(body) + 32
+    def block(flags):
+        return b"APETAGEX" + struct.pack("<IIII", 2000, size, len(items), flags) + b"\0" * 8
+    return block(0xA0000000) + body + block(0x80000000)
+
+
+def lyrics3v2(text):
+    body = b"LYRICSBEGIN" + b"IND00002" + b"10" + b"LYR" + b"%05d" % len(text) + text
+    return body + b"%06d" % len(body) + b"LYRICS200"
+
+
+def id3v1(title):
+    return b"TAG" + title.ljust(30, b"\0") + b"Artist".ljust(30, b"\0") + b"Album".ljust(30, b"\0") \
+        + b"2026" + b"Comment".ljust(28, b"\0") + b"\0\x07" + b"\x0c"
+
+
+def main():
+    media, out = sys.argv[1], sys.argv[2]
+    mp3s, aacs = media_files(media, ".mp3"), media_files(media, ".aac")
+    m4as, wavs = media_files(media, ".m4a"), media_files(media, ".wav")
+    if not (mp3s and aacs and m4as and wavs):
+        sys.exit(f"make-seeds: no media in {media} (run make media)")
+
+    for path in mp3s:
+        data = read(path)
+        tag = id3v2_size(data)
+        audio = data[tag:]
+        # Whole-file analysis: the head (ID3v2, Xing/LAME, first frames) and the tail (ID3v1).
+        write(out, "analyze", data[:min(len(data), max(tag, 0) + 6000)] + data[-512:])
+        write(out, "mpeg", audio[:6000])
+        write(out, "tags", data[:min(tag, 8192)] if tag else data[:128])
+        write(out, "tags", data[-600:])
+        write(out, "tags", audio[:1000] + ape_tag([(b"Title", b"APE title"), (b"Artist", b"Someone")])
+              + lyrics3v2(b"[00:01]la la") + id3v1(b"Title"))
+        write(out, "analyze", audio[:4000] + ape_tag([(b"Album", b"APE")]) + id3v1(b"T"))
+        # The same audio in MPEG-TS, as HLS carries it.
+        write(out, "ts", ffmpeg(["-i", path, "-t", "0.5", "-c", "copy"] + BITEXACT + ["-f", "mpegts"], ".ts"))
+
+    for path in aacs:
+        data = read(path)
+        write(out, "analyze", data[:6000])
+        write(out, "adts", data[:3000])
+        write(out, "ts", ffmpeg(["-i", path, "-t", "0.5", "-c", "copy"] + BITEXACT + ["-f", "mpegts"], ".ts"))
+    # AudioSpecificConfigs: AAC-LC 44.1 kHz stereo, HE-AAC (explicit SBR), HE-AACv2 (PS), 8 kHz mono.
+    for asc in [b"\x12\x10", b"\x2b\x92\x08\x00", b"\xeb\x09\x88\x00", b"\x15\x88", b"\x13\x90\x56\xe5\x00"]:
+        write(out, "adts", asc)
+
+    for path in wavs:
+        data = read(path)
+        write(out, "wav", data[:2048])
+        write(out, "analyze", data[:3000])
+
+    for path in m4as:
+        # A short remux keeps every box kind with small sample tables; the fragmented cut keeps
+        # mvex, moof/traf/trun/tfdt and the mfra table ffmpeg writes at the end.
+        short = ffmpeg(["-i", path, "-t", "0.5", "-c", "copy"] + BITEXACT + ["-movflags", "+faststart"], ".m4a")
+        write(out, "mp4", short)
+        write(out, "analyze", short)
+        frag = ffmpeg(["-i", path, "-t", "1", "-c", "copy"] + BITEXACT
+                      + ["-movflags", "+frag_keyframe+empty_moov+default_base_moof", "-frag_duration", "300000"], ".m4a")
+        write(out, "mp4", frag)
+        write(out, "analyze", frag)
+        edit = ffmpeg(["-i", path, "-t", "0.5", "-c", "copy", "-fflags", "+bitexact", "-use_editlist", "1"], ".m4a")
+        write(out, "mp4", edit)
+        break   # the other M4As are remuxes of the same track
+
+    write(out, "m3u8", hls(mp3s[0], []))
+    write(out, "m3u8", hls(aacs[0], ["-hls_flags", "single_file"]))
+    write(out, "m3u8", hls(m4as[0], ["-hls_segment_type", "fmp4"]))
+    write(out, "m3u8", b"#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-INDEPENDENT-SEGMENTS\n"
+          b'#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="aud",NAME="en",DEFAULT=YES,LANGUAGE="en",URI="a/index.m3u8"\n'
+          b'#EXT-X-STREAM-INF:BANDWIDTH=140000,AVERAGE-BANDWIDTH=128000,CODECS="mp4a.40.2",AUDIO="aud"\n'
+          b"v1/index.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=70000,CODECS=\"mp4a.40.34\"\nv2/index.m3u8\n")
+    write(out, "m3u8", b"#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXT-X-MEDIA-SEQUENCE:120\n"
+          b"#EXT-X-DISCONTINUITY-SEQUENCE:3\n#EXTINF:6.0,\nseg-120.aac\n#EXT-X-DISCONTINUITY\n"
+          b"#EXTINF:5.5,\nseg-121.aac\n#EXT-X-BYTERANGE:1000@0\n#EXTINF:6,\nall.aac\n")
+
+    names = [os.path.relpath(p, media).replace(" ", "%20") for p in mp3s[:3] + m4as[:1]]
+    for name in names:
+        write(out, "http", f"GET /media/{name} HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nRange: bytes=0-99,200-\r\n"
+              f"If-None-Match: \"abc\"\r\nConnection: keep-alive\r\n\r\n".encode())
+    write(out, "http", b"GET /api/tracks HTTP/1.1\r\nHost: h\r\n\r\nHEAD /media/a.mp3?kbps=128 HTTP/1.1\r\n"
+          b"Host: h\r\nIf-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n"
+          b"GET /hls/a.mp3/index.m3u8 HTTP/1.0\r\nContent-Length: 0\r\n\r\n")
+    write(out, "http", b"\r\nGET http://h/api/index/a.mp3?t=10 HTTP/1.1\nHost: h\nRange: bytes=-500\n\n")
+    size = struct.pack(">Q", 1000 << 16)
+    for header in [b"bytes=0-99", b"bytes=-500", b"bytes=100-", b"bytes=0-0, 5-9 ,-1", b"bytes=999-2000",
+                   b"BYTES=1-2,3-4,5-6,7-8,9-10,11-12,13-14,15-16,17-18"]:
+        write(out, "range", size + header)
+
+
+if __name__ == "__main__":
+    main()
