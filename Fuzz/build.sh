@@ -40,7 +40,7 @@ mapfile -t harness < <(find Fuzz/Targets -name '*.swift' | sort)
 if stale "$OUT/streamfuzz" "${harness[@]}" "$OUT/StreamShared.o" "$OUT/StreamServer.o"; then
     echo "fuzz: linking $OUT/streamfuzz" >&2
     swiftc "${FLAGS[@]}" -module-name StreamFuzz -I "$OUT/modules" \
-        "${harness[@]}" "$OUT/StreamShared.o" "$OUT/StreamServer.o" -o "$OUT/streamfuzz" \
+        "${harness[@]}" "$OUT/StreamShared.o" "$OUT/StreamServer.o" -o "$OUT/streamfuzz.new" \
         2> >(grep -v "Cannot export local symbol '__asan" >&2)   # gold's noise about ASan's own symbols
-    touch "$OUT/streamfuzz"
+    mv -f "$OUT/streamfuzz.new" "$OUT/streamfuzz"   # a rename: a fuzzer still running keeps its binary
 fi
