@@ -7,6 +7,7 @@ enum MP4Target {
         let slice = bytes[...]
         _ = try? MP4Outline.parse(slice)
         _ = try? MP4TopLevel.scan(prefix: slice.prefix(bytes.count / 2), fileSize: bytes.count)
+        _ = try? MP4TopLevel.scan(prefix: slice, fileSize: nil)      // a stream of unknown length
         guard let (layout, _) = try? MP4TopLevel.scan(prefix: slice, fileSize: bytes.count) else {
             // Not a file layout: the bytes as a bare moov box.
             if let movie = try? MP4Movie.parse(moov: slice) { exercise(movie) }

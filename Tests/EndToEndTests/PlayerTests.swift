@@ -112,6 +112,23 @@ func sampleDifference(_ a: [Int16], _ b: [Int16]) -> String? {
         #expect(sampleDifference(try wavSamples(ours), try wavSamples(reference)) == nil)
     }
 
+    /// An M4A whose moov is looked for after a large mdat, behind a box claiming Int.max bytes:
+    /// walking the top-level boxes must refuse it (exit 1), not overflow the offset.
+    @Test func mp4BoxOverrunningTheFile_afterMdat_isAnError() throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func be32(_ v: Int) -> [UInt8] { [UInt8(v >> 24 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+        let mdat = 4 << 20
+        let file = be32(16) + Array("ftypM4A ".utf8) + be32(0) + be32(8 + mdat) + Array("mdat".utf8)
+            + [UInt8](repeating: 0, count: mdat) + be32(1) + Array("free".utf8) + be32(0x7FFF_FFFF) + be32(0xFFFF_FFFF)   // Int.max
+        let path = dir.appendingPathComponent("huge-box.m4a").path
+        try Data(file).write(to: URL(fileURLWithPath: path))
+        let run = try runCommand(Self.streamplay, [path, "--output", "null"])
+        let stderr = String(decoding: run.stderr, as: UTF8.self)
+        #expect(run.status == 1, "exit \(run.status): \(stderr)")
+        #expect(stderr.contains("overruns the"), "says why: \(stderr)")
+    }
+
     /// Times that would overflow a sample count (or are not numbers) are usage errors, not traps.
     @Test func outOfRangeTimes_areUsageErrors() throws {
         let file = TestPaths.media.appendingPathComponent("pcm16.wav").path

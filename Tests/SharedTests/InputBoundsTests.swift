@@ -132,6 +132,12 @@ import Testing
         #expect(Self.outOfRangeField { try TrackAnalyzer.analyze(MemoryBytes(file)) } == "stsz.sample_count")
     }
 
+    @Test func topLevelScan_hugeBoxInAStreamOfUnknownLength_throws() {
+        // A 64-bit size of Int.max after the ftyp: offset + size overflowed when no file size bounded it.
+        let bytes = B.box("ftyp", Array("M4A ".utf8) + B.be32(0)) + B.be32(1) + B.fourCC("mdat") + B.be64(Int.max)
+        #expect(Self.outOfRangeField { try MP4TopLevel.scan(prefix: bytes[...], fileSize: nil) } == "mdat.size")
+    }
+
     /// Offset of the first box of `type` (by its four-character code) in `bytes`.
     static func find(_ type: String, in bytes: [UInt8]) -> Int? {
         let code = Array(type.utf8)

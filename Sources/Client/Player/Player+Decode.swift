@@ -510,12 +510,22 @@ extension Player {
                 let head = try fetch(offset..<(offset + 16))
                 guard let header = try? MP4BoxHeader.parse(head[...], at: 0) else { break }
                 let boxSize = header.size ?? ((size ?? offset) - offset)
+                // Sizes come from the file: the box must end inside it (or within 2^40 bytes when
+                // the length is unknown), and a moov is read into memory only up to 64 MiB.
+                let (end, overflow) = offset.addingReportingOverflow(boxSize)
+                guard !overflow, end <= size ?? InputLimits.maxBytes else {
+                    throw PlaybackError(message: "parser: MP4 box '\(header.type)' of \(boxSize) bytes at byte \(offset) overruns the file",
+                                        exitCode: 1)
+                }
                 if header.type == "moov" {
+                    guard boxSize <= 64 << 20 else {
+                        throw PlaybackError(message: "parser: moov of \(boxSize) bytes is too large", exitCode: 1)
+                    }
                     log("parser", "moov at the end (byte \(offset)): fetched with a Range request")
-                    return try parse(try fetch(offset..<(offset + boxSize))[...], mediaFirst: true)
+                    return try parse(try fetch(offset..<end)[...], mediaFirst: true)
                 }
                 guard boxSize > 0 else { break }
-                offset += boxSize
+                offset = end
             }
             throw PlaybackError(message: "parser: MP4 without a moov box", exitCode: 1)
         }

@@ -234,7 +234,16 @@ public struct MP4TopLevel: Sendable, Equatable {
             }
             layout.boxes.append(header)
             // Size 0 runs to the end of the file; with the file size unknown, the range is open-ended.
-            let end = header.size.map { offset + $0 } ?? fileSize ?? Int.max
+            var end = fileSize ?? Int.max
+            if let size = header.size {
+                // Without a file size nothing above bounded it: a 64-bit size could overflow the sum.
+                let (sum, overflow) = offset.addingReportingOverflow(size)
+                guard !overflow else {
+                    throw FormatError.outOfRange(component: MP4BoxHeader.component, field: "\(header.type).size",
+                                                 value: "\(size) bytes at offset \(offset)")
+                }
+                end = sum
+            }
             let range = offset..<end
             switch header.type {
             case "ftyp":
