@@ -287,8 +287,10 @@ extension TrackAnalyzer {
     /// Reads at most 16 MiB (an ID3 chunk may hold cover art); the chunks before `data` win.
     static func wavTrailingTags(_ source: some RandomAccessBytes, _ wav: WAVInfo, dataStart: Int) -> TrackTags {
         guard let dataSize = wav.dataSize else { return TrackTags() }
-        let (end, overflow) = dataStart.addingReportingOverflow(dataSize + (dataSize & 1))
-        guard !overflow, end < source.size - 8, let tail = try? source.read(at: end, count: min(source.size - end, 16 << 20)) else {
+        // WAV.parse bounds dataSize to 2^40, but a WAVInfo built elsewhere may not be: checked sums.
+        let (padded, overflow1) = dataSize.addingReportingOverflow(dataSize & 1)
+        let (end, overflow2) = dataStart.addingReportingOverflow(padded)
+        guard !overflow1, !overflow2, end < source.size - 8, let tail = try? source.read(at: end, count: min(source.size - end, 16 << 20)) else {
             return TrackTags()
         }
         return WAV.trailingTags(tail[...], bigEndian: wav.format.bigEndian)

@@ -187,6 +187,26 @@ import Testing
         #expect(Self.outOfRangeField { try TrackAnalyzer.analyze(MemoryBytes(file)) } == "data size")
     }
 
+    /// An RF64 file whose ds64 data size is 2^63 - 1: analysing it used to overflow
+    /// `dataStart + dataSize + 1` while looking for tags after the samples.
+    @Test func rf64HugeDataSize_throws() {
+        let file = Self.rf64(dataSize: UInt64(Int.max))
+        #expect(Self.outOfRangeField { try TrackAnalyzer.analyze(MemoryBytes(file)) } == "ds64.data_size")
+    }
+
+    @Test func rf64AllOnesDataSize_meansToTheEnd() throws {
+        let analysis = try TrackAnalyzer.analyze(MemoryBytes(Self.rf64(dataSize: .max)))
+        #expect(analysis.frames == 1000 / 4, "the data runs to the end of the file")
+    }
+
+    /// RF64, 16-bit stereo at 44.1 kHz, 1000 bytes of samples, with `dataSize` in its ds64 chunk.
+    static func rf64(dataSize: UInt64) -> [UInt8] {
+        let size = WAVBuilder.le32(Int(dataSize & 0xFFFF_FFFF)) + WAVBuilder.le32(Int(dataSize >> 32))
+        let ds64 = WAVBuilder.chunk("ds64", WAVBuilder.le64(0) + size + WAVBuilder.le64(0) + WAVBuilder.le32(0))
+        return WAVBuilder.file(ds64 + WAVBuilder.fmt(), dataBytes: 1000, dataSizeField: 0xFFFF_FFFF,
+                               riffSizeField: 0xFFFF_FFFF, riff: "RF64")
+    }
+
     @Test func seekIndexBuilder_millionsOfFrames_staysBounded() {
         var builder = SeekIndexBuilder()
         let frames = 3_000_000                // 8.3 hours of 10 ms frames → 60,000 points at 0.5 s

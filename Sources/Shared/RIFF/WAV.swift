@@ -135,7 +135,15 @@ public enum WAV {
             case "ds64":
                 var ds = body
                 _ = try ds.u64()     // RIFF size
-                rf64DataSize = Int(clamping: try ds.u64())
+                // All ones means "unknown" as 0xFFFFFFFF does in a data chunk; past 2^40 bytes the
+                // size is a lie that would overflow every offset computed from it.
+                let big = try ds.u64()
+                if big != 0, big != UInt64.max {
+                    guard big <= UInt64(InputLimits.maxBytes) else {
+                        throw FormatError.outOfRange(component: component, field: "ds64.data_size", value: "\(big) bytes")
+                    }
+                    rf64DataSize = Int(big)
+                }
             default:
                 tags = tags.merged(with: try tagChunk(id: id, body: body))
             }
