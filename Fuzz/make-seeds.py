@@ -119,6 +119,16 @@ def main():
         data = read(path)
         write(out, "wav", data[:2048])
         write(out, "analyze", data[:3000])
+    # The WAV variants the parser reads: RF64 (ds64), G.711 mu-law and A-law, big-endian RIFX.
+    for args in [["-rf64", "always"], ["-c:a", "pcm_mulaw"], ["-c:a", "pcm_alaw"], ["-c:a", "pcm_s24le"]]:
+        cut = ffmpeg(["-i", wavs[0], "-t", "0.02"] + BITEXACT + args, ".wav")
+        write(out, "wav", cut)
+        write(out, "analyze", cut)
+    with tempfile.TemporaryDirectory() as tmp:
+        rifx = os.path.join(tmp, "rifx.wav")
+        subprocess.run(["sox", "-q", "-R", wavs[0], "-B", rifx, "trim", "0", "0.02"], check=True)
+        write(out, "wav", read(rifx))
+        write(out, "analyze", read(rifx))
 
     for path in m4as:
         # A short remux keeps every box kind with small sample tables; the fragmented cut keeps
