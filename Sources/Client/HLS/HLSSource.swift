@@ -162,8 +162,9 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
     static func firstDecodeTime(_ bytes: [UInt8], trackID: Int) -> Int? {
         var offset = 0
         while let header = try? MP4BoxHeader.parse(bytes[...], at: offset), let size = header.size, size >= header.headerSize {
+            // A 64-bit size may be anything: compared with what is left, never added first.
+            guard size <= bytes.count - offset else { return nil }
             if header.type == "moof" {
-                guard offset + size <= bytes.count else { return nil }
                 return (try? MP4Fragment.parse(moof: bytes[offset..<(offset + size)], at: offset, trackID: trackID,
                                                defaults: nil))?.baseMediaDecodeTime
             }

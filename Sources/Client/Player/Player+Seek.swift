@@ -69,8 +69,9 @@ extension Player {
         // The segments' own timestamps are exact where EXTINF may be rounded: measure the chosen
         // segment's start, and step back while it begins after the unit wanted.
         for _ in 0..<4 {
-            guard let seconds = hls.measuredStart(ofSegment: index) else { break }
-            let measured = Int((seconds * unitsPerSecond).rounded())
+            // Timestamps come from the segments (a tfdt may say anything): out of range, EXTINF decides.
+            guard let seconds = hls.measuredStart(ofSegment: index),
+                  let measured = try? Checked.int(seconds * unitsPerSecond, "hls", "segment timestamp") else { break }
             if measured <= unit || index == 0 {
                 if measured != firstUnit(index) {
                     log("parser", "segment \(index) starts at unit \(measured) by its timestamps (EXTINF says \(firstUnit(index)))")
