@@ -104,6 +104,18 @@ import Testing
         #expect(Self.outOfRangeField { try MP4Movie.parse(moov: moov[...]) } == "stts.sample_delta")
     }
 
+    /// iTunSMPB fields are 32-bit: 16 hex digits of delay and padding (Int.max each) made the
+    /// player's `total - delay - padding` overflow. They are ignored like any malformed comment.
+    @Test func iTunSMPBBeyond32Bits_isIgnored() throws {
+        var fixture = MP4Fixture()
+        fixture.edits = []
+        fixture.smpb = " 00000000 7FFFFFFFFFFFFFFF 7FFFFFFFFFFFFFFF 0000000000002800"
+        let movie = try MP4Movie.parse(moov: fixture.moov()[...])
+        #expect(movie.gapless == nil)
+        fixture.smpb = " 00000000 FFFFFFFF 00000400 0000000000002800"
+        #expect(try MP4Movie.parse(moov: fixture.moov()[...]).gapless == GaplessInfo(encoderDelay: 0xFFFF_FFFF, encoderPadding: 1024))
+    }
+
     @Test func mehdBeyondAWeek_throws() throws {
         var fixture = MP4Fixture()
         fixture.movieTimescale = 1

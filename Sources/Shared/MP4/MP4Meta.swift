@@ -90,10 +90,11 @@ struct MP4Meta {
     }
 
     /// " 00000000 00000840 000003C0 0000000000F34A00 …": encoder delay and padding are the
-    /// second and third fields, in hex.
+    /// second and third fields, in hex, 32 bits each (longer ones would let a player's
+    /// `total - delay - padding` overflow).
     static func parseITunSMPB(_ text: String) -> GaplessInfo? {
         let fields = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\0" })
-        guard fields.count >= 3,
+        guard fields.count >= 3, fields[1].count <= 8, fields[2].count <= 8,
               let delay = Int(fields[1], radix: 16), let padding = Int(fields[2], radix: 16),
               delay >= 0, padding >= 0,
               fields[1].allSatisfy(\.isHexDigit), fields[2].allSatisfy(\.isHexDigit) else { return nil }
