@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <sys/ioctl.h>
 #include <linux/sockios.h>
+#include <spawn.h>
 
 // accept4 is declared only under _GNU_SOURCE; declare it here so the module does not need it.
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
@@ -20,4 +21,10 @@ static inline int clinux_unacknowledged_bytes(int fd) {
     int count = 0;
     return ioctl(fd, SIOCOUTQ, &count) == 0 ? count : -1;
 }
+
+// glibc 2.34+, declared only under _GNU_SOURCE: closes every descriptor from `from` up in the child
+// (ChildProcess uses it so no socket or file of the server leaks into a worker).
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+// pipe2 (close-on-exec pipes) is declared only under _GNU_SOURCE too.
+extern int pipe2(int pipefd[2], int flags);
 #endif

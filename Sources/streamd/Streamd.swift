@@ -9,7 +9,7 @@ struct Streamd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "streamd",
         abstract: "Serve a music folder over HTTP: files with Range support, a catalog, seek indexes, HLS and a web player.",
-        subcommands: [Serve.self, Package.self],
+        subcommands: [Serve.self, Package.self, AnalyzeWorker.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -55,6 +55,10 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Publish the track at PATH as a looping live HLS stream at /live/NAME/index.m3u8 (repeatable).",
                                valueName: "NAME=PATH"))
     var live: [String] = []
+
+    @Option(help: ArgumentHelp("Seconds one file's analysis may take (plus 60 s per GiB of file) before its worker is killed and the file skipped.",
+                               valueName: "SECONDS"))
+    var analyzeTimeout: Double = 10
 }
 
 extension Serve {
@@ -73,6 +77,9 @@ extension Serve {
             }
         }
         if !live.isEmpty && !hls { throw ValidationError("--live needs HLS: drop --no-hls") }
+        guard analyzeTimeout.isFinite, (0.1...3600).contains(analyzeTimeout) else {
+            throw ValidationError("--analyze-timeout must be 0.1...3600 seconds")
+        }
     }
 
     func run() throws {
@@ -87,7 +94,9 @@ extension Serve {
             FileHandle.standardError.write(Data("streamd: no such folder: \(folder)\n".utf8))
             throw ExitCode(1)
         }
-        let catalog = Catalog(resolver: resolver)
+        var analyzerSettings = IsolatedAnalyzer.Settings()
+        analyzerSettings.timeoutSeconds = analyzeTimeout
+        let catalog = Catalog(resolver: resolver, analyzer: IsolatedAnalyzer(settings: analyzerSettings))
         let warnLogger = logger
         catalog.warn = { warnLogger.warning("\($0)") }
         catalog.scan()
@@ -98,7 +107,7 @@ extension Serve {
                 guard let eq = spec.firstIndex(of: "=") else { continue }
                 let name = String(spec[..<eq]), path = String(spec[spec.index(after: eq)...])
                 do {
-                    sources.append(try HLSLiveSource(name: name, path: path))
+                    sources.append(try HLSLiveSource(name: name, path: path, analyzer: catalog.analyzer))
                 } catch {
                     FileHandle.standardError.write(Data("streamd: --live \(name): \(path): \(error)\n".utf8))
                     throw ExitCode(1)
@@ -186,5 +195,21 @@ extension Package {
             FileHandle.standardError.write(Data("streamd: package: \(error)\n".utf8))
             throw ExitCode(1)
         }
+    }
+}
+
+/// `streamd analyze-worker`: the child process that analyzes files for the catalog (hidden;
+/// streamd starts it through /proc/self/exe and talks to it over pipes).
+struct AnalyzeWorker: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: AnalyzerWorker.subcommand,
+        abstract: "Internal: analyze files named on stdin for a streamd server.",
+        shouldDisplay: false)
+}
+
+extension AnalyzeWorker {
+    func run() throws {
+        let status = AnalyzerWorker.run()
+        if status != 0 { throw ExitCode(status) }
     }
 }

@@ -23,11 +23,21 @@ public final class HLSLiveSource: Sendable {
     }
 
     /// Opens and plans `path`; throws `HLSError`, `FormatError` or `SystemError` for a file that cannot loop.
-    public init(name: String, path: String, nowNanos: UInt64? = nil) throws {
+    /// With `analyzer`, the track is analyzed in a worker process (what streamd does), else here.
+    public init(name: String, path: String, nowNanos: UInt64? = nil, analyzer: IsolatedAnalyzer? = nil) throws {
         let nowNanos = nowNanos ?? monotonicNanos()
         guard Self.isValidName(name) else { throw HLSError.invalid("live name '\(name)': use letters, digits, '-' and '_'") }
         let file = try OpenFile(path: path)
-        let analysis = try TrackAnalyzer.analyze(file)
+        let analysis: TrackAnalysis
+        if let analyzer {
+            switch analyzer.analyze([(path, file.size)]).first {
+            case .analyzed(let result): analysis = result
+            case .rejected(let why), .quarantined(let why), .unavailable(let why): throw HLSError.invalid(why)
+            case nil: throw HLSError.invalid("not analyzed")
+            }
+        } else {
+            analysis = try TrackAnalyzer.analyze(file)
+        }
         let plan = try HLSTrackPlan.make(file: file, etag: file.etag, analysis: analysis)
         var ends: [UInt64] = []
         var elapsed = 0.0

@@ -29,7 +29,7 @@ public enum HLSPackager {
             let file: OpenFile
             do {
                 file = try OpenFile(path: entry.absolutePath)
-                let analysis = file.etag == entry.etag ? entry.analysis : try TrackAnalyzer.analyze(file)
+                let analysis = try catalog.analysis(forAbsolutePath: entry.absolutePath, file: file)
                 plan = try HLSTrackPlan.make(file: file, etag: file.etag, analysis: analysis)
             } catch {
                 log("skipping \(entry.path): \(error)")

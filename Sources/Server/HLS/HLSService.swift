@@ -88,14 +88,9 @@ public final class HLSService: Sendable {
     /// The plan for a file, reused while its ETag stays the same.
     func plan(for absolute: String, file: OpenFile) throws -> HLSTrackPlan {
         if let plan = plans.get(absolute), plan.fileETag == file.etag { return plan }
-        // The catalog's analysis is reused when it describes these very bytes; a file changed in
-        // place (same folder mtime) is analyzed again here.
-        let analysis: TrackAnalysis
-        if let entry = catalog.entry(forAbsolutePath: absolute), entry.etag == file.etag {
-            analysis = entry.analysis
-        } else {
-            analysis = try TrackAnalyzer.analyze(file)
-        }
+        // The catalog's analysis when it describes these very bytes; a file changed in place
+        // (same folder mtime) is analyzed again, in a worker process like every analysis.
+        let analysis = try catalog.analysis(forAbsolutePath: absolute, file: file)
         let plan = try HLSTrackPlan.make(file: file, etag: file.etag, analysis: analysis)
         plans.put(absolute, plan)
         return plan

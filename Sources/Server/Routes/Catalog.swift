@@ -43,52 +43,153 @@ public struct CatalogEntry: Sendable {
     }
 }
 
-/// The library: every audio file under the folder, probed and analyzed once, with its seek index.
+/// A file the catalog does not list, and why.
+public struct SkippedFile: Sendable, Equatable {
+    /// Size and mtime when it was tried: it is tried again only when they change.
+    public var size: Int
+    public var mtime: Int
+    public var reason: String
+    /// True when the analyzer crashed or overran on it (not merely "not audio").
+    public var quarantined: Bool
+}
+
+/// The library: every audio file under the folder, analyzed once (in worker processes, see
+/// `IsolatedAnalyzer`), with its seek index.
 public final class Catalog: @unchecked Sendable {
-    // @unchecked: all mutable state is behind `lock`.
+    // @unchecked: all mutable state is behind `lock`; scans are serialised by `scanLock`.
     public let resolver: PathResolver
+    /// Runs the analyzer out of process: a file that crashes or hangs it costs that file only.
+    public let analyzer: IsolatedAnalyzer
     private let lock = NSLock()
+    private let scanLock = NSLock()
     private var entries: [String: CatalogEntry] = [:]     // by absolute path
-    private var skipped: [String: String] = [:]           // absolute path → why it is not audio
+    private var skipped: [String: SkippedFile] = [:]      // by absolute path
     private var folderStamps: [String: Int] = [:]         // directory → mtime seen at the last scan
     private var lastCheck: UInt64 = 0
+    private var scanCount = 0
+    private var lastScanMillis = 0
     /// Called with one line per file that could not be analyzed.
     public var warn: @Sendable (String) -> Void = { _ in }
 
-    public init(resolver: PathResolver) {
+    public init(resolver: PathResolver, analyzer: IsolatedAnalyzer = IsolatedAnalyzer()) {
         self.resolver = resolver
+        self.analyzer = analyzer
     }
 
-    /// Scans the folder recursively; unchanged files (same size and mtime) keep their analysis.
+    /// Scans the folder recursively. Unchanged files (same size and mtime) keep their analysis,
+    /// or their reason for being skipped; the others go to the analyzer workers.
     public func scan() {
+        scanLock.withLock { scanNow() }
+    }
+
+    private func scanNow() {
+        let started = monotonicNanos()
         var found: [String: (size: Int, mtime: Int)] = [:]
         var stamps: [String: Int] = [:]
         walk(resolver.root, depth: 0, found: &found, stamps: &stamps)
-        let previous = lock.withLock { entries }
+        let (previous, previouslySkipped) = lock.withLock { (entries, skipped) }
         var next: [String: CatalogEntry] = [:]
-        var notAudio: [String: String] = [:]
+        var notListed: [String: SkippedFile] = [:]
+        var pending: [(path: String, size: Int, mtime: Int)] = []
         for (path, meta) in found.sorted(by: { $0.key < $1.key }) {
             if let old = previous[path], old.size == meta.size, old.mtime == meta.mtime {
                 next[path] = old
-                continue
-            }
-            do {
-                let file = try OpenFile(path: path)
-                let analysis = try TrackAnalyzer.analyze(file)
-                guard let relative = resolver.relative(path) else { continue }
-                next[path] = CatalogEntry(path: relative, absolutePath: path, size: file.size, mtime: file.mtime,
-                                          etag: file.etag, analysis: analysis)
-            } catch {
-                notAudio[path] = "\(error)"
-                if lock.withLock({ skipped[path] }) == nil { warn("catalog: skipping \(path): \(error)") }
+            } else if let old = previouslySkipped[path], old.size == meta.size, old.mtime == meta.mtime {
+                notListed[path] = old
+            } else {
+                pending.append((path, meta.size, meta.mtime))
             }
         }
+        let outcomes = analyzer.analyze(pending.map { ($0.path, $0.size) })
+        var unavailable: [String] = []
+        for (file, outcome) in zip(pending, outcomes) {
+            let path = file.path
+            switch outcome {
+            case .analyzed(let analysis):
+                // The server opens the file only to stat it; the bytes were parsed in the worker.
+                guard let opened = try? OpenFile(path: path), let relative = resolver.relative(path) else { continue }
+                next[path] = CatalogEntry(path: relative, absolutePath: path, size: opened.size, mtime: opened.mtime,
+                                          etag: opened.etag, analysis: analysis)
+            case .rejected(let why):
+                notListed[path] = SkippedFile(size: file.size, mtime: file.mtime, reason: why, quarantined: false)
+                warn("catalog: skipping \(path): \(why)")
+            case .quarantined(let why):
+                notListed[path] = SkippedFile(size: file.size, mtime: file.mtime, reason: why, quarantined: true)
+                warn("catalog: skipping \(path): \(why); quarantined until the file changes")
+            case .unavailable(let why):
+                // Not the file's fault: no record, so the next scan tries it again.
+                if unavailable.isEmpty { warn("catalog: \(why)") }
+                unavailable.append(path)
+            }
+        }
+        if unavailable.count > 1 { warn("catalog: \(unavailable.count) files not analyzed; they are tried again at the next scan") }
+        let elapsed = Int((monotonicNanos() - started) / 1_000_000)
         lock.withLock {
             entries = next
-            skipped = notAudio
+            skipped = notListed
             folderStamps = stamps
             lastCheck = monotonicNanos()
+            scanCount += 1
+            lastScanMillis = elapsed
         }
+    }
+
+    /// Why a track's analysis is not available.
+    public struct AnalysisFailure: Error, CustomStringConvertible {
+        public var reason: String
+        public var description: String { reason }
+    }
+
+    /// The analysis of `file` (at `path`): the catalog's when it describes these very bytes,
+    /// else a fresh one from a worker (a file changed in place since the last scan). A file
+    /// quarantined at this size and mtime is not tried again.
+    public func analysis(forAbsolutePath path: String, file: OpenFile) throws(AnalysisFailure) -> TrackAnalysis {
+        let (entry, skip) = lock.withLock { (entries[path], skipped[path]) }
+        if let entry, entry.etag == file.etag { return entry.analysis }
+        if let skip, skip.size == file.size, skip.mtime == file.mtime { throw AnalysisFailure(reason: skip.reason) }
+        switch analyzer.analyze([(path, file.size)]).first {
+        case .analyzed(let analysis):
+            return analysis
+        case .rejected(let why):
+            throw AnalysisFailure(reason: why)
+        case .quarantined(let why):
+            lock.withLock {
+                skipped[path] = SkippedFile(size: file.size, mtime: file.mtime, reason: why, quarantined: true)
+            }
+            warn("catalog: skipping \(path): \(why); quarantined until the file changes")
+            throw AnalysisFailure(reason: why)
+        case .unavailable(let why):
+            throw AnalysisFailure(reason: why)
+        case nil:
+            throw AnalysisFailure(reason: "not analyzed")
+        }
+    }
+
+    /// Files under the folder that are not listed, with the reason, by absolute path.
+    public func skippedFiles() -> [String: SkippedFile] {
+        lock.withLock { skipped }
+    }
+
+    /// The `/api/status` JSON object: track count, skipped and quarantined files, scans.
+    public func statusJSON() -> String {
+        let (count, skips, scans, lastMillis) = lock.withLock { (entries.count, skipped, scanCount, lastScanMillis) }
+        let items = skips.sorted { $0.key < $1.key }.map { path, skip -> String in
+            var w = JSONObjectWriter()
+            w.add("path", resolver.relative(path) ?? path)
+            w.add("reason", skip.reason)
+            w.add("quarantined", skip.quarantined)
+            return w.text
+        }
+        var w = JSONObjectWriter()
+        w.add("tracks", count)
+        w.add("skipped_count", skips.count)
+        w.add("quarantined_count", skips.values.filter(\.quarantined).count)
+        w.add("scans", scans)
+        w.add("last_scan_ms", lastMillis)
+        w.add("analyzer_workers", analyzer.settings.workers)
+        w.add("analyze_timeout_s", analyzer.settings.timeoutSeconds)
+        w.addRaw("skipped", "[" + items.joined(separator: ",\n") + "]")
+        return w.text + "\n"
     }
 
     /// Rescans when a folder's mtime changed since the last scan (checked at most once a second).
@@ -195,7 +296,7 @@ public final class Catalog: @unchecked Sendable {
     /// With `around`, only the points from 2 s before to 1 s after that time are listed.
     public func seekIndexJSON(forAbsolutePath path: String, around: Double? = nil) -> Result<String, IndexError> {
         guard let entry = entry(forAbsolutePath: path) else {
-            return .failure(.notAudio(lock.withLock { skipped[path] } ?? "not in the catalog"))
+            return .failure(.notAudio(lock.withLock { skipped[path]?.reason } ?? "not in the catalog"))
         }
         let index = entry.analysis.seekIndex
         var w = JSONObjectWriter()

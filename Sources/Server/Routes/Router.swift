@@ -30,6 +30,9 @@ public final class Router: Sendable {
         if path == "/api/tracks" {
             return .bytes(200, Array(catalog.tracksJSON().utf8), contentType: "application/json")
         }
+        if path == "/api/status" {
+            return .bytes(200, Array(catalog.statusJSON().utf8), contentType: "application/json")
+        }
         if path.hasPrefix("/api/index/") {
             // ?t=SECONDS narrows the table to the points just around that time (a client seeking).
             let around = request.queryValue("t").flatMap(Double.init).flatMap { $0.isFinite ? $0 : nil }

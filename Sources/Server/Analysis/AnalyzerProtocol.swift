@@ -1,0 +1,84 @@
+import StreamShared
+
+/// The messages between streamd and its analyzer worker, on the worker's stdin and stdout.
+///
+/// Every message is a frame: a 32-bit little-endian length, then that many bytes. The worker
+/// starts with the `hello` frame; then, for each request frame (a timeout in milliseconds and
+/// a path), it answers with one frame: `0` and an encoded `TrackAnalysis`, or `1` and the
+/// analyzer's error message. One file at a time, so a worker that dies names the file that
+/// killed it.
+enum AnalyzerProtocol {
+    /// The worker's first frame: the protocol, so a stale or foreign binary is noticed.
+    static let hello = Array("streamd-analyzer/1".utf8)
+    /// The largest frame either side accepts (a week of audio indexed every 0.5 s is 19 MiB).
+    static let maxFrame = 64 << 20
+
+    /// What the worker says about one file.
+    enum Answer: Equatable {
+        case analysis(TrackAnalysis)
+        /// The analyzer threw: the file is not audio we can serve.
+        case failure(String)
+    }
+
+    /// `payload` with its length in front.
+    static func frame(_ payload: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(4 + payload.count)
+        let length = UInt32(clamping: payload.count)
+        for shift in stride(from: 0, to: 32, by: 8) { out.append(UInt8(truncatingIfNeeded: length >> UInt32(shift))) }
+        return out + payload
+    }
+
+    static func request(path: String, timeoutMillis: Int) -> [UInt8] {
+        let millis = UInt32(clamping: timeoutMillis)
+        var payload: [UInt8] = []
+        for shift in stride(from: 0, to: 32, by: 8) { payload.append(UInt8(truncatingIfNeeded: millis >> UInt32(shift))) }
+        return frame(payload + Array(path.utf8))
+    }
+
+    static func parseRequest(_ payload: [UInt8]) throws(FormatError) -> (path: String, timeoutMillis: Int) {
+        var reader = ByteReader(payload, component: "analyzer request")
+        let millis = Int(try reader.readU32LE())
+        return (String(decoding: reader.rest, as: UTF8.self), millis)
+    }
+
+    static func encode(_ answer: Answer) -> [UInt8] {
+        switch answer {
+        case .analysis(let analysis): return frame([0] + analysis.encoded())
+        case .failure(let message): return frame([1] + Array(message.utf8))
+        }
+    }
+
+    static func parseAnswer(_ payload: [UInt8]) throws(FormatError) -> Answer {
+        guard let kind = payload.first else {
+            throw .truncated(component: "analyzer answer", offset: 0, needed: 1)
+        }
+        switch kind {
+        case 0: return .analysis(try TrackAnalysis(encoded: payload.dropFirst()))
+        case 1: return .failure(String(decoding: payload.dropFirst(), as: UTF8.self))
+        default: throw .invalid(component: "analyzer answer", reason: "kind \(kind)", offset: 0)
+        }
+    }
+}
+
+/// Collects bytes as they arrive and hands out whole frames.
+struct FrameAssembler {
+    private var buffer: [UInt8] = []
+
+    /// Appends bytes read from the pipe.
+    mutating func append(_ bytes: ArraySlice<UInt8>) { buffer += bytes }
+
+    /// The next whole frame's payload; nil until it has all arrived; throws when its length is
+    /// past `AnalyzerProtocol.maxFrame`.
+    mutating func next() throws(FormatError) -> [UInt8]? {
+        guard buffer.count >= 4 else { return nil }
+        let length = buffer[0..<4].enumerated().reduce(0) { $0 | Int($1.element) << ($1.offset * 8) }
+        guard length <= AnalyzerProtocol.maxFrame else {
+            throw .invalid(component: "analyzer frame", reason: "length \(length) is over the limit", offset: 0)
+        }
+        guard buffer.count >= 4 + length else { return nil }
+        let payload = Array(buffer[4..<(4 + length)])
+        buffer.removeFirst(4 + length)
+        return payload
+    }
+}

@@ -1,0 +1,104 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import StreamShared
+
+/// The child side of isolated analysis: `streamd analyze-worker` reads requests on stdin, runs
+/// `TrackAnalyzer` on each file and writes the answers to stdout (`AnalyzerProtocol`). A parser
+/// bug that traps or loops kills or stalls this process only; the server notices and skips the file.
+public enum AnalyzerWorker {
+    /// The hidden subcommand that runs the worker loop.
+    public static let subcommand = "analyze-worker"
+    /// Test-only: `trap:NAME,hang:NAME` makes the worker trap or spin on files of that name.
+    public static let faultVariable = "STREAMD_TEST_ANALYZER_FAULT"
+
+    /// Serves requests until stdin ends; returns the process exit status.
+    public static func run() -> Int32 {
+        // If memory runs out, the kernel should take a worker, not the server.
+        if let adjust = fopen("/proc/self/oom_score_adj", "w") {
+            fputs("1000", adjust)
+            fclose(adjust)
+        }
+        let faults = Faults(getenv(faultVariable).map { String(cString: $0) } ?? "")
+        guard writeAll(AnalyzerProtocol.frame(AnalyzerProtocol.hello)) else { return 1 }
+        var frames = FrameAssembler()
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let payload: [UInt8]
+            do {
+                guard let next = try frames.next() else {
+                    let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+                    if n < 0 && errno == EINTR { continue }
+                    guard n > 0 else { return 0 }   // the server closed the pipe (or went away)
+                    frames.append(chunk[0..<n])
+                    continue
+                }
+                payload = next
+            } catch {
+                return 2
+            }
+            guard let request = try? AnalyzerProtocol.parseRequest(payload) else { return 2 }
+            // A second line of defence: should the server be gone, a stuck worker still ends.
+            alarm(UInt32(request.timeoutMillis / 1000 + 5))
+            let answer = analyze(request.path, faults: faults)
+            alarm(0)
+            guard writeAll(AnalyzerProtocol.encode(answer)) else { return 1 }
+        }
+    }
+
+    static func analyze(_ path: String, faults: Faults) -> AnalyzerProtocol.Answer {
+        faults.inject(for: path)
+        do {
+            let file = try OpenFile(path: path)
+            let analysis = try TrackAnalyzer.analyze(file)
+            // The server plans HLS segments from this analysis and the file's tables (the MP4
+            // moov is parsed again there); planning once here means a bug in that code costs
+            // this worker, not a request. Its errors are the HLS route's business.
+            _ = try? HLSTrackPlan.make(file: file, etag: file.etag, analysis: analysis)
+            return .analysis(analysis)
+        } catch {
+            return .failure("\(error)")
+        }
+    }
+
+    private static func writeAll(_ bytes: [UInt8]) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { write(1, $0.baseAddress.map { $0 + done }, bytes.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            done += n
+        }
+        return true
+    }
+
+    /// The test-only fault hook: file names that make the worker trap or hang.
+    struct Faults {
+        var trapNames: Set<String> = []
+        var hangNames: Set<String> = []
+
+        init(_ spec: String) {
+            for item in spec.split(separator: ",") {
+                let parts = item.split(separator: ":", maxSplits: 1)
+                guard parts.count == 2 else { continue }
+                switch parts[0] {
+                case "trap": trapNames.insert(String(parts[1]))
+                case "hang": hangNames.insert(String(parts[1]))
+                default: continue
+                }
+            }
+        }
+
+        func inject(for path: String) {
+            let name = path.split(separator: "/").last.map(String.init) ?? path
+            if trapNames.contains(name) {
+                // The very trap issue 12 found: a Double too large for Int.
+                let ticks = Double(UInt64.max) * Double(name.utf8.count + 1)
+                if Int(ticks) != 0 { return }
+            }
+            if hangNames.contains(name) {
+                while true { sched_yield() }
+            }
+        }
+    }
+}

@@ -1,0 +1,305 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import StreamShared
+
+/// Runs `TrackAnalyzer` on files in worker processes (`streamd analyze-worker`), several at
+/// once, each file under a time bound. A worker that dies or overruns costs the file it was
+/// working on, which is reported as quarantined; the server itself never runs the analyzer.
+public final class IsolatedAnalyzer: Sendable {
+    /// How workers are started and bounded.
+    public struct Settings: Sendable {
+        /// The program to run; `/proc/self/exe` is streamd itself.
+        public var executable = "/proc/self/exe"
+        public var arguments = [AnalyzerWorker.subcommand]
+        /// Workers run in parallel (one per core by default).
+        public var workers = max(1, min(8, ProcessInfo.processInfo.activeProcessorCount))
+        /// Time one file may take (`--analyze-timeout`), plus `secondsPerGiB` for its size.
+        public var timeoutSeconds: Double = 10
+        /// Extra time per GiB of file, so a long track on a slow disk is not mistaken for a hang.
+        public var secondsPerGiB: Double = 60
+        /// Time a new worker has to say hello.
+        public var startSeconds: Double = 10
+        /// Variables set for the workers on top of the server's environment.
+        public var environment: [String: String] = [:]
+
+        public init() {}
+
+        /// The time bound for a file of `size` bytes.
+        public func timeout(forSize size: Int) -> Double {
+            timeoutSeconds + Double(max(0, size)) / Double(1 << 30) * secondsPerGiB
+        }
+    }
+
+    /// What became of one file.
+    public enum Outcome: Sendable, Equatable {
+        case analyzed(TrackAnalysis)
+        /// The analyzer said no (not audio, unsupported, malformed): an ordinary skip.
+        case rejected(String)
+        /// The worker crashed or overran on this file: skipped until the file changes.
+        case quarantined(String)
+        /// No worker could be started; the file should be tried again at the next scan.
+        case unavailable(String)
+    }
+
+    public let settings: Settings
+
+    public init(settings: Settings = Settings()) {
+        self.settings = settings
+        // A worker that dies leaves a pipe without a reader: writing to it must fail with EPIPE,
+        // not kill the server (streamd ignores SIGPIPE anyway; `streamd package` needs this).
+        signal(SIGPIPE, SIG_IGN)
+    }
+
+    /// Analyzes `files` (absolute path and size) on up to `settings.workers` workers; the
+    /// outcomes come back in the same order. Workers live for this call only.
+    public func analyze(_ files: [(path: String, size: Int)]) -> [Outcome] {
+        guard !files.isEmpty else { return [] }
+        let queue = WorkQueue(files)
+        let threads = min(settings.workers, files.count)
+        if threads == 1 {
+            drain(queue)
+        } else {
+            let group = DispatchGroup()
+            for _ in 0..<threads {
+                group.enter()
+                Thread.detachNewThread { [self] in
+                    drain(queue)
+                    group.leave()
+                }
+            }
+            group.wait()
+        }
+        return queue.outcomes()
+    }
+
+    /// One worker's share: takes files from the queue until it is empty.
+    private func drain(_ queue: WorkQueue) {
+        var worker: WorkerHandle?
+        var unavailable: String?
+        while let (index, file) = queue.take() {
+            if let unavailable {
+                queue.put(index, .unavailable(unavailable))
+                continue
+            }
+            if worker == nil {
+                do {
+                    worker = try WorkerHandle(settings: settings)
+                } catch {
+                    unavailable = "analyzer worker unavailable: \(error)"
+                    queue.put(index, .unavailable(unavailable ?? ""))
+                    continue
+                }
+            }
+            guard let current = worker else { continue }
+            let outcome = current.analyze(file.path, timeout: settings.timeout(forSize: file.size))
+            if current.isFinished { worker = nil }
+            queue.put(index, outcome)
+        }
+        worker?.stop()
+    }
+}
+
+/// Files to analyze and their outcomes, shared by the worker threads.
+private final class WorkQueue: @unchecked Sendable {
+    // @unchecked: every access goes through `lock`.
+    private let lock = NSLock()
+    private let files: [(path: String, size: Int)]
+    private var nextIndex = 0
+    private var results: [IsolatedAnalyzer.Outcome?]
+
+    init(_ files: [(path: String, size: Int)]) {
+        self.files = files
+        results = Array(repeating: nil, count: files.count)
+    }
+
+    func take() -> (Int, (path: String, size: Int))? {
+        lock.withLock {
+            guard nextIndex < files.count else { return nil }
+            defer { nextIndex += 1 }
+            return (nextIndex, files[nextIndex])
+        }
+    }
+
+    func put(_ index: Int, _ outcome: IsolatedAnalyzer.Outcome) {
+        lock.withLock { results[index] = outcome }
+    }
+
+    func outcomes() -> [IsolatedAnalyzer.Outcome] {
+        lock.withLock { results.map { $0 ?? .unavailable("not analyzed") } }
+    }
+}
+
+/// Why a worker could not be used.
+struct WorkerError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// One running worker process and the conversation with it.
+final class WorkerHandle {
+    private let child: ChildProcess
+    private var frames = FrameAssembler()
+    /// The first bytes the worker wrote on stderr during the current request (the Swift
+    /// runtime's "Fatal error: ..." line, then a stack trace).
+    private var stderrHead: [UInt8] = []
+    /// Set once the worker has ended or been killed: the owner starts another.
+    private(set) var isFinished = false
+
+    /// Starts a worker and waits for its hello.
+    init(settings: IsolatedAnalyzer.Settings) throws {
+        var environment = ProcessInfo.processInfo.environment
+        // A trapping worker should die at once: the backtracer would spend seconds symbolicating.
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment.merge(settings.environment) { _, new in new }
+        child = try ChildProcess(executable: settings.executable, arguments: settings.arguments,
+                                 environment: environment.map { "\($0.key)=\($0.value)" })
+        switch receive(deadline: monotonicNanos() + UInt64(settings.startSeconds * 1e9)) {
+        case .frame(let payload) where payload == AnalyzerProtocol.hello:
+            return
+        case .frame:
+            finish()
+            throw WorkerError(description: "\(settings.executable) is not a streamd analyzer (wrong hello)")
+        case .failed(let why):
+            throw WorkerError(description: "\(settings.executable) \(settings.arguments.joined(separator: " ")): \(why)")
+        }
+    }
+
+    /// Sends one file and waits for its answer, at most `timeout` seconds.
+    func analyze(_ path: String, timeout: Double) -> IsolatedAnalyzer.Outcome {
+        let millis = Int(min(timeout, 86_400) * 1000)
+        stderrHead.removeAll()
+        guard send(AnalyzerProtocol.request(path: path, timeoutMillis: millis)) else {
+            // The worker was gone before it saw this file: not the file's fault.
+            finish()
+            return .unavailable("analyzer worker ended before the request (\(child.termination?.description ?? "unknown"))")
+        }
+        switch receive(deadline: monotonicNanos() + UInt64(millis) * 1_000_000) {
+        case .frame(let payload):
+            do {
+                switch try AnalyzerProtocol.parseAnswer(payload) {
+                case .analysis(let analysis): return .analyzed(analysis)
+                case .failure(let message): return .rejected(message)
+                }
+            } catch {
+                finish()
+                return .quarantined("analyzer sent a malformed answer (\(error))")
+            }
+        case .failed(let why):
+            return .quarantined(why)
+        }
+    }
+
+    /// Ends a healthy worker (end of input, then a kill after a grace period).
+    func stop() {
+        guard !isFinished else { return }
+        isFinished = true
+        child.stop()
+    }
+
+    private enum Received {
+        case frame([UInt8])
+        /// The worker died, overran or spoke nonsense; it has been killed and reaped.
+        case failed(String)
+    }
+
+    /// Waits for the next frame from the worker, reading its stderr meanwhile.
+    private func receive(deadline: UInt64) -> Received {
+        let started = monotonicNanos()
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var stdoutOpen = true
+        while true {
+            do {
+                if let payload = try frames.next() { return .frame(payload) }
+            } catch {
+                finish()
+                return .failed("analyzer sent a malformed frame (\(error))")
+            }
+            if !stdoutOpen {
+                // End of output: the worker is dying; reap it and say how it ended.
+                return .failed(crashDescription(child.wait()))
+            }
+            let now = monotonicNanos()
+            guard now < deadline else {
+                finish()
+                let seconds = Double(deadline - started) / 1e9
+                return .failed("analysis timed out after \(Self.format(seconds)) s")
+            }
+            var fds = [pollfd(fd: child.output, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: child.errors, events: Int16(POLLIN), revents: 0)]
+            let waitMillis = Int32(min(1_000, (deadline - now) / 1_000_000 + 1))
+            let ready = poll(&fds, nfds_t(stderrOpen ? 2 : 1), waitMillis)
+            if ready < 0 && errno != EINTR {
+                finish()
+                return .failed("poll: \(SystemError(call: "poll", errno: errno))")
+            }
+            if stderrOpen, fds[1].revents != 0 { drainStderr(&buffer) }
+            if fds[0].revents != 0 {
+                let n = buffer.withUnsafeMutableBytes { read(child.output, $0.baseAddress, $0.count) }
+                if n > 0 {
+                    frames.append(buffer[0..<n])
+                } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
+                    stdoutOpen = false
+                }
+            }
+        }
+    }
+
+    private var stderrOpen = true
+
+    private func drainStderr(_ buffer: inout [UInt8]) {
+        let n = buffer.withUnsafeMutableBytes { read(child.errors, $0.baseAddress, $0.count) }
+        if n > 0 {
+            stderrHead += buffer[0..<min(n, max(0, 4096 - stderrHead.count))]
+        } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
+            stderrOpen = false
+        }
+    }
+
+    /// "analyzer crashed (signal 4): Fatal error: ..." from how the worker ended and what it said last.
+    private func crashDescription(_ termination: ChildProcess.Termination) -> String {
+        isFinished = true
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        for _ in 0..<16 where stderrOpen { drainStderr(&buffer) }
+        let lines = String(decoding: stderrHead, as: UTF8.self).split(whereSeparator: \.isNewline)
+        // "Swift/IntegerTypes.swift:8841: Fatal error: Double value cannot be ..." → from "Fatal error".
+        var said = lines.first { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+        for line in lines {
+            if let range = line.range(of: "Fatal error:") {
+                said = line[range.lowerBound...]
+                break
+            }
+        }
+        let detail = said.map { String($0.prefix(300)) }
+        let how: String
+        switch termination {
+        case .signalled(let signal): how = "analyzer crashed (signal \(signal))"
+        case .exited(let status): how = "analyzer exited with status \(status)"
+        }
+        return detail.map { "\(how): \($0)" } ?? how
+    }
+
+    private func send(_ bytes: [UInt8]) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { write(child.input, $0.baseAddress.map { $0 + done }, bytes.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            done += n
+        }
+        return true
+    }
+
+    /// Kills and reaps the worker.
+    private func finish() {
+        isFinished = true
+        child.kill()
+        child.wait()
+    }
+
+    /// Seconds to a tenth, without a trailing ".0" ("10", "2.5").
+    static func format(_ seconds: Double) -> String {
+        let tenths = (seconds * 10).rounded() / 10
+        return tenths == tenths.rounded() ? String(Int(tenths)) : String(format: "%.1f", tenths)
+    }
+}
