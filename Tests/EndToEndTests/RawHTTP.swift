@@ -14,10 +14,13 @@ final class StreamdProcess {
     var log: String { logBox.withLock { String(decoding: $0, as: UTF8.self) } }
     var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    init(folder: URL, extraArguments: [String] = []) throws {
+    init(folder: URL, extraArguments: [String] = [], environment: [String: String] = [:]) throws {
         let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
         process.executableURL = URL(fileURLWithPath: streamd)
         process.arguments = [folder.path, "--host", "127.0.0.1", "--port", "0"] + extraArguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         let out = Pipe()
         process.standardOutput = out
         process.standardError = stderrPipe

@@ -153,7 +153,9 @@ public final class Catalog: @unchecked Sendable {
         case .rejected(let why):
             throw AnalysisFailure(reason: why)
         case .quarantined(let why):
+            // The listed entry described other bytes: the file is now quarantined instead.
             lock.withLock {
+                entries[path] = nil
                 skipped[path] = SkippedFile(size: file.size, mtime: file.mtime, reason: why, quarantined: true)
             }
             warn("catalog: skipping \(path): \(why); quarantined until the file changes")
@@ -196,7 +198,8 @@ public final class Catalog: @unchecked Sendable {
     public func rescanIfChanged() {
         let now = monotonicNanos()
         let stamps: [String: Int]? = lock.withLock {
-            guard now - lastCheck > 1_000_000_000 else { return nil }
+            // A scan that ended after `now` was read sets lastCheck past it: no rescan then.
+            guard now > lastCheck, now - lastCheck > 1_000_000_000 else { return nil }
             lastCheck = now
             return folderStamps
         }
@@ -204,7 +207,11 @@ public final class Catalog: @unchecked Sendable {
         for (folder, mtime) in stamps {
             var info = stat()
             if stat(folder, &info) != 0 || Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec) != mtime {
-                scan()
+                // A request thread does not queue behind a scan already running (SIGHUP's):
+                // that one will pick up the change, and the answer meanwhile is the current list.
+                guard scanLock.try() else { return }
+                defer { scanLock.unlock() }
+                scanNow()
                 return
             }
         }
