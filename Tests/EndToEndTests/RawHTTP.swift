@@ -118,10 +118,9 @@ final class RawConnection {
         let result = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard result == 0 else {
-            close(fd)
-            throw TestFailure("connect failed: errno \(errno)")
-        }
+        // No close here on failure: the object is fully initialised, so deinit still runs and
+        // closes fd; closing it twice could close a descriptor another test thread just opened.
+        guard result == 0 else { throw TestFailure("connect failed: errno \(errno)") }
     }
 
     deinit { close(fd) }
