@@ -430,7 +430,8 @@ final class EventLoop: @unchecked Sendable {
         // for one would spin.
         earliest = min(earliest, max(sweepDue, lastSweep + Self.sweepInterval + 1_000_000))
         if stopRequested.load(ordering: .relaxed) { earliest = min(earliest, now + 50_000_000) }
-        return Int32(max(0, min(1000, (earliest > now ? earliest - now : 0) / 1_000_000)))
+        // Rounded up: rounding down wakes the loop just before the time and makes it spin.
+        return Int32(min(1000, ((earliest > now ? earliest - now : 0) + 999_999) / 1_000_000))
     }
 
     private var lastSweep: UInt64 = 0
