@@ -36,7 +36,7 @@ final class ClientSocket {
         }
         guard result == 0 else {
             let code = errno
-            Glibc.close(fd)
+            close()   // and marks it closed: deinit runs after a throwing init too
             throw TestFailure("connect failed: errno \(code)")
         }
     }
