@@ -353,13 +353,15 @@ class Soak:
         if deltas:
             worst = max(deltas)
             lines.append(f"streamplay peak RSS, last vs first run after warm-up, same track: worst {worst[0]:+d} kB ({worst[1]})")
-        for name in ("load", "proxy"):
+        for name in ("load", "hostile", "proxy"):
             path = os.path.join(OUT, f"{name}-stats.json")
             if os.path.exists(path):
                 try:
                     with open(path) as f:
                         stats = json.load(f)
-                    if name == "load":
+                    if name in ("load", "hostile"):
+                        stats = {k: v for k, v in stats.items() if k.startswith("hostile_") == (name == "hostile")}
+                    if name == "hostile":
                         statuses = stats.pop("hostile_status", {})
                         by_status = {}
                         for key, n in statuses.items():
@@ -399,6 +401,9 @@ class Soak:
                                  "--tracks", os.path.join(OUT, "tracks.txt"), "--listeners", str(LISTENERS),
                                  "--slowloris", str(SLOWLORIS), "--deadline", str(self.deadline),
                                  "--stats", os.path.join(OUT, "load-stats.json")])
+        hostile = subprocess.Popen([sys.executable, os.path.join(here, "soak_load.py"), "--port", str(self.port),
+                                    "--tracks", os.path.join(OUT, "tracks.txt"), "--hostile-only",
+                                    "--deadline", str(self.deadline), "--stats", os.path.join(OUT, "hostile-stats.json")])
         for _ in range(100):
             if os.path.exists(port_file):
                 break
@@ -420,10 +425,11 @@ class Soak:
             self.crashes.append(f"streamd exited with {code} at t={time.time() - self.t0:.0f} s")
             self.log(f"streamd died: {code}")
         # Let the load finish (every loop ends at the deadline), then see the descriptors fall back.
-        try:
-            load.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            load.kill()
+        for helper in (load, hostile):
+            try:
+                helper.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                helper.kill()
         proxy.terminate()
         proxy.wait()
         if self.streamd.poll() is None:

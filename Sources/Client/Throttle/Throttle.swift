@@ -20,10 +20,19 @@ public final class Throttle: @unchecked Sendable {
     private var ended = false
     private var failure: Error?
     private var generation = 0
-    /// Highest fill seen, for `--stats`.
-    public private(set) var peakFill = 0
-    /// Called (from the reading thread) when the fill falls below the low watermark.
-    public var onSpaceAvailable: (@Sendable () -> Void)?
+    private var peak = 0
+    private var spaceAvailable: (@Sendable () -> Void)?
+
+    /// Highest fill seen, for `--stats`. Read under the lock: the network thread may still be writing.
+    public var peakFill: Int { condition.withLock { peak } }
+
+    /// Called (from the reading thread, under the throttle's lock, so it must be quick and must not
+    /// call back into the throttle) when the fill falls below the low watermark. The source sets
+    /// and clears it on the network thread while the reader runs, hence the lock.
+    public var onSpaceAvailable: (@Sendable () -> Void)? {
+        get { condition.withLock { spaceAvailable } }
+        set { condition.withLock { spaceAvailable = newValue } }
+    }
 
     public init(capacity: Int, lowWatermark: Int? = nil) {
         self.capacity = max(4096, capacity)
@@ -57,7 +66,7 @@ public final class Throttle: @unchecked Sendable {
             tail = (tail + run) % capacity
         }
         count += n
-        peakFill = max(peakFill, count)
+        peak = max(peak, count)
         condition.broadcast()
         return n
     }
@@ -113,9 +122,10 @@ public final class Throttle: @unchecked Sendable {
         count -= n
         let offset = readOffset
         readOffset += n
-        let crossedLow = count < lowWatermark
+        // Called under the lock: the source clears it and then frees what it wakes (the curl
+        // multi handle), so a copy called after unlocking could touch freed memory.
+        if count < lowWatermark { spaceAvailable?() }
         condition.unlock()
-        if crossedLow { onSpaceAvailable?() }
         return .bytes(out, offset: offset)
     }
 
