@@ -311,7 +311,8 @@ class Soak:
             lines.append(f"  - {p['track']} at {p['t_s']} s: {p['why']}")
         d = [s for s in samples if s["streamd_rss_kb"] != ""]
         if d:
-            warm = [s for s in d if s["t_s"] >= WARMUP]
+            # Growth is judged on the samples taken under load, after the warm-up.
+            warm = [s for s in d if WARMUP <= s["t_s"] <= MINUTES * 60]
             lines.append("streamd (rss kB / fds / threads):")
             def row(name, s):
                 return f"  {name:<22} {s['streamd_rss_kb']:>8} / {s['streamd_fds']:>5} / {s['streamd_threads']:>3}   (t={s['t_s']} s)"
@@ -320,6 +321,8 @@ class Soak:
             lines.append(row("first sample", d[0]))
             if warm:
                 lines.append(row("after warm-up", warm[0]))
+            if warm:
+                lines.append(row("last under load", warm[-1]))
             lines.append(row("last sample", d[-1]))
             top = max(d, key=lambda s: s["streamd_rss_kb"])
             lines.append(f"  {'max':<22} {top['streamd_rss_kb']:>8} / {max(s['streamd_fds'] for s in d):>5} / "
