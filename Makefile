@@ -4,7 +4,7 @@ SWIFT ?= swift
 BUILD_FLAGS ?=
 MEDIA_DIR := media/out
 
-.PHONY: all deps build release media media-long demo test fuzz fuzz-smoke bench clean
+.PHONY: all deps build release media media-long demo test fuzz fuzz-smoke sanitize bench clean
 
 all: build
 
@@ -39,6 +39,11 @@ fuzz: deps media
 # The part of `make test`: 10 s of each target.
 fuzz-smoke: deps media
 	STREAM_MEDIA_DIR=$(CURDIR)/$(MEDIA_DIR) FUZZ_SECONDS=10 Fuzz/run.sh
+
+# The whole suite under AddressSanitizer, then ThreadSanitizer (.build-asan, .build-tsan); fails on
+# any report, of the tests or of the streamd/streamplay they start. SANITIZERS=thread for one.
+sanitize: deps media
+	@scripts/sanitize.sh
 
 bench: deps media media-long release
 	@bench/run.sh

@@ -70,7 +70,7 @@ import Glibc
     }
 
     /// `]` and `}` on the terminal: rate up a step, pitch up a semitone, shown on the status line.
-    @Test(.timeLimit(.minutes(1))) func terminal_rateAndPitchKeys() throws {
+    @Test(.timeLimit(.scaledMinutes(1))) func terminal_rateAndPitchKeys() throws {
         let tmux = try #require(which("tmux"), "tmux is installed by make deps")
         let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
         let session = "streamplay-dsp-\(getpid())"
@@ -85,16 +85,24 @@ import Glibc
         let command = "\(PlayerTests.streamplay) \(server.baseURL)/media/mono-48k.mp3 --output null --realtime --eq bass; echo EXIT=$?; sleep 30"
         tmuxCommand("new-session -d -s \(session) -x 160 -y 10 '\(command)'")
         defer { tmuxCommand("kill-session -t \(session)") }
-        Thread.sleep(forTimeInterval: 2.0)
-        let before = screen()
+        /// The screen once it shows `text`, or as it is after `seconds` (times the test time scale).
+        func screen(showing text: String, within seconds: Double) -> String {
+            let deadline = Date().addingTimeInterval(TestTiming.seconds(seconds))
+            var shown = screen()
+            while !shown.contains(text), Date() < deadline {
+                Thread.sleep(forTimeInterval: 0.1)
+                shown = screen()
+            }
+            return shown
+        }
+        let before = screen(showing: "eq 31:+6", within: 2)
         #expect(before.contains("rate 1×") && before.contains("pitch 0") && before.contains("eq 31:+6"), "status line: \(before)")
         tmuxCommand("send-keys -t \(session) ']' ']' '}' '}' '{'")
-        Thread.sleep(forTimeInterval: 0.8)
-        let after = screen()
+        let after = screen(showing: "pitch +1 st", within: 0.8)
         #expect(after.contains("rate 1.25×"), "two steps up from 1×: \(after)")
         #expect(after.contains("pitch +1 st"), "up two, down one: \(after)")
         tmuxCommand("send-keys -t \(session) q")
-        Thread.sleep(forTimeInterval: 1.0)
-        #expect(screen().contains("EXIT=0"))
+        let end = screen(showing: "EXIT=", within: 1)
+        #expect(end.contains("EXIT=0"), "\(end)")
     }
 }

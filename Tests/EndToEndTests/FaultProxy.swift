@@ -6,7 +6,7 @@ import Glibc
 /// A loopback TCP proxy that breaks connections on purpose: per accepted connection, it can
 /// cut the response after N bytes or stall it for a while. Used to test reconnection.
 final class FaultProxy: @unchecked Sendable {
-    // @unchecked: `faults` and `accepted` are guarded by `lock`; sockets belong to their threads.
+    // @unchecked: `faults` and `acceptedCount` are guarded by `lock`; sockets belong to their threads.
     struct Fault {
         /// Close both sides after forwarding this many response bytes.
         var cutAfter: Int?
@@ -22,7 +22,9 @@ final class FaultProxy: @unchecked Sendable {
     private let upstreamPort: Int
     private let lock = NSLock()
     private var faults: [Fault]
-    private(set) var accepted = 0
+    private var acceptedCount = 0
+    /// Connections accepted so far (read under the lock: the accept thread writes it).
+    var accepted: Int { lock.withLock { acceptedCount } }
     private var closed = false
     /// Requests whose path starts with this get a 404 from the proxy (a server without that endpoint).
     private let refusedPathPrefix: String?
@@ -64,8 +66,8 @@ final class FaultProxy: @unchecked Sendable {
             let client = accept(listener, nil, nil)
             if client < 0 { return }
             let fault: Fault? = lock.withLock {
-                defer { accepted += 1 }
-                return accepted < faults.count ? faults[accepted] : nil
+                defer { acceptedCount += 1 }
+                return acceptedCount < faults.count ? faults[acceptedCount] : nil
             }
             guard let upstream = ServerHostileTests.connectRaw(port: upstreamPort) else {
                 close(client)

@@ -90,7 +90,7 @@ import Testing
     }
 
     /// `streamd --live`: a looping track as a live playlist with a sliding window of five segments.
-    @Test(.timeLimit(.minutes(2))) func live_joinsAndPlays30SecondsAcrossReloads_withoutUnderruns() throws {
+    @Test(.timeLimit(.scaledMinutes(2))) func live_joinsAndPlays30SecondsAcrossReloads_withoutUnderruns() throws {
         let dir = try Self.folder()
         defer { try? FileManager.default.removeItem(at: dir) }
         let track = dir.appendingPathComponent("cbr-128k-44k.mp3").path

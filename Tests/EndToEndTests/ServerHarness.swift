@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,7 +45,22 @@ enum TestPaths {
     }
 }
 
-/// Runs a command to completion and returns its exit status, stdout and stderr.
+/// Wall-clock allowances of the tests (timeouts, "finished within" bounds), multiplied by
+/// STREAM_TEST_TIME_SCALE when set: `make sanitize` sets it, since sanitized code runs several
+/// times slower, which is not what these tests measure. Unset, every bound is as written.
+enum TestTiming {
+    static let scale: Double = {
+        guard let text = ProcessInfo.processInfo.environment["STREAM_TEST_TIME_SCALE"], let value = Double(text),
+              value.isFinite else { return 1 }
+        return min(100, max(1, value))
+    }()
+
+    /// `seconds` stretched by the scale.
+    static func seconds(_ seconds: Double) -> Double { seconds * scale }
+}
+
+/// Runs a command to completion and returns its exit status, stdout and stderr; a command still
+/// running after `timeout` seconds (times `TestTiming.scale`) is terminated.
 @discardableResult
 func runCommand(_ executable: String, _ arguments: [String], timeout: TimeInterval = 120) throws
     -> (status: Int32, stdout: Data, stderr: Data) {
@@ -63,7 +79,7 @@ func runCommand(_ executable: String, _ arguments: [String], timeout: TimeInterv
     DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
     group.enter()
     DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
-    if group.wait(timeout: .now() + timeout) == .timedOut {
+    if group.wait(timeout: .now() + TestTiming.seconds(timeout)) == .timedOut {
         process.terminate()
         group.wait()
     }
@@ -78,4 +94,9 @@ func which(_ name: String) -> String? {
         if FileManager.default.isExecutableFile(atPath: path) { return path }
     }
     return nil
+}
+
+extension TimeLimitTrait.Duration {
+    /// `.minutes(n)` stretched by `TestTiming.scale` (sanitizer runs).
+    static func scaledMinutes(_ minutes: Int) -> Self { .minutes(Int((Double(minutes) * TestTiming.scale).rounded(.up))) }
 }

@@ -3,7 +3,7 @@ import Testing
 
 /// The library page in a real headless Chromium (Tests/browser/check_page.py drives it).
 @Suite struct WebPageBrowserTests {
-    @Test(.timeLimit(.minutes(3))) func pagePlaysEveryTrackInChromium() throws {
+    @Test(.timeLimit(.scaledMinutes(3))) func pagePlaysEveryTrackInChromium() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let server = try StreamdProcess(folder: library, extraArguments: ["--quiet"])

@@ -67,7 +67,7 @@ import Testing
     }
 
     /// Real files cut at 150 places and mutated 300 times each: a value or a thrown error, never a trap.
-    @Test(.timeLimit(.minutes(2)), arguments: mediaFiles())
+    @Test(.timeLimit(.scaledMinutes(2)), arguments: mediaFiles())
     func realFile_truncationsAndMutations(path: String) throws {
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
         // Keep the mutated copies small enough to run fast: the first 64 KiB and the last 4 KiB.
