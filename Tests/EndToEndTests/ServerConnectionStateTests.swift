@@ -55,7 +55,7 @@ import Glibc
         return (server, pid, ProcessProbe.openDescriptors(pid: pid))
     }
 
-    @Test(.timeLimit(.minutes(2))) func hundredStuckClients_costNoCPU() throws {
+    @Test(.timeLimit(.scaledMinutes(2))) func hundredStuckClients_costNoCPU() throws {
         ServerHostileTests.raiseFileLimit()
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
@@ -80,7 +80,7 @@ import Glibc
         #expect(ProcessProbe.waitForDescriptors(pid: pid, atMost: baseline, timeout: 10) == baseline)
     }
 
-    @Test(.timeLimit(.minutes(1))) func writeTimeout_closesAClientThatTakesNoBytes() throws {
+    @Test(.timeLimit(.scaledMinutes(1))) func writeTimeout_closesAClientThatTakesNoBytes() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let (server, pid, baseline) = try Self.start(library, ["--write-timeout", "1"])
@@ -114,7 +114,7 @@ import Glibc
         #expect(r.status == 206 && r.body.count == 16_000)
     }
 
-    @Test(.timeLimit(.minutes(2))) func errorResponse_withUnreadBody_isDeliveredBeforeTheClose() throws {
+    @Test(.timeLimit(.scaledMinutes(2))) func errorResponse_withUnreadBody_isDeliveredBeforeTheClose() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let (server, _, _) = try Self.start(library)
@@ -143,7 +143,7 @@ import Glibc
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func malformedRequest_thenHalfClose_stillGetsItsError() throws {
+    @Test(.timeLimit(.scaledMinutes(1))) func malformedRequest_thenHalfClose_stillGetsItsError() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let (server, _, _) = try Self.start(library)
@@ -176,7 +176,7 @@ import Glibc
         #expect(bytes.isEmpty && end == .eof)
     }
 
-    @Test(.timeLimit(.minutes(1))) func headAndIdleTimeouts_close() throws {
+    @Test(.timeLimit(.scaledMinutes(1))) func headAndIdleTimeouts_close() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let (server, _, _) = try Self.start(library, ["--head-timeout", "1", "--idle-timeout", "2"])
@@ -198,7 +198,7 @@ import Glibc
     }
 
     /// The defaults (head 10 s, idle 30 s) as the README promises them.
-    @Test(.timeLimit(.minutes(1))) func defaultTimeouts_head10s_idle30s() throws {
+    @Test(.timeLimit(.scaledMinutes(1))) func defaultTimeouts_head10s_idle30s() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let (server, _, _) = try Self.start(library)
@@ -217,7 +217,7 @@ import Glibc
         #expect(took > 29 && took < 33.5, "idle timeout took \(took) s")
     }
 
-    @Test(.timeLimit(.minutes(2))) func abandonedConnections_leaveNoDescriptors() throws {
+    @Test(.timeLimit(.scaledMinutes(2))) func abandonedConnections_leaveNoDescriptors() throws {
         ServerHostileTests.raiseFileLimit()
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
@@ -254,7 +254,7 @@ import Glibc
         #expect(try RawConnection(port: server.port).request("GET", "/api/tracks").status == 200)
     }
 
-    @Test(.timeLimit(.minutes(2))) func connectionsLeftOpen_areClosedByTheTimers() throws {
+    @Test(.timeLimit(.scaledMinutes(2))) func connectionsLeftOpen_areClosedByTheTimers() throws {
         ServerHostileTests.raiseFileLimit()
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
