@@ -102,7 +102,8 @@ import Glibc
         #expect(after.contains("rate 1.25×"), "two steps up from 1×: \(after)")
         #expect(after.contains("pitch +1 st"), "up two, down one: \(after)")
         tmuxCommand("send-keys -t \(session) q")
-        let end = screen(showing: "EXIT=", within: 1)
+        // q drains what is queued (up to 64 Ki samples, 1.4 s of this mono track) before exiting.
+        let end = screen(showing: "EXIT=", within: 5)
         #expect(end.contains("EXIT=0"), "\(end)")
     }
 }
