@@ -7,6 +7,7 @@ PACKAGES=(
   sox libsox-fmt-mp3 espeak-ng lame ffmpeg                                    # media/make-media.sh
   mpg123 python3-numpy curl bc tmux time                                           # reference clients and decoders for tests, bench
   nginx-light                                                                 # serves `streamd package` output in the HLS test
+  gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad     # gst-launch + hlsdemux2/faad: a strict HLS client in tests
   chromium chromium-driver fonts-dejavu-core                                  # the web page, tested in a real browser
 )
 missing=()

@@ -111,6 +111,17 @@ import Glibc
             let served = try RawConnection(port: server.port).request("GET", "/hls/\(path)/index.m3u8").body
             #expect(String(decoding: served, as: UTF8.self).replacingOccurrences(of: #"\?v=[0-9a-f]{12}"#, with: "",
                                                                                  options: .regularExpression) == playlist)
+            if path != "track.m4a" {
+                // The byte-range form: ranges of packed.* (the segments back to back), as streamd serves it.
+                let ranges = try String(contentsOf: folder.appendingPathComponent("byterange.m3u8"), encoding: .utf8)
+                let servedRanges = try RawConnection(port: server.port).request("GET", "/hls/\(path)/index.m3u8?byterange=1").body
+                #expect(String(decoding: servedRanges, as: UTF8.self).replacingOccurrences(of: #"\?v=[0-9a-f]{12}"#, with: "",
+                                                                                         options: .regularExpression) == ranges)
+                let name = "packed." + (path.hasSuffix(".mp3") ? "mp3" : "aac")
+                let packed = try Data(contentsOf: folder.appendingPathComponent(name))
+                #expect(Array(packed) == (try RawConnection(port: server.port).request("GET", "/hls/\(path)/\(name)").body),
+                        "\(path)/\(name) packaged = served")
+            }
             for segment in media.segments.prefix(2) + (media.map.map { [M3U8Rules.Segment(duration: 0, uri: $0, discontinuity: false)] } ?? []) {
                 let file = try Data(contentsOf: folder.appendingPathComponent(segment.uri))
                 let live = try RawConnection(port: server.port).request("GET", "/hls/\(path)/\(segment.uri)").body
@@ -137,7 +148,7 @@ import Glibc
         #expect(browser.status == 0, "\(report)\(String(decoding: browser.stderr, as: UTF8.self).suffix(2000))")
         #expect(report.contains("10 passed, 0 failed"), "\(report)")
         let access = (try? String(contentsOf: work.appendingPathComponent("nginx/access.log"), encoding: .utf8)) ?? ""
-        #expect(access.contains("seg-1.m4s") && access.contains("/media/vbr-v2.mp3"), "ffmpeg read segments and ranges from nginx")
+        #expect(access.contains("seg-1.m4s") && access.contains("/hls/vbr-v2.mp3/packed.mp3"), "ffmpeg read segments and ranges from nginx")
     }
 
     @Test func package_refusesAnOutputInsideTheLibrary() throws {

@@ -98,8 +98,29 @@ import Glibc
             let (ranged, rangeProblems) = M3U8Rules.checkMedia(Self.text(ranges), vod: true)
             #expect(rangeProblems.isEmpty, "\(path) byterange: \(rangeProblems)")
             #expect(ranged.segments.count == media.segments.count)
-            #expect(ranged.segments.allSatisfy { $0.uri == String(repeating: "../", count: path.split(separator: "/").count + 1)
-                        + "media/" + Self.encode(path) }, "\(path): ranges of the /media/ file")
+            let version = media.segments.first?.uri.split(separator: "?").last.map(String.init) ?? ""
+            #expect(ranged.segments.allSatisfy { $0.uri == "packed.\(ext)?\(version)" }, "\(path): ranges of the packed file")
+            // RFC 8216 section 3.4: every range is a whole packed segment, its ID3 timestamp first;
+            // the packed file is the segments back to back.
+            var offset = 0
+            var concatenated: [UInt8] = []
+            for (i, segment) in ranged.segments.enumerated() {
+                let length = segment.byteRange?.length ?? 0
+                let start = segment.byteRange?.offset ?? offset
+                let piece = try Self.get(server, base + segment.uri, headers: ["Range": "bytes=\(start)-\(start + length - 1)"])
+                let whole = try Self.get(server, base + media.segments[i].uri)
+                #expect(piece.status == 206 && piece.body == whole.body, "\(path) range \(i) is segment \(i)")
+                #expect(Array(piece.body.prefix(3)) == Array("ID3".utf8), "\(path) range \(i) starts with its ID3 tag")
+                concatenated += whole.body
+                offset = start + length
+            }
+            let packed = try Self.get(server, base + "packed.\(ext)?\(version)")
+            #expect(packed.status == 200 && packed.body == concatenated, "\(path): packed file = the segments back to back")
+            #expect(packed.header("Cache-Control") == "public, max-age=31536000, immutable" && packed.header("ETag") != nil)
+            let etag = packed.header("ETag") ?? ""
+            #expect(try Self.get(server, base + "packed.\(ext)", headers: ["If-None-Match": etag]).status == 304)
+            #expect(try Self.get(server, base + "packed.\(ext)?v=000000000000").status == 404, "another version of the file")
+            #expect(try Self.get(server, base + "packed.\(ext)", headers: ["Range": "bytes=\(concatenated.count)-"]).status == 416)
         }
         let wav = try Self.get(server, "/hls/pcm16.wav/index.m3u8")
         #expect(wav.status == 422 && Self.text(wav).contains("HLS not available"), "WAV has no HLS form")
@@ -126,7 +147,7 @@ import Glibc
         let result = try Self.compare(reference, decoded, slack: slack)
         #expect(result.ok, "\(path) \(playlist): \(result.verdict) (slack \(slack))")
         // Whole segments went over HTTP: the access log shows them.
-        let fetched = playlist.contains("byterange") ? "/media/" : "/seg-"
+        let fetched = playlist.contains("byterange") ? "/packed." : "/seg-"
         #expect(server.log.contains(fetched), "ffmpeg fetched \(fetched) URLs")
     }
 
@@ -278,6 +299,7 @@ import Glibc
             ("/hls/vbr-v2.mp3/seg-1.aac", 404), ("/hls/vbr-v2.mp3/seg-99999999999999999999999999.mp3", 404),
             ("/hls/vbr-v2.mp3/seg-.mp3", 404), ("/hls/vbr-v2.mp3/seg-0.mp3.mp3", 404), ("/hls/vbr-v2.mp3/init.mp4", 404),
             ("/hls/vbr-v2.mp3/index.m3u8?byterange=1&byterange=1", 200), ("/hls/track.m4a/seg-0.mp3", 404),
+            ("/hls/track.m4a/packed.m4s", 404), ("/hls/vbr-v2.mp3/packed.aac", 404), ("/hls/vbr-v2.mp3/packed.mp3?v=x", 404),
             ("/hls/track.m4a/init.mp4?v=x", 404), ("/hls/vbr-v2.mp3/master.m3u8/extra", 404),
             ("/live/nope/index.m3u8", 404), ("/live/../hls/index.m3u8", 404), ("/live/loop/seg-999999.aac", 404),
             ("/live/loop/seg-0.mp3", 404), ("/live/loop", 404), ("/live/loop/index.m3u8/x", 404), ("/live//index.m3u8", 404),

@@ -45,21 +45,33 @@ public enum HLSPackager {
             try write("index.m3u8", Array(plan.mediaPlaylist(query: "").render().utf8))
             try write("master.m3u8", Array(plan.masterPlaylist(query: "").render().utf8))
             if let initSegment = plan.initSegment { try write("init.mp4", initSegment) }
+            // Packed audio also goes into one file, the segments back to back, with a playlist of
+            // byte ranges of it (each range a whole segment, ID3 timestamp first, as RFC 8216 wants).
+            var packed: FileHandle?
+            if plan.supportsByteRanges {
+                let url = folder.appendingPathComponent(plan.packedFileName)
+                guard fm.createFile(atPath: url.path, contents: nil) else { throw HLSError.invalid("cannot create \(url.path)") }
+                packed = try FileHandle(forWritingTo: url)
+            }
+            defer { try? packed?.close() }
             for i in plan.spans.indices {
-                try write(plan.segmentName(i), try plan.segment(i, from: file))
+                let segment = try plan.segment(i, from: file)
+                try write(plan.segmentName(i), segment)
+                if let packed {
+                    try packed.write(contentsOf: segment)
+                    report.bytes += segment.count
+                }
                 report.segments += 1
             }
-            // The original file beside the segments, for the byte-range playlist and for download.
+            if plan.supportsByteRanges {
+                try write("byterange.m3u8", Array(plan.byteRangePlaylist(fileURI: plan.packedFileName).render().utf8))
+            }
+            // The original file beside the segments, for download.
             let original = root.appendingPathComponent("media").appendingPathComponent(entry.path)
             try fm.createDirectory(at: original.deletingLastPathComponent(), withIntermediateDirectories: true)
             try? fm.removeItem(at: original)
             if (try? fm.linkItem(atPath: entry.absolutePath, toPath: original.path)) == nil {
                 try fm.copyItem(atPath: entry.absolutePath, toPath: original.path)
-            }
-            if plan.supportsByteRanges {
-                let depth = entry.path.split(separator: "/").count + 1
-                let uri = String(repeating: "../", count: depth) + "media/" + PathResolver.percentEncode(entry.path)
-                try write("byterange.m3u8", Array(plan.byteRangePlaylist(fileURI: uri).render().utf8))
             }
             report.tracks += 1
             listed.append((entry, plan))

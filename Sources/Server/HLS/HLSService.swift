@@ -51,17 +51,17 @@ public final class HLSService: Sendable {
         switch name {
         case "index.m3u8":
             if request.queryValue("byterange") == "1" {
-                guard plan.supportsByteRanges, let relative = catalog.resolver.relative(absolute) else {
-                    return .error(422, "byte-range playlists are for MP3 and ADTS tracks")
-                }
-                // From /hls/<path>/index.m3u8 back to /media/<path>: one ".." per path component, plus one for "hls".
-                let depth = relative.split(separator: "/").count + 1
-                let uri = String(repeating: "../", count: depth) + "media/" + PathResolver.percentEncode(relative)
-                return playlist(request, plan.byteRangePlaylist(fileURI: uri).render(), plan: plan)
+                guard plan.supportsByteRanges else { return .error(422, "byte-range playlists are for MP3 and ADTS tracks") }
+                return playlist(request, plan.byteRangePlaylist(fileURI: plan.packedFileName + "?v=" + plan.version).render(),
+                                plan: plan)
             }
             return playlist(request, plan.mediaPlaylist(query: "?v=" + plan.version).render(), plan: plan)
         case "master.m3u8":
             return playlist(request, plan.masterPlaylist(query: "").render(), plan: plan)
+        case plan.packedFileName where plan.supportsByteRanges:
+            if let version, version != plan.version { return .error(404, "packed file of an older version of the file") }
+            return Self.respond(request, parts: plan.packedParts(of: file), contentType: plan.segmentContentType,
+                                etag: "\"\(plan.version)-packed\"", cacheControl: Self.immutable)
         case "init.mp4":
             guard let initSegment = plan.initSegment else { return .error(404, "no init segment: not an fMP4 track") }
             if let version, version != plan.version { return .error(404, "init segment of an older version of the file") }
@@ -135,6 +135,59 @@ public final class HLSService: Sendable {
         case .full, .ranges:
             return .bytes(200, bytes, contentType: contentType, extraHeaders: headers)
         }
+    }
+
+    /// `respond` for a body made of parts (the packed file): 304, 206 for one range (the parts
+    /// sliced, file spans still sent with sendfile), 416, else 200 with the whole body.
+    static func respond(_ request: HTTPRequest, parts: [BodyPart], contentType: String, etag: String,
+                        cacheControl: String) -> HTTPResponse {
+        let total = parts.reduce(0) { $0 + $1.length }
+        var headers = [("ETag", etag), ("Cache-Control", cacheControl), ("Accept-Ranges", "bytes"),
+                       ("Access-Control-Allow-Origin", "*")]
+        if let ifNoneMatch = request.header("If-None-Match"), FileResponder.etagListMatches(ifNoneMatch, etag, weak: true) {
+            return HTTPResponse(status: 304, headers: headers)
+        }
+        var range = request.header("Range")
+        if let ifRange = request.header("If-Range"), ifRange != etag { range = nil }
+        var status = 200
+        var body = parts
+        var length = total
+        switch RangeRequest.parse(range, size: total) {
+        case .ranges(let ranges) where ranges.count == 1:
+            let r = ranges[0]
+            headers.append(("Content-Range", "bytes \(r.lowerBound)-\(r.upperBound - 1)/\(total)"))
+            status = 206
+            body = slice(parts, r)
+            length = r.count
+        case .unsatisfiable:
+            var error = HTTPResponse.error(416, "range not satisfiable")
+            error.headers.append(("Content-Range", "bytes */\(total)"))
+            return error
+        case .full, .ranges:
+            break
+        }
+        return HTTPResponse(status: status, headers: [("Content-Type", contentType), ("Content-Length", String(length))] + headers,
+                            body: FixedBody(body))
+    }
+
+    /// The bytes `range` of the concatenation of `parts`, as parts.
+    static func slice(_ parts: [BodyPart], _ range: Range<Int>) -> [BodyPart] {
+        var out: [BodyPart] = []
+        var at = 0
+        for part in parts {
+            let length = part.length
+            defer { at += length }
+            let lower = max(range.lowerBound, at), upper = min(range.upperBound, at + length)
+            guard lower < upper else {
+                if at >= range.upperBound { break }
+                continue
+            }
+            switch part {
+            case .bytes(let bytes): out.append(.bytes(Array(bytes[(lower - at)..<(upper - at)])))
+            case .file(let file, let offset, _): out.append(.file(file, offset: offset + lower - at, length: upper - lower))
+            }
+        }
+        return out
     }
 
     // MARK: Live

@@ -112,7 +112,7 @@ public struct HLSTrackPlan: Sendable {
         }
     }
 
-    /// Whether `?byterange=1` playlists exist (pieces of the original file: MP3 and ADTS).
+    /// Whether `?byterange=1` playlists exist (pieces of the packed file: MP3 and ADTS).
     public var supportsByteRanges: Bool { kind != .fmp4 }
 
     /// Total playing time of all segments (before gapless trimming), in seconds.
@@ -217,8 +217,7 @@ public struct HLSTrackPlan: Sendable {
         let span = spans[i]
         switch kind {
         case .packedMP3, .packedAAC:
-            let start = Double(loop) * duration + span.startTime - spans[0].startTime
-            let tag = ID3Writer.transportStreamTimestampTag(ticks90k: UInt64(max(0, (start * 90_000).rounded())))
+            let tag = timestampTag(i, loop: loop)
             let body = try file.read(at: span.start, count: span.end - span.start)
             guard body.count == span.end - span.start else { throw HLSError.invalid("the file is shorter than its index") }
             return tag + body
@@ -251,6 +250,50 @@ public struct HLSTrackPlan: Sendable {
         }
     }
 
+    /// The ID3 PRIV timestamp that starts packed segment `i` (RFC 8216 section 3.4): its
+    /// start in 90 kHz ticks (33 bits, as in MPEG-TS), counting `loop` earlier plays.
+    func timestampTag(_ i: Int, loop: Int = 0) -> [UInt8] {
+        let start = Double(max(0, loop)) * duration + spans[i].startTime - spans[0].startTime
+        let ticks = (start * 90_000).rounded()
+        // Out-of-range times (a huge loop count) wrap like the 33-bit field instead of trapping.
+        let wrapped = ticks.isFinite && ticks > 0 ? ticks.truncatingRemainder(dividingBy: 0x1p33) : 0
+        return ID3Writer.transportStreamTimestampTag(ticks90k: UInt64(wrapped))
+    }
+
+    // MARK: The packed file (byte-range playlists)
+
+    /// Where each packed segment starts in the packed file (`packed.mp3` / `packed.aac`): the
+    /// segments exactly as `segment(_:)` makes them, back to back. A byte range of it is a whole
+    /// segment that starts with its ID3 timestamp, as RFC 8216 requires of packed audio; ranges
+    /// of the original file cannot be (the tag is not in it), so there are none of those.
+    public var packedOffsets: [Int] {
+        var offsets: [Int] = []
+        offsets.reserveCapacity(spans.count + 1)
+        var at = 0
+        for i in spans.indices {
+            offsets.append(at)
+            at += segmentSize(i)
+        }
+        offsets.append(at)
+        return offsets
+    }
+
+    /// File name of the packed file ("packed.mp3").
+    public var packedFileName: String { "packed.\(segmentExtension)" }
+
+    /// The packed file as response parts: each segment's tag in memory, its frames as a span of
+    /// `file` (sent with sendfile). Packed audio only; empty for fMP4.
+    public func packedParts(of file: OpenFile) -> [BodyPart] {
+        guard kind != .fmp4 else { return [] }
+        var parts: [BodyPart] = []
+        parts.reserveCapacity(spans.count * 2)
+        for (i, span) in spans.enumerated() {
+            parts.append(.bytes(timestampTag(i)))
+            parts.append(.file(file, offset: span.start, length: span.end - span.start))
+        }
+        return parts
+    }
+
     // MARK: Playlists
 
     /// Name of media segment `i` ("seg-3.mp3").
@@ -264,11 +307,13 @@ public struct HLSTrackPlan: Sendable {
         return playlist
     }
 
-    /// The VOD playlist of byte ranges of the original file at `fileURI` (MP3 and ADTS).
+    /// The VOD playlist of byte ranges of the packed file at `fileURI` (MP3 and ADTS): each
+    /// range is one whole segment, ID3 timestamp first.
     public func byteRangePlaylist(fileURI: String) -> HLSMediaPlaylist {
         var playlist = HLSMediaPlaylist(targetDuration: targetDuration, playlistType: .vod, endList: true)
-        playlist.segments = spans.map {
-            HLSSegmentEntry(duration: $0.duration, uri: fileURI, byteRange: ($0.end - $0.start, $0.start))
+        let offsets = packedOffsets
+        playlist.segments = spans.indices.map {
+            HLSSegmentEntry(duration: spans[$0].duration, uri: fileURI, byteRange: (offsets[$0 + 1] - offsets[$0], offsets[$0]))
         }
         return playlist
     }
