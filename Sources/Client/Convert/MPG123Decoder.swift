@@ -7,10 +7,13 @@ public struct DecoderError: Error, CustomStringConvertible, Sendable {
     public var description: String { "converter: \(message)" }
 }
 
-/// libmpg123 through its feed API, wrapped once: whole MPEG frames in, 16-bit PCM out.
+/// libmpg123 through its feed API, wrapped once: whole MPEG frames in, 32-bit float PCM out.
 ///
-/// mpg123's own gapless handling is off: the pipeline trims encoder delay and padding
-/// itself, so that playing from the start and after a seek use the same arithmetic.
+/// Float is what the rest of the pipeline carries, so mpg123's synthesis writes the samples in
+/// their final format and nothing converts them again. Its float samples are its 16-bit ones
+/// before rounding (the same sums scaled by 2^-15), so rounding half to even gives back exactly
+/// what `mpg123 -w` writes. mpg123's own gapless handling is off: the pipeline trims encoder
+/// delay and padding itself, so that playing from the start and after a seek use the same arithmetic.
 final class MPG123Decoder {
     private var handle: OpaquePointer?
     private(set) var format: AudioFormat?
@@ -26,14 +29,14 @@ final class MPG123Decoder {
         handle = h
         mpg123_param2(h, Int32(MPG123_REMOVE_FLAGS.rawValue), Int(MPG123_GAPLESS.rawValue), 0)
         mpg123_param2(h, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue), 0)
-        // Native rates and channel counts, always signed 16-bit (what `mpg123 -w` writes).
+        // Native rates and channel counts, always 32-bit float.
         mpg123_format_none(h)
         var rates: UnsafePointer<Int>?
         var count = 0
         mpg123_rates(&rates, &count)
         if let rates {
             for i in 0..<count {
-                mpg123_format(h, rates[i], Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue), Int32(MPG123_ENC_SIGNED_16.rawValue))
+                mpg123_format(h, rates[i], Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue), Int32(MPG123_ENC_FLOAT_32.rawValue))
             }
         }
         try reopen()
@@ -55,8 +58,9 @@ final class MPG123Decoder {
         }
     }
 
-    /// Decodes one whole frame; `body` receives the 16-bit interleaved samples it produced.
-    func decode(frame: ArraySlice<UInt8>, _ body: (UnsafeBufferPointer<Int16>, AudioFormat) -> Void) throws {
+    /// Decodes one whole frame; `body` receives the interleaved samples it produced, in
+    /// mpg123's own buffer (valid until the next call).
+    func decode(frame: ArraySlice<UInt8>, _ body: (UnsafeBufferPointer<Float>) -> Void) throws {
         guard let handle else { return }
         let fed = frame.withUnsafeBytes { raw -> Int32 in
             guard let base = raw.baseAddress else { return MPG123_OK.rawValue }
@@ -84,9 +88,10 @@ final class MPG123Decoder {
                 if result == MPG123_ERR.rawValue { return }
                 return
             }
-            guard let audio, let format, bytes > 0 else { continue }
-            audio.withMemoryRebound(to: Int16.self, capacity: bytes / 2) { samples in
-                body(UnsafeBufferPointer(start: samples, count: bytes / 2), format)
+            guard let audio, format != nil, bytes > 0 else { continue }
+            let count = bytes / MemoryLayout<Float>.size
+            audio.withMemoryRebound(to: Float.self, capacity: count) { samples in
+                body(UnsafeBufferPointer(start: samples, count: count))
             }
         }
     }

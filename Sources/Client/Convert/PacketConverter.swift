@@ -43,11 +43,11 @@ struct PendingBytes {
     mutating func consume(_ n: Int) { consumed = min(bytes.count, consumed + n) }
 }
 
-/// MPEG audio: StreamShared's frame reader, then libmpg123.
+/// MPEG audio: StreamShared's frame reader, then libmpg123, whose float samples go to `body`
+/// as they are (no copy, no conversion).
 struct MP3Converter: PacketConverter {
     private var reader = MP3FrameReader()
     private let decoder: MPG123Decoder
-    private var scratch: [Float] = []
 
     init() throws { decoder = try MPG123Decoder() }
 
@@ -60,18 +60,7 @@ struct MP3Converter: PacketConverter {
 
     mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
         guard let frame = try reader.next(isComplete: isComplete) else { return false }
-        // Take the scratch buffer out of `self` so it is uniquely owned: no copy-on-write per frame.
-        var out: [Float] = []
-        swap(&out, &scratch)
-        defer { swap(&out, &scratch) }
-        try decoder.decode(frame: frame.bytes) { samples, _ in
-            if out.count != samples.count { out = [Float](repeating: 0, count: samples.count) }
-            let scale: Float = 1.0 / 32768      // exact: 16-bit samples come back bit for bit
-            out.withUnsafeMutableBufferPointer { target in
-                for i in 0..<samples.count { target[i] = Float(samples[i]) * scale }
-            }
-            out.withUnsafeBufferPointer(body)
-        }
+        try decoder.decode(frame: frame.bytes, body)
         return true
     }
 }

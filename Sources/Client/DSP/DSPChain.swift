@@ -52,25 +52,32 @@ public final class DSPChain {
     /// Asks for a new EQ setting, applied at the next buffer.
     public func set(eq: EQSettings) { pendingEQ = eq }
 
+    // The per-buffer questions below name the three stages one by one: `stages` builds an
+    // array of existentials, an allocation each time, and they are asked for every buffer.
+
     /// Every stage passes samples through and no ramp is running.
     public var isBypassed: Bool {
         pendingRate == nil && pendingSemitones == nil && pendingEQ == nil && fadeIn == 0
-            && stages.allSatisfy(\.isBypassed)
+            && timePitch.isBypassed && equalizer.isBypassed && resampler.isBypassed
     }
 
     /// Source frames per output frame (the playback rate, with the resampling ratio).
     public var sourceFramesPerOutputFrame: Double {
-        stages.reduce(1.0) { $0 / $1.frameRatio }
+        1.0 / timePitch.frameRatio / equalizer.frameRatio / resampler.frameRatio
     }
 
     /// Frames held inside the chain, in source frames: where the last output frame sits
     /// behind the last input frame.
     public var latencySourceFrames: Double {
         var ratio = 1.0, total = 0.0
-        for stage in stages where !stage.isBypassed {
+        func add(_ stage: some AudioProcessor) {
+            guard !stage.isBypassed else { return }
             total += Double(stage.latencyFrames) / ratio
             ratio *= stage.frameRatio
         }
+        add(timePitch)
+        add(equalizer)
+        add(resampler)
         return total
     }
 

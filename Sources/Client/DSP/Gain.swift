@@ -33,6 +33,12 @@ struct Gain {
 
     mutating func process(_ samples: inout [Float], channels: Int) {
         if isIdentity { return }
+        samples.withUnsafeMutableBufferPointer { process($0, channels: channels) }
+    }
+
+    /// Applies the gain in place to interleaved samples.
+    mutating func process(_ samples: UnsafeMutableBufferPointer<Float>, channels: Int) {
+        if isIdentity { return }
         let frames = samples.count / max(1, channels)
         var index = 0
         for _ in 0..<frames {

@@ -26,9 +26,11 @@ extension AudioOutput {
 }
 
 /// Float → signed 16-bit with rounding and clipping; exact for samples that came from 16 bits.
+/// Ties round to even, as libmpg123's own 16-bit output does (so its float output written here
+/// is bit for bit what `mpg123 -w` writes).
 @inline(__always)
 func int16Sample(_ x: Float) -> Int16 {
-    let scaled = (x * 32768).rounded()
+    let scaled = (x * 32768).rounded(.toNearestOrEven)
     return Int16(max(-32768, min(32767, scaled)))
 }
 

@@ -10,27 +10,38 @@ final class SPSCRing: @unchecked Sendable {
     let capacity: Int
     private let writeIndex = ManagedAtomic<Int>(0)   // total samples ever written
     private let readIndex = ManagedAtomic<Int>(0)    // total samples ever read
-    /// Wake-ups instead of polling: signalled after every write / read. A waiter re-checks
-    /// the indices, so extra signals only cost a loop turn.
+    /// Wake-ups instead of polling: a waiter re-checks the indices, so extra signals only cost
+    /// a loop turn.
     private let written = DispatchSemaphore(value: 0)
     private let drained = DispatchSemaphore(value: 0)
-    /// Set by a side about to wait, so the other side signals only when someone listens
-    /// (a signal per block would otherwise cost a futex call each).
-    private let consumerWaiting = ManagedAtomic<Bool>(false)
-    private let producerWaiting = ManagedAtomic<Bool>(false)
+    /// Set by a side about to wait: how many samples (consumer) or free slots (producer) it
+    /// waits for, 0 when it does not wait. The other side signals only once that much is
+    /// there, so a decoder writing frame by frame into a ring that a fast consumer keeps empty
+    /// wakes it once per batch, not once per frame (each wake-up is a futex call and a switch).
+    private let consumerWants = ManagedAtomic<Int>(0)
+    private let producerWants = ManagedAtomic<Int>(0)
 
-    /// Consumer: waits (up to `timeout` seconds) for the producer to write something.
-    func waitForData(timeout: Double) {
-        consumerWaiting.store(true, ordering: .sequentiallyConsistent)
-        if availableToRead == 0 { _ = written.wait(timeout: .now() + timeout) }
-        consumerWaiting.store(false, ordering: .relaxed)
+    /// Consumer: waits (up to `timeout` seconds) until `atLeast` samples are there (at most
+    /// the capacity); the producer's `wakeConsumer` ends the wait early with fewer.
+    func waitForData(atLeast: Int = 1, timeout: Double) {
+        let wanted = min(max(1, atLeast), capacity)
+        consumerWants.store(wanted, ordering: .sequentiallyConsistent)
+        if availableToRead < wanted { _ = written.wait(timeout: .now() + timeout) }
+        consumerWants.store(0, ordering: .relaxed)
     }
 
-    /// Producer: waits (up to `timeout` seconds) for the consumer to free space.
-    func waitForSpace(timeout: Double) {
-        producerWaiting.store(true, ordering: .sequentiallyConsistent)
-        if availableToWrite == 0 { _ = drained.wait(timeout: .now() + timeout) }
-        producerWaiting.store(false, ordering: .relaxed)
+    /// Producer: waits (up to `timeout` seconds) until `atLeast` slots are free (at most the capacity).
+    func waitForSpace(atLeast: Int = 1, timeout: Double) {
+        let wanted = min(max(1, atLeast), capacity)
+        producerWants.store(wanted, ordering: .sequentiallyConsistent)
+        if availableToWrite < wanted { _ = drained.wait(timeout: .now() + timeout) }
+        producerWants.store(0, ordering: .relaxed)
+    }
+
+    /// Producer: wakes a waiting consumer whatever it waits for (the end of a batch: no more
+    /// samples are coming soon).
+    func wakeConsumer() {
+        if consumerWants.load(ordering: .sequentiallyConsistent) > 0 && availableToRead > 0 { written.signal() }
     }
 
     init(capacity: Int) {
@@ -55,7 +66,8 @@ final class SPSCRing: @unchecked Sendable {
         (target + start).update(from: source, count: first)
         if first < n { target.update(from: source + first, count: n - first) }
         writeIndex.store(w + n, ordering: .sequentiallyConsistent)
-        if consumerWaiting.load(ordering: .sequentiallyConsistent) { written.signal() }
+        let wanted = consumerWants.load(ordering: .sequentiallyConsistent)
+        if wanted > 0 && w + n - readIndex.load(ordering: .acquiring) >= wanted { written.signal() }
         return n
     }
 
@@ -70,8 +82,31 @@ final class SPSCRing: @unchecked Sendable {
         target.update(from: source + start, count: first)
         if first < n { (target + first).update(from: source, count: n - first) }
         readIndex.store(r + n, ordering: .sequentiallyConsistent)
-        if producerWaiting.load(ordering: .sequentiallyConsistent) { drained.signal() }
+        signalSpace(readTo: r + n)
         return n
+    }
+
+    private func signalSpace(readTo r: Int) {
+        let wanted = producerWants.load(ordering: .sequentiallyConsistent)
+        if wanted > 0 && capacity - (writeIndex.load(ordering: .acquiring) - r) >= wanted { drained.signal() }
+    }
+
+    /// Consumer: the filled samples that sit contiguously at the read position (up to `max`),
+    /// to be used in place, then released with `consume`. Empty when nothing is filled.
+    func readable(max: Int) -> UnsafeMutableBufferPointer<Float> {
+        let r = readIndex.load(ordering: .relaxed)
+        let filled = writeIndex.load(ordering: .acquiring) - r
+        let start = r % capacity
+        let n = min(filled, max, capacity - start)
+        guard n > 0, let base = storage.baseAddress else { return UnsafeMutableBufferPointer(start: nil, count: 0) }
+        return UnsafeMutableBufferPointer(start: base + start, count: n)
+    }
+
+    /// Consumer: gives `n` samples returned by `readable` back to the producer.
+    func consume(_ n: Int) {
+        let r = readIndex.load(ordering: .relaxed)
+        readIndex.store(r + n, ordering: .sequentiallyConsistent)
+        signalSpace(readTo: r + n)
     }
 
     /// Producer side: how many samples were ever written (a seek's boundary).

@@ -97,7 +97,11 @@ final class OutputLoop: @unchecked Sendable {
         guard let format = lock.withLock({ format }) else { return }
         // Small chunks keep a sound card responsive; files and null take bigger ones.
         let chunkFrames = output.isRealtime ? 1024 : 8192
-        var chunk = [Float](repeating: 0, count: chunkFrames * format.channels)
+        // The samples are used where they sit in the ring; this buffer (allocated once) only
+        // takes a frame that the ring's wrap-around splits.
+        let chunk = UnsafeMutableBufferPointer<Float>.allocate(capacity: chunkFrames * format.channels)
+        chunk.initialize(repeating: 0)
+        defer { chunk.deallocate() }
         var fade = Gain(volume: 1)
         fade.sampleRate = format.sampleRate
         var wasPaused = false
@@ -121,7 +125,11 @@ final class OutputLoop: @unchecked Sendable {
                 clockStart = nil
                 continue
             }
-            let n = chunk.withUnsafeMutableBufferPointer { ring.read(into: $0) }
+            let span = ring.readable(max: chunk.count)
+            let inPlace = span.count - span.count % format.channels
+            let samples = inPlace > 0 ? UnsafeMutableBufferPointer(rebasing: span[..<inPlace])
+                                      : UnsafeMutableBufferPointer(rebasing: chunk[..<ring.read(into: chunk)])
+            let n = samples.count
             if n == 0 {
                 if lock.withLock({ producerFinished }) && ring.availableToRead == 0 { return }
                 // One underrun per starvation episode of a real-time output.
@@ -129,25 +137,25 @@ final class OutputLoop: @unchecked Sendable {
                     underruns += 1
                     starving = true
                 }
-                ring.waitForData(timeout: 0.01)
+                // A whole chunk per wake-up once playing; the first samples at once (ttfa).
+                ring.waitForData(atLeast: firstAudioMs == nil ? 1 : chunk.count, timeout: 0.01)
                 continue
             }
             starving = false
-            if !chunk.isEmpty && n < chunk.count { chunk.removeSubrange(n...) }
-            defer { if chunk.count < chunkFrames * format.channels { chunk = [Float](repeating: 0, count: chunkFrames * format.channels) } }
             if wasPaused {
                 // Resume with a 20 ms fade-in so there is no click.
                 wasPaused = false
                 fade.jump(to: 0)
                 fade.set(1)
             }
-            fade.process(&chunk, channels: format.channels)
+            fade.process(samples, channels: format.channels)
             do {
-                try chunk.withUnsafeBufferPointer { try output.write($0) }
+                try output.write(UnsafeBufferPointer(samples))
             } catch {
                 self.error = error
                 return
             }
+            if inPlace > 0 { ring.consume(n) }
             if firstAudioMs == nil {
                 firstAudioMs = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6
             }

@@ -138,6 +138,9 @@ extension Player {
         var fullBlocks: [[Float]] = []
         var outputStarted = false
         var streamEnded = false
+        /// Samples go from the decoder straight into the ring (no block, no chain, no gain);
+        /// decided once per batch of input.
+        var passThrough = false
 
         func limitDuration() {
             if let limit = options.duration {
@@ -185,8 +188,9 @@ extension Player {
             converter.append(Array(probePrefix.dropFirst(start)))
         }
 
-        /// Samples leaving the holdback, in stream order: those inside the window fill fixed-size
-        /// blocks, and a full block goes down the chain.
+        /// Samples leaving the holdback, in stream order: those inside the window go straight
+        /// into the ring when nothing would change them (the chain bypassed, unity volume), else
+        /// they fill fixed-size blocks, and a full block goes down the chain.
         func keepInWindow(_ samples: UnsafeBufferPointer<Float>) {
             let frames = samples.count / channels
             let start = position
@@ -195,6 +199,12 @@ extension Player {
             guard lower < upper else { return }
             var from = (lower - start) * channels
             let to = (upper - start) * channels
+            if passThrough, let base = samples.baseAddress {
+                sourceFramesIn += upper - lower
+                outputFramesOut += upper - lower
+                pushToRing(UnsafeBufferPointer(start: base + from, count: to - from))
+                return
+            }
             while from < to {
                 let take = min(to - from, blockSamples - pending.count)
                 pending.append(contentsOf: samples[from..<(from + take)])
@@ -229,15 +239,7 @@ extension Player {
                 outputStarted = true
                 setState(.playing)
             }
-            if let change = commands.withLock({ () -> (Double, Double, EQSettings)? in
-                defer { dspChanged = false }
-                return dspChanged ? (rateSetting, semitoneSetting, eqSetting) : nil
-            }) {
-                dsp.set(rate: change.0)
-                dsp.set(semitones: change.1)
-                dsp.set(eq: change.2)
-                continuation.yield(.dsp(rate: change.0, semitones: change.1, eq: change.2.description))
-            }
+            applyControls()
             sourceFramesIn += buffer.count / channels
             dsp.process(&buffer)
             try write(&buffer)
@@ -250,20 +252,39 @@ extension Player {
             outputFramesOut += buffer.count / outChannels
             positionMap.record(output: outputFramesOut, source: Double(sourceFramesIn) - dsp.latencySourceFrames,
                                slope: dsp.sourceFramesPerOutputFrame)
-            if let volume = commands.withLock({ () -> Float? in defer { pendingVolume = nil }; return pendingVolume }) {
-                gain.set(volume)
-            }
             gain.process(&buffer, channels: outChannels)
+            buffer.withUnsafeBufferPointer { pushToRing($0) }
+            buffer.removeAll(keepingCapacity: true)
+        }
+
+        /// Copies `samples` into the ring, waiting for space (not past a stop or a seek).
+        func pushToRing(_ samples: UnsafeBufferPointer<Float>) {
             var offset = 0
-            while offset < buffer.count {
-                let written = buffer[offset...].withUnsafeBufferPointer { ring.write($0) }
+            while offset < samples.count {
+                let written = ring.write(UnsafeBufferPointer(rebasing: samples[offset...]))
                 offset += written
                 if written == 0 {
                     if commands.withLock({ stopRequested || pendingSeek != nil }) { break }
-                    ring.waitForSpace(timeout: 0.01)
+                    // A quarter of the ring at a time: one wake-up per batch, not per read.
+                    ring.waitForSpace(atLeast: min(samples.count - offset, ring.capacity / 4), timeout: 0.01)
                 }
             }
-            buffer.removeAll(keepingCapacity: true)
+        }
+
+        /// Takes the DSP and volume settings asked for since the last call.
+        func applyControls() {
+            if let change = commands.withLock({ () -> (Double, Double, EQSettings)? in
+                defer { dspChanged = false }
+                return dspChanged ? (rateSetting, semitoneSetting, eqSetting) : nil
+            }) {
+                dsp.set(rate: change.0)
+                dsp.set(semitones: change.1)
+                dsp.set(eq: change.2)
+                continuation.yield(.dsp(rate: change.0, semitones: change.1, eq: change.2.description))
+            }
+            if let volume = commands.withLock({ () -> Float? in defer { pendingVolume = nil }; return pendingVolume }) {
+                gain.set(volume)
+            }
         }
 
         while true {
@@ -282,6 +303,13 @@ extension Player {
                 try seekTo(seconds)
                 setState(.playing)
             }
+            // The output has started and nothing changes the samples: the samples after what
+            // is pending go straight into the ring (the anchor for this batch is recorded below).
+            if outputStarted {
+                applyControls()
+                passThrough = dsp.isBypassed && gain.isIdentity
+                if passThrough { try emit(&pending) }
+            }
             // Convert every whole unit buffered; keep the samples inside the window.
             while try converter.convertNext(isComplete: streamEnded, { samples in
                 holdback.push(samples, release: keepInWindow)
@@ -290,6 +318,11 @@ extension Player {
                 fullBlocks.removeAll(keepingCapacity: true)
                 if position >= keepUntil { break }
             }
+            if passThrough {
+                positionMap.record(output: outputFramesOut, source: Double(sourceFramesIn), slope: 1)
+                passThrough = false
+            }
+            ring.wakeConsumer()
             if position >= keepUntil || streamEnded { break }
             switch throttle.read(max: 64 * 1024, timeout: 0.05) {
             case .bytes(let bytes, _):

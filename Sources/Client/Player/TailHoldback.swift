@@ -58,9 +58,10 @@ struct TailHoldback {
     private mutating func store(_ samples: UnsafeBufferPointer<Float>) {
         let tail = (head + count) % capacity
         ring.withUnsafeMutableBufferPointer { all in
+            guard let source = samples.baseAddress, let target = all.baseAddress else { return }
             let first = min(samples.count, capacity - tail)
-            for i in 0..<first { all[tail + i] = samples[i] }
-            for i in first..<samples.count { all[i - first] = samples[i] }
+            (target + tail).update(from: source, count: first)
+            target.update(from: source + first, count: samples.count - first)
         }
         count += samples.count
     }
