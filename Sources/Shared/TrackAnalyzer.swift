@@ -21,6 +21,8 @@ public struct TrackAnalysis: Sendable, Equatable {
     public var seekIndex: SeekIndex
     /// Notes worth showing a user ("gapless trim assumed: 1024 priming samples").
     public var notes: [String] = []
+    /// AAC in MP4: the AudioSpecificConfig a decoder starts from.
+    public var audioSpecificConfig: [UInt8]? = nil
 }
 
 /// Reads a whole track once and works out its `TrackAnalysis`.
@@ -404,6 +406,12 @@ extension TrackAnalyzer {
                                                "mp4", "elst.segment_duration")
                 padding = max(0, totalSamples - delay - kept)
             }
+            if delay < asc.samplesPerFrame {
+                // The decoder outputs nothing for the first frame (it is the encoder's priming):
+                // an edit that starts inside it, as ffmpeg's remux of ADTS does at 0, cannot be met.
+                notes.append("edit list starts at \(delay): the first frame (\(asc.samplesPerFrame) samples) is not played")
+                delay = asc.samplesPerFrame
+            }
         } else {
             delay = asc.samplesPerFrame
             notes.append("encoder delay assumed: \(delay) priming samples (no edit list or iTunSMPB)")
@@ -436,6 +444,7 @@ extension TrackAnalyzer {
                                      frames: sampleCount, firstFrameOffset: seek.firstFrameOffset, encoderDelay: delay,
                                      encoderPadding: padding, totalSamples: totalSamples, tags: movie.tags, seekIndex: seek)
         analysis.notes = notes
+        analysis.audioSpecificConfig = track.decoderSpecificInfo
         if !moofRanges.isEmpty || movie.isFragmented { analysis.notes.append("fragmented MP4: \(moofRanges.count) fragments") }
         return analysis
     }

@@ -19,6 +19,9 @@ final class FAADDecoder {
     private let config: [UInt8]?
     /// Channels the header or AudioSpecificConfig declares; 1 lets libfaad2's stereo copy be folded.
     private let declaredChannels: Int
+    /// Frames that failed to decode since the last good one.
+    private var failedInARow = 0
+    static let maxFailedInARow = 32
     /// Mono samples folded from libfaad2's two copies.
     private var scratch: [Float] = []
 
@@ -81,8 +84,18 @@ final class FAADDecoder {
         let output = bytes.withUnsafeMutableBufferPointer { buffer in
             NeAACDecDecode(handle, &info, buffer.baseAddress, UInt(buffer.count))
         }
-        // A damaged frame: skip it, as players do, rather than stop the stream.
-        guard info.error == 0, info.channels > 0, info.samplerate > 0 else { return }
+        // A damaged frame: skip it, as players do, rather than stop the stream; but a run of
+        // them is a stream libfaad2 cannot play (e.g. SBR first appearing after the first
+        // frame), which must not pass for a short, silent success.
+        guard info.error == 0, info.channels > 0, info.samplerate > 0 else {
+            failedInARow += 1
+            if failedInARow >= Self.maxFailedInARow {
+                let reason = NeAACDecGetErrorMessage(info.error).map { String(cString: $0) } ?? "error \(info.error)"
+                throw DecoderError(message: "libfaad2: \(reason) (\(failedInARow) frames in a row)")
+            }
+            return
+        }
+        failedInARow = 0
         let produced = Int(info.channels)
         if format == nil {
             // libfaad2 built with PS support outputs a mono stream as two identical channels.

@@ -28,12 +28,27 @@ public enum HLSInfo {
                 (sampleRate, channels) = (header.sampleRate, header.channels)
             } else if let header = probed.adtsHeader {
                 (sampleRate, channels) = (header.sampleRate, header.audioSpecificConfig.channels)
-            } else if probed.container == .mp4, let moov = try MP4TopLevel.scan(prefix: stream[...], fileSize: stream.count).0.moovRange,
-                      let track = try MP4Movie.parse(moov: stream[moov]).audio {
-                let asc = try? AudioSpecificConfig.parse(track.decoderSpecificInfo[...])
-                codec = track.codec == "mp4a" ? "aac" : track.codec
-                sampleRate = asc?.outputSampleRate ?? track.sampleRate
-                channels = asc?.channels ?? track.channels
+                // The format the frames really make (implicit SBR/PS), as the player will find it.
+                var converter = try ADTSConverter(first: header)
+                if let format = try decodedFormat(&converter, stream: stream, from: probed.firstFrameOffset) {
+                    (sampleRate, channels) = (format.sampleRate, format.channels)
+                }
+            } else if probed.container == .mp4, let moov = try MP4TopLevel.scan(prefix: stream[...], fileSize: stream.count).0.moovRange {
+                let movie = try MP4Movie.parse(moov: stream[moov])
+                if let track = movie.audio {
+                    let asc = try? AudioSpecificConfig.parse(track.decoderSpecificInfo[...])
+                    codec = track.codec == "mp4a" ? "aac" : track.codec
+                    sampleRate = asc?.outputSampleRate ?? track.sampleRate
+                    channels = asc?.channels ?? track.channels
+                    if codec == "aac" {
+                        var converter = try FragmentedMP4Converter(track: track, defaults: movie.audioTrackExtends,
+                                                                   audioStart: moov.upperBound, outputSampleRate: sampleRate,
+                                                                   declaredChannels: channels)
+                        if let format = try decodedFormat(&converter, stream: stream, from: moov.upperBound) {
+                            (sampleRate, channels) = (format.sampleRate, format.channels)
+                        }
+                    }
+                }
             }
         case .needMore:
             throw SourceError.hls("segment \(first.sequence) (\(url0)) holds no whole audio frame")
@@ -50,5 +65,17 @@ public enum HLSInfo {
         w.add("live", playlist.isLive)
         w.add("media_playlist", media.location)
         return w.text
+    }
+
+    /// Runs an AAC converter over the first segment's stream (from `offset`) until its decoder
+    /// reports the format it outputs; nil when no frame decodes within 16 units.
+    static func decodedFormat(_ converter: inout some PacketConverter, stream: [UInt8], from offset: Int) throws -> AudioFormat? {
+        try converter.restart(at: offset)
+        converter.append(Array(stream.dropFirst(offset)))
+        for _ in 0..<16 {
+            guard try converter.convertNext(isComplete: true, { _ in }) else { return nil }
+            if let format = converter.decodedFormat { return format }
+        }
+        return nil
     }
 }

@@ -4,7 +4,8 @@ import StreamShared
 public enum TrackInfo {
     /// Analyzes a local file.
     public static func analyze(path: String) throws -> TrackAnalysis {
-        try TrackAnalyzer.analyze(LocalFile(path: path))
+        let file = try LocalFile(path: path)
+        return try playedFormat(of: try TrackAnalyzer.analyze(file), in: file)
     }
 
     /// Analyzes a track over HTTP through Range requests, fetching only what it needs: the
@@ -12,8 +13,20 @@ public enum TrackInfo {
     /// Returns the analysis and how many bytes were downloaded.
     public static func analyze(url: String) throws -> (TrackAnalysis, bytesRead: Int) {
         let bytes = try HTTPBytes(source: HTTPSource(url: url))
-        let analysis = try TrackAnalyzer.analyze(bytes, scanFrames: false)
+        let analysis = try playedFormat(of: try TrackAnalyzer.analyze(bytes, scanFrames: false), in: bytes)
         return (analysis, bytes.bytesRead)
+    }
+
+    /// AAC: the analysis restated in the format libfaad2 really outputs, which the first frame
+    /// tells (SBR and PS signalled only inside the frames, implicit HE-AAC, double the rate or
+    /// make mono stereo; no header says so). One frame is read and decoded (at most 8 KiB).
+    static func playedFormat(of analysis: TrackAnalysis, in source: some RandomAccessBytes) throws -> TrackAnalysis {
+        guard analysis.codec == "aac" else { return analysis }
+        let frame = try source.read(at: analysis.firstFrameOffset, count: 8192)
+        let decoder = try FAADDecoder(audioSpecificConfig: analysis.audioSpecificConfig, declaredChannels: analysis.channels)
+        try decoder.decode(frame: frame[...]) { _, _ in }
+        guard let format = decoder.format else { return analysis }
+        return analysis.played(as: format)
     }
 
     /// The `--info` JSON object, fields in the documented order.
@@ -39,6 +52,27 @@ public enum TrackInfo {
             w.addRaw("notes", "[" + a.notes.map(JSONObjectWriter.quote).joined(separator: ",") + "]")
         }
         return w.text
+    }
+}
+
+extension TrackAnalysis {
+    /// The same track stated at the rate and channels a decoder outputs: sample counts follow
+    /// the rate, the duration stays; a note says why the header's format was not kept.
+    func played(as format: AudioFormat) -> TrackAnalysis {
+        guard format.sampleRate != sampleRate || format.channels != channels, sampleRate > 0 else { return self }
+        var restated = self
+        let ratio = Double(format.sampleRate) / Double(sampleRate)
+        func scaled(_ samples: Int) -> Int { Int((Double(samples) * ratio).rounded()) }
+        restated.sampleRate = format.sampleRate
+        restated.channels = format.channels
+        restated.totalSamples = scaled(totalSamples)
+        restated.encoderDelay = scaled(encoderDelay)
+        restated.encoderPadding = scaled(encoderPadding)
+        restated.seekIndex.encoderDelay = scaled(seekIndex.encoderDelay)
+        restated.seekIndex.encoderPadding = scaled(seekIndex.encoderPadding)
+        restated.notes.append("the frames carry \(format.sampleRate > sampleRate ? "SBR" : "PS") (implicit HE-AAC): "
+                              + "\(format.sampleRate) Hz \(format.channels) ch played, the header says \(sampleRate) Hz \(channels) ch")
+        return restated
     }
 }
 

@@ -457,7 +457,9 @@ extension Player {
             }
             // Without an edit list or iTunSMPB, one frame of priming is assumed (what AAC encoders add).
             let gapless = movie.gapless(outputSampleRate: rate)
-            let delay = gapless?.encoderDelay ?? spu
+            // libfaad2 outputs nothing for the first access unit (see below), so an edit list that
+            // starts inside it cannot be met: at least that frame is the delay.
+            let delay = max(gapless?.encoderDelay ?? spu, spu)
             // A fragmented file's edit list may cover only the moov's own samples: padding is less
             // than two frames, anything longer is not padding (the analyzer says so in its notes).
             let padding = movie.isFragmented && (gapless?.encoderPadding ?? 0) > 2 * spu ? 0 : gapless?.encoderPadding ?? 0
