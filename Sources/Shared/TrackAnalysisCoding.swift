@@ -4,7 +4,7 @@
 /// parser here: bytes that are not an analysis give a `FormatError`, never a trap.
 extension TrackAnalysis {
     /// Format version; bump it when a field is added (both ends are the same binary).
-    static let codingVersion: UInt8 = 1
+    static let codingVersion: UInt8 = 2
     private static let component = "analysis wire"
 
     /// The analysis as bytes; `TrackAnalysis(encoded:)` gives it back equal.
@@ -30,6 +30,7 @@ extension TrackAnalysis {
         out.double(seekIndex.durationSeconds)
         out.count(notes.count)
         for note in notes { out.string(note) }
+        out.optionalBytes(audioSpecificConfig)
         return out.bytes
     }
 
@@ -62,6 +63,7 @@ extension TrackAnalysis {
         let noteCount = try reader.count(itemBytes: 4)
         var notes: [String] = []
         for _ in 0..<noteCount { notes.append(try reader.string()) }
+        let audioSpecificConfig = try reader.optionalBytes()
         guard reader.reader.isAtEnd else {
             throw .invalid(component: Self.component, reason: "\(reader.reader.remaining) bytes after the analysis",
                            offset: reader.reader.offset)
@@ -70,6 +72,7 @@ extension TrackAnalysis {
                   durationSeconds: duration, bitrate: bitrate, frames: frames, firstFrameOffset: firstFrame,
                   encoderDelay: delay, encoderPadding: padding, totalSamples: totalSamples, tags: tags,
                   seekIndex: seekIndex, notes: notes)
+        self.audioSpecificConfig = audioSpecificConfig
     }
 }
 
@@ -108,6 +111,13 @@ private struct AnalysisBytesWriter {
         u8(1)
         int(value)
     }
+
+    mutating func optionalBytes(_ value: [UInt8]?) {
+        guard let value else { return u8(0) }
+        u8(1)
+        count(value.count)
+        bytes += value
+    }
 }
 
 /// Reads the wire's primitive values through a bounds-checked `ByteReader`.
@@ -137,6 +147,11 @@ private struct AnalysisBytesReader {
 
     mutating func optionalInt() throws(FormatError) -> Int? {
         try flag() ? try int() : nil
+    }
+
+    mutating func optionalBytes() throws(FormatError) -> [UInt8]? {
+        guard try flag() else { return nil }
+        return Array(try reader.readBytes(try count(itemBytes: 1)))
     }
 
     private mutating func flag() throws(FormatError) -> Bool {

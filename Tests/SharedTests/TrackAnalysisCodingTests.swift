@@ -16,6 +16,7 @@ import Testing
                                  firstFrameOffset: 1_234, audioEndOffset: 200_000, encoderDelay: 2_112,
                                  encoderPadding: 588, durationSeconds: 12.4))
         analysis.notes = ["encoder delay assumed: 1024 priming samples", ""]
+        analysis.audioSpecificConfig = [0x12, 0x10]
         return analysis
     }
 
@@ -32,6 +33,7 @@ import Testing
         analysis.frames = Int.max
         analysis.seekIndex.points = []
         analysis.notes = []
+        analysis.audioSpecificConfig = nil
         let decoded = try TrackAnalysis(encoded: analysis.encoded()[...])
         #expect(decoded == analysis)
         var nan = analysis
@@ -73,7 +75,7 @@ import Testing
     @Test func otherVersion_throws() {
         var bytes = Self.sample().encoded()
         bytes[0] = 99
-        #expect(throws: FormatError.unsupported(component: "analysis wire", reason: "version 99, expected 1")) {
+        #expect(throws: FormatError.unsupported(component: "analysis wire", reason: "version 99, expected 2")) {
             try TrackAnalysis(encoded: bytes[...])
         }
     }
