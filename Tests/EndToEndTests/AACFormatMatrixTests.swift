@@ -40,8 +40,15 @@ enum AACMatrix {
         let dir = directory
         try? FileManager.default.removeItem(at: dir)
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        // Shared by every case of the suite, so it goes when the test process ends.
+        // Shared by every case of the suite, so it goes when the test process ends; the test
+        // runner does not always run exit handlers, so earlier runs' folders go here too.
         atexit { try? FileManager.default.removeItem(at: AACMatrix.directory) }
+        let temporary = FileManager.default.temporaryDirectory
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? [] where name.hasPrefix("aac-matrix-") {
+            if let pid = Int32(name.dropFirst("aac-matrix-".count)), pid != getpid(), kill(pid, 0) != 0 {
+                try? FileManager.default.removeItem(at: temporary.appendingPathComponent(name))
+            }
+        }
         let sox = try #require(which("sox")), ffmpeg = try #require(which("ffmpeg")), espeak = try #require(which("espeak-ng"))
         @Sendable func run(_ tool: String, _ arguments: [String]) throws {
             let result = try runCommand(tool, arguments)
