@@ -60,7 +60,12 @@ final class OutputLoop: @unchecked Sendable {
     /// The decode thread has pushed its last samples: drain, close, and join.
     func finish() {
         lock.withLock { producerFinished = true }
-        if thread != nil { done.wait() }
+        if thread != nil {
+            done.wait()
+            // The thread's closure holds `self`: dropping the Thread breaks that cycle, or every
+            // play would leak this loop, its ring (256 KiB) and the output (LeakSanitizer).
+            thread = nil
+        }
         do { try output.close() } catch { if self.error == nil { self.error = error } }
     }
 
