@@ -52,6 +52,9 @@ struct Serve: ParsableCommand {
     @Option(help: "Memory for generated HLS segments, in MiB (least recently used go first; 0 caches nothing).")
     var hlsCacheMb: Int = 64
 
+    @Flag(help: "Send whole files with Content-Length instead of chunked, for clients that seek only when they know the size (GStreamer's souphttpsrc).")
+    var contentLength = false
+
     @Option(help: ArgumentHelp("Publish the track at PATH as a looping live HLS stream at /live/NAME/index.m3u8 (repeatable).",
                                valueName: "NAME=PATH"))
     var live: [String] = []
@@ -115,7 +118,8 @@ extension Serve {
             }
             hlsService = HLSService(catalog: catalog, cacheBytes: hlsCacheMb << 20, live: sources)
         }
-        let router = Router(resolver: resolver, catalog: catalog, hls: hlsService)
+        let router = Router(resolver: resolver, catalog: catalog, hls: hlsService,
+                            framing: contentLength ? .contentLength : .chunked)
 
         var config = HTTPServerConfiguration()
         config.host = host

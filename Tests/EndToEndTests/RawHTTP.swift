@@ -94,6 +94,8 @@ struct RawResponse {
     var body: [UInt8]
     /// The body as sent (chunk framing included), for checking the framing itself.
     var rawBody: [UInt8]
+    /// The status line as sent ("HTTP/1.1 200 OK").
+    var statusLine = ""
 
     func header(_ name: String) -> String? {
         headers.first { $0.0.lowercased() == name.lowercased() }?.1
@@ -186,7 +188,7 @@ final class RawConnection {
             guard let colon = line.firstIndex(of: ":") else { throw TestFailure("bad header '\(line)'") }
             headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
         }
-        var response = RawResponse(status: status, headers: headers, body: [], rawBody: [])
+        var response = RawResponse(status: status, headers: headers, body: [], rawBody: [], statusLine: statusLine)
         if head || status == 304 || status == 204 { return response }
         if response.header("Transfer-Encoding")?.lowercased() == "chunked" {
             while true {

@@ -40,3 +40,40 @@ import Testing
         #expect(RangeRequest.parse(header, size: 1000) == .full)
     }
 }
+
+/// RFC 9110 section 14.2-14.3: overlapping and excessive ranges.
+@Suite struct ByteRangesAbuseTests {
+    @Test func copiesOfTheWholeFile_areMergedIntoOne() {
+        let header = "bytes=" + Array(repeating: "0-", count: 16).joined(separator: ",")
+        #expect(RangeRequest.parse(header, size: 1000) == .ranges([0..<1000]))
+    }
+
+    @Test func overlappingRanges_mergeInAscendingOrder() {
+        #expect(RangeRequest.parse("bytes=50-149,0-99", size: 1000) == .ranges([0..<150]))
+        #expect(RangeRequest.parse("bytes=500-599,0-99,90-109", size: 1000) == .ranges([0..<110, 500..<600]))
+        // Touching ranges are one range.
+        #expect(RangeRequest.parse("bytes=0-9,10-19", size: 1000) == .ranges([0..<20]))
+        #expect(RangeRequest.parse("bytes=-100,900-", size: 1000) == .ranges([900..<1000]))
+    }
+
+    @Test func disjointRanges_keepRequestOrder() {
+        #expect(RangeRequest.parse("bytes=500-599,0-99", size: 1000) == .ranges([500..<600, 0..<100]))
+    }
+
+    @Test func moreThan16Ranges_areIgnored() {
+        let sixteen = "bytes=" + (0..<16).map { "\($0 * 10)-\($0 * 10 + 1)" }.joined(separator: ",")
+        #expect(RangeRequest.parse(sixteen, size: 1000) != .full)
+        let seventeen = "bytes=" + (0..<17).map { "\($0 * 10)-\($0 * 10 + 1)" }.joined(separator: ",")
+        #expect(RangeRequest.parse(seventeen, size: 1000) == .full)
+    }
+
+    @Test func totalNeverExceedsTheFile() {
+        for header in ["bytes=0-,0-,0-,-1000,0-999,1-998", "bytes=0-499,250-749,500-999,-1,0-0"] {
+            guard case .ranges(let ranges) = RangeRequest.parse(header, size: 1000) else {
+                Issue.record("not ranges: \(header)")
+                continue
+            }
+            #expect(ranges.reduce(0) { $0 + $1.count } <= 1000, "\(header)")
+        }
+    }
+}

@@ -99,3 +99,120 @@ import Testing
         #expect(try HTTPRequestParser().parse(Array("GET /media/a%20b.mp3 HT".utf8)[...]) == nil)
     }
 }
+
+/// RFC 9112 section 3.2: Host and the request-target forms.
+@Suite struct HTTPRequestParserHostTests {
+    let parser = HTTPRequestParser()
+
+    func parse(_ s: String) throws(HTTPParseError) -> HTTPRequest? { try parser.parse(Array(s.utf8)[...])?.0 }
+
+    func status(_ s: String) -> Int? {
+        do { _ = try parse(s); return nil } catch { return error.status }
+    }
+
+    @Test func twoHostLines_is400() {
+        #expect(status("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n") == 400)
+        #expect(status("GET / HTTP/1.0\r\nHost: a\r\nhost: a\r\n\r\n") == 400)
+    }
+
+    @Test(arguments: ["ex ample", "a/b", "a:8x", "a:123456", "[::1", "[]", "a@b", "%zz", "a b:80", "h\u{7F}"])
+    func invalidHost_is400(host: String) {
+        #expect(status("GET / HTTP/1.1\r\nHost: \(host)\r\n\r\n") == 400, "\(host.debugDescription)")
+    }
+
+    @Test(arguments: ["example.com", "127.0.0.1:8080", "[::1]:80", "[v1.x]", "caf%C3%A9.test", "a:", "", "x_y-z~"])
+    func validHost_isAccepted(host: String) throws {
+        #expect(try parse("GET / HTTP/1.1\r\nHost: \(host)\r\n\r\n") != nil, "\(host.debugDescription)")
+    }
+
+    @Test func http10_withoutHost_isAccepted() throws {
+        #expect(try parse("GET / HTTP/1.0\r\n\r\n") != nil)
+    }
+
+    @Test func absoluteForm_becomesOriginForm() throws {
+        let request = try #require(try parse("GET http://example.com:8080/api/tracks?x=1 HTTP/1.1\r\nHost: other\r\n\r\n"))
+        #expect(request.target == "/api/tracks?x=1")
+        #expect(request.path == "/api/tracks")
+        #expect(request.authority == "example.com:8080")
+        let bare = try #require(try parse("GET HTTPS://h HTTP/1.1\r\nHost: h\r\n\r\n"))
+        #expect(bare.target == "/")
+        let query = try #require(try parse("GET http://h?q=1 HTTP/1.1\r\nHost: h\r\n\r\n"))
+        #expect(query.target == "/?q=1")
+    }
+
+    @Test(arguments: ["GET http://user@h/ HTTP/1.1\r\nHost: h\r\n\r\n",     // userinfo
+                      "GET http:///x HTTP/1.1\r\nHost: h\r\n\r\n",          // empty authority
+                      "GET http://h/#frag HTTP/1.1\r\nHost: h\r\n\r\n",     // fragment
+                      "GET ftp://h/x HTTP/1.1\r\nHost: h\r\n\r\n",          // other scheme
+                      "GET x/y HTTP/1.1\r\nHost: h\r\n\r\n",                // relative
+                      "GET * HTTP/1.1\r\nHost: h\r\n\r\n"])                 // '*' is OPTIONS only
+    func badTargets_are400(text: String) {
+        #expect(status(text) == 400, "\(text.debugDescription)")
+    }
+
+    @Test func asteriskForOptions_andAuthorityForConnect() throws {
+        #expect(try parse("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n")?.target == "*")
+        #expect(try parse("CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n")?.target == "h:443")
+    }
+}
+
+/// RFC 9112 section 6: message framing of a request that must not have a body.
+@Suite struct HTTPRequestParserFramingTests {
+    let parser = HTTPRequestParser()
+
+    func status(_ headers: String) -> Int? {
+        do { _ = try parser.parse(Array("GET / HTTP/1.1\r\nHost: x\r\n\(headers)\r\n".utf8)[...]); return nil } catch {
+            return error.status
+        }
+    }
+
+    @Test func differingContentLengths_are400() {
+        #expect(status("Content-Length: 0\r\nContent-Length: 5\r\n") == 400)
+        #expect(status("Content-Length: 0, 5\r\n") == 400)
+    }
+
+    @Test func equalRepeatedZeroLengths_areAccepted() {
+        #expect(status("Content-Length: 0\r\nContent-Length: 0\r\n") == nil)
+        #expect(status("Content-Length: 0, 00\r\n") == nil)
+    }
+
+    @Test(arguments: ["+0", "-0", "0x0", "1e1", " ", "0,", "0.0", "٣", "99999999999999999999x"])
+    func nonDigitLength_is400(value: String) {
+        #expect(status("Content-Length: \(value)\r\n") == 400, "\(value.debugDescription)")
+    }
+
+    @Test func hugeLength_isABody_notATrap() {
+        #expect(status("Content-Length: 99999999999999999999999999999\r\n") == 413)
+        #expect(status("Content-Length: 5\r\n") == 413)
+    }
+
+    @Test func transferEncodingWithContentLength_is400() {
+        #expect(status("Transfer-Encoding: chunked\r\nContent-Length: 0\r\n") == 400)
+        #expect(status("Content-Length: 0\r\nTransfer-Encoding: chunked\r\n") == 400)
+        #expect(status("Transfer-Encoding: chunked\r\n") == 413)
+    }
+}
+
+/// RFC 9110 section 2.5 / RFC 9112 section 2.3: the version in the request line.
+@Suite struct HTTPRequestParserVersionTests {
+    let parser = HTTPRequestParser()
+
+    func parse(_ version: String) throws(HTTPParseError) -> HTTPRequest? {
+        try parser.parse(Array("GET / \(version)\r\nHost: x\r\n\r\n".utf8)[...])?.0
+    }
+
+    @Test(arguments: ["HTTP/1.2", "HTTP/1.9"])
+    func laterMinor_isServedAs11(version: String) throws {
+        #expect(try parse(version)?.minorVersion == 1)
+    }
+
+    @Test(arguments: ["HTTP/2.0", "HTTP/3.0", "HTTP/2", "HTTP/3", "HTTP/0.9", "HTTP/9.9"])
+    func otherMajor_is505(version: String) {
+        #expect(throws: HTTPParseError.versionNotSupported) { try parse(version) }
+    }
+
+    @Test(arguments: ["HTTP/1.", "HTTP/1", "HTTP/", "http/1.1", "HTTP/1.10", "HTTP/1,1", "HTTP/a.1", "HTTP/0"])
+    func malformed_is400(version: String) {
+        do { _ = try parse(version); Issue.record("accepted \(version)") } catch { #expect(error.status == 400, "\(version)") }
+    }
+}

@@ -2,13 +2,16 @@
 public enum RangeRequest: Equatable, Sendable {
     /// No usable Range header: send the whole representation with 200.
     case full
-    /// One or more satisfiable ranges (inclusive lower bound, exclusive upper bound), in request order.
+    /// One or more satisfiable ranges (inclusive lower bound, exclusive upper bound), in request
+    /// order; when any overlap or touch, merged and in ascending order, so they never add up to
+    /// more than the representation.
     case ranges([Range<Int>])
     /// Every range lies past the end: 416 with `Content-Range: bytes */size`.
     case unsatisfiable
 
-    /// Most ranges accepted in one request; more is treated as abuse and answered in full.
-    public static let maxRanges = 32
+    /// Most ranges accepted in one request; more is treated as abuse and answered in full
+    /// (RFC 9110 section 14.2 lets a server ignore such a Range).
+    public static let maxRanges = 16
 
     /// Parses `header` (e.g. `bytes=0-99, -500`). A syntactically invalid header is ignored
     /// (RFC 9110 14.2: the server may ignore it), so it yields `.full`.
@@ -39,7 +42,24 @@ public enum RangeRequest: Equatable, Sendable {
                 result.append(start..<(end + 1))
             }
         }
-        return result.isEmpty ? .unsatisfiable : .ranges(result)
+        return result.isEmpty ? .unsatisfiable : .ranges(coalesced(result))
+    }
+
+    /// RFC 9110 section 14.3: ranges that overlap or touch may be coalesced. When any do, all are
+    /// merged in ascending order (sixteen copies of `0-` become one); otherwise the request order stays.
+    static func coalesced(_ ranges: [Range<Int>]) -> [Range<Int>] {
+        guard ranges.count > 1 else { return ranges }
+        var merged: [Range<Int>] = []
+        var overlapped = false
+        for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = merged.last, range.lowerBound <= last.upperBound {
+                overlapped = true
+                merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
+            } else {
+                merged.append(range)
+            }
+        }
+        return overlapped ? merged : ranges
     }
 
     /// Digits only, no sign, and no overflow (a 40-digit number is invalid, not a trap).

@@ -1,15 +1,29 @@
 /// One parsed HTTP/1.x request head (the server never reads request bodies: GET/HEAD only).
 public struct HTTPRequest: Sendable, Equatable {
     public var method: String
-    /// The request target as sent (origin form: path and optional query, still percent-encoded).
+    /// The request target in origin form (path and optional query, still percent-encoded); an
+    /// absolute-form target arrives here without its scheme and authority. `*` and CONNECT's
+    /// authority form stay as sent.
     public var target: String
-    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1 (and for 1.2 and later, which are served as 1.1).
     public var minorVersion: Int
     /// Header fields in order, names as sent.
     public var headers: [(name: String, value: String)]
+    /// The `host[:port]` of an absolute-form target, which RFC 9112 section 3.2.2 puts before Host.
+    public var authority: String?
+
+    public init(method: String, target: String, minorVersion: Int, headers: [(name: String, value: String)],
+                authority: String? = nil) {
+        self.method = method
+        self.target = target
+        self.minorVersion = minorVersion
+        self.headers = headers
+        self.authority = authority
+    }
 
     public static func == (lhs: HTTPRequest, rhs: HTTPRequest) -> Bool {
         lhs.method == rhs.method && lhs.target == rhs.target && lhs.minorVersion == rhs.minorVersion
+            && lhs.authority == rhs.authority
             && lhs.headers.elementsEqual(rhs.headers) { $0.name == $1.name && $0.value == $1.value }
     }
 

@@ -80,16 +80,93 @@ public struct HTTPRequestParser: Sendable {
             index = end.next
             if index - headerStart > limits.maxHeaderBytes { throw .headersTooLarge }
         }
-        let request = HTTPRequest(method: method, target: target, minorVersion: minor, headers: headers)
-        if let length = request.header("Content-Length") {
-            guard let value = Int(length.trimmingCharacters(in: " \t")), value >= 0 else {
-                throw .badRequest("bad Content-Length")
-            }
-            if value > 0 { throw .bodyNotAllowed }
-        }
-        if request.header("Transfer-Encoding") != nil { throw .bodyNotAllowed }
-        if minor == 1 && request.header("Host") == nil { throw .badRequest("missing Host header") }
+        let request = HTTPRequest(method: method, target: target.path, minorVersion: minor, headers: headers,
+                                  authority: target.authority)
+        try Self.checkFraming(request)
+        try Self.checkHost(request)
         return (request, index - bytes.startIndex)
+    }
+
+    /// RFC 9112 section 6: every Content-Length value is digits and all agree; Transfer-Encoding
+    /// never comes with it (request smuggling). A body of either kind is refused: GET and HEAD have none.
+    static func checkFraming(_ request: HTTPRequest) throws(HTTPParseError) {
+        let lengths = request.headerValues("Content-Length")
+        let hasTransferEncoding = !request.headerValues("Transfer-Encoding").isEmpty
+        if !lengths.isEmpty {
+            if hasTransferEncoding { throw .badRequest("Transfer-Encoding together with Content-Length") }
+            var seen: Substring?
+            for field in lengths {
+                for item in field.split(separator: ",", omittingEmptySubsequences: false) {
+                    let value = Substring(item.trimmingCharacters(in: " \t"))
+                    guard !value.isEmpty, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                        throw .badRequest("bad Content-Length")
+                    }
+                    // Compared as numbers of any size: "05" and "5" agree, no conversion can overflow.
+                    let digits = value.drop { $0 == "0" }
+                    if let seen, seen != digits { throw .badRequest("differing Content-Length values") }
+                    seen = digits
+                }
+            }
+            if seen?.isEmpty == false { throw .bodyNotAllowed }
+        }
+        if hasTransferEncoding { throw .bodyNotAllowed }
+    }
+
+    /// RFC 9112 section 3.2: exactly one Host in HTTP/1.1, at most one in 1.0, and a valid value.
+    static func checkHost(_ request: HTTPRequest) throws(HTTPParseError) {
+        let hosts = request.headerValues("Host")
+        if hosts.count > 1 { throw .badRequest("more than one Host header") }
+        if request.minorVersion >= 1 && hosts.isEmpty { throw .badRequest("missing Host header") }
+        if let host = hosts.first, !isValidHost(Substring(host)) { throw .badRequest("invalid Host header") }
+        if let authority = request.authority, authority.isEmpty || !isValidHost(Substring(authority)) {
+            throw .badRequest("invalid authority in the request target")
+        }
+    }
+
+    /// `uri-host [ ":" port ]` (RFC 3986 section 3.2.2): an IP literal in brackets or a reg-name
+    /// (IPv4 addresses are reg-names too), then at most 5 port digits. Empty is valid (RFC 9112 3.2).
+    static func isValidHost(_ value: Substring) -> Bool {
+        var rest = value.utf8[...]
+        if rest.first == UInt8(ascii: "[") {
+            guard let close = rest.firstIndex(of: UInt8(ascii: "]")) else { return false }
+            let literal = rest[rest.index(after: rest.startIndex)..<close]
+            guard !literal.isEmpty, literal.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":")
+                || $0 == UInt8(ascii: ".") || isUnreservedOrSubDelim($0) }) else { return false }
+            rest = rest[rest.index(after: close)...]
+        } else {
+            let end = rest.firstIndex(of: UInt8(ascii: ":")) ?? rest.endIndex
+            var name = rest[rest.startIndex..<end]
+            while let byte = name.first {
+                if byte == UInt8(ascii: "%") {
+                    let hex = name.dropFirst().prefix(2)
+                    guard hex.count == 2, hex.allSatisfy(isHexDigit) else { return false }
+                    name = name.dropFirst(3)
+                } else {
+                    guard isUnreservedOrSubDelim(byte) else { return false }
+                    name = name.dropFirst()
+                }
+            }
+            rest = rest[end...]
+        }
+        guard let colon = rest.first else { return true }
+        let port = rest.dropFirst()
+        return colon == UInt8(ascii: ":") && port.count <= 5 && port.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+
+    private static func isHexDigit(_ b: UInt8) -> Bool {
+        (0x30...0x39).contains(b) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(b)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(b)
+    }
+
+    /// RFC 3986 unreserved and sub-delims: the bytes a reg-name may hold besides pct-encoded ones.
+    private static func isUnreservedOrSubDelim(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "-._~!$&'()*+,;=".utf8.contains(b)
+        }
     }
 
     /// Refuses an incomplete request line that can already be seen to be wrong (binary
@@ -126,7 +203,15 @@ public struct HTTPRequestParser: Sendable {
         return nil
     }
 
-    private func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> (String, String, Int) {
+    /// A request target taken apart (RFC 9112 section 3.2).
+    struct Target {
+        /// Origin form: the path and query; `*` and authority form stay as sent.
+        var path: String
+        /// The host and port of an absolute-form target.
+        var authority: String?
+    }
+
+    private func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> (String, Target, Int) {
         let parts = line.split(separator: 0x20, omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw .badRequest("malformed request line") }
         let method = parts[0], target = parts[1], version = parts[2]
@@ -134,17 +219,53 @@ public struct HTTPRequestParser: Sendable {
         guard !target.isEmpty, target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw .badRequest("bad request target")
         }
-        guard version.count == 8, version.starts(with: Array("HTTP/".utf8)) else {
+        let minor = try Self.parseVersion(version)
+        let methodName = String(decoding: method, as: UTF8.self)
+        return (methodName, try Self.parseTarget(String(decoding: target, as: UTF8.self), method: methodName), minor)
+    }
+
+    /// `HTTP/1.x` gives x, with any x above 1 served as 1.1 (RFC 9110 section 6.2: same major
+    /// version, highest minor we support); another major version is 505, anything else 400.
+    static func parseVersion(_ version: ArraySlice<UInt8>) throws(HTTPParseError) -> Int {
+        guard version.starts(with: Array("HTTP/".utf8)) else { throw .badRequest("bad HTTP version") }
+        let number = version.dropFirst(5)
+        func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+        guard let major = number.first, isDigit(major) else { throw .badRequest("bad HTTP version") }
+        if number.count == 1 {
+            // "HTTP/2" or "HTTP/3": a version we do not speak rather than a malformed one.
+            guard major >= UInt8(ascii: "2") else { throw .badRequest("bad HTTP version") }
+            throw .versionNotSupported
+        }
+        guard number.count == 3, number[number.startIndex + 1] == UInt8(ascii: "."),
+              isDigit(number[number.startIndex + 2]) else {
             throw .badRequest("bad HTTP version")
         }
-        let major = version[version.startIndex + 5], dot = version[version.startIndex + 6],
-            minor = version[version.startIndex + 7]
-        guard dot == UInt8(ascii: "."), (0x30...0x39).contains(major), (0x30...0x39).contains(minor) else {
-            throw .badRequest("bad HTTP version")
+        let minor = number[number.startIndex + 2]
+        guard major == UInt8(ascii: "1") else { throw .versionNotSupported }
+        return minor == UInt8(ascii: "0") ? 0 : 1
+    }
+
+    /// Origin form as is; absolute form (`http://host/path`, RFC 9112 section 3.2.2) split into
+    /// its authority and an origin-form path; `*` only for OPTIONS and authority form only for CONNECT.
+    static func parseTarget(_ target: String, method: String) throws(HTTPParseError) -> Target {
+        // A fragment is never sent (RFC 9112 section 3.2); '#' here means a broken client.
+        if target.contains("#") { throw .badRequest("fragment in the request target") }
+        if target.hasPrefix("/") { return Target(path: target) }
+        if target == "*" {
+            guard method == "OPTIONS" else { throw .badRequest("'*' target is for OPTIONS only") }
+            return Target(path: target)
         }
-        guard major == UInt8(ascii: "1"), minor <= UInt8(ascii: "1") else { throw .versionNotSupported }
-        return (String(decoding: method, as: UTF8.self), String(decoding: target, as: UTF8.self),
-                Int(minor - 0x30))
+        let lower = target.lowercased()
+        for scheme in ["http://", "https://"] where lower.hasPrefix(scheme) {
+            let afterScheme = target.dropFirst(scheme.count)
+            let end = afterScheme.firstIndex { $0 == "/" || $0 == "?" } ?? afterScheme.endIndex
+            let authority = afterScheme[..<end]
+            if authority.contains("@") { throw .badRequest("userinfo in the request target") }
+            let rest = afterScheme[end...]
+            return Target(path: rest.hasPrefix("/") ? String(rest) : "/" + rest, authority: String(authority))
+        }
+        if method == "CONNECT" { return Target(path: target) }
+        throw .badRequest("bad request target")
     }
 
     private func parseHeaderLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> (name: String, value: String) {

@@ -119,6 +119,9 @@ public struct HTTPResponse: Sendable {
     public var pacingBytesPerSecond: Int?
     /// Close the connection after this response whatever the request asked.
     public var closeConnection = false
+    /// Say `Connection: keep-alive` when the connection stays open: an HTTP/1.0 client assumes
+    /// a close otherwise and would wait for it (RFC 9112 section 9.3).
+    public var announceKeepAlive = false
 
     public init(status: Int, headers: [(String, String)] = [], body: (any ResponseBody)? = nil) {
         self.status = status
@@ -145,36 +148,16 @@ public struct HTTPResponse: Sendable {
 
     /// The serialized status line and headers, ending with the blank line.
     func head(keepAlive: Bool, date: String) -> [UInt8] {
-        var text = "HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\n"
+        var text = "HTTP/1.1 \(status) \(HTTPStatus.reason(status))\r\n"
         text += "Server: streamd\r\nDate: \(date)\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
-        text += keepAlive ? "" : "Connection: close\r\n"
+        if !keepAlive {
+            text += "Connection: close\r\n"
+        } else if announceKeepAlive {
+            text += "Connection: keep-alive\r\n"
+        }
         text += "\r\n"
         return Array(text.utf8)
-    }
-
-    static func reason(_ status: Int) -> String {
-        switch status {
-        case 200: return "OK"
-        case 204: return "No Content"
-        case 206: return "Partial Content"
-        case 301: return "Moved Permanently"
-        case 304: return "Not Modified"
-        case 400: return "Bad Request"
-        case 403: return "Forbidden"
-        case 404: return "Not Found"
-        case 405: return "Method Not Allowed"
-        case 408: return "Request Timeout"
-        case 412: return "Precondition Failed"
-        case 413: return "Content Too Large"
-        case 414: return "URI Too Long"
-        case 416: return "Range Not Satisfiable"
-        case 431: return "Request Header Fields Too Large"
-        case 500: return "Internal Server Error"
-        case 503: return "Service Unavailable"
-        case 505: return "HTTP Version Not Supported"
-        default: return "Status \(status)"
-        }
     }
 }
 

@@ -232,8 +232,9 @@ public final class Catalog: @unchecked Sendable {
             if name.hasPrefix(".") { continue }
             let path = folder + "/" + name
             guard stat(path, &info) == 0 else { continue }
-            // Follow symlinks only when they stay inside the library.
-            guard let real = PathResolver.realPath(path), real.hasPrefix(resolver.root + "/") else { continue }
+            // Follow symlinks only when they stay inside the library, and not into a hidden part of it.
+            guard let real = PathResolver.realPath(path), real.hasPrefix(resolver.root + "/"),
+                  !PathResolver.isHidden(String(real.dropFirst(resolver.root.count + 1))) else { continue }
             if info.st_mode & S_IFMT == S_IFDIR {
                 walk(path, depth: depth + 1, found: &found, stamps: &stamps)
             } else if info.st_mode & S_IFMT == S_IFREG {

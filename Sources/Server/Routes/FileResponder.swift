@@ -1,8 +1,28 @@
+/// How a whole-file 200 is framed on HTTP/1.1.
+public enum WholeFileFraming: Sendable {
+    /// `Transfer-Encoding: chunked` (the default).
+    case chunked
+    /// `Content-Length`, for clients that seek only when they know the size (`streamd --content-length`).
+    case contentLength
+}
+
 /// Builds the response for a static file: conditional requests, ranges, chunked or
 /// multipart bodies (RFC 9110 sections 13-14 and 8.8).
 public enum FileResponder {
+    /// Accepted `?kbps=` pacing rates: at 1,000,000 kbit/s pacing is moot, and the byte rate
+    /// `kbps * 125` stays far from any overflow.
+    public static let kbpsRange = 1...1_000_000
+
     /// The response for `request` on `file`, served as `contentType`.
-    public static func respond(to request: HTTPRequest, file: OpenFile, contentType: String) -> HTTPResponse {
+    public static func respond(to request: HTTPRequest, file: OpenFile, contentType: String,
+                               framing: WholeFileFraming = .chunked) -> HTTPResponse {
+        var pace: Int?
+        if let text = request.queryValue("kbps") {
+            guard let kbps = QueryValue.integer(text, in: kbpsRange) else {
+                return .error(400, "kbps must be a whole number in \(kbpsRange.lowerBound)...\(kbpsRange.upperBound)")
+            }
+            pace = kbps * 1000 / 8
+        }
         let lastModified = HTTPDate.format(file.mtime)
         var headers: [(String, String)] = [
             ("Content-Type", contentType),
@@ -11,30 +31,21 @@ public enum FileResponder {
             ("Last-Modified", lastModified),
             ("Cache-Control", "no-cache"),
         ]
-        // RFC 9110 13.2.2: If-None-Match first; If-Modified-Since only without it.
-        if let ifNoneMatch = request.header("If-None-Match") {
-            if etagListMatches(ifNoneMatch, file.etag, weak: true) {
-                return HTTPResponse(status: 304, headers: headers.filter { $0.0 != "Content-Type" })
-            }
-        } else if let since = request.header("If-Modified-Since"), let date = HTTPDate.parse(since), file.mtime <= date {
-            return HTTPResponse(status: 304, headers: headers.filter { $0.0 != "Content-Type" })
-        }
-
         var rangeHeader = request.header("Range")
-        if let ifRange = request.header("If-Range"), rangeHeader != nil {
-            // A range applies only when the validator still matches (strong comparison for ETags).
-            let matches: Bool
-            if ifRange.hasPrefix("\"") || ifRange.hasPrefix("W/") {
-                matches = !ifRange.hasPrefix("W/") && ifRange == file.etag
-            } else {
-                matches = HTTPDate.parse(ifRange) == file.mtime
-            }
-            if !matches { rangeHeader = nil }
+        switch Precondition.evaluate(request, etag: file.etag, lastModified: file.mtime) {
+        case .failed:
+            return .error(412, "precondition failed")
+        case .notModified:
+            return HTTPResponse(status: 304, headers: headers.filter { $0.0 != "Content-Type" })
+        case .proceed(let rangeApplies):
+            if !rangeApplies { rangeHeader = nil }
         }
         var response: HTTPResponse
         switch RangeRequest.parse(request.method == "GET" || request.method == "HEAD" ? rangeHeader : nil, size: file.size) {
         case .full:
-            if request.minorVersion == 0 {
+            // HTTP/1.0 cannot take chunked; a HEAD sends no body, so it can state the length the
+            // chunked GET would carry (RFC 9110 section 8.6).
+            if request.minorVersion == 0 || framing == .contentLength || request.method == "HEAD" {
                 headers.append(("Content-Length", String(file.size)))
                 response = HTTPResponse(status: 200, headers: headers,
                                         body: FixedBody(file.size > 0 ? [.file(file, offset: 0, length: file.size)] : []))
@@ -70,24 +81,12 @@ public enum FileResponder {
             headers.append(("Content-Length", String(length)))
             response = HTTPResponse(status: 206, headers: headers, body: FixedBody(parts))
         }
-        if let kbps = request.queryValue("kbps").flatMap(Int.init), kbps > 0 {
-            response.pacingBytesPerSecond = max(1, kbps * 1000 / 8)
-        }
+        response.pacingBytesPerSecond = pace
         return response
     }
 
     /// Whether a list like `"a", W/"b"` or `*` names `etag` (weak comparison ignores W/).
     static func etagListMatches(_ list: String, _ etag: String, weak: Bool) -> Bool {
-        let trimmed = list.trimmingCharacters(in: " \t")
-        if trimmed == "*" { return true }
-        for item in trimmed.split(separator: ",") {
-            var tag = item.trimmingCharacters(in: " \t")
-            if tag.hasPrefix("W/") {
-                guard weak else { continue }
-                tag = String(tag.dropFirst(2))
-            }
-            if tag == etag { return true }
-        }
-        return false
+        EntityTag.list(list, matches: etag, weak: weak)
     }
 }

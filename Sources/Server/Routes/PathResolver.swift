@@ -66,11 +66,20 @@ public struct PathResolver: Sendable {
         guard let decoded = PathResolver.percentDecode(relative), PathResolver.isSafeRelativePath(decoded) else {
             throw .malformed
         }
+        // Dotfiles and dot-folders (.git, .DS_Store, .env) are not part of the library.
+        if PathResolver.isHidden(decoded) { throw .notFound }
         let candidate = root + "/" + decoded
         guard let real = PathResolver.realPath(candidate) else { throw .notFound }
         // Symlinks may point anywhere: the resolved path must still be inside the root.
         guard real.hasPrefix(root + "/") else { throw .outsideRoot }
+        // ... and not into a hidden file or folder of it.
+        if PathResolver.isHidden(String(real.dropFirst(root.count + 1))) { throw .notFound }
         return real
+    }
+
+    /// Whether any segment of a relative path starts with a dot.
+    public static func isHidden(_ relative: String) -> Bool {
+        relative.split(separator: "/").contains { $0.hasPrefix(".") }
     }
 
     /// The path relative to the root for a resolved absolute path.

@@ -6,19 +6,41 @@ public final class Router: Sendable {
     public let catalog: Catalog
     /// The HLS routes; nil when streamd runs with `--no-hls`.
     public let hls: HLSService?
+    /// How whole files go out on HTTP/1.1 (`--content-length` picks `.contentLength`).
+    public let framing: WholeFileFraming
 
-    public init(resolver: PathResolver, catalog: Catalog, hls: HLSService? = nil) {
+    public init(resolver: PathResolver, catalog: Catalog, hls: HLSService? = nil, framing: WholeFileFraming = .chunked) {
         self.resolver = resolver
         self.catalog = catalog
         self.hls = hls
+        self.framing = framing
     }
+
+    /// The methods streamd serves, as the Allow header lists them.
+    static let allowed = "GET, HEAD, OPTIONS"
+    /// Standard methods streamd knows but does not serve: 405, not 501 (RFC 9110 section 15.5.6).
+    static let knownMethods: Set<String> = ["POST", "PUT", "DELETE", "PATCH", "CONNECT", "TRACE"]
 
     /// The request handler for `HTTPServer`.
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
-        guard request.method == "GET" || request.method == "HEAD" else {
-            var response = HTTPResponse.error(405, "method \(request.method) not allowed")
-            response.headers.append(("Allow", "GET, HEAD"))
+        var response = route(request)
+        // An HTTP/1.0 client keeps the connection only when told so (RFC 9112 section 9.3).
+        if request.minorVersion == 0 && request.keepAlive { response.announceKeepAlive = true }
+        return response
+    }
+
+    private func route(_ request: HTTPRequest) -> HTTPResponse {
+        switch request.method {
+        case "GET", "HEAD":
+            break
+        case "OPTIONS":
+            return HTTPResponse(status: 204, headers: [("Allow", Self.allowed)])
+        case let method where Self.knownMethods.contains(method):
+            var response = HTTPResponse.error(405, "method \(method) not allowed")
+            response.headers.append(("Allow", Self.allowed))
             return response
+        default:
+            return .error(501, "method \(request.method) not implemented")
         }
         let path = request.path
         if path == "/" || path == "/index.html" {
@@ -28,15 +50,21 @@ public final class Router: Sendable {
             return media(request, relative: path.dropFirst("/media/".count))
         }
         if path == "/api/tracks" {
-            return .bytes(200, Array(catalog.tracksJSON().utf8), contentType: "application/json")
+            return .json(catalog.tracksJSON(), for: request)
         }
         if path == "/api/status" {
             return .bytes(200, Array(catalog.statusJSON().utf8), contentType: "application/json")
         }
         if path.hasPrefix("/api/index/") {
             // ?t=SECONDS narrows the table to the points just around that time (a client seeking).
-            let around = request.queryValue("t").flatMap(Double.init).flatMap { $0.isFinite ? $0 : nil }
-            return index(relative: path.dropFirst("/api/index/".count), around: around)
+            var around: Double?
+            if let text = request.queryValue("t") {
+                guard let seconds = QueryValue.decimal(text, in: Self.seekTimeRange) else {
+                    return .error(400, "t must be a number of seconds in 0...\(Int(Self.seekTimeRange.upperBound))")
+                }
+                around = seconds
+            }
+            return index(request, relative: path.dropFirst("/api/index/".count), around: around)
         }
         if let hls, path.hasPrefix("/hls/") {
             return hls.vod(request, rest: path.dropFirst("/hls/".count))
@@ -70,15 +98,18 @@ public final class Router: Sendable {
             return .error(404, "not found")
         }
         let contentType = catalog.contentType(forAbsolutePath: absolute)
-        return FileResponder.respond(to: request, file: file, contentType: contentType)
+        return FileResponder.respond(to: request, file: file, contentType: contentType, framing: framing)
     }
 
-    private func index(relative: Substring, around: Double?) -> HTTPResponse {
+    /// Seek times a client may ask about: up to a week, the longest track streamd takes.
+    static let seekTimeRange = 0.0...604_800.0
+
+    private func index(_ request: HTTPRequest, relative: Substring, around: Double?) -> HTTPResponse {
         let resolved = resolve(relative)
         guard let absolute = resolved.path else { return resolved.refusal ?? .error(404, "not found") }
         switch catalog.seekIndexJSON(forAbsolutePath: absolute, around: around) {
         case .success(let json):
-            return .bytes(200, Array(json.utf8), contentType: "application/json")
+            return .json(json, for: request)
         case .failure(let error):
             return .error(422, "\(error)")
         }

@@ -1,0 +1,30 @@
+extension HTTPResponse {
+    /// A JSON document (`/api/*`) with a strong ETag over its bytes and `Cache-Control: no-cache`,
+    /// so a client revalidates and gets 304 while the catalog is unchanged; If-Match is honoured too.
+    static func json(_ text: String, for request: HTTPRequest) -> HTTPResponse {
+        let body = Array(text.utf8)
+        let etag = JSONResponse.etag(of: body)
+        let headers = [("ETag", etag), ("Cache-Control", "no-cache")]
+        switch Precondition.evaluate(request, etag: etag, lastModified: nil) {
+        case .failed:
+            return .error(412, "precondition failed")
+        case .notModified:
+            return HTTPResponse(status: 304, headers: headers)
+        case .proceed:
+            return .bytes(200, body, contentType: "application/json", extraHeaders: headers)
+        }
+    }
+}
+
+/// Validators for generated JSON.
+enum JSONResponse {
+    /// `"j-<FNV-1a 64 of the bytes>-<length>"`: equal bytes give equal tags, so the tag is strong.
+    static func etag(of bytes: [UInt8]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        return "\"j-\(String(hash, radix: 16))-\(String(bytes.count, radix: 16))\""
+    }
+}
