@@ -7,7 +7,9 @@ PACKAGES=(
   sox libsox-fmt-mp3 espeak-ng lame ffmpeg                                    # media/make-media.sh
   mpg123 python3-numpy curl bc tmux time                                           # reference clients and decoders for tests, bench
   nginx-light                                                                 # serves `streamd package` output in the HLS test
-  gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad     # gst-launch + hlsdemux2/faad: a strict HLS client in tests
+  gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good      # gst-launch-1.0, souphttpsrc against streamd
+  gstreamer1.0-plugins-bad                                                    # hlsdemux2/faad: a strict HLS client in tests
+  gstreamer1.0-plugins-base-apps                                              # gst-discoverer-1.0
   chromium chromium-driver fonts-dejavu-core                                  # the web page, tested in a real browser
 )
 missing=()
