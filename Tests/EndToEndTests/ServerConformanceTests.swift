@@ -198,7 +198,7 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: library) }
         let server = try StreamdProcess(folder: library)
         let c = try RawConnection(port: server.port)
-        for target in ["/api/tracks", "/api/index/cbr-128k-44k.mp3", "/api/index/cbr-128k-44k.mp3?t=10"] {
+        for target in ["/api/tracks", "/api/status", "/api/index/cbr-128k-44k.mp3", "/api/index/cbr-128k-44k.mp3?t=10"] {
             let first = try c.request("GET", target)
             #expect(first.status == 200)
             #expect(first.header("Cache-Control") == "no-cache")

@@ -53,7 +53,7 @@ public final class Router: Sendable {
             return .json(catalog.tracksJSON(), for: request)
         }
         if path == "/api/status" {
-            return .bytes(200, Array(catalog.statusJSON().utf8), contentType: "application/json")
+            return .json(catalog.statusJSON(), for: request)
         }
         if path.hasPrefix("/api/index/") {
             // ?t=SECONDS narrows the table to the points just around that time (a client seeking).
