@@ -5,7 +5,7 @@ PACKAGES=(
   pkg-config libmpg123-dev libfaad-dev libasound2-dev libcurl4-openssl-dev   # build
   libsoxr-dev libsonic-dev librubberband-dev                                  # DSP (rubberband: bench program only)
   sox libsox-fmt-mp3 espeak-ng lame ffmpeg                                    # media/make-media.sh
-  mpg123 python3-numpy curl bc tmux time                                           # reference clients and decoders for tests, bench
+  mpg123 python3-numpy curl bc tmux time heaptrack                                 # reference clients and decoders for tests, bench (heaptrack: allocation count)
   nginx-light                                                                 # serves `streamd package` output in the HLS test
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good      # gst-launch-1.0, souphttpsrc against streamd
   gstreamer1.0-plugins-bad                                                    # hlsdemux2/faad: a strict HLS client in tests
