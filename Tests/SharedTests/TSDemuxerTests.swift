@@ -179,7 +179,11 @@ struct TSBuilder {
             let tag = Self.tag(timestamp: 0x1_0000_0000 + 126_000, version: version)
             let parsed = try #require(try PackedAudioTag.parse((tag + [0xFF, 0xFB, 0x90, 0x00])[...]))
             #expect(parsed.size == tag.count)
-            #expect(parsed.timestamp == 0x1_0000_0000 + 126_000)
+            // A typed Optional on both sides: comparing a `UInt64?` with a literal made the
+            // #expect expansion's AnyHashable thunk copy 9 bytes out of an 8-byte stack slot
+            // (AddressSanitizer: stack-buffer-overflow in compiler-generated code, Swift 6.3.1).
+            let expected: UInt64? = 0x1_0000_0000 + 126_000
+            #expect(parsed.timestamp == expected)
         }
     }
 
