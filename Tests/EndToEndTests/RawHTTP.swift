@@ -40,7 +40,7 @@ final class StreamdProcess {
         // The first stdout line names the port: "listening on http://127.0.0.1:PORT/".
         var line = Data()
         let handle = out.fileHandleForReading
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Date().addingTimeInterval(TestTiming.seconds(30))
         while !line.contains(0x0A), Date() < deadline {
             let byte = handle.readData(ofLength: 1)
             if byte.isEmpty { break }
