@@ -155,6 +155,23 @@ def main():
           b"#EXT-X-DISCONTINUITY-SEQUENCE:3\n#EXTINF:6.0,\nseg-120.aac\n#EXT-X-DISCONTINUITY\n"
           b"#EXTINF:5.5,\nseg-121.aac\n#EXT-X-BYTERANGE:1000@0\n#EXTINF:6,\nall.aac\n")
 
+    # Track playlists: extended M3U with relative, absolute and URL entries, Windows line ends,
+    # a UTF-8 BOM, Windows-1252 text, UTF-16 with a BOM, IPTV attributes, PLS; and an HLS one.
+    tracks = [os.path.relpath(p, media) for p in mp3s[:2] + m4as[:1] + wavs[:1]]
+    ext = "#EXTM3U\n#PLAYLIST:Seeds\n" + "".join(f"#EXTINF:{30 + i},Artist {i} - Title {i}\n{t}\n" for i, t in enumerate(tracks))
+    write(out, "playlist", ext.encode())
+    write(out, "playlist", b"\xef\xbb\xbf" + ext.replace("\n", "\r\n").encode())
+    write(out, "playlist", "\n".join(["/music/" + t for t in tracks] + ["http://radio.example/live", "file:///m/A%20B.mp3",
+                                      "..\\Other\\x.mp3", "C:\\Music\\y.mp3", "# comment", ""]).encode())
+    write(out, "playlist", "#EXTINF:-1,Caf\u00e9 \u2013 No\u00ebl\nCaf\u00e9.mp3\n".encode("cp1252"))
+    write(out, "playlist", "\ufeff#EXTM3U\r\n#EXTINF:5,\u00dcn\u00efc\u00f6d\u00e9 \U0001f3b5\r\n\u00fc.mp3\r\n".encode("utf-16-le"))
+    write(out, "playlist", b'#EXTM3U\n#EXTINF:-1 tvg-id="r.1" group-title="News, Talk",Radio One\nhttp://r.example/1\n'
+          b"#EXTINF:abc,Bad\nb\n#EXTINF:1e999,\nc\n")
+    write(out, "playlist", ("[playlist]\r\n" + "".join(f"File{i + 1}={t}\r\nTitle{i + 1}=T{i}\r\nLength{i + 1}={i * 10 - 1}\r\n"
+                                                       for i, t in enumerate(tracks))
+                            + f"NumberOfEntries={len(tracks)}\r\nVersion=2\r\n").encode())
+    write(out, "playlist", b"#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXTINF:6,\nseg0.mp3\n#EXT-X-ENDLIST\n")
+
     names = [os.path.relpath(p, media).replace(" ", "%20") for p in mp3s[:3] + m4as[:1]]
     for name in names:
         write(out, "http", f"GET /media/{name} HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nRange: bytes=0-99,200-\r\n"
