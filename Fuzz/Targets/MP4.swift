@@ -6,6 +6,9 @@ enum MP4Target {
     static func run(_ bytes: [UInt8]) {
         let slice = bytes[...]
         _ = try? MP4Outline.parse(slice)
+        // The cover picture (moov/udta/meta/ilst/covr), from the file and from the bytes as a bare moov.
+        _ = try? EmbeddedPictureReader.picture(in: MemoryBytes(bytes))
+        _ = try? EmbeddedPictureReader.moovPicture(slice)
         _ = try? MP4TopLevel.scan(prefix: slice.prefix(bytes.count / 2), fileSize: bytes.count)
         _ = try? MP4TopLevel.scan(prefix: slice, fileSize: nil)      // a stream of unknown length
         guard let (layout, _) = try? MP4TopLevel.scan(prefix: slice, fileSize: bytes.count) else {

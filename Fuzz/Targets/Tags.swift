@@ -8,6 +8,9 @@ enum TagsTarget {
             _ = try? ID3v2.parse(slice)
         }
         _ = try? ID3v2.parse(slice)
+        if let picture = try? EmbeddedPictureReader.id3Picture(slice) {
+            require(picture.data.count < bytes.count, "picture of \(picture.data.count) bytes from \(bytes.count)")
+        }
         _ = try? PackedAudioTag.parse(slice)
         // The tail as the last bytes of a file of the same size, and of a larger file (a tag
         // whose size field points before the tail).

@@ -71,6 +71,16 @@ public enum ID3v2 {
         // ignore such a tag. Its size is still right, so the caller can skip it.
         if header.isCompressedV22 { return tag }
 
+        var fields = ID3v2FieldCollector()
+        try forEachFrame(bytes, header: header) { fields.add($0) }
+        tag.tags = fields.tags
+        return tag
+    }
+
+    /// Calls `visit` with every readable frame of the tag at the start of `bytes`, which holds
+    /// the whole tag (`header` read from it). Errors as `parse`.
+    static func forEachFrame(_ bytes: ArraySlice<UInt8>, header: ID3v2Header,
+                             _ visit: (ID3v2Frame) -> Void) throws(FormatError) {
         let bodyStart = bytes.startIndex + ID3v2Header.length
         var body = bytes[bodyStart..<(bodyStart + header.bodySize)]
         // 2.2/2.3 unsynchronise the whole body (frame headers included), so it is undone before
@@ -84,11 +94,9 @@ public enum ID3v2 {
                 try skipExtendedHeader(&reader, majorVersion: header.majorVersion)
             }
             var frames = ID3v2FrameReader(reader, header: header)
-            var fields = ID3v2FieldCollector()
             while let frame = try frames.next() {
-                fields.add(frame)
+                visit(frame)
             }
-            tag.tags = fields.tags
         } catch {
             // The whole tag is in hand, so "needs more bytes" would send the caller after bytes
             // that would not help: a size field inside the tag points past its end.
@@ -97,7 +105,6 @@ public enum ID3v2 {
                                       reason: "a field needs \(needed) bytes past the end of the tag",
                                       offset: ID3v2Header.length + offset)
         }
-        return tag
     }
 
     private static var notATag: FormatError {
