@@ -11,6 +11,7 @@ PACKAGES=(
   gstreamer1.0-plugins-bad                                                    # hlsdemux2/faad: a strict HLS client in tests
   gstreamer1.0-plugins-base-apps                                              # gst-discoverer-1.0
   chromium chromium-driver fonts-dejavu-core                                  # the web page, tested in a real browser
+  mpv vlc-bin vlc-plugin-base                                                 # players that open streamd's playlists in tests
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -120,6 +120,7 @@ extension Serve {
         }
         let router = Router(resolver: resolver, catalog: catalog, hls: hlsService,
                             framing: contentLength ? .contentLength : .chunked)
+        router.playlistFolder.warn = { warnLogger.warning("\($0)") }
 
         var config = HTTPServerConfiguration()
         config.host = host

@@ -2,16 +2,22 @@ extension HTTPResponse {
     /// A JSON document (`/api/*`) with a strong ETag over its bytes and `Cache-Control: no-cache`,
     /// so a client revalidates and gets 304 while the catalog is unchanged; If-Match is honoured too.
     static func json(_ text: String, for request: HTTPRequest) -> HTTPResponse {
-        let body = Array(text.utf8)
-        let etag = JSONResponse.etag(of: body)
-        let headers = [("ETag", etag), ("Cache-Control", "no-cache")]
-        switch Precondition.evaluate(request, etag: etag, lastModified: nil) {
+        generated(Array(text.utf8), contentType: "application/json", for: request)
+    }
+
+    /// A generated document (JSON, a playlist, a cover picture) with the JSON answers' validators:
+    /// a strong ETag over its bytes (or `etag` when the caller has one that changes with them),
+    /// `Cache-Control: no-cache`, 304 on a matching If-None-Match, 412 on a failed If-Match.
+    static func generated(_ body: [UInt8], contentType: String, etag: String? = nil, for request: HTTPRequest) -> HTTPResponse {
+        let tag = etag ?? JSONResponse.etag(of: body)
+        let headers = [("ETag", tag), ("Cache-Control", "no-cache")]
+        switch Precondition.evaluate(request, etag: tag, lastModified: nil) {
         case .failed:
             return .error(412, "precondition failed")
         case .notModified:
             return HTTPResponse(status: 304, headers: headers)
         case .proceed:
-            return .bytes(200, body, contentType: "application/json", extraHeaders: headers)
+            return .bytes(200, body, contentType: contentType, extraHeaders: headers)
         }
     }
 }

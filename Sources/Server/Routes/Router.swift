@@ -8,12 +8,23 @@ public final class Router: Sendable {
     public let hls: HLSService?
     /// How whole files go out on HTTP/1.1 (`--content-length` picks `.contentLength`).
     public let framing: WholeFileFraming
+    /// The playlist files of the music folder and the playlists made from the catalog.
+    let playlists: PlaylistRoutes
+    /// The playlist files found in the music folder (its `warn` logs dropped entries).
+    public var playlistFolder: PlaylistFolder { playlists.folder }
 
     public init(resolver: PathResolver, catalog: Catalog, hls: HLSService? = nil, framing: WholeFileFraming = .chunked) {
         self.resolver = resolver
         self.catalog = catalog
         self.hls = hls
         self.framing = framing
+        let root = resolver.root
+        self.playlists = PlaylistRoutes(folder: PlaylistFolder(resolver: resolver), describe: { [catalog] path in
+            catalog.entry(forAbsolutePath: root + "/" + path).map {
+                PlaylistTrack(path: path, title: $0.analysis.tags.title, artist: $0.analysis.tags.artist,
+                              duration: $0.analysis.durationSeconds)
+            }
+        })
     }
 
     /// The methods streamd serves, as the Allow header lists them.
@@ -54,6 +65,9 @@ public final class Router: Sendable {
         }
         if path == "/api/status" {
             return .json(catalog.statusJSON(), for: request)
+        }
+        if let response = playlists.handle(request, path: path) {
+            return response
         }
         if path.hasPrefix("/api/index/") {
             // ?t=SECONDS narrows the table to the points just around that time (a client seeking).
