@@ -416,9 +416,7 @@ extension TrackAnalyzer {
             delay = asc.samplesPerFrame
             notes.append("encoder delay assumed: \(delay) priming samples (no edit list or iTunSMPB)")
         }
-        // Padding is less than two frames; an edit that ends earlier in a fragmented file was
-        // written for the moov's own samples only (fragments followed): the fragments decide.
-        if !moofRanges.isEmpty, padding > 2 * asc.samplesPerFrame {
+        if !moofRanges.isEmpty, !MP4Movie.isFragmentPadding(padding, samplesPerFrame: asc.samplesPerFrame) {
             notes.append("edit list covers only part of the fragmented samples: the length comes from moov + moof")
             padding = 0
         }

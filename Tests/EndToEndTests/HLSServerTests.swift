@@ -256,6 +256,11 @@ import Glibc
         let changed = try Self.get(server, first, headers: ["Range": "bytes=100-199", "If-Range": "\"other\""])
         #expect(changed.status == 200 && changed.body == a.body, "If-Range that does not match: the whole segment")
         #expect(try Self.get(server, first, headers: ["Range": "bytes=\(a.body.count)-"]).status == 416)
+        // If-Match (RFC 9110 section 13.2.2): 412 when the client's copy is another one, before Range.
+        let mismatch = try Self.get(server, first, headers: ["If-Match": "\"other\"", "Range": "bytes=0-9"])
+        #expect(mismatch.status == 412, "If-Match of another version: 412, not the range")
+        let match = try Self.get(server, first, headers: ["If-Match": etag, "Range": "bytes=0-9"])
+        #expect(match.status == 206 && match.body == Array(a.body[0..<10]), "If-Match of this version: the range")
         let playlist = try Self.get(server, "/hls/cbr-128k-44k.mp3/index.m3u8")
         #expect(playlist.header("Cache-Control") == "no-cache", "playlists are revalidated")
         let stale = try Self.get(server, "/hls/cbr-128k-44k.mp3/seg-0.mp3?v=000000000000")

@@ -460,9 +460,10 @@ extension Player {
             // libfaad2 outputs nothing for the first access unit (see below), so an edit list that
             // starts inside it cannot be met: at least that frame is the delay.
             let delay = max(gapless?.encoderDelay ?? spu, spu)
-            // A fragmented file's edit list may cover only the moov's own samples: padding is less
-            // than two frames, anything longer is not padding (the analyzer says so in its notes).
-            let padding = movie.isFragmented && (gapless?.encoderPadding ?? 0) > 2 * spu ? 0 : gapless?.encoderPadding ?? 0
+            // A fragmented file's edit list may cover only the moov's own samples (the analyzer
+            // says so in its notes).
+            var padding = gapless?.encoderPadding ?? 0
+            if movie.isFragmented, !MP4Movie.isFragmentPadding(padding, samplesPerFrame: spu) { padding = 0 }
             // libfaad2 outputs nothing for the first access unit: that frame is the usual priming,
             // so only what the file asks beyond one frame is trimmed here.
             plan.samplesPerUnit = spu

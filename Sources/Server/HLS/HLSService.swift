@@ -111,44 +111,32 @@ public final class HLSService: Sendable {
         return Int(digits)
     }
 
-    /// A generated body with a strong ETag: 304 when the client already has it, 206 for one byte
-    /// range (a CDN or player fetching part of a segment); several ranges get the whole body.
+    /// A generated body with a strong ETag: see the parts form.
     static func respond(_ request: HTTPRequest, _ bytes: [UInt8], contentType: String, etag: String,
                         cacheControl: String) -> HTTPResponse {
-        var headers = [("ETag", etag), ("Cache-Control", cacheControl), ("Accept-Ranges", "bytes"),
-                       ("Access-Control-Allow-Origin", "*")]
-        if let ifNoneMatch = request.header("If-None-Match"), FileResponder.etagListMatches(ifNoneMatch, etag, weak: true) {
-            return HTTPResponse(status: 304, headers: headers)
-        }
-        var range = request.header("Range")
-        // If-Range: the range applies only while the strong validator still matches.
-        if let ifRange = request.header("If-Range"), ifRange != etag { range = nil }
-        switch RangeRequest.parse(range, size: bytes.count) {
-        case .ranges(let ranges) where ranges.count == 1:
-            let r = ranges[0]
-            headers.append(("Content-Range", "bytes \(r.lowerBound)-\(r.upperBound - 1)/\(bytes.count)"))
-            return .bytes(206, Array(bytes[r]), contentType: contentType, extraHeaders: headers)
-        case .unsatisfiable:
-            var error = HTTPResponse.error(416, "range not satisfiable")
-            error.headers.append(("Content-Range", "bytes */\(bytes.count)"))
-            return error
-        case .full, .ranges:
-            return .bytes(200, bytes, contentType: contentType, extraHeaders: headers)
-        }
+        respond(request, parts: [.bytes(bytes)], contentType: contentType, etag: etag, cacheControl: cacheControl)
     }
 
-    /// `respond` for a body made of parts (the packed file): 304, 206 for one range (the parts
-    /// sliced, file spans still sent with sendfile), 416, else 200 with the whole body.
+    /// A generated body made of parts (a segment, the packed file) with a strong ETag, after the
+    /// preconditions of RFC 9110 section 13.2.2: 412 when If-Match fails, 304 when the client
+    /// already has it, 206 for one byte range (the parts sliced, file spans still sent with
+    /// sendfile; a CDN or player fetching part of a segment), 416, else 200 with the whole body.
+    /// Several ranges get the whole body.
     static func respond(_ request: HTTPRequest, parts: [BodyPart], contentType: String, etag: String,
                         cacheControl: String) -> HTTPResponse {
         let total = parts.reduce(0) { $0 + $1.length }
         var headers = [("ETag", etag), ("Cache-Control", cacheControl), ("Accept-Ranges", "bytes"),
                        ("Access-Control-Allow-Origin", "*")]
-        if let ifNoneMatch = request.header("If-None-Match"), FileResponder.etagListMatches(ifNoneMatch, etag, weak: true) {
+        // Generated bodies have no Last-Modified: the date conditions do not apply.
+        let range: String?
+        switch Precondition.evaluate(request, etag: etag, lastModified: nil) {
+        case .failed:
+            return .error(412, "precondition failed")
+        case .notModified:
             return HTTPResponse(status: 304, headers: headers)
+        case .proceed(let rangeApplies):
+            range = rangeApplies ? request.header("Range") : nil
         }
-        var range = request.header("Range")
-        if let ifRange = request.header("If-Range"), ifRange != etag { range = nil }
         var status = 200
         var body = parts
         var length = total

@@ -84,9 +84,4 @@ public enum FileResponder {
         response.pacingBytesPerSecond = pace
         return response
     }
-
-    /// Whether a list like `"a", W/"b"` or `*` names `etag` (weak comparison ignores W/).
-    static func etagListMatches(_ list: String, _ etag: String, weak: Bool) -> Bool {
-        EntityTag.list(list, matches: etag, weak: weak)
-    }
 }

@@ -128,6 +128,14 @@ public struct MP4Movie: Sendable, Equatable {
 
     /// `gapless` in output samples at `outputSampleRate`: an edit list counts media ticks (the
     /// core rate with SBR, so half the output rate), iTunSMPB already counts output samples.
+    /// Whether `padding` can be a fragmented movie's encoder padding: that is under two frames. An
+    /// edit list that ends earlier was written for the moov's own samples only (fragments
+    /// followed), so the fragments decide the length and nothing is trimmed. The analyzer and the
+    /// player both apply this rule.
+    public static func isFragmentPadding(_ padding: Int, samplesPerFrame: Int) -> Bool {
+        padding <= 2 * samplesPerFrame
+    }
+
     public func gapless(outputSampleRate: Int) -> GaplessInfo? {
         guard let gapless else { return nil }
         guard gaplessSource == .editList, let timescale = audio?.timescale, timescale > 0, timescale != outputSampleRate else {
