@@ -3,6 +3,27 @@ import Foundation
 import Glibc
 #endif
 
+/// A TCP socket connected to 127.0.0.1:`port`, with `configure` run on it before the connect
+/// (options such as buffer sizes must be set before). Closed again when the connect fails.
+func connectLoopback(port: Int, configure: (Int32) -> Void = { _ in }) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestFailure("socket failed: errno \(errno)") }
+    configure(fd)
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = in_port_t(UInt16(port)).bigEndian
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let result = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard result == 0 else {
+        let code = errno
+        Glibc.close(fd)
+        throw TestFailure("connect failed: errno \(code)")
+    }
+    return fd
+}
+
 /// A loopback TCP client for connection-state tests: socket options set before connecting,
 /// non-blocking sends, half-close and abortive close, and a bounded look at how the server
 /// ended the connection. `RawConnection` is for well-behaved request/response exchanges.
@@ -22,22 +43,10 @@ final class ClientSocket {
     /// Connects to 127.0.0.1:port; `receiveBuffer` (bytes) is set before connecting so the
     /// advertised window stays small and a non-reading client fills up quickly.
     init(port: Int, receiveBuffer: Int? = nil) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket failed: errno \(errno)") }
-        if var size = receiveBuffer.map(Int32.init) {
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port)).bigEndian
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard result == 0 else {
-            let code = errno
-            close()   // and marks it closed: deinit runs after a throwing init too
-            throw TestFailure("connect failed: errno \(code)")
+        fd = try connectLoopback(port: port) { fd in
+            if var size = receiveBuffer.map(Int32.init) {
+                setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            }
         }
     }
 

@@ -109,20 +109,10 @@ final class RawConnection {
     private var buffer: [UInt8] = []
 
     init(port: Int, timeout: Double = 10) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket failed") }
-        var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port)).bigEndian
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        fd = try connectLoopback(port: port) { fd in
+            var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         }
-        // No close here on failure: the object is fully initialised, so deinit still runs and
-        // closes fd; closing it twice could close a descriptor another test thread just opened.
-        guard result == 0 else { throw TestFailure("connect failed: errno \(errno)") }
     }
 
     deinit { close(fd) }
