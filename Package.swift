@@ -43,7 +43,7 @@ let package = Package(
                                .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Server"),
         .target(name: "StreamClient",
-                dependencies: ["StreamShared", "CMPG123", "CFAAD", "CALSA", "CCurl", "CSoxr", "CSonic",
+                dependencies: ["StreamShared", "CMPG123", "CFAAD", "CALSA", "CCurl", "CSoxr", "CSonic", "CLinux",
                                .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Client"),
         .executableTarget(name: "streamd",

@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <linux/sockios.h>
 #include <spawn.h>
+#include <pthread.h>
 
 // accept4 is declared only under _GNU_SOURCE; declare it here so the module does not need it.
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
@@ -27,4 +28,6 @@ static inline int clinux_unacknowledged_bytes(int fd) {
 extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
 // pipe2 (close-on-exec pipes) is declared only under _GNU_SOURCE too.
 extern int pipe2(int pipefd[2], int flags);
+// pthread_setname_np (thread names shown by top -H and debuggers), _GNU_SOURCE only as well.
+extern int pthread_setname_np(pthread_t thread, const char *name);
 #endif

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import Glibc
 import StreamClient
 import StreamShared
 
@@ -171,12 +171,12 @@ extension StreamPlay {
     }
 
     static func stderrLine(_ message: String) {
-        FileHandle.standardError.write(Data((message + "\n").utf8))
+        StandardStream.error.write(message + "\n")
     }
 
     /// Prints one line on stderr and exits with the documented status.
     static func fail(_ message: String, code: Int32) -> Never {
         stderrLine(message)
-        Foundation.exit(code)
+        Glibc.exit(code)
     }
 }

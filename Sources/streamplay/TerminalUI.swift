@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 import StreamClient
 
 /// The interactive terminal: a status line and single-key commands (space pause, ←/→ seek
@@ -9,7 +9,7 @@ final class TerminalUI: @unchecked Sendable {
     private let enabled: Bool
     private var saved = termios()
     private var running = false
-    private let stopFlag = NSLock()
+    private let stopFlag = ConditionLock()
     private var stopped = false
 
     init(player: Player, enabled: Bool) {
@@ -24,15 +24,16 @@ final class TerminalUI: @unchecked Sendable {
         raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
         tcsetattr(0, TCSANOW, &raw)
         running = true
-        Thread.detachNewThread { [self] in readKeys() }
-        Thread.detachNewThread { [self] in drawStatus() }
+        // Without its threads the player still plays; only the keys and the status line are lost.
+        try? NativeThread.detach(name: "streamplay-keys") { [self] in readKeys() }
+        try? NativeThread.detach(name: "streamplay-status") { [self] in drawStatus() }
     }
 
     func stop() {
         guard running else { return }
         stopFlag.withLock { stopped = true }
         tcsetattr(0, TCSANOW, &saved)
-        FileHandle.standardOutput.write(Data("\n".utf8))
+        Self.write("\n")
         running = false
     }
 
@@ -73,10 +74,13 @@ final class TerminalUI: @unchecked Sendable {
             let state = player.isPaused ? "paused " : "playing"
             let line = "\r\(state) \(Self.clock(position)) / \(duration.map(Self.clock) ?? "?:??")  buffer \(fill)%  volume \(Int((player.volume * 100).rounded()))%"
                 + "  rate \(Self.rateText(player.rate))×  pitch \(Self.pitchText(player.semitones))  eq \(player.eq)   "
-            FileHandle.standardOutput.write(Data(line.utf8))
-            Thread.sleep(forTimeInterval: 0.25)
+            Self.write(line)
+            Monotonic.sleep(seconds: 0.25)
         }
     }
+
+    /// Writes `text` to stdout at once (the status line has no newline to flush it).
+    private static func write(_ text: String) { StandardStream.output.write(text) }
 
     /// The rate steps the keys walk: 0.1× … 16×.
     static let rateSteps: [Double] = [0.1, 0.25, 0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 1.75, 2, 2.5, 3, 4, 6, 8, 12, 16]
@@ -86,7 +90,7 @@ final class TerminalUI: @unchecked Sendable {
     }
 
     static func rateText(_ rate: Double) -> String {
-        rate == rate.rounded() ? String(Int(rate)) : String(format: "%g", rate)
+        rate == rate.rounded() ? String(Int(rate)) : printfFormat("%g", rate)
     }
 
     static func pitchText(_ semitones: Double) -> String {

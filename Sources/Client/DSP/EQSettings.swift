@@ -1,5 +1,3 @@
-import Foundation
-
 /// An equalizer setting: RBJ biquad bands (the 10-band graphic EQ is ten peaking bands at the
 /// ISO octave centres) and a preamp. Parsed from `--eq PRESET|31:+3,1k:-2,…`.
 public struct EQSettings: Sendable, Equatable, CustomStringConvertible {
@@ -71,14 +69,14 @@ public struct EQSettings: Sendable, Equatable, CustomStringConvertible {
     }
 
     private static func short(_ x: Double) -> String {
-        x == x.rounded() ? String(Int(x)) : String(format: "%.2g", x)
+        x == x.rounded() ? String(Int(x)) : printfFormat("%.2g", x)
     }
 
     /// Parses `PRESET`, or a comma list of presets, `[ls|hs]FREQ:GAIN[:Q]` bands (FREQ in Hz,
     /// `k` for kHz; GAIN in dB) and `preamp:GAIN`. A band at a graphic centre replaces it.
     public static func parse(_ text: String) throws(DSPError) -> EQSettings {
         var settings = EQSettings()
-        let items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        let items = text.split(separator: ",").map { trimmingWhitespace($0).lowercased() }
         guard !items.isEmpty else { throw DSPError("empty --eq") }
         for item in items {
             if let preset = presets.first(where: { $0.name == item }) {
@@ -89,7 +87,7 @@ public struct EQSettings: Sendable, Equatable, CustomStringConvertible {
             guard parts.count == 2 || parts.count == 3 else {
                 throw DSPError("--eq: '\(item)' is neither a preset (\(presets.map(\.name).joined(separator: ", "))) nor FREQ:GAIN[:Q]")
             }
-            guard let gain = Double(parts[1].replacingOccurrences(of: "db", with: "")), gain.isFinite, abs(gain) <= 24 else {
+            guard let gain = Double(parts[1].replacing("db", with: "")), gain.isFinite, abs(gain) <= 24 else {
                 throw DSPError("--eq: gain '\(parts[1])' must be a number of dB within -24...24")
             }
             if parts[0] == "preamp" {

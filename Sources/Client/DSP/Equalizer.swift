@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import StreamShared
 
 /// A second-order IIR section with RBJ Audio EQ Cookbook coefficients (normalised by a0),

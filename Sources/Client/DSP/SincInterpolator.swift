@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Band-limited resampling at any ratio, changeable while running: a Blackman-windowed sinc
 /// read from a table (32 taps at ratios up to 1, widened when it decimates so the cut-off

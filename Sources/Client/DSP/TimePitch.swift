@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import StreamShared
 
 /// Playback rate (0.1-16×, pitch kept) and pitch shift (±12 semitones, tempo kept) as one stage:

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import StreamShared
 
 /// A tempo changer that keeps pitch, over interleaved float PCM (one per engine: our WSOLA,

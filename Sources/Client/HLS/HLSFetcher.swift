@@ -1,4 +1,3 @@
-import Foundation
 import StreamShared
 
 /// Reads playlists and segments whole, over HTTP (one keep-alive connection) or from local
@@ -33,7 +32,7 @@ final class HLSFetcher {
         }
         let path = location.hasPrefix("file://") ? String(location.dropFirst("file://".count)) : location
         let file: LocalFile
-        do { file = try LocalFile(path: path) } catch { throw SourceError.file("\(error)".replacingOccurrences(of: "source: ", with: "")) }
+        do { file = try LocalFile(path: path) } catch { throw SourceError.file(error.detail) }
         let wanted = range ?? 0..<file.size
         guard wanted.count <= limit else { throw SourceError.tooLarge(url: location, limit: limit) }
         guard wanted.upperBound <= file.size else {
@@ -41,7 +40,7 @@ final class HLSFetcher {
         }
         let bytes: [UInt8]
         do { bytes = try file.read(at: wanted.lowerBound, count: wanted.count) } catch {
-            throw SourceError.file("\(error)".replacingOccurrences(of: "source: ", with: ""))
+            throw SourceError.file((error as? FileError)?.detail ?? "\(error)")
         }
         bytesRead += bytes.count
         return (bytes, path)
@@ -52,25 +51,20 @@ final class HLSFetcher {
         let lower = uri.lowercased()
         if lower.hasPrefix("http://") || lower.hasPrefix("https://") { return uri }
         if isRemote(base) {
-            let encoded = uri.addingPercentEncoding(withAllowedCharacters: .urlAllowedInReference) ?? uri
-            if let baseURL = URL(string: base), let url = URL(string: encoded, relativeTo: baseURL) {
-                return url.absoluteString
-            }
-            return uri
+            return URIReference(Substring(base)).resolving(URIReference(Substring(URIReference.percentEncoded(uri)))).text
         }
         if uri.hasPrefix("/") { return uri }
-        let directory = (base as NSString).deletingLastPathComponent
+        let directory = directory(of: base)
         let path = uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? uri
-        return directory.isEmpty ? path : (directory as NSString).appendingPathComponent(path)
+        if directory.isEmpty { return path }
+        return directory.hasSuffix("/") ? directory + path : directory + "/" + path
     }
-}
 
-extension CharacterSet {
-    /// What may stay unescaped in a relative reference: path, query and fragment characters.
-    static let urlAllowedInReference: CharacterSet = {
-        var set = CharacterSet.urlPathAllowed
-        set.formUnion(.urlQueryAllowed)
-        set.insert(charactersIn: "%#")
-        return set
-    }()
+    /// A local path's folder: "/a/b" for "/a/b/list.m3u8", "/" for "/list.m3u8", "" for "list.m3u8".
+    static func directory(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "" }
+        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+    }
 }

@@ -1,4 +1,3 @@
-import Foundation
 import StreamShared
 
 /// What the player needs to know of an HLS stream's time line.
@@ -40,7 +39,7 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
     private let http: HTTPSourceOptions
     /// Component-tagged diagnostics (`--verbose`).
     public var log: (@Sendable (String) -> Void)?
-    private let lock = NSCondition()
+    private let lock = ConditionLock()
     private var _timeline: HLSTimeline?
     private var _failure: Error?
     /// Live playlist reloads so far.
@@ -68,9 +67,9 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
     }
 
     /// The time line, once the media playlist is loaded (waits up to `timeout`).
-    public func timeline(timeout: TimeInterval = 0) -> HLSTimeline? {
+    public func timeline(timeout: Double = 0) -> HLSTimeline? {
         lock.withLock {
-            let deadline = Date(timeIntervalSinceNow: timeout)
+            let deadline = Monotonic.now.adding(seconds: timeout)
             while _timeline == nil && _failure == nil {
                 if !lock.wait(until: deadline) { break }
             }
@@ -191,7 +190,7 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
             throttle.finish(error: error, generation: generation)
         }
 
-        var retryStarted: Date?
+        var retryStarted: Monotonic?
         var backoff = 0.1
         var loaded: HLSMediaPlaylist?
         while loaded == nil && !control.isStopped {
@@ -224,10 +223,10 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
         var unpacker = HLSSegmentUnpacker()
         var writtenMap: M3U8Map?
         var previousSequence: Int?
-        var lastLoad = Date()
+        var lastLoad = Monotonic.now
         var lastChanged = true
         /// When a live playlist last grew: one that stops growing is given up on.
-        var lastGrowth = Date()
+        var lastGrowth = Monotonic.now
 
         while !control.isStopped {
             if let target = control.takeSeek() {
@@ -294,18 +293,18 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
             // not changed), RFC 8216 6.3.4.
             let target = Double(max(1, media.playlist.targetDuration))
             let stale = max(3 * target, http.stallTimeout)
-            if Date().timeIntervalSince(lastGrowth) > stale {
+            if lastGrowth.elapsed > stale {
                 fail(SourceError.network("\(media.location): the live playlist has not grown for \(Int(stale)) s"))
                 while !control.isStopped { control.waitForCommand(timeout: 1) }
                 continue
             }
             let pace = target * (lastChanged ? 1 : 0.5)
-            let wait = lastLoad.addingTimeInterval(pace).timeIntervalSinceNow
+            let wait = pace - lastLoad.elapsed
             if wait > 0 {
                 control.waitForCommand(timeout: min(wait, 0.25))
                 continue
             }
-            let began = Date()
+            let began = Monotonic.now
             do {
                 let fresh = try loader.reload(media)
                 countBytes()
@@ -341,10 +340,10 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
     }
 
     /// Waits before retrying a network failure; false once `retryFor` has passed without progress.
-    private func retry(_ started: inout Date?, _ backoff: inout Double, _ error: SourceError, control: SourceControl) -> Bool {
-        let first = started ?? Date()
+    private func retry(_ started: inout Monotonic?, _ backoff: inout Double, _ error: SourceError, control: SourceControl) -> Bool {
+        let first = started ?? Monotonic.now
         started = first
-        guard Date().timeIntervalSince(first) < http.retryFor else { return false }
+        guard first.elapsed < http.retryFor else { return false }
         say("\(error); retrying in \(backoff) s")
         control.countReconnect()
         control.waitForCommand(timeout: backoff)

@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 import StreamShared
 
 /// Why an output failed.
@@ -52,7 +52,7 @@ public final class NullOutput: AudioOutput {
 /// short by a crash or Ctrl-C is still valid up to its last second.
 public final class WAVFileOutput: AudioOutput {
     public let path: String
-    private var handle: FileHandle?
+    private var fd: Int32 = -1
     private var format: AudioFormat?
     private var dataBytes = 0
     private var bytesSinceHeader = 0
@@ -71,17 +71,18 @@ public final class WAVFileOutput: AudioOutput {
             }
             return
         }
-        guard FileManager.default.createFile(atPath: path, contents: nil), let h = FileHandle(forWritingAtPath: path) else {
-            throw OutputError(message: "cannot create \(path)")
+        let opened = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard opened >= 0 else {
+            throw OutputError(message: "cannot create \(path): \(String(cString: strerror(errno)))")
         }
-        handle = h
+        fd = opened
         self.format = format
         switch format.sampleType {
         case .int16: (bytesPerSample, writesFloat) = (2, false)
         case .int24: (bytesPerSample, writesFloat) = (3, false)
         case .int32, .float32, .float64: (bytesPerSample, writesFloat) = (4, true)
         }
-        try h.write(contentsOf: header(dataBytes: 0))
+        try writeAll(header(dataBytes: 0), at: nil)
     }
 
     private func header(dataBytes: Int) -> [UInt8] {
@@ -95,7 +96,7 @@ public final class WAVFileOutput: AudioOutput {
     }
 
     public func write(_ samples: UnsafeBufferPointer<Float>) throws {
-        guard let handle, let format else { throw OutputError(message: "WAV output used before open") }
+        guard fd >= 0, let format else { throw OutputError(message: "WAV output used before open") }
         scratch.removeAll(keepingCapacity: true)
         scratch.reserveCapacity(samples.count * bytesPerSample)
         switch (bytesPerSample, writesFloat) {
@@ -117,7 +118,7 @@ public final class WAVFileOutput: AudioOutput {
                 scratch.append(UInt8(v >> 8))
             }
         }
-        try handle.write(contentsOf: scratch)
+        try writeAll(scratch, at: nil)
         dataBytes += scratch.count
         bytesSinceHeader += scratch.count
         if bytesSinceHeader >= format.sampleRate * format.channels * bytesPerSample {
@@ -126,18 +127,35 @@ public final class WAVFileOutput: AudioOutput {
     }
 
     private func rewriteHeader() throws {
-        guard let handle else { return }
+        guard fd >= 0 else { return }
         bytesSinceHeader = 0
-        let end = try handle.offset()
-        try handle.seek(toOffset: 0)
-        try handle.write(contentsOf: header(dataBytes: dataBytes))
-        try handle.seek(toOffset: end)
+        try writeAll(header(dataBytes: dataBytes), at: 0)
+    }
+
+    /// Writes every byte, at the file's position (`offset` nil) or at `offset` (pwrite, which
+    /// leaves the position where it is); retries short writes and EINTR.
+    private func writeAll(_ bytes: [UInt8], at offset: Int?) throws {
+        try bytes.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return }
+            var done = 0
+            while done < raw.count {
+                let n = offset.map { pwrite(fd, base + done, raw.count - done, off_t($0 + done)) }
+                    ?? Glibc.write(fd, base + done, raw.count - done)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw OutputError(message: "write \(path): \(String(cString: strerror(errno)))")
+                }
+                done += n
+            }
+        }
     }
 
     public func close() throws {
-        guard let handle else { return }
+        guard fd >= 0 else { return }
+        defer { fd = -1 }
         try rewriteHeader()
-        try handle.close()
-        self.handle = nil
+        guard Glibc.close(fd) == 0 else { throw OutputError(message: "close \(path): \(String(cString: strerror(errno)))") }
     }
+
+    deinit { if fd >= 0 { Glibc.close(fd) } }
 }

@@ -1,5 +1,4 @@
 import Atomics
-import Foundation
 import StreamShared
 
 /// The output thread: drains the ring into the output, paced by the device (or by the clock
@@ -10,11 +9,10 @@ final class OutputLoop: @unchecked Sendable {
     private let output: AudioOutput
     private let ring: SPSCRing
     private let realtime: Bool
-    private let started: DispatchTime
+    private let started: Monotonic
     private let isPaused: @Sendable () -> Bool
-    private var thread: Thread?
-    private let done = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
+    private var thread: NativeThread?
+    private let lock = ConditionLock()
     private var format: AudioFormat?
     private var producerFinished = false
     /// Ring position before which samples belong to the time before a seek.
@@ -38,7 +36,7 @@ final class OutputLoop: @unchecked Sendable {
     /// Stops at once, dropping queued audio (quit while paused, errors).
     func abort() { aborted.store(true, ordering: .relaxed) }
 
-    init(output: AudioOutput, ring: SPSCRing, realtime: Bool, started: DispatchTime, isPaused: @escaping @Sendable () -> Bool) {
+    init(output: AudioOutput, ring: SPSCRing, realtime: Bool, started: Monotonic, isPaused: @escaping @Sendable () -> Bool) {
         self.output = output
         self.ring = ring
         self.realtime = realtime
@@ -51,21 +49,16 @@ final class OutputLoop: @unchecked Sendable {
         try output.open(format)
         lock.withLock { self.format = format }
         guard thread == nil else { return }
-        let t = Thread { [self] in run() }
-        t.name = "streamplay-output"
-        thread = t
-        t.start()
+        do { thread = try NativeThread(name: "streamplay-output") { [self] in run() } } catch {
+            throw OutputError(message: "\(error)")
+        }
     }
 
     /// The decode thread has pushed its last samples: drain, close, and join.
     func finish() {
         lock.withLock { producerFinished = true }
-        if thread != nil {
-            done.wait()
-            // The thread's closure holds `self`: dropping the Thread breaks that cycle, or every
-            // play would leak this loop, its ring (256 KiB) and the output (LeakSanitizer).
-            thread = nil
-        }
+        thread?.join()
+        thread = nil
         do { try output.close() } catch { if self.error == nil { self.error = error } }
     }
 
@@ -98,7 +91,6 @@ final class OutputLoop: @unchecked Sendable {
     }
 
     private func run() {
-        defer { done.signal() }
         guard let format = lock.withLock({ format }) else { return }
         // Small chunks keep a sound card responsive; files and null take bigger ones.
         let chunkFrames = output.isRealtime ? 1024 : 8192
@@ -110,7 +102,7 @@ final class OutputLoop: @unchecked Sendable {
         var fade = Gain(volume: 1)
         fade.sampleRate = format.sampleRate
         var wasPaused = false
-        var clockStart: DispatchTime?
+        var clockStart: Monotonic?
         var clockFrames = 0
         var starving = false
         while true {
@@ -126,7 +118,7 @@ final class OutputLoop: @unchecked Sendable {
                     wasPaused = true
                     fadeOut(format: format)
                 }
-                Thread.sleep(forTimeInterval: 0.01)
+                Monotonic.sleep(seconds: 0.01)
                 clockStart = nil
                 continue
             }
@@ -162,17 +154,17 @@ final class OutputLoop: @unchecked Sendable {
             }
             if inPlace > 0 { ring.consume(n) }
             if firstAudioMs == nil {
-                firstAudioMs = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6
+                firstAudioMs = Monotonic.now.milliseconds(since: started)
             }
             framesWritten += n / format.channels
             playedSinceFlush.wrappingIncrement(by: n / format.channels, ordering: .relaxed)
             if realtime && !output.isRealtime {
                 // --realtime on a file or null output: keep to the sample clock.
-                if clockStart == nil { clockStart = .now(); clockFrames = 0 }
+                if clockStart == nil { clockStart = .now; clockFrames = 0 }
                 clockFrames += n / format.channels
                 let due = Double(clockFrames) / Double(format.sampleRate)
-                let elapsed = Double(DispatchTime.now().uptimeNanoseconds - (clockStart?.uptimeNanoseconds ?? 0)) / 1e9
-                if due > elapsed { Thread.sleep(forTimeInterval: due - elapsed) }
+                let elapsed = clockStart?.elapsed ?? 0
+                if due > elapsed { Monotonic.sleep(seconds: due - elapsed) }
             }
         }
     }

@@ -1,4 +1,3 @@
-import Foundation
 import StreamShared
 
 extension Player {
@@ -88,7 +87,7 @@ extension Player {
     }
 
     /// The decode thread's work: probe, seek if asked, then parse → convert → trim → DSP → ring.
-    func decode(into ring: SPSCRing, outputLoop: OutputLoop, started: DispatchTime) throws {
+    func decode(into ring: SPSCRing, outputLoop: OutputLoop, started: Monotonic) throws {
         let plan = try makePlan(try probeStream())
         let hlsTimeline = (source as? HLSSource)?.timeline(timeout: 10)
         let format = plan.format
@@ -220,7 +219,7 @@ extension Player {
             log("player", "--start ignored: a live HLS stream starts at its live edge")
             try startAtFirstAudioByte()
         } else if options.start > 0 {
-            commands.withLock { seekStartedMs = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6 }
+            commands.withLock { seekStartedMs = Monotonic.now.milliseconds(since: started) }
             try seekTo(options.start)
         } else {
             try startAtFirstAudioByte()

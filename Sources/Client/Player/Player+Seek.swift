@@ -1,4 +1,3 @@
-import Foundation
 import StreamShared
 
 extension Player {
@@ -104,19 +103,18 @@ extension Player {
             return table(analysis.seekIndex.points)
         }
         // streamd publishes /api/index/<path> beside /media/<path>.
-        guard let range = url.range(of: "/media/") else { return nil }
-        let base = url.replacingCharacters(in: range, with: "/api/index/")
-            .split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
+        guard let range = url.firstRange(of: "/media/") else { return nil }
+        let mediaPath = url[range.upperBound...].split(separator: "?", maxSplits: 1).first ?? ""
+        let base = String(url[..<range.lowerBound]) + "/api/index/" + mediaPath
         let indexURL = base + (seconds.map { "?t=\($0)" } ?? "")
         guard let body = try? HTTPSource(url: indexURL, options: options.http).fetch(limit: 16 << 20),
-              let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
-              let points = object["points"] as? [[String: Any]] else {
+              let points = (try? JSONValue.parse(body))?["points"]?.array else {
             log("parser", "no seek index at \(indexURL); seeking by \(plan.stream.vbrHeader?.xingTOC != nil ? "Xing TOC" : "CBR arithmetic")")
             return nil
         }
         log("parser", "seek index from \(indexURL): \(points.count) points")
         return table(points.compactMap { p in
-            guard let t = p["t"] as? Double, let byte = p["byte"] as? Int else { return nil }
+            guard let t = p["t"]?.double, let byte = p["byte"]?.int else { return nil }
             return SeekPoint(t: t, byte: byte)
         })
     }

@@ -1,4 +1,3 @@
-import Foundation
 import StreamShared
 
 /// Plays one track through the pipeline: Source → Throttle → Parser → Converter → DSP → Output,
@@ -10,14 +9,14 @@ public final class Player: @unchecked Sendable {
     let continuation: AsyncStream<PlayerEvent>.Continuation
     public let url: String
     /// When the player was made; log lines carry the time since.
-    let created = DispatchTime.now()
+    let created = Monotonic.now
     public let options: PlayerOptions
     let source: ByteSource
     let output: AudioOutput
     let throttle: Throttle
     let control = SourceControl()
     private let log: (@Sendable (String) -> Void)?
-    let commands = NSLock()
+    let commands = ConditionLock()
     var pendingSeek: Double?
     var pendingVolume: Float?
     /// The DSP settings asked for last, and whether the decode thread has yet to apply them.
@@ -55,9 +54,9 @@ public final class Player: @unchecked Sendable {
             let hls = HLSSource(url: url, options: options.hls, http: options.http)
             if let log {
                 // Timed like the player's own lines: HLS fetches are most of the time to first audio.
-                let start = DispatchTime.now()
+                let start = Monotonic.now
                 hls.log = { message in
-                    let ms = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e6
+                    let ms = Monotonic.now.milliseconds(since: start)
                     log("[\(JSONObjectWriter.number(ms, decimals: 1)) ms] \(message)")
                 }
             }
@@ -106,12 +105,18 @@ public final class Player: @unchecked Sendable {
 
     /// Plays to the end (or `stop()`), blocking the calling thread; returns the stats.
     public func run() throws(PlaybackError) -> PlayerStats {
-        let started = DispatchTime.now()
+        let started = Monotonic.now
         setState(.buffering)
         throttle.reset(to: 0)
-        let network = Thread { [source, throttle, control] in source.run(into: throttle, from: 0, control: control) }
-        network.name = "streamplay-network"
-        network.start()
+        do {
+            try NativeThread.detach(name: "streamplay-network") { [source, throttle, control] in
+                source.run(into: throttle, from: 0, control: control)
+            }
+        } catch {
+            setState(.failed)
+            continuation.finish()
+            throw PlaybackError(message: "player: \(error)", exitCode: 1)
+        }
         let ring = SPSCRing(capacity: 1 << 16)
         let outputLoop = OutputLoop(output: output, ring: ring, realtime: options.realtime || output.isRealtime,
                                     started: started, isPaused: { [weak self] in self?.isPaused ?? false })
@@ -155,7 +160,7 @@ public final class Player: @unchecked Sendable {
 
     func log(_ component: String, _ message: @autoclosure () -> String) {
         guard let log else { return }
-        let ms = Double(DispatchTime.now().uptimeNanoseconds - created.uptimeNanoseconds) / 1e6
+        let ms = Monotonic.now.milliseconds(since: created)
         log("[\(JSONObjectWriter.number(ms, decimals: 1)) ms] \(component): \(message())")
     }
 }

@@ -1,5 +1,3 @@
-import Foundation
-
 /// Why a source failed; the message names the component and the cause.
 public enum SourceError: Error, CustomStringConvertible, Sendable {
     /// The server answered with an error status.
@@ -40,7 +38,7 @@ public enum SourceError: Error, CustomStringConvertible, Sendable {
 /// Commands from the player to a running source (seek, stop), and counters it keeps.
 public final class SourceControl: @unchecked Sendable {
     // @unchecked: all fields guarded by `condition`.
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var seekTarget: Int?
     private var stopped = false
     private var _reconnects = 0
@@ -78,9 +76,9 @@ public final class SourceControl: @unchecked Sendable {
     var hasSeek: Bool { condition.withLock { seekTarget != nil } }
 
     /// Waits until a seek or stop arrives, or the timeout passes.
-    func waitForCommand(timeout: TimeInterval) {
+    func waitForCommand(timeout: Double) {
         condition.withLock {
-            if seekTarget == nil && !stopped { _ = condition.wait(until: Date(timeIntervalSinceNow: timeout)) }
+            if seekTarget == nil && !stopped { condition.wait(seconds: timeout) }
         }
     }
 

@@ -1,5 +1,3 @@
-import Foundation
-
 /// A local file as a `ByteSource`: the same pipeline as HTTP, without the network.
 public final class FileSource: ByteSource, @unchecked Sendable {
     // @unchecked: `file` is immutable and pread-based reads are thread-safe.
@@ -8,7 +6,7 @@ public final class FileSource: ByteSource, @unchecked Sendable {
 
     public init(path: String) throws {
         name = path
-        do { file = try LocalFile(path: path) } catch { throw SourceError.file("\(error)".replacingOccurrences(of: "source: ", with: "")) }
+        do { file = try LocalFile(path: path) } catch { throw SourceError.file(error.detail) }
     }
 
     public var size: Int { file.size }

@@ -1,14 +1,13 @@
 internal import CCurl
-import Foundation
 import StreamShared
 
 /// Settings of the HTTP source.
 public struct HTTPSourceOptions: Sendable {
     /// Give up after this long without receiving a byte (across reconnects).
-    public var retryFor: TimeInterval = 30
+    public var retryFor: Double = 30
     /// A transfer that moves no byte for this long is treated as dropped.
-    public var stallTimeout: TimeInterval = 10
-    public var connectTimeout: TimeInterval = 10
+    public var stallTimeout: Double = 10
+    public var connectTimeout: Double = 10
     public var userAgent = "streamplay/0.1"
     public init() {}
 }
@@ -71,8 +70,7 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
         let length = size * count
         let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        transfer.header(line)
+        transfer.header(String(trimmingWhitespace(line)))
         return length
     }
 
@@ -261,19 +259,19 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         var offset = start
         // The player resets the throttle before starting (and before each seek): take its generation.
         var generation = throttle.currentGeneration
-        var lastProgress = Date()
+        var lastProgress = Monotonic.now
         var backoff = 0.1
         while !control.isStopped {
             if let target = control.takeSeek() {
                 offset = target
                 generation = throttle.currentGeneration
-                lastProgress = Date()
+                lastProgress = Monotonic.now
                 backoff = 0.1
             }
             let outcome = transfer(multi: multi, throttle: throttle, control: control, offset: offset, generation: generation)
             offset += outcome.received
             if outcome.received > 0 {
-                lastProgress = Date()
+                lastProgress = Monotonic.now
                 backoff = 0.1
             }
             switch outcome.result {
@@ -287,7 +285,7 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
                 throttle.finish(error: error, generation: generation)
                 while !control.isStopped && !control.hasSeek { control.waitForCommand(timeout: 1) }
             case .retry(let why):
-                if Date().timeIntervalSince(lastProgress) > options.retryFor {
+                if lastProgress.elapsed > options.retryFor {
                     let error = SourceError.network("\(name): \(why); gave up after \(Int(options.retryFor)) s without progress")
                     throttle.finish(error: error, generation: generation)
                     while !control.isStopped && !control.hasSeek { control.waitForCommand(timeout: 1) }
@@ -377,7 +375,7 @@ extension HTTPSource.Transfer {
         }
         guard let colon = line.firstIndex(of: ":") else { return }
         let name = line[..<colon].lowercased()
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        let value = String(trimmingWhitespace(line[line.index(after: colon)...]))
         switch name {
         case "etag": etag = value
         case "content-length": contentLength = Self.byteCount(value)
@@ -441,4 +439,13 @@ extension HTTPSource.Transfer {
         control.countBytes(bytes.count)
         return data.count
     }
+}
+
+/// `text` without leading and trailing spaces, tabs, CR and LF (header lines and values).
+func trimmingWhitespace<S: StringProtocol>(_ text: S) -> S.SubSequence {
+    let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }
+    guard let first = text.firstIndex(where: { !isSpace($0) }), let last = text.lastIndex(where: { !isSpace($0) }) else {
+        return text[text.endIndex...]
+    }
+    return text[first...last]
 }

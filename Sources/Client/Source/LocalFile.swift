@@ -12,10 +12,10 @@ public struct FileError: Error, Sendable, CustomStringConvertible {
     public var call: String
     public var errno: Int32
 
-    public var description: String {
-        let reason = String(cString: strerror(errno))
-        return "source: \(call) \(path): \(reason)"
-    }
+    /// The call, the path and the reason, without the component prefix.
+    public var detail: String { "\(call) \(path): \(String(cString: strerror(errno)))" }
+
+    public var description: String { "source: " + detail }
 }
 
 /// A local file opened for random-access reads (`pread`), closed when released.
@@ -25,7 +25,7 @@ public final class LocalFile: RandomAccessBytes, @unchecked Sendable {
     public let size: Int
     private let fd: Int32
 
-    public init(path: String) throws {
+    public init(path: String) throws(FileError) {
         self.path = path
         var fd: Int32
         repeat { fd = open(path, O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR

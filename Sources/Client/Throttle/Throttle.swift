@@ -1,5 +1,3 @@
-import Foundation
-
 /// The bounded byte buffer between the network and the decoder.
 ///
 /// The source writes, the parser reads. When the buffer holds `capacity` bytes the source
@@ -11,7 +9,7 @@ public final class Throttle: @unchecked Sendable {
     public let capacity: Int
     /// Fill level below which a paused source resumes.
     public let lowWatermark: Int
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var ring: [UInt8]
     private var head = 0              // index of the next byte to read
     private var count = 0
@@ -94,9 +92,9 @@ public final class Throttle: @unchecked Sendable {
     }
 
     /// Takes up to `max` bytes, waiting up to `timeout` seconds for some to arrive.
-    public func read(max: Int, timeout: TimeInterval = 0.1) -> ReadResult {
+    public func read(max: Int, timeout: Double = 0.1) -> ReadResult {
         condition.lock()
-        let deadline = Date(timeIntervalSinceNow: timeout)
+        let deadline = Monotonic.now.adding(seconds: timeout)
         while count == 0 && !ended {
             if !condition.wait(until: deadline) { break }
         }
