@@ -70,20 +70,25 @@ final class FAADDecoder {
     /// keeps it back as its delay) but does fix the format.
     func decode(frame: ArraySlice<UInt8>, _ body: (UnsafeBufferPointer<Float>, AudioFormat) -> Void) throws {
         guard let handle else { return }
-        var bytes = Array(frame)
+        // libfaad2 declares its input `unsigned char *` but only reads it: the frame is passed
+        // where it lies (no copy, no allocation per frame).
+        try frame.withUnsafeBufferPointer { (bytes) throws -> Void in
+            guard let base = bytes.baseAddress else { return }
+            try decode(UnsafeMutablePointer(mutating: base), count: bytes.count, handle: handle, body)
+        }
+    }
+
+    private func decode(_ bytes: UnsafeMutablePointer<UInt8>, count: Int, handle: NeAACDecHandle,
+                        _ body: (UnsafeBufferPointer<Float>, AudioFormat) -> Void) throws {
         if !initialized {
             var rate: UInt = 0
             var channels: UInt8 = 0
-            let used = bytes.withUnsafeMutableBufferPointer { buffer in
-                NeAACDecInit(handle, buffer.baseAddress, UInt(buffer.count), &rate, &channels)
-            }
+            let used = NeAACDecInit(handle, bytes, UInt(count), &rate, &channels)
             guard used >= 0 else { throw DecoderError(message: "NeAACDecInit: not an AAC stream") }
             initialized = true
         }
         var info = NeAACDecFrameInfo()
-        let output = bytes.withUnsafeMutableBufferPointer { buffer in
-            NeAACDecDecode(handle, &info, buffer.baseAddress, UInt(buffer.count))
-        }
+        let output = NeAACDecDecode(handle, &info, bytes, UInt(count))
         // A damaged frame: skip it, as players do, rather than stop the stream; but a run of
         // them is a stream libfaad2 cannot play (e.g. SBR first appearing after the first
         // frame), which must not pass for a short, silent success.

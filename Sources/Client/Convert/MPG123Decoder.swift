@@ -17,6 +17,9 @@ public struct DecoderError: Error, CustomStringConvertible, Sendable {
 final class MPG123Decoder {
     private var handle: OpaquePointer?
     private(set) var format: AudioFormat?
+    /// Where mpg123 synthesises a frame when the caller offers no room of its own: allocated
+    /// once, `mpg123_outblock` bytes as it is before the format is known (its upper bound).
+    private let scratch: UnsafeMutableRawBufferPointer
 
     private static let initialized: Bool = mpg123_init() == MPG123_OK.rawValue
 
@@ -39,6 +42,7 @@ final class MPG123Decoder {
                 mpg123_format(h, rates[i], Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue), Int32(MPG123_ENC_FLOAT_32.rawValue))
             }
         }
+        scratch = .allocate(byteCount: max(mpg123_outblock(h), 1152 * 2 * MemoryLayout<Float>.size), alignment: 16)
         try reopen()
     }
 
@@ -47,6 +51,7 @@ final class MPG123Decoder {
             mpg123_close(handle)
             mpg123_delete(handle)
         }
+        scratch.deallocate()
     }
 
     /// Starts a fresh stream (after a seek): forgets buffered bytes and the bit reservoir.
@@ -58,10 +63,21 @@ final class MPG123Decoder {
         }
     }
 
-    /// Decodes one whole frame; `body` receives the interleaved samples it produced, in
-    /// mpg123's own buffer (valid until the next call).
-    func decode(frame: ArraySlice<UInt8>, _ body: (UnsafeBufferPointer<Float>) -> Void) throws {
+    /// Decodes one whole frame; `body` receives the interleaved samples it produced (valid until
+    /// the next call). They are synthesised straight into `destination` when it is given and
+    /// holds a whole frame of the stream's format (`mpg123_outblock`: the player offers the
+    /// output ring's free space, so the samples are written once, where the output thread reads
+    /// them), else into the decoder's own buffer (the first frame, before the format is known).
+    func decode(frame: ArraySlice<UInt8>, into destination: UnsafeMutableBufferPointer<Float>? = nil,
+                _ body: (UnsafeBufferPointer<Float>) -> Void) throws {
         guard let handle else { return }
+        // mpg123_replace_buffer only points the decoder at the memory (no allocation, no copy).
+        if let destination, destination.count * MemoryLayout<Float>.size >= mpg123_outblock(handle),
+           let base = destination.baseAddress {
+            mpg123_replace_buffer(handle, base, destination.count * MemoryLayout<Float>.size)
+        } else {
+            mpg123_replace_buffer(handle, scratch.baseAddress, scratch.count)
+        }
         let fed = frame.withUnsafeBytes { raw -> Int32 in
             guard let base = raw.baseAddress else { return MPG123_OK.rawValue }
             return mpg123_feed(handle, base.assumingMemoryBound(to: UInt8.self), raw.count)

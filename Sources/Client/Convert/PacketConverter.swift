@@ -12,10 +12,18 @@ protocol PacketConverter {
     /// The format the decoder produces, once a unit has been decoded (AAC: SBR and PS can only
     /// be known that way); nil when the stream's header says it all.
     var decodedFormat: AudioFormat? { get }
+    /// Asked before each unit for memory the decoder may write that unit's samples into (the
+    /// output ring's free space); a converter whose decoder cannot write into caller memory
+    /// ignores it. nil, or a destination too small, means the decoder's own buffer.
+    var destination: (() -> UnsafeMutableBufferPointer<Float>?)? { get set }
 }
 
 extension PacketConverter {
     var decodedFormat: AudioFormat? { nil }
+    var destination: (() -> UnsafeMutableBufferPointer<Float>?)? {
+        get { nil }
+        set {}
+    }
 }
 
 /// Bytes waiting to be converted; used bytes are dropped on the next append.
@@ -48,6 +56,7 @@ struct PendingBytes {
 struct MP3Converter: PacketConverter {
     private var reader = MP3FrameReader()
     private let decoder: MPG123Decoder
+    var destination: (() -> UnsafeMutableBufferPointer<Float>?)?
 
     init() throws { decoder = try MPG123Decoder() }
 
@@ -60,7 +69,7 @@ struct MP3Converter: PacketConverter {
 
     mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
         guard let frame = try reader.next(isComplete: isComplete) else { return false }
-        try decoder.decode(frame: frame.bytes, body)
+        try decoder.decode(frame: frame.bytes, into: destination?(), body)
         return true
     }
 }

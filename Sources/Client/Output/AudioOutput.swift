@@ -103,13 +103,18 @@ public final class WAVFileOutput: AudioOutput {
         case (4, true):
             for x in samples {
                 let v = x.bitPattern
-                scratch += [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)]
+                scratch.append(UInt8(v & 0xFF))
+                scratch.append(UInt8(v >> 8 & 0xFF))
+                scratch.append(UInt8(v >> 16 & 0xFF))
+                scratch.append(UInt8(v >> 24))
             }
         case (3, _):
             for x in samples {
                 // Exact for 24-bit sources: a Float holds 24 significant bits.
                 let v = UInt32(bitPattern: Int32(max(-8_388_608, min(8_388_607, (x * 8_388_608).rounded()))))
-                scratch += [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF)]
+                scratch.append(UInt8(v & 0xFF))
+                scratch.append(UInt8(v >> 8 & 0xFF))
+                scratch.append(UInt8(v >> 16 & 0xFF))
             }
         default:
             for x in samples {

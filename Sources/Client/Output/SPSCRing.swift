@@ -55,7 +55,19 @@ final class SPSCRing: @unchecked Sendable {
     var availableToRead: Int { writeIndex.load(ordering: .acquiring) - readIndex.load(ordering: .relaxed) }
     var availableToWrite: Int { capacity - (writeIndex.load(ordering: .relaxed) - readIndex.load(ordering: .acquiring)) }
 
+    /// Producer: the free slots that lie contiguously at the write position (up to the wrap or
+    /// the read position). A decoder may write samples there and pass them to `write`, which then
+    /// publishes them without copying.
+    func freeSpan() -> UnsafeMutableBufferPointer<Float> {
+        let w = writeIndex.load(ordering: .relaxed)
+        let free = capacity - (w - readIndex.load(ordering: .acquiring))
+        let start = w % capacity
+        guard let base = storage.baseAddress else { return UnsafeMutableBufferPointer(start: nil, count: 0) }
+        return UnsafeMutableBufferPointer(start: base + start, count: min(free, capacity - start))
+    }
+
     /// Producer: copies as many samples as fit (in at most two spans); returns how many.
+    /// Samples that already sit at the write position (decoded into `freeSpan()`) are not copied.
     func write(_ samples: UnsafeBufferPointer<Float>) -> Int {
         let w = writeIndex.load(ordering: .relaxed)
         let free = capacity - (w - readIndex.load(ordering: .acquiring))
@@ -63,8 +75,12 @@ final class SPSCRing: @unchecked Sendable {
         guard n > 0, let source = samples.baseAddress, let target = storage.baseAddress else { return 0 }
         let start = w % capacity
         let first = min(n, capacity - start)
-        (target + start).update(from: source, count: first)
-        if first < n { target.update(from: source + first, count: n - first) }
+        if source != UnsafePointer(target + start) {
+            // update(from:) is memmove: a source inside the free span (part of a frame decoded
+            // there) may overlap the target.
+            (target + start).update(from: source, count: first)
+            if first < n { target.update(from: source + first, count: n - first) }
+        }
         writeIndex.store(w + n, ordering: .sequentiallyConsistent)
         let wanted = consumerWants.load(ordering: .sequentiallyConsistent)
         if wanted > 0 && w + n - readIndex.load(ordering: .acquiring) >= wanted { written.signal() }

@@ -286,6 +286,10 @@ extension Player {
             }
         }
 
+        let ringSpace: () -> UnsafeMutableBufferPointer<Float>? = { ring.freeSpan() }
+        // One input buffer for the whole play: reading from the throttle allocates nothing.
+        var input: [UInt8] = []
+        input.reserveCapacity(64 * 1024)
         while true {
             if commands.withLock({ stopRequested }) {
                 outputLoop.abort()
@@ -309,6 +313,9 @@ extension Player {
                 passThrough = dsp.isBypassed && gain.isIdentity
                 if passThrough { try emit(&pending) }
             }
+            // Passed through and not held back: the decoder writes into the ring's free space,
+            // and pushToRing then only publishes what it wrote.
+            converter.destination = passThrough && holdback.capacity == 0 ? ringSpace : nil
             // Convert every whole unit buffered; keep the samples inside the window.
             while try converter.convertNext(isComplete: streamEnded, { samples in
                 holdback.push(samples, release: keepInWindow)
@@ -323,9 +330,9 @@ extension Player {
             }
             ring.wakeConsumer()
             if position >= keepUntil || streamEnded { break }
-            switch throttle.read(max: 64 * 1024, timeout: 0.05) {
-            case .bytes(let bytes, _):
-                converter.append(bytes)
+            switch throttle.read(into: &input, max: 64 * 1024, timeout: 0.05) {
+            case .filled:
+                converter.append(input)
                 continuation.yield(.buffer(fill: throttle.fill, capacity: throttle.capacity))
             case .end:
                 streamEnded = true

@@ -117,7 +117,9 @@ public final class Player: @unchecked Sendable {
             continuation.finish()
             throw PlaybackError(message: "player: \(error)", exitCode: 1)
         }
-        let ring = SPSCRing(capacity: 1 << 16)
+        // 28 MPEG frames of 1152 stereo samples (every MPEG frame size divides it): whole frames
+        // decoded into the ring end exactly at its wrap, so each one finds contiguous room.
+        let ring = SPSCRing(capacity: 28 * 2304)
         let outputLoop = OutputLoop(output: output, ring: ring, realtime: options.realtime || output.isRealtime,
                                     started: started, isPaused: { [weak self] in self?.isPaused ?? false })
         var failure: PlaybackError?

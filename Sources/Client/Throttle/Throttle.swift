@@ -93,6 +93,29 @@ public final class Throttle: @unchecked Sendable {
 
     /// Takes up to `max` bytes, waiting up to `timeout` seconds for some to arrive.
     public func read(max: Int, timeout: Double = 0.1) -> ReadResult {
+        var bytes: [UInt8] = []
+        switch read(into: &bytes, max: max, timeout: timeout) {
+        case .filled(let offset): return .bytes(bytes, offset: offset)
+        case .end: return .end
+        case .failed(let error): return .failed(error)
+        case .timedOut: return .timedOut
+        }
+    }
+
+    /// Result of `read(into:)`: like `ReadResult`, with the bytes left in the caller's buffer.
+    public enum FillResult {
+        /// The buffer holds bytes starting at stream offset `offset`.
+        case filled(offset: Int)
+        case end
+        case failed(Error)
+        case timedOut
+    }
+
+    /// Replaces `buffer`'s contents with up to `max` bytes, waiting up to `timeout` seconds for
+    /// some to arrive. The decode loop passes the same buffer every time, so reading allocates
+    /// nothing once its capacity is reached.
+    public func read(into buffer: inout [UInt8], max: Int, timeout: Double = 0.1) -> FillResult {
+        buffer.removeAll(keepingCapacity: true)
         condition.lock()
         let deadline = Monotonic.now.adding(seconds: timeout)
         while count == 0 && !ended {
@@ -104,18 +127,14 @@ public final class Throttle: @unchecked Sendable {
             return .timedOut
         }
         let n = min(max, count)
-        var out = [UInt8](repeating: 0, count: n)
         var copied = 0
-        while copied < n {
-            let run = min(n - copied, capacity - head)
-            out.withUnsafeMutableBytes { dst in
-                ring.withUnsafeBytes { src in
-                    guard let to = dst.baseAddress, let from = src.baseAddress else { return }
-                    to.advanced(by: copied).copyMemory(from: from + head, byteCount: run)
-                }
+        ring.withUnsafeBufferPointer { source in
+            while copied < n {
+                let run = min(n - copied, capacity - head)
+                buffer.append(contentsOf: source[head..<(head + run)])
+                copied += run
+                head = (head + run) % capacity
             }
-            copied += run
-            head = (head + run) % capacity
         }
         count -= n
         let offset = readOffset
@@ -124,7 +143,7 @@ public final class Throttle: @unchecked Sendable {
         // multi handle), so a copy called after unlocking could touch freed memory.
         if count < lowWatermark { spaceAvailable?() }
         condition.unlock()
-        return .bytes(out, offset: offset)
+        return .filled(offset: offset)
     }
 
     /// Drops everything buffered and starts a new generation at `offset` (a seek).
