@@ -97,6 +97,7 @@ final class OutputLoop: @unchecked Sendable {
         // The samples are used where they sit in the ring; this buffer (allocated once) only
         // takes a frame that the ring's wrap-around splits.
         let chunk = UnsafeMutableBufferPointer<Float>.allocate(capacity: chunkFrames * format.channels)
+        let wakeAmount = realtime ? chunk.count : max(chunk.count, ring.capacity * 3 / 4)
         chunk.initialize(repeating: 0)
         defer { chunk.deallocate() }
         var fade = Gain(volume: 1)
@@ -122,7 +123,7 @@ final class OutputLoop: @unchecked Sendable {
                 clockStart = nil
                 continue
             }
-            let span = ring.readable(max: chunk.count)
+            let span = ring.readable(max: wakeAmount)
             let inPlace = span.count - span.count % format.channels
             let samples = inPlace > 0 ? UnsafeMutableBufferPointer(rebasing: span[..<inPlace])
                                       : UnsafeMutableBufferPointer(rebasing: chunk[..<ring.read(into: chunk)])
@@ -134,8 +135,10 @@ final class OutputLoop: @unchecked Sendable {
                     underruns += 1
                     starving = true
                 }
-                // A whole chunk per wake-up once playing; the first samples at once (ttfa).
-                ring.waitForData(atLeast: firstAudioMs == nil ? 1 : chunk.count, timeout: 0.01)
+                // The first samples at once (ttfa); then a chunk per wake-up for a sound card,
+                // three quarters of the ring for a file or null output (each wake-up is a futex
+                // call and a context switch on both threads: a sixth of what chunks would cost).
+                ring.waitForData(atLeast: firstAudioMs == nil ? 1 : wakeAmount, timeout: 0.01)
                 continue
             }
             starving = false
