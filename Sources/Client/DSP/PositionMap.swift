@@ -15,7 +15,10 @@ struct PositionMap {
     /// After a block: `output` frames written in all, whose last one is source frame `source`.
     mutating func record(output: Int, source: Double, slope: Double) {
         self.slope = slope
-        guard let last = anchors.last, output > last.output else { return }
+        // Indexed rather than `anchors.last`: the generic accessor allocates a box per call in a
+        // debug build, and this runs once per decoded batch (the allocation test counts it).
+        let last = anchors[anchors.count - 1]
+        guard output > last.output else { return }
         anchors.append((output, max(last.source, source)))
     }
 

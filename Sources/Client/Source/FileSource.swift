@@ -22,6 +22,9 @@ public final class FileSource: ByteSource, @unchecked Sendable {
         var position = offset
         // The player resets the throttle before starting (and before each seek): take its generation.
         var generation = throttle.currentGeneration
+        // One read buffer for the whole play (no allocation per read).
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        defer { chunk.deallocate() }
         while !control.isStopped {
             if let target = control.takeSeek() {
                 position = target
@@ -39,12 +42,12 @@ public final class FileSource: ByteSource, @unchecked Sendable {
                 continue
             }
             do {
-                let chunk = try file.read(at: position, count: min(64 * 1024, room))
-                if chunk.isEmpty {
+                let count = try file.read(at: position, into: UnsafeMutableRawBufferPointer(rebasing: chunk[..<min(chunk.count, room)]))
+                if count == 0 {
                     throttle.finish(generation: generation)
                     continue
                 }
-                let written = chunk.withUnsafeBytes { throttle.write($0, generation: generation) }
+                let written = throttle.write(UnsafeRawBufferPointer(rebasing: chunk[..<count]), generation: generation)
                 position += written
                 control.countBytes(written)
             } catch {

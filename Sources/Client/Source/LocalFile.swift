@@ -46,6 +46,24 @@ public final class LocalFile: RandomAccessBytes, @unchecked Sendable {
 
     deinit { close(fd) }
 
+    /// Reads up to `buffer.count` bytes at `offset` into `buffer` (fewer at the end of the
+    /// file); returns how many. The file source reads into one buffer this way, allocating nothing.
+    public func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(FileError) -> Int {
+        guard offset >= 0, offset < size, let base = buffer.baseAddress else { return 0 }
+        let wanted = min(buffer.count, size - offset)
+        var done = 0
+        while done < wanted {
+            let n = pread(fd, base + done, wanted - done, off_t(offset + done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileError(path: path, call: "pread", errno: errno)
+            }
+            if n == 0 { break }   // the file shrank under us
+            done += n
+        }
+        return done
+    }
+
     public func read(at offset: Int, count: Int) throws -> [UInt8] {
         guard offset >= 0, offset < size, count > 0 else { return [] }
         let wanted = min(count, size - offset)
