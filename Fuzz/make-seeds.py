@@ -185,6 +185,14 @@ def main():
                    b"BYTES=1-2,3-4,5-6,7-8,9-10,11-12,13-14,15-16,17-18"]:
         write(out, "range", size + header)
 
+    # icy: metaint byte, then a listener stream; and frames as the splitter sees them.
+    block = b"StreamTitle='Artist - Title';"
+    block += b"\0" * (-len(block) % 16)
+    write(out, "icy", bytes([15]) + bytes(range(16)) + bytes([len(block) // 16]) + block + bytes(range(16)) + b"\0" + b"x" * 20)
+    write(out, "icy", b"\x00StreamTitle='a';StreamUrl='http://h/';")
+    for path in mp3s[:2] + aacs[:1]:
+        write(out, "icy", b"\x7f" + read(path)[:6000])
+
 
 if __name__ == "__main__":
     main()

@@ -59,6 +59,17 @@ struct Serve: ParsableCommand {
                                valueName: "NAME=PATH"))
     var live: [String] = []
 
+    @Option(help: ArgumentHelp("A radio channel at /radio/NAME playing the library track or folder PATH in real time, in path order or shuffled (repeatable).",
+                               valueName: "NAME=PATH[,shuffle]"))
+    var channel: [String] = []
+
+    @Option(help: ArgumentHelp("KiB a new radio listener gets at once (from a frame boundary).", valueName: "KIB"))
+    var burstKb: Int = 64
+
+    @Option(help: ArgumentHelp("Seconds a radio listener may stay behind the channel's ring (moved forward) before it is closed.",
+                               valueName: "SECONDS"))
+    var listenerLag: Double = 10
+
     @Option(help: ArgumentHelp("Seconds one file's analysis may take (plus 60 s per GiB of file) before its worker is killed and the file skipped.",
                                valueName: "SECONDS"))
     var analyzeTimeout: Double = 10
@@ -80,6 +91,19 @@ extension Serve {
             }
         }
         if !live.isEmpty && !hls { throw ValidationError("--live needs HLS: drop --no-hls") }
+        var names: Set<String> = []
+        for spec in channel {
+            do {
+                let parsed = try ChannelSpec.parse(spec)
+                guard names.insert(parsed.name).inserted else { throw ValidationError("--channel \(parsed.name) given twice") }
+            } catch let error as ChannelSpec.ParseError {
+                throw ValidationError(error.description)
+            }
+        }
+        guard (0...4096).contains(burstKb) else { throw ValidationError("--burst-kb must be 0...4096") }
+        guard listenerLag.isFinite, (0...3600).contains(listenerLag) else {
+            throw ValidationError("--listener-lag must be 0...3600 seconds")
+        }
         guard analyzeTimeout.isFinite, (0.1...3600).contains(analyzeTimeout) else {
             throw ValidationError("--analyze-timeout must be 0.1...3600 seconds")
         }
@@ -118,8 +142,28 @@ extension Serve {
             }
             hlsService = HLSService(catalog: catalog, cacheBytes: hlsCacheMb << 20, live: sources)
         }
+        var radio: RadioService?
+        if !channel.isEmpty {
+            var settings = RadioSettings()
+            settings.burstBytes = burstKb * 1024
+            settings.ringBytes = max(settings.ringBytes, settings.burstBytes * 2)
+            settings.listenerLagSeconds = listenerLag
+            let service = RadioService(settings: settings) { warnLogger.warning("\($0)") }
+            for text in channel {
+                do {
+                    let spec = try ChannelSpec.parse(text)
+                    let (tracks, format) = try ChannelTracks.resolve(spec, catalog: catalog) { warnLogger.warning("\($0)") }
+                    service.addPlaylist(name: spec.name, tracks: tracks, format: format, shuffle: spec.shuffle)
+                    logger.info("channel \(spec.name): \(tracks.count) tracks at /radio/\(spec.name)")
+                } catch {
+                    FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
+                    throw ExitCode(1)
+                }
+            }
+            radio = service
+        }
         let router = Router(resolver: resolver, catalog: catalog, hls: hlsService,
-                            framing: contentLength ? .contentLength : .chunked)
+                            framing: contentLength ? .contentLength : .chunked, radio: radio)
         router.playlistFolder.warn = { warnLogger.warning("\($0)") }
 
         var config = HTTPServerConfiguration()

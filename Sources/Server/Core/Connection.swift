@@ -66,6 +66,11 @@ final class Connection {
         var paceStart: UInt64 = 0
         var paceBodyBytes = 0
         var wakeAt: UInt64?
+        /// The exchange that runs once the head is out (a radio listener or source).
+        var live: (any LiveExchange)?
+        var liveStarted = false
+        /// The live exchange waits for input.
+        var liveWantsInput = false
     }
 
     /// Outcome of trying to write.
@@ -76,6 +81,8 @@ final class Connection {
         case blocked
         /// Pacing: wait until the given time.
         case paced(UInt64)
+        /// The head is out and a live exchange carries on.
+        case live
     }
 
     /// Writes as much of the current response as the socket (and pacing) allows.
@@ -100,6 +107,7 @@ final class Connection {
             out.bytesSent += n
             bytesWritten += n
         }
+        if out.live != nil { return .live }
         while true {
             if out.part == nil {
                 out.part = out.lookahead

@@ -35,6 +35,10 @@ final class EventLoop: @unchecked Sendable {
     let logger: Logger
     let openConnections: ManagedAtomic<Int>
     private var connections: [Int32: Connection] = [:]
+    /// Connections handed to a live exchange (radio listeners and sources): every wake of the
+    /// loop pumps those not waiting for room in their socket.
+    private var liveConnections: [Int32: Connection] = [:]
+    private var waker: LoopWaker { LoopWaker(fd: wakeFD) }
     private var nextGeneration: UInt32 = 1
     private let parser: HTTPRequestParser
     private var listening = true
@@ -85,8 +89,9 @@ final class EventLoop: @unchecked Sendable {
                     listening = false
                 }
                 // Idle connections close now; busy ones (writing, or closing lingeringly) get until the deadline.
+                // Live exchanges (radio) never end by themselves: they close at once too.
                 for connection in Array(connections.values)
-                where connection.outgoing == nil && connection.lingerDeadline == nil {
+                where (connection.outgoing == nil || connection.outgoing?.liveStarted == true) && connection.lingerDeadline == nil {
                     closeConnection(connection)
                 }
                 if connections.isEmpty || now >= drainDeadline.load(ordering: .relaxed) {
@@ -108,6 +113,7 @@ final class EventLoop: @unchecked Sendable {
                 let token = event.data.u64
                 if token == Self.wakeToken {
                     Epoll.drain(eventFD: wakeFD)
+                    pumpLiveConnections()
                 } else if token == Self.listenToken {
                     acceptAll()
                 } else {
@@ -203,6 +209,11 @@ final class EventLoop: @unchecked Sendable {
             closeConnection(connection)
             return
         }
+        if connection.outgoing?.liveStarted == true {
+            runLive(connection, now: monotonicNanos(), readable: event & Epoll.readable != 0)
+            if isOpen(connection) { updateInterest(connection) }
+            return
+        }
         if event & Epoll.readable != 0 {
             readAvailable(connection)
             if !isOpen(connection) { return }
@@ -253,6 +264,9 @@ final class EventLoop: @unchecked Sendable {
         var events: UInt32 = 0
         if connection.lingerDeadline != nil {
             events = Epoll.readable
+        } else if let out = connection.outgoing, out.liveStarted {
+            if out.liveWantsInput { events |= Epoll.readable }
+            if connection.writeBlocked { events |= Epoll.writable }
         } else {
             if !connection.peerClosed && connection.readBuffer.count < maxReadBuffer { events |= Epoll.readable }
             if connection.writeBlocked { events |= Epoll.writable }
@@ -285,6 +299,10 @@ final class EventLoop: @unchecked Sendable {
             case .paced(let wake):
                 connection.writeBlocked = false
                 connection.outgoing?.wakeAt = wake
+                return
+            case .live:
+                connection.writeBlocked = false
+                runLive(connection, now: now)
                 return
             case .finished:
                 connection.writeBlocked = false
@@ -365,7 +383,14 @@ final class EventLoop: @unchecked Sendable {
         connection.readBuffer.removeFirst(consumed)
         connection.headDeadline = connection.readBuffer.isEmpty ? nil : now + settings.headTimeout
         var response = handler(request)
-        if request.method == "HEAD" { response.body = nil }
+        if request.hasBody && !response.takesRequestBody {
+            // Only a radio source reads a body; refused here, the body is dropped by the lingering close.
+            response = HTTPResponse.error(413, Self.message(for: .bodyNotAllowed), close: true)
+        }
+        if request.method == "HEAD" {
+            response.body = nil
+            response.live = nil
+        }
         begin(response, for: request, on: connection, now: now)
         return true
     }
@@ -380,7 +405,61 @@ final class EventLoop: @unchecked Sendable {
         connection.outgoing = Connection.Outgoing(
             head: response.head(keepAlive: keepAlive, date: currentDate()), body: response.body,
             keepAlive: keepAlive, method: request?.method ?? "-", target: request?.target ?? "-",
-            status: response.status, started: now, pace: response.pacingBytesPerSecond)
+            status: response.status, started: now, pace: response.pacingBytesPerSecond, live: response.live)
+    }
+
+    // MARK: Live exchanges
+
+    /// Starts (once) and pumps the live exchange of a connection whose head is out.
+    private func runLive(_ connection: Connection, now: UInt64, readable: Bool = false) {
+        guard let live = connection.outgoing?.live else { return }
+        if connection.outgoing?.liveStarted == false {
+            connection.outgoing?.liveStarted = true
+            liveConnections[connection.fd] = connection
+            // Idle and head timers do not apply to a live exchange; it keeps its own.
+            connection.headDeadline = nil
+            connection.idleDeadline = nil
+            let leftover = connection.readBuffer
+            connection.readBuffer = []
+            live.start(waker: waker, leftover: leftover, now: now)
+        }
+        var written = 0
+        let step = live.pump(fd: connection.fd, now: now, readable: readable, written: &written)
+        if written > 0 {
+            connection.bytesWritten += written
+            connection.outgoing?.bytesSent += written
+        }
+        switch step {
+        case .wait(let readable, let writable, let wakeAt):
+            connection.outgoing?.liveWantsInput = readable
+            connection.writeBlocked = writable
+            connection.outgoing?.wakeAt = wakeAt
+        case .finished:
+            if let done = connection.outgoing { logAccess(connection, done, now: now) }
+            stopLive(connection)
+            connection.outgoing = nil
+            connection.writeBlocked = false
+            closeAfterResponse(connection, now: now)
+        case .failed:
+            if let done = connection.outgoing { logAccess(connection, done, now: now) }
+            closeConnection(connection, reset: true)
+        }
+    }
+
+    /// A loop wake: channels published or a source feed has room. Connections waiting for room
+    /// in their socket are left to EPOLLOUT.
+    private func pumpLiveConnections() {
+        guard !liveConnections.isEmpty else { return }
+        let now = monotonicNanos()
+        for connection in Array(liveConnections.values) where !connection.writeBlocked && isOpen(connection) {
+            runLive(connection, now: now)
+            if isOpen(connection) { updateInterest(connection) }
+        }
+    }
+
+    private func stopLive(_ connection: Connection) {
+        guard liveConnections.removeValue(forKey: connection.fd) != nil else { return }
+        connection.outgoing?.live?.stop()
     }
 
     static func message(for error: HTTPParseError) -> String {
@@ -451,6 +530,11 @@ final class EventLoop: @unchecked Sendable {
         for connection in Array(connections.values) {
             if connection.outgoing != nil {
                 checkDelivery(connection, now: now)
+                // A live exchange stuck on a full socket still has deadlines (radio lag).
+                if isOpen(connection), connection.writeBlocked, connection.outgoing?.liveStarted == true {
+                    runLive(connection, now: now)
+                    if isOpen(connection) { updateInterest(connection) }
+                }
                 continue
             }
             if let deadline = connection.lingerDeadline {
@@ -518,6 +602,7 @@ final class EventLoop: @unchecked Sendable {
     /// queued for the client.
     private func closeConnection(_ connection: Connection, reset: Bool = false) {
         guard connections[connection.fd] === connection else { return }
+        stopLive(connection)
         connections[connection.fd] = nil
         Epoll.remove(epfd, fd: connection.fd)
         if reset {

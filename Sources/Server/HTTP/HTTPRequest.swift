@@ -1,4 +1,14 @@
-/// One parsed HTTP/1.x request head (the server never reads request bodies: GET/HEAD only).
+/// How a request's body is delimited (RFC 9112 section 6.3).
+public enum RequestBodyFraming: Sendable, Equatable {
+    case none
+    /// `Content-Length`; values past `Int.max` saturate (they are refused anyway).
+    case length(Int)
+    /// `Transfer-Encoding: chunked`.
+    case chunked
+}
+
+/// One parsed HTTP/1.x request head. Only a radio source reads a body; any other request that
+/// has one is answered 413.
 public struct HTTPRequest: Sendable, Equatable {
     public var method: String
     /// The request target in origin form (path and optional query, still percent-encoded); an
@@ -11,19 +21,25 @@ public struct HTTPRequest: Sendable, Equatable {
     public var headers: [(name: String, value: String)]
     /// The `host[:port]` of an absolute-form target, which RFC 9112 section 3.2.2 puts before Host.
     public var authority: String?
+    /// The body's framing, from Content-Length and Transfer-Encoding.
+    public var bodyFraming: RequestBodyFraming
 
     public init(method: String, target: String, minorVersion: Int, headers: [(name: String, value: String)],
-                authority: String? = nil) {
+                authority: String? = nil, bodyFraming: RequestBodyFraming = .none) {
         self.method = method
         self.target = target
         self.minorVersion = minorVersion
         self.headers = headers
         self.authority = authority
+        self.bodyFraming = bodyFraming
     }
+
+    /// Whether a body follows the head.
+    public var hasBody: Bool { bodyFraming != .none }
 
     public static func == (lhs: HTTPRequest, rhs: HTTPRequest) -> Bool {
         lhs.method == rhs.method && lhs.target == rhs.target && lhs.minorVersion == rhs.minorVersion
-            && lhs.authority == rhs.authority
+            && lhs.authority == rhs.authority && lhs.bodyFraming == rhs.bodyFraming
             && lhs.headers.elementsEqual(rhs.headers) { $0.name == $1.name && $0.value == $1.value }
     }
 

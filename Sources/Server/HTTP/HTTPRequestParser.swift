@@ -20,7 +20,8 @@ public enum HTTPParseError: Error, Equatable, Sendable {
     case headersTooLarge
     /// A version other than HTTP/1.0 or 1.1 (505).
     case versionNotSupported
-    /// A request with a body (Content-Length > 0 or Transfer-Encoding), which GET/HEAD do not have (413 keeps it simple).
+    /// A body the server does not take: any but a radio source's, or a transfer coding other
+    /// than chunked (413 keeps it simple).
     case bodyNotAllowed
 
     /// The HTTP status code to answer with.
@@ -80,16 +81,17 @@ public struct HTTPRequestParser: Sendable {
             index = end.next
             if index - headerStart > limits.maxHeaderBytes { throw .headersTooLarge }
         }
-        let request = HTTPRequest(method: method, target: target.path, minorVersion: minor, headers: headers,
+        var request = HTTPRequest(method: method, target: target.path, minorVersion: minor, headers: headers,
                                   authority: target.authority)
-        try Self.checkFraming(request)
+        request.bodyFraming = try Self.checkFraming(request)
         try Self.checkHost(request)
         return (request, index - bytes.startIndex)
     }
 
     /// RFC 9112 section 6: every Content-Length value is digits and all agree; Transfer-Encoding
-    /// never comes with it (request smuggling). A body of either kind is refused: GET and HEAD have none.
-    static func checkFraming(_ request: HTTPRequest) throws(HTTPParseError) {
+    /// never comes with it (request smuggling), and its only coding taken is `chunked`. Whether
+    /// the body is wanted is the server's decision (only a radio source's is).
+    static func checkFraming(_ request: HTTPRequest) throws(HTTPParseError) -> RequestBodyFraming {
         let lengths = request.headerValues("Content-Length")
         let hasTransferEncoding = !request.headerValues("Transfer-Encoding").isEmpty
         if !lengths.isEmpty {
@@ -107,9 +109,19 @@ public struct HTTPRequestParser: Sendable {
                     seen = digits
                 }
             }
-            if seen?.isEmpty == false { throw .bodyNotAllowed }
+            guard let digits = seen, !digits.isEmpty else { return .none }
+            // More than 18 digits cannot be an Int: saturate, a body that size is refused anyway.
+            return .length(digits.count > 18 ? Int.max : Int(digits) ?? Int.max)
         }
-        if hasTransferEncoding { throw .bodyNotAllowed }
+        if hasTransferEncoding {
+            let codings = request.headerValues("Transfer-Encoding")
+                .flatMap { $0.split(separator: ",") }
+                .map { $0.trimmingCharacters(in: " \t").lowercased() }
+                .filter { !$0.isEmpty }
+            guard codings == ["chunked"] else { throw .bodyNotAllowed }
+            return .chunked
+        }
+        return .none
     }
 
     /// RFC 9112 section 3.2: exactly one Host in HTTP/1.1, at most one in 1.0, and a valid value.

@@ -122,6 +122,12 @@ public struct HTTPResponse: Sendable {
     /// Say `Connection: keep-alive` when the connection stays open: an HTTP/1.0 client assumes
     /// a close otherwise and would wait for it (RFC 9112 section 9.3).
     public var announceKeepAlive = false
+    /// An exchange that takes the connection over after the head (radio listeners and sources);
+    /// it replaces `body`.
+    public var live: (any LiveExchange)?
+    /// The exchange reads the request's body (a radio source); any other request with a body is
+    /// refused with 413.
+    public var takesRequestBody = false
 
     public init(status: Int, headers: [(String, String)] = [], body: (any ResponseBody)? = nil) {
         self.status = status

@@ -1,3 +1,4 @@
+import Foundation
 import StreamShared
 
 /// Maps requests to responses: the HTTP contract of streamd (docs/DESIGN.md).
@@ -12,8 +13,13 @@ public final class Router: Sendable {
     let playlists: PlaylistRoutes
     /// The playlist files found in the music folder (its `warn` logs dropped entries).
     public var playlistFolder: PlaylistFolder { playlists.folder }
+    /// The radio channels; nil when none is configured.
+    public let radio: RadioService?
+    /// Wall-clock start, for the Icecast status page.
+    let startedWall = Int(Date().timeIntervalSince1970)
 
-    public init(resolver: PathResolver, catalog: Catalog, hls: HLSService? = nil, framing: WholeFileFraming = .chunked) {
+    public init(resolver: PathResolver, catalog: Catalog, hls: HLSService? = nil, framing: WholeFileFraming = .chunked,
+                radio: RadioService? = nil) {
         self.resolver = resolver
         self.catalog = catalog
         self.hls = hls
@@ -25,6 +31,7 @@ public final class Router: Sendable {
                               duration: $0.analysis.durationSeconds)
             }
         })
+        self.radio = radio
     }
 
     /// The methods streamd serves, as the Allow header lists them.
@@ -85,6 +92,18 @@ public final class Router: Sendable {
         }
         if let hls, path.hasPrefix("/live/") {
             return hls.live(request, rest: path.dropFirst("/live/".count))
+        }
+        if let radio {
+            if path.hasPrefix("/radio/") {
+                return radio.listen(request, name: path.dropFirst("/radio/".count))
+            }
+            if path == "/api/channels" {
+                return .json(RadioStatus.channelsJSON(radio.allChannels()), for: request)
+            }
+            if path == "/status-json.xsl" {
+                let host = request.authority ?? request.header("Host") ?? "127.0.0.1"
+                return .json(RadioStatus.icecastJSON(radio.allChannels(), host: host, serverStart: startedWall), for: request)
+            }
         }
         return .error(404, "not found")
     }

@@ -1,0 +1,217 @@
+import Atomics
+import Foundation
+import StreamShared
+
+/// What a channel's stream is: the frame format and what its listeners are told about it.
+public struct ChannelFormat: Sendable, Equatable {
+    public var codec: AudioFrameSplitter.Codec
+    public var sampleRate: Int
+    public var channels: Int
+    /// Nominal bitrate in kbit/s (the first frames' for VBR).
+    public var kbps: Int
+
+    public var contentType: String { codec == .mpeg ? "audio/mpeg" : "audio/aac" }
+}
+
+/// The station facts a listener sees in icy-* headers (a source's ice-* headers set them).
+public struct StationInfo: Sendable, Equatable {
+    public var name: String
+    public var genre: String?
+    public var url: String?
+    public var description: String?
+}
+
+/// One radio channel: the shared ring of its recent stream, the facts about it, its counters.
+/// One producer publishes (a playlist or a live source); listeners on every event loop follow
+/// the published chunks by reference. The lock guards the ring and the facts, never a write to
+/// a socket.
+public final class RadioChannel: @unchecked Sendable {
+    // @unchecked: mutable state is behind `lock` or atomic.
+    public let name: String
+    /// Bytes of recent stream kept: the burst comes from here, and a listener further behind
+    /// than this is moved forward.
+    public let ringCapacity: Int
+    private let lock = NSLock()
+    private var ring: [RadioChunk] = []
+    private var ringBytes = 0
+    private var newest: RadioChunk
+    private var wakers: Set<LoopWaker> = []
+    private var titleBlock: ICYBlock
+    private var _format: ChannelFormat?
+    private var _station: StationInfo
+    private var _sourceConnected = false
+    /// Stream offset of the oldest byte still in the ring: a listener before it has fallen behind.
+    let oldestOffset = ManagedAtomic<Int>(0)
+    let ended = ManagedAtomic<Bool>(false)
+    let listeners = ManagedAtomic<Int>(0)
+    let listenerPeak = ManagedAtomic<Int>(0)
+    let bytesOut = ManagedAtomic<Int>(0)
+    let skips = ManagedAtomic<Int>(0)
+    let connectionsServed = ManagedAtomic<Int>(0)
+    /// When the stream started (monotonic ns), for uptime in the status pages.
+    public let createdAt: UInt64
+    /// Wall-clock seconds since the epoch at creation (Icecast's stream_start).
+    public let createdWall: Int
+
+    public init(name: String, ringCapacity: Int = 512 * 1024, format: ChannelFormat? = nil,
+                station: StationInfo? = nil, now: UInt64? = nil) {
+        let now = now ?? monotonicNanos()
+        self.name = name
+        self.ringCapacity = max(16 * 1024, ringCapacity)
+        titleBlock = ICYBlock(title: "")
+        newest = RadioChunk(start: 0, bytes: [], frameStarts: [], title: titleBlock, publishedAt: now)
+        _format = format
+        _station = station ?? StationInfo(name: name)
+        createdAt = now
+        createdWall = Int(Date().timeIntervalSince1970)
+    }
+
+    // MARK: Producer side
+
+    /// Publishes whole frames (`frameStarts` are their offsets in `bytes`) with the current title
+    /// and wakes the loops that have listeners here.
+    func publish(_ bytes: ArraySlice<UInt8>, frameStarts: [Int32], now: UInt64 = monotonicNanos()) {
+        guard !bytes.isEmpty else { return }
+        lock.lock()
+        let chunk = RadioChunk(start: newest.end, bytes: bytes, frameStarts: frameStarts, title: titleBlock, publishedAt: now)
+        _ = newest.next.storeIfNilThenLoad(chunk)
+        newest = chunk
+        ring.append(chunk)
+        ringBytes += chunk.count
+        // Keep at least the newest chunk; drop from the front while the rest still fills the ring.
+        var drop = 0
+        while ring.count - drop > 1, ringBytes - ring[drop].count >= ringCapacity {
+            ringBytes -= ring[drop].count
+            drop += 1
+        }
+        if drop > 0 { ring.removeFirst(drop) }
+        oldestOffset.store(ring.first?.start ?? chunk.start, ordering: .releasing)
+        let toWake = wakers
+        lock.unlock()
+        for waker in toWake { waker.wake() }
+    }
+
+    /// Sets the title announced from the next published chunk on.
+    public func setTitle(_ title: String) {
+        let block = ICYBlock(title: title)
+        lock.lock()
+        titleBlock = block
+        lock.unlock()
+    }
+
+    func setFormat(_ format: ChannelFormat?) {
+        lock.lock()
+        _format = format
+        lock.unlock()
+    }
+
+    func setStation(_ station: StationInfo) {
+        lock.lock()
+        _station = station
+        lock.unlock()
+    }
+
+    func setSourceConnected(_ connected: Bool) {
+        lock.lock()
+        _sourceConnected = connected
+        lock.unlock()
+    }
+
+    /// Ends the stream: listeners get what is left, then their connection closes.
+    func end() {
+        ended.store(true, ordering: .releasing)
+        wakeListeners()
+    }
+
+    func wakeListeners() {
+        lock.lock()
+        let toWake = wakers
+        lock.unlock()
+        for waker in toWake { waker.wake() }
+    }
+
+    // MARK: Listener side
+
+    /// Where a new listener starts: the first frame boundary at or after `burst` bytes before
+    /// the live edge (the oldest frame in the ring when it holds less).
+    func joinPoint(burst: Int) -> (chunk: RadioChunk, offset: Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        let target = max(ring.first?.start ?? newest.start, newest.end - max(0, burst))
+        for chunk in ring.reversed() where chunk.start <= target {
+            return (chunk, chunk.frameBoundary(atOrAfter: target - chunk.start))
+        }
+        return (newest, newest.count)
+    }
+
+    /// The newest chunk, whose start is the current frame boundary.
+    func liveEdge() -> RadioChunk {
+        lock.lock()
+        defer { lock.unlock() }
+        return newest
+    }
+
+    /// Loops with listeners here are woken at every publish.
+    func register(_ waker: LoopWaker) {
+        lock.lock()
+        wakers.insert(waker)
+        lock.unlock()
+    }
+
+    func listenerJoined() {
+        connectionsServed.wrappingIncrement(ordering: .relaxed)
+        let count = listeners.wrappingIncrementThenLoad(ordering: .relaxed)
+        var peak = listenerPeak.load(ordering: .relaxed)
+        while count > peak {
+            let (exchanged, original) = listenerPeak.compareExchange(expected: peak, desired: count, ordering: .relaxed)
+            if exchanged { break }
+            peak = original
+        }
+    }
+
+    func listenerLeft() {
+        listeners.wrappingDecrement(ordering: .relaxed)
+    }
+
+    // MARK: Facts
+
+    /// A consistent snapshot of what the status pages show.
+    public struct Snapshot: Sendable {
+        public var name: String
+        public var format: ChannelFormat?
+        public var station: StationInfo
+        public var title: String
+        public var sourceConnected: Bool
+        public var listeners: Int
+        public var listenerPeak: Int
+        public var bytesOut: Int
+        public var skips: Int
+        public var streamBytes: Int
+        public var ended: Bool
+        public var createdWall: Int
+    }
+
+    public func snapshot() -> Snapshot {
+        lock.lock()
+        defer { lock.unlock() }
+        return Snapshot(name: name, format: _format, station: _station, title: titleBlock.title,
+                        sourceConnected: _sourceConnected, listeners: listeners.load(ordering: .relaxed),
+                        listenerPeak: listenerPeak.load(ordering: .relaxed), bytesOut: bytesOut.load(ordering: .relaxed),
+                        skips: skips.load(ordering: .relaxed), streamBytes: newest.end,
+                        ended: ended.load(ordering: .relaxed), createdWall: createdWall)
+    }
+
+    public var format: ChannelFormat? {
+        lock.lock()
+        defer { lock.unlock() }
+        return _format
+    }
+
+    /// Names are letters, digits, '-', '_' and '.', at most 64 (they are a URL path component).
+    public static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 64 && name.first != "." && name.utf8.allSatisfy {
+            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A)
+                || $0 == 0x2D || $0 == 0x5F || $0 == 0x2E
+        }
+    }
+}

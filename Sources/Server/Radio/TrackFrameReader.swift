@@ -1,0 +1,99 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import StreamShared
+
+/// One track of a channel: a library file the catalog analyzed, its audio span and its title.
+public struct ChannelTrack: Sendable, Equatable {
+    public var path: String
+    /// "Artist - Title" (or the title, or the file name).
+    public var title: String
+    public var codec: AudioFrameSplitter.Codec
+    public var sampleRate: Int
+    public var channels: Int
+    public var kbps: Int
+    /// The audio frames lie in `audioStart..<audioEnd` (tags outside).
+    public var audioStart: Int
+    public var audioEnd: Int
+}
+
+/// Reads a track's frames in order, block by block (pread), for a channel's producer. The file
+/// was analyzed by a worker process first, so this parses bytes a worker survived.
+struct TrackFrameReader {
+    let track: ChannelTrack
+    private let file: OpenFile
+    private var splitter: AudioFrameSplitter
+    private var buffer: [UInt8] = []
+    private var head = 0
+    /// File offset of `buffer[0]`.
+    private var bufferOffset: Int
+    private var fileOffset: Int
+    static let blockSize = 64 * 1024
+
+    init(track: ChannelTrack) throws {
+        self.track = track
+        file = try OpenFile(path: track.path)
+        splitter = AudioFrameSplitter(codec: track.codec)
+        bufferOffset = track.audioStart
+        fileOffset = track.audioStart
+    }
+
+    private var end: Int { min(track.audioEnd, file.size) }
+
+    /// The next audio frame's bytes and facts, or nil at the end of the track. Throws
+    /// `SystemError` on a read error and `FormatError` when the audio cannot be followed.
+    mutating func next() throws -> (bytes: ArraySlice<UInt8>, frame: AudioFrameSplitter.Frame)? {
+        while true {
+            let isComplete = fileOffset >= end
+            let available = buffer[head...]
+            if available.isEmpty && isComplete { return nil }
+            switch try splitter.next(in: available, isComplete: isComplete) {
+            case .frame(let frame):
+                guard frame.length <= available.count else {
+                    if isComplete { return nil }
+                    try refill()
+                    continue
+                }
+                let bytes = buffer[head..<(head + frame.length)]
+                head += frame.length
+                return (bytes, frame)
+            case .skip(let count):
+                if count <= available.count {
+                    head += count
+                } else {
+                    // A tag longer than what is buffered: jump over it in the file.
+                    let skipTo = bufferOffset + head + count
+                    buffer = []
+                    head = 0
+                    bufferOffset = min(skipTo, end)
+                    fileOffset = bufferOffset
+                }
+            case .needMore:
+                if isComplete { return nil }
+                try refill()
+            }
+        }
+    }
+
+    /// Drops the consumed bytes and reads the next block.
+    private mutating func refill() throws {
+        if head > 0 {
+            buffer.removeFirst(head)
+            bufferOffset += head
+            head = 0
+        }
+        let want = min(Self.blockSize, end - fileOffset)
+        guard want > 0 else { return }
+        let start = buffer.count
+        buffer += [UInt8](repeating: 0, count: want)
+        let offset = fileOffset
+        let n = buffer.withUnsafeMutableBytes { raw -> Int in
+            guard let base = raw.baseAddress else { return 0 }
+            return pread(file.fd, base + start, want, off_t(offset))
+        }
+        if n < 0 { throw SystemError(call: "pread", errno: errno) }
+        buffer.removeLast(want - n)
+        fileOffset += n
+        if n == 0 { fileOffset = end }   // the file shrank: treat as its end
+    }
+}
