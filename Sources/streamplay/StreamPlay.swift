@@ -1,88 +1,76 @@
-import ArgumentParser
 import Glibc
 import StreamClient
 import StreamShared
 
 /// streamplay: plays (and describes) an audio stream.
 @main
-struct StreamPlay: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "streamplay",
-        abstract: "Stream and play audio from a streamd server, any HTTP server, or a local file.")
-
-    @Argument(help: "URL or local path of the track.")
-    var source: String
-
-    @Flag(help: "Print what the track is (container, codec, duration, tags) as one JSON object and exit.")
+struct StreamPlay {
+    var source = ""
     var info = false
-
-    @Option(help: "alsa[:DEVICE], wav:PATH or null.")
-    var output: String = "alsa"
-
-    @Option(help: "Start position in seconds.")
+    var output = "alsa"
     var start: Double = 0
-
-    @Option(help: "Play at most this many seconds.")
     var duration: Double?
-
-    @Option(help: "Volume, 0...2.")
     var volume: Float = 1
-
-    @Option(help: "Playback rate 0.1...16, pitch kept.")
     var rate: Double = 1
-
-    @Option(parsing: .unconditional, help: "Pitch shift in semitones, -12...12, tempo kept.")
     var pitch: Double = 0
-
-    @Option(help: "Equalizer: a preset (flat, bass, treble, loudness, vocal, speech, rock, pop, jazz, classical) or bands like 31:+3,1k:-2,hs8k:+2:0.7,preamp:-3.")
     var eq: String?
-
-    @Option(help: "Resample to this rate (Hz) when the track's differs, e.g. the sound card's.")
     var outputRate: Int?
-
-    @Option(help: ArgumentHelp("Time-stretch engine: wsola or sonic.", visibility: .hidden))
-    var stretchEngine: String = "wsola"
-
-    @Option(help: "Throttle buffer size in bytes.")
-    var bufferBytes: Int = 1 << 20
-
-    @Flag(help: "Pace wav: and null outputs to real time.")
+    var stretchEngine = "wsola"
+    var bufferBytes = 1 << 20
     var realtime = false
-
-    @Flag(help: "Print a JSON object of playback statistics as the last stdout line.")
     var stats = false
-
-    @Flag(help: "Component-tagged diagnostics on stderr.")
     var verbose = false
-
-    @Option(help: "Give up after this many seconds without receiving data.")
     var retryFor: Double = 30
-
-    @Option(help: "Treat a transfer that stalls this many seconds as dropped and reconnect.")
     var stallTimeout: Double = 10
-
-    @Option(help: "HLS: play the master playlist's variant with the highest BANDWIDTH at or below this many bits per second.")
     var maxBitrate: Int?
+
+    /// The command line: every option with its help, in the order `--help` lists them.
+    static var commandLine: CommandLineParser<StreamPlay> { CommandLineParser(
+        name: "streamplay",
+        overview: "Stream and play audio from a streamd server, any HTTP server, or a local file.",
+        argumentName: "source", argumentHelp: "URL or local path of the track.",
+        options: [
+            .flag("info", help: "Print what the track is (container, codec, duration, tags) as one JSON object and exit.", \.info),
+            .value("output", help: "alsa[:DEVICE], wav:PATH or null.", \.output, defaults: StreamPlay()),
+            .value("start", help: "Start position in seconds.", \.start, defaults: StreamPlay()),
+            .optional("duration", help: "Play at most this many seconds.", \.duration),
+            .value("volume", help: "Volume, 0...2.", \.volume, defaults: StreamPlay()),
+            .value("rate", help: "Playback rate 0.1...16, pitch kept.", \.rate, defaults: StreamPlay()),
+            .value("pitch", help: "Pitch shift in semitones, -12...12, tempo kept.", \.pitch, unconditional: true,
+                   defaults: StreamPlay()),
+            .optional("eq", help: "Equalizer: a preset (flat, bass, treble, loudness, vocal, speech, rock, pop, jazz, classical) or bands like 31:+3,1k:-2,hs8k:+2:0.7,preamp:-3.", \.eq),
+            .optional("output-rate", help: "Resample to this rate (Hz) when the track's differs, e.g. the sound card's.", \.outputRate),
+            .value("stretch-engine", help: "Time-stretch engine: wsola or sonic.", \.stretchEngine, hidden: true, defaults: StreamPlay()),
+            .value("buffer-bytes", help: "Throttle buffer size in bytes.", \.bufferBytes, defaults: StreamPlay()),
+            .flag("realtime", help: "Pace wav: and null outputs to real time.", \.realtime),
+            .flag("stats", help: "Print a JSON object of playback statistics as the last stdout line.", \.stats),
+            .flag("verbose", help: "Component-tagged diagnostics on stderr.", \.verbose),
+            .value("retry-for", help: "Give up after this many seconds without receiving data.", \.retryFor, defaults: StreamPlay()),
+            .value("stall-timeout", help: "Treat a transfer that stalls this many seconds as dropped and reconnect.",
+                   \.stallTimeout, defaults: StreamPlay()),
+            .optional("max-bitrate", help: "HLS: play the master playlist's variant with the highest BANDWIDTH at or below this many bits per second.", \.maxBitrate),
+        ],
+        setArgument: { command, source in command.source = source }) }
 }
 
 extension StreamPlay {
     func validate() throws {
-        guard (0...2).contains(volume) else { throw ValidationError("--volume must be within 0...2") }
+        guard (0...2).contains(volume) else { throw UsageError("--volume must be within 0...2") }
         // Times become sample and frame counts: a week bounds them as it bounds a file's own times.
         let week = InputLimits.maxDurationSeconds
-        guard (0...week).contains(start) else { throw ValidationError("--start must be within 0...\(Int(week)) seconds") }
+        guard (0...week).contains(start) else { throw UsageError("--start must be within 0...\(Int(week)) seconds") }
         if let duration, !(duration > 0 && duration <= week) {
-            throw ValidationError("--duration must be positive and at most \(Int(week)) seconds")
+            throw UsageError("--duration must be positive and at most \(Int(week)) seconds")
         }
-        guard retryFor >= 0, retryFor <= week else { throw ValidationError("--retry-for must be within 0...\(Int(week)) seconds") }
-        guard stallTimeout > 0, stallTimeout <= 86_400 else { throw ValidationError("--stall-timeout must be within 0...86400 seconds") }
-        guard bufferBytes >= 65_536 else { throw ValidationError("--buffer-bytes must be at least 65536") }
-        if let maxBitrate, maxBitrate <= 0 { throw ValidationError("--max-bitrate must be positive") }
-        guard (0.1...16).contains(rate) else { throw ValidationError("--rate must be within 0.1...16") }
-        guard (-12...12).contains(pitch) else { throw ValidationError("--pitch must be within -12...12 semitones") }
-        if let eq { do { _ = try EQSettings.parse(eq) } catch { throw ValidationError(error.description) } }
-        if let outputRate, !(8_000...384_000).contains(outputRate) { throw ValidationError("--output-rate must be within 8000...384000") }
-        guard TimePitch.Engine(rawValue: stretchEngine) != nil else { throw ValidationError("--stretch-engine must be wsola or sonic") }
+        guard retryFor >= 0, retryFor <= week else { throw UsageError("--retry-for must be within 0...\(Int(week)) seconds") }
+        guard stallTimeout > 0, stallTimeout <= 86_400 else { throw UsageError("--stall-timeout must be within 0...86400 seconds") }
+        guard bufferBytes >= 65_536 else { throw UsageError("--buffer-bytes must be at least 65536") }
+        if let maxBitrate, maxBitrate <= 0 { throw UsageError("--max-bitrate must be positive") }
+        guard (0.1...16).contains(rate) else { throw UsageError("--rate must be within 0.1...16") }
+        guard (-12...12).contains(pitch) else { throw UsageError("--pitch must be within -12...12 semitones") }
+        if let eq { do { _ = try EQSettings.parse(eq) } catch { throw UsageError(error.description) } }
+        if let outputRate, !(8_000...384_000).contains(outputRate) { throw UsageError("--output-rate must be within 8000...384000") }
+        guard TimePitch.Engine(rawValue: stretchEngine) != nil else { throw UsageError("--stretch-engine must be wsola or sonic") }
     }
 
     func run() throws {
@@ -95,7 +83,7 @@ extension StreamPlay {
         } else if output == "alsa" || output.hasPrefix("alsa:") {
             sink = ALSAOutput(device: output.hasPrefix("alsa:") ? String(output.dropFirst(5)) : "default")
         } else {
-            throw ValidationError("--output must be alsa[:DEVICE], wav:PATH or null")
+            throw UsageError("--output must be alsa[:DEVICE], wav:PATH or null")
         }
         var options = PlayerOptions()
         options.start = start
@@ -157,16 +145,25 @@ extension StreamPlay {
         }
     }
 
-    /// ArgumentParser's own entry point exits 64 on a usage error; DESIGN.md promises 2.
+    /// Parses, validates and runs; a usage error exits 2 (DESIGN.md), any other failure 1.
     static func main() {
         do {
-            var command = try parseAsRoot()
-            try command.run()
-        } catch {
-            if exitCode(for: error) == .validationFailure {
-                fail(fullMessage(for: error), code: 2)
+            switch try commandLine.parse(Array(CommandLine.arguments.dropFirst()), into: StreamPlay()) {
+            case .help:
+                print(commandLine.help)
+            case .run(let command):
+                try command.validate()
+                try command.run()
             }
-            exit(withError: error)
+        } catch let error as UsageError {
+            if error.description.hasPrefix("Missing expected argument") {
+                fail("Error: \(error)\n\n" + commandLine.help, code: 2)
+            }
+            let help = error.optionHelp.map { "\nHelp:  \($0)" } ?? ""
+            fail("Error: \(error)\(help)\nUsage: \(commandLine.usage)\n  See '\(commandLine.name) --help' for more information.",
+                 code: 2)
+        } catch {
+            fail("Error: \(error)", code: 1)
         }
     }
 
