@@ -192,6 +192,8 @@ def main():
     write(out, "icy", b"\x00StreamTitle='a';StreamUrl='http://h/';")
     for path in mp3s[:2] + aacs[:1]:
         write(out, "icy", b"\x7f" + read(path)[:6000])
+    write(out, "icy", b"\x02c291cmNlOmhhY2ttZQ==")
+    write(out, "icy", b"\x03" + b"5\r\nhello\r\n1;ext=1\r\n \r\nA\r\n0123456789\r\n0\r\nTrailer: x\r\n\r\n")
 
 
 if __name__ == "__main__":

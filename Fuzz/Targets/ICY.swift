@@ -1,8 +1,11 @@
+import StreamServer
 import StreamShared
 
-/// ICY metadata and the radio frame splitter. The first byte picks the metaint (1...256) of an
-/// ICY demux over the rest, every metadata block of which is decoded; then the same bytes go
-/// through the MPEG and ADTS frame splitters, which must only ever move forward.
+/// Radio parsers: ICY metadata, the frame splitter, and what a live source's request carries
+/// (Basic credentials, a chunked body). The first byte picks the metaint (1...256) of an ICY
+/// demux over the rest, every metadata block of which is decoded; then the same bytes go through
+/// the MPEG and ADTS frame splitters, which must only ever move forward, the Authorization
+/// parser, and the chunked-body decoder fed in two pieces split where the first byte says.
 enum ICYTarget {
     static func run(_ bytes: [UInt8]) {
         guard let first = bytes.first else { return }
@@ -25,6 +28,20 @@ enum ICYTarget {
         let block = ICYMetadata.encode(title: title)
         require(block.count == 1 + Int(block[0]) * 16, "encoded block length")
         require((try? ICYMetadata.title(in: block[1...])) != nil, "an encoded block does not decode")
+        if let credentials = BasicCredentials.parse("Basic " + String(decoding: rest, as: UTF8.self)) {
+            require(!credentials.user.contains(":"), "a user with a colon")
+        }
+        _ = BasicCredentials.parse(String(decoding: rest, as: UTF8.self))
+        var decoder = ChunkedBodyDecoder()
+        let cut = min(rest.count, Int(first) * 4)
+        var total = 0
+        for piece in [rest.prefix(cut), rest.dropFirst(cut)] {
+            guard let (payload, used) = try? decoder.feed(piece) else { break }
+            require(used <= piece.count && payload.count <= used, "decoder used \(used) of \(piece.count)")
+            total += payload.count
+            if used < piece.count { require(decoder.isComplete, "stopped early without completing") }
+        }
+        require(total <= rest.count, "more payload than input")
         for codec in [AudioFrameSplitter.Codec.mpeg, .adts] {
             var splitter = AudioFrameSplitter(codec: codec)
             var offset = rest.startIndex

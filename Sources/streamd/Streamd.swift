@@ -70,6 +70,21 @@ struct Serve: ParsableCommand {
                                valueName: "SECONDS"))
     var listenerLag: Double = 10
 
+    @Option(help: ArgumentHelp("Password of user 'source' for live sources (PUT or SOURCE /radio/NAME) and /admin/metadata.",
+                               valueName: "PASSWORD"))
+    var sourcePassword: String?
+
+    @Option(help: ArgumentHelp("File whose first line is the source password.", valueName: "FILE"))
+    var sourcePasswordFile: String?
+
+    @Option(help: ArgumentHelp("Seconds a silent source is kept, and a live channel without source keeps its listeners (without --fallback).",
+                               valueName: "SECONDS"))
+    var sourceTimeout: Double = 10
+
+    @Option(help: ArgumentHelp("Live channel NAME plays channel OTHER while no source is connected (repeatable).",
+                               valueName: "NAME=OTHER"))
+    var fallback: [String] = []
+
     @Option(help: ArgumentHelp("Seconds one file's analysis may take (plus 60 s per GiB of file) before its worker is killed and the file skipped.",
                                valueName: "SECONDS"))
     var analyzeTimeout: Double = 10
@@ -99,6 +114,19 @@ extension Serve {
             } catch let error as ChannelSpec.ParseError {
                 throw ValidationError(error.description)
             }
+        }
+        for pair in fallback {
+            do {
+                _ = try ChannelPair.parse(pair, option: "--fallback")
+            } catch {
+                throw ValidationError(error.description)
+            }
+        }
+        if sourcePassword != nil && sourcePasswordFile != nil {
+            throw ValidationError("give --source-password or --source-password-file, not both")
+        }
+        guard sourceTimeout.isFinite, (0.1...86_400).contains(sourceTimeout) else {
+            throw ValidationError("--source-timeout must be 0.1...86400 seconds")
         }
         guard (0...4096).contains(burstKb) else { throw ValidationError("--burst-kb must be 0...4096") }
         guard listenerLag.isFinite, (0...3600).contains(listenerLag) else {
@@ -143,8 +171,19 @@ extension Serve {
             hlsService = HLSService(catalog: catalog, cacheBytes: hlsCacheMb << 20, live: sources)
         }
         var radio: RadioService?
-        if !channel.isEmpty {
+        var password = sourcePassword
+        if let path = sourcePasswordFile {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+                  let line = text.split(whereSeparator: \.isNewline).first, !line.isEmpty else {
+                FileHandle.standardError.write(Data("streamd: --source-password-file \(path): cannot read a password from it\n".utf8))
+                throw ExitCode(1)
+            }
+            password = String(line)
+        }
+        if !channel.isEmpty || password != nil || !fallback.isEmpty {
             var settings = RadioSettings()
+            settings.sourcePassword = password
+            settings.sourceTimeoutSeconds = sourceTimeout
             settings.burstBytes = burstKb * 1024
             settings.ringBytes = max(settings.ringBytes, settings.burstBytes * 2)
             settings.listenerLagSeconds = listenerLag
@@ -155,6 +194,15 @@ extension Serve {
                     let (tracks, format) = try ChannelTracks.resolve(spec, catalog: catalog) { warnLogger.warning("\($0)") }
                     service.addPlaylist(name: spec.name, tracks: tracks, format: format, shuffle: spec.shuffle)
                     logger.info("channel \(spec.name): \(tracks.count) tracks at /radio/\(spec.name)")
+                } catch {
+                    FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
+                    throw ExitCode(1)
+                }
+            }
+            for text in fallback {
+                do {
+                    let pair = try ChannelPair.parse(text, option: "--fallback")
+                    try service.addFallback(name: pair.name, other: pair.other)
                 } catch {
                     FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
                     throw ExitCode(1)

@@ -11,8 +11,9 @@ public enum ChannelTracks {
         public var description: String
     }
 
-    /// The tracks for `spec` (PATH relative to the library root, or absolute inside it) and the
-    /// channel's format; `warn` hears about every file left out. Throws when none is playable.
+    /// The tracks for `spec` (PATH relative to the library root, or absolute inside it: a track,
+    /// a folder, or an M3U/M3U8/PLS playlist file of the library) and the channel's format;
+    /// `warn` hears about every file left out. Throws when none is playable.
     public static func resolve(_ spec: ChannelSpec, catalog: Catalog,
                                warn: (String) -> Void) throws(Failure) -> (tracks: [ChannelTrack], format: ChannelFormat) {
         let root = catalog.resolver.root
@@ -23,9 +24,25 @@ public enum ChannelTracks {
             wanted = String(cString: real)
             free(real)
         }
-        let entries = catalog.tracks()
-            .filter { $0.absolutePath == wanted || $0.absolutePath.hasPrefix(wanted + "/") }
-            .sorted { $0.absolutePath < $1.absolutePath }
+        let entries: [CatalogEntry]
+        if PlaylistFolder.isPlaylist(wanted), wanted.hasPrefix(root + "/") {
+            // A playlist file of the library: its entries in its order (the folder code rewrites them to library paths).
+            let relative = String(wanted.dropFirst(root.count + 1))
+            do {
+                let listed = try PlaylistFolder(resolver: catalog.resolver).entries(relative: relative).entries
+                entries = listed.compactMap { entry in
+                    let found = catalog.entry(forAbsolutePath: root + "/" + entry.path)
+                    if found == nil { warn("channel \(spec.name): \(entry.path) (from \(relative)) is not a library track") }
+                    return found
+                }
+            } catch {
+                throw Failure(description: "channel \(spec.name): playlist \(spec.path): \(error)")
+            }
+        } else {
+            entries = catalog.tracks()
+                .filter { $0.absolutePath == wanted || $0.absolutePath.hasPrefix(wanted + "/") }
+                .sorted { $0.absolutePath < $1.absolutePath }
+        }
         guard !entries.isEmpty else {
             throw Failure(description: "channel \(spec.name): no library file at \(spec.path)")
         }

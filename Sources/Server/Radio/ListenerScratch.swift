@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 
 /// Buffers for building one listener's writev, shared by every listener of one event loop
 /// (they are pumped one at a time on its thread), so a listener costs no buffers of its own.

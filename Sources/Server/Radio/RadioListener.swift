@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 import StreamShared
 
 /// Where a listener is in its channel's stream and in its own framing (HTTP chunks, ICY blocks).

@@ -10,6 +10,9 @@ public final class RadioService: @unchecked Sendable {
     private var channels: [String: RadioChannel] = [:]
     private var order: [String] = []
     private var producers: [PlaylistProducer] = []
+    private var liveProducers: [String: LiveProducer] = [:]
+    /// `--fallback NAME=OTHER`: channel NAME relays OTHER while no source is connected.
+    private var fallbacks: [String: String] = [:]
     private var scratches: [LoopWaker: ListenerScratch] = [:]
     let warn: @Sendable (String) -> Void
 
@@ -31,13 +34,60 @@ public final class RadioService: @unchecked Sendable {
         producer.start()
     }
 
+    /// Declares that channel `name` relays channel `other` whenever it has no live source; the
+    /// channel exists (relaying) from now on. `other` must be a channel already.
+    public func addFallback(name: String, other: String) throws(ChannelTracks.Failure) {
+        lock.lock()
+        let target = channels[other]
+        let taken = channels[name] != nil
+        lock.unlock()
+        guard let target else { throw ChannelTracks.Failure(description: "--fallback \(name)=\(other): no channel named \(other)") }
+        guard !taken else { throw ChannelTracks.Failure(description: "--fallback \(name)=\(other): \(name) is a playlist channel") }
+        lock.lock()
+        fallbacks[name] = other
+        lock.unlock()
+        _ = liveProducer(for: name, fallback: target)
+    }
+
+    /// The live producer of `name`, created (and started) when missing; nil when `name` is a
+    /// playlist channel.
+    private func liveProducer(for name: String, fallback: RadioChannel?) -> LiveProducer? {
+        lock.lock()
+        defer { lock.unlock() }
+        if let producer = liveProducers[name] { return producer }
+        guard channels[name] == nil else { return nil }
+        let channel = RadioChannel(name: name, ringCapacity: settings.ringBytes, format: fallback?.format)
+        let producer = LiveProducer(channel: channel, fallback: fallback, tickNanos: settings.tickNanos,
+                                    sourceTimeout: settings.sourceTimeoutNanos) { [weak self] ended in
+            self?.removeLive(ended)
+        }
+        channels[name] = channel
+        order.append(name)
+        liveProducers[name] = producer
+        producer.start()
+        return producer
+    }
+
+    private func removeLive(_ producer: LiveProducer) {
+        lock.lock()
+        defer { lock.unlock() }
+        let name = producer.channel.name
+        guard liveProducers[name] === producer else { return }
+        liveProducers[name] = nil
+        channels[name] = nil
+        order.removeAll { $0 == name }
+    }
+
     /// Stops every producer (tests, shutdown).
     public func stop() {
         lock.lock()
         let running = producers
+        let live = Array(liveProducers.values)
         producers = []
+        liveProducers = [:]
         lock.unlock()
         for producer in running { producer.stop() }
+        for producer in live { producer.stop() }
     }
 
     public func channel(named name: String) -> RadioChannel? {
@@ -63,6 +113,78 @@ public final class RadioService: @unchecked Sendable {
     }
 
     // MARK: Routes
+
+    /// `PUT /radio/NAME` or the legacy `SOURCE /radio/NAME`: a live source, Icecast style.
+    /// 401 without the source password, 403 when the mount has a source (or is a playlist),
+    /// 415 for a stream type that cannot be relayed.
+    public func source(_ request: HTTPRequest, name: Substring) -> HTTPResponse {
+        let name = String(name)
+        guard RadioChannel.isValidName(name) else { return .error(404, "no such mount", close: true) }
+        let source: SourceRequest
+        do {
+            source = try SourceRequest.parse(request, name: name, password: settings.sourcePassword)
+        } catch {
+            var response = HTTPResponse.error(error.status, error.message, close: true)
+            if error == .unauthorized { response.headers.append(("WWW-Authenticate", "Basic realm=\"streamd\"")) }
+            return response
+        }
+        lock.lock()
+        let fallbackName = fallbacks[name]
+        let fallback = fallbackName.flatMap { channels[$0] }
+        lock.unlock()
+        let feed = SourceFeed()
+        guard let producer = liveProducer(for: name, fallback: fallback),
+              producer.attach(LiveProducer.AttachedSource(feed: feed, codec: source.codec, station: source.station,
+                                                          kbps: source.kbps)) else {
+            return .error(403, "mountpoint in use", close: true)
+        }
+        let framing: SourceExchange.Framing
+        switch request.bodyFraming {
+        case .none: framing = .untilClose     // Icecast sources stream until they close
+        case .length(let n): framing = .length(n)
+        case .chunked: framing = .chunked
+        }
+        // With Expect: 100-continue the client waits for the 100 before sending; the 200 ends
+        // the exchange. Without it (SOURCE, older clients) the 200 comes at once, as Icecast does.
+        let expects = request.header("Expect").map { $0.lowercased().trimmingCharacters(in: " \t") == "100-continue" } ?? false
+        var response = HTTPResponse(status: expects ? 100 : 200)
+        response.closeConnection = true
+        response.takesRequestBody = true
+        let final = expects ? Array("HTTP/1.1 200 OK\r\nServer: streamd\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8) : []
+        response.live = SourceExchange(feed: feed, framing: framing, finalResponse: final,
+                                       silenceLimit: settings.sourceTimeoutNanos)
+        return response
+    }
+
+    /// Icecast's `/admin/metadata?mount=/radio/NAME&mode=updinfo&song=TITLE`, with the source's
+    /// credentials: the title listeners see in band from the next chunk on.
+    public func adminMetadata(_ request: HTTPRequest) -> HTTPResponse {
+        guard SourceRequest.isAuthorized(request, password: settings.sourcePassword) else {
+            var response = HTTPResponse.error(401, "authentication required")
+            response.headers.append(("WWW-Authenticate", "Basic realm=\"streamd\""))
+            return response
+        }
+        func decoded(_ name: String) -> String? {
+            request.queryValue(name).flatMap { PathResolver.percentDecode($0.replacingOccurrences(of: "+", with: " ")) }
+        }
+        guard decoded("mode") == "updinfo" else { return Self.iceResponse(400, "mode must be updinfo", ok: false) }
+        guard let mount = decoded("mount") else { return Self.iceResponse(400, "missing mount", ok: false) }
+        let name = mount.hasPrefix("/radio/") ? String(mount.dropFirst("/radio/".count)) : String(mount.drop { $0 == "/" })
+        guard let song = decoded("song") else { return Self.iceResponse(400, "missing song", ok: false) }
+        lock.lock()
+        let producer = liveProducers[name]
+        lock.unlock()
+        guard let producer else { return Self.iceResponse(400, "Source does not exist", ok: false) }
+        producer.setSourceTitle(String(song.prefix(1024)))
+        return Self.iceResponse(200, "Metadata update successful", ok: true)
+    }
+
+    /// Icecast's XML answer to admin requests.
+    static func iceResponse(_ status: Int, _ message: String, ok: Bool) -> HTTPResponse {
+        let escaped = message.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+        let xml = "<?xml version=\"1.0\"?>\n<iceresponse><message>\(escaped)</message><return>\(ok ? 1 : 0)</return></iceresponse>\n"
+        return .bytes(status, Array(xml.utf8), contentType: "text/xml")
+    }
 
     /// `GET /radio/NAME` (and HEAD): the stream, chunked for HTTP/1.1, close-delimited for 1.0,
     /// with ICY metadata when asked for.

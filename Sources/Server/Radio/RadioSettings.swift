@@ -10,6 +10,12 @@ public struct RadioSettings: Sendable {
     public var listenerLagSeconds = 10.0
     /// How often a playlist channel publishes what has become due.
     public var tickNanos: UInt64 = 250_000_000
+    /// The password of user `source` for live sources and metadata updates; nil refuses sources.
+    public var sourcePassword: String?
+    /// Seconds a silent source is kept, and a channel without source before its listeners are closed.
+    public var sourceTimeoutSeconds = 10.0
+
+    var sourceTimeoutNanos: UInt64 { UInt64(max(0.1, min(sourceTimeoutSeconds, 86_400)) * 1e9) }
 
     public init() {}
 }

@@ -48,6 +48,10 @@ public final class Router: Sendable {
     }
 
     private func route(_ request: HTTPRequest) -> HTTPResponse {
+        // Icecast sources: PUT, or the legacy SOURCE method, on a channel's mount.
+        if let radio, request.method == "PUT" || request.method == "SOURCE", request.path.hasPrefix("/radio/") {
+            return radio.source(request, name: request.path.dropFirst("/radio/".count))
+        }
         switch request.method {
         case "GET", "HEAD":
             break
@@ -99,6 +103,9 @@ public final class Router: Sendable {
             }
             if path == "/api/channels" {
                 return .json(RadioStatus.channelsJSON(radio.allChannels()), for: request)
+            }
+            if path == "/admin/metadata" || path == "/admin/metadata.xsl" {
+                return radio.adminMetadata(request)
             }
             if path == "/status-json.xsl" {
                 let host = request.authority ?? request.header("Host") ?? "127.0.0.1"

@@ -1,0 +1,207 @@
+import Foundation
+import StreamShared
+
+/// Drives a live channel (`PUT /radio/NAME`): the connected source's frames are published in
+/// real time by the channel's clock (a source that sends faster, like `curl -T file`, is held
+/// back through its bounded feed). With no source, the channel relays its fallback channel
+/// (`--fallback NAME=OTHER`) and goes back to the source when one connects; without a fallback it
+/// ends `sourceTimeout` after the source left.
+final class LiveProducer: @unchecked Sendable {
+    // @unchecked: `pending*`, `sourceTitle`, `stopped` are guarded by `lock`; the rest is used
+    // by the producer thread only.
+    let channel: RadioChannel
+    let fallback: RadioChannel?
+    let tickNanos: UInt64
+    let sourceTimeout: UInt64
+    let onEnd: @Sendable (LiveProducer) -> Void
+    private let lock = NSLock()
+    private var pendingSource: AttachedSource?
+    private var sourceBusy = false
+    private var sourceTitle = ""
+    private var stopped = false
+    private let done = DispatchSemaphore(value: 0)
+
+    /// A source as the producer sees it.
+    struct AttachedSource {
+        var feed: SourceFeed
+        var codec: AudioFrameSplitter.Codec
+        var station: StationInfo
+        var kbps: Int?
+    }
+
+    init(channel: RadioChannel, fallback: RadioChannel?, tickNanos: UInt64, sourceTimeout: UInt64,
+         onEnd: @escaping @Sendable (LiveProducer) -> Void) {
+        self.channel = channel
+        self.fallback = fallback
+        self.tickNanos = max(1_000_000, tickNanos)
+        self.sourceTimeout = sourceTimeout
+        self.onEnd = onEnd
+    }
+
+    func start() {
+        let thread = Thread { [self] in
+            run()
+            done.signal()
+        }
+        thread.name = "radio-live-\(channel.name)"
+        thread.start()
+    }
+
+    func stop() {
+        lock.lock()
+        stopped = true
+        lock.unlock()
+        done.wait()
+    }
+
+    /// Takes a new source unless one is connected (then false: the mount is in use).
+    func attach(_ source: AttachedSource) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !sourceBusy, !stopped else { return false }
+        sourceBusy = true
+        pendingSource = source
+        return true
+    }
+
+    /// A metadata update for the source (`/admin/metadata`): shown while the source plays.
+    func setSourceTitle(_ title: String) {
+        lock.lock()
+        sourceTitle = title
+        let live = sourceBusy
+        lock.unlock()
+        if live { channel.setTitle(title) }
+    }
+
+    private func takeNewSource() -> (AttachedSource?, Bool, String) {
+        lock.lock()
+        defer { lock.unlock() }
+        let source = pendingSource
+        pendingSource = nil
+        return (source, stopped, sourceTitle)
+    }
+
+    private func sourceLeft() {
+        lock.lock()
+        sourceBusy = false
+        lock.unlock()
+    }
+
+    // MARK: The producer thread
+
+    private func run() {
+        var source: AttachedSource?
+        var splitter = AudioFrameSplitter(codec: .mpeg)
+        var buffer: [UInt8] = []
+        var pending: [(bytes: [UInt8], frame: AudioFrameSplitter.Frame)] = []
+        var pendingNanos: UInt64 = 0
+        var schedule = ChannelSchedule(origin: monotonicNanos())
+        var builder = ChunkBuilder()
+        var relay: RadioChunk?
+        var lostAt: UInt64? = monotonicNanos()
+        var relayedTitle: ICYBlock?
+        while true {
+            let (incoming, stop, title) = takeNewSource()
+            if stop { return }
+            let now = monotonicNanos()
+            if let incoming {
+                source = incoming
+                splitter = AudioFrameSplitter(codec: incoming.codec)
+                buffer = []
+                pending = []
+                pendingNanos = 0
+                relay = nil
+                lostAt = nil
+                // The source's frames start now, whatever came before.
+                schedule.origin = now &- schedule.clock.nanos
+                channel.setStation(incoming.station)
+                // Listeners may come before the first frame: the declared type stands until then.
+                if channel.format == nil {
+                    channel.setFormat(ChannelFormat(codec: incoming.codec, sampleRate: 0, channels: 0, kbps: incoming.kbps ?? 0))
+                }
+                channel.setTitle(title)
+                channel.setSourceConnected(true)
+            }
+            if let current = source {
+                // Hold at most ~2 s (or 256 KiB) of parsed frames; the rest waits in the feed.
+                var closed = false
+                if pendingNanos < 2_000_000_000 && buffer.count < 256 * 1024 {
+                    let taken = current.feed.take(upTo: 64 * 1024)
+                    buffer += taken.bytes
+                    closed = taken.closed
+                } else {
+                    closed = false
+                }
+                var head = 0
+                splitting: while head < buffer.count {
+                    let step: AudioFrameSplitter.Step
+                    do {
+                        step = try splitter.next(in: buffer[head...], isComplete: closed)
+                    } catch {
+                        // Not audio of the declared type: drop what is buffered and go on.
+                        head = buffer.count
+                        break splitting
+                    }
+                    switch step {
+                    case .frame(let frame):
+                        pending.append((Array(buffer[head..<(head + frame.length)]), frame))
+                        pendingNanos += UInt64(frame.samples) * 1_000_000_000 / UInt64(max(1, frame.sampleRate))
+                        head += frame.length
+                    case .skip(let count):
+                        head += min(count, buffer.count - head)
+                    case .needMore:
+                        break splitting
+                    }
+                }
+                buffer.removeFirst(head)
+                // A source that fell far behind the clock (it paused) starts again from now.
+                if schedule.drift(now: now) < -2_000_000_000 { schedule.origin = now &- schedule.clock.nanos }
+                var published = 0
+                while published < pending.count, schedule.isDue(now: now) {
+                    let (bytes, frame) = pending[published]
+                    if published == 0 || builder.isEmpty { updateFormat(frame, kbps: current.kbps, codec: current.codec) }
+                    builder.append(frame: bytes[...])
+                    schedule.clock.advance(samples: frame.samples, rate: frame.sampleRate)
+                    pendingNanos -= min(pendingNanos, UInt64(frame.samples) * 1_000_000_000 / UInt64(max(1, frame.sampleRate)))
+                    published += 1
+                }
+                pending.removeFirst(published)
+                builder.flush(to: channel, now: now)
+                if closed && pending.isEmpty {
+                    source = nil
+                    lostAt = now
+                    sourceLeft()
+                    channel.setSourceConnected(false)
+                }
+            } else if let fallback {
+                // Relay the fallback from its live edge, chunk by chunk as it publishes.
+                var cursor = relay ?? fallback.liveEdge()
+                while let next = cursor.next.load() {
+                    if next.title !== relayedTitle {
+                        relayedTitle = next.title
+                        channel.setTitle(next.title.title)
+                    }
+                    if channel.format != fallback.format { channel.setFormat(fallback.format) }
+                    channel.publish(next.bytes()[...], frameStarts: next.frameStarts, now: now)
+                    cursor = next
+                }
+                relay = cursor
+                _ = schedule   // the source's clock resumes from now when one connects
+            } else if let since = lostAt, now >= since, now - since >= sourceTimeout {
+                lock.lock()
+                stopped = true   // no source can attach to an ended channel
+                lock.unlock()
+                channel.end()
+                onEnd(self)
+                return
+            }
+            sleepNanos(tickNanos)
+        }
+    }
+
+    private func updateFormat(_ frame: AudioFrameSplitter.Frame, kbps: Int?, codec: AudioFrameSplitter.Codec) {
+        let format = ChannelFormat(codec: codec, sampleRate: frame.sampleRate, channels: frame.channels,
+                                   kbps: kbps ?? max(1, frame.bitrate / 1000))
+        if channel.format != format { channel.setFormat(format) }
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+
+/// The bytes of a live source on their way from its connection (an event-loop thread) to its
+/// channel's producer thread. Bounded: when it is full the connection stops reading, so TCP
+/// holds the source back, and the producer wakes the loop once there is room again.
+final class SourceFeed: @unchecked Sendable {
+    // @unchecked: every field is guarded by `lock`.
+    let capacity: Int
+    private let lock = NSLock()
+    private var bytes: [UInt8] = []
+    private var head = 0
+    private var closed = false
+    private var waiting: LoopWaker?
+
+    init(capacity: Int = 256 * 1024) {
+        self.capacity = capacity
+    }
+
+    /// Room left for the source's bytes.
+    var room: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return max(0, capacity - (bytes.count - head))
+    }
+
+    /// Adds source bytes (the caller read at most `room`).
+    func append(_ data: ArraySlice<UInt8>) {
+        lock.lock()
+        bytes += data
+        lock.unlock()
+    }
+
+    /// Asks for `waker` to be woken when the producer has made room.
+    func wakeWhenRoom(_ waker: LoopWaker) {
+        lock.lock()
+        waiting = waker
+        lock.unlock()
+    }
+
+    /// The source is gone (its connection closed or was dropped).
+    func close() {
+        lock.lock()
+        closed = true
+        lock.unlock()
+    }
+
+    var isClosed: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return closed
+    }
+
+    /// Takes up to `limit` bytes for the producer; wakes the source's loop when half the feed is free.
+    func take(upTo limit: Int) -> (bytes: [UInt8], closed: Bool) {
+        lock.lock()
+        let n = min(limit, bytes.count - head)
+        let out = Array(bytes[head..<(head + n)])
+        head += n
+        if head > capacity / 2 || head == bytes.count {
+            bytes.removeFirst(head)
+            head = 0
+        }
+        var toWake: LoopWaker?
+        if let waiting, capacity - bytes.count >= capacity / 2 {
+            toWake = waiting
+            self.waiting = nil
+        }
+        let isClosed = closed && bytes.isEmpty
+        lock.unlock()
+        toWake?.wake()
+        return (out, isClosed)
+    }
+}
