@@ -67,7 +67,7 @@ XML
     echo "$pid $port /bench"
 }
 
-printf '%-9s %7s %8s %9s %9s %10s %12s %10s\n' server listeners held share_at ttfb_p99 cpu/1k_% rss/listener mean_B/s
+printf '%-9s %7s %8s %9s %9s %9s %10s %12s %10s\n' server listeners held share_at ttfb_p99 req_p99 cpu/1k_% rss/listener mean_B/s
 for level in $LEVELS; do
     for server in $SERVERS; do
         if [[ $server == streamd ]]; then read -r pid port mount < <(start_streamd "$level")
@@ -107,8 +107,8 @@ print(json.dumps(r))
 PY
         tail -1 "$OUT/results.jsonl" | python3 -c '
 import json,sys; r=json.loads(sys.stdin.read())
-print("%-9s %7d %8d %8.1f%% %7.1fms %9.2f%% %10dB %10d" % (r["server"], r["listeners"], r["with_audio"], 100*r["share_at_rate"],
-      r["ttfb_p99_ms"], r["cpu_percent_per_1000"], r["rss_per_listener_bytes"], r["mean_rate"]))'
+print("%-9s %7d %8d %8.1f%% %7.1fms %7.1fms %9.2f%% %10dB %10d" % (r["server"], r["listeners"], r["with_audio"], 100*r["share_at_rate"],
+      r["ttfb_p99_ms"], r.get("request_to_audio_p99_ms", -1), r["cpu_percent_per_1000"], r["rss_per_listener_bytes"], r["mean_rate"]))'
         sleep 3
     done
 done
