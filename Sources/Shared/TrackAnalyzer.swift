@@ -111,7 +111,7 @@ public enum TrackAnalyzer {
                                      channels: header.channels, durationSeconds: Double(trimmed) / Double(header.sampleRate),
                                      bitrate: bitrate, frames: frames, firstFrameOffset: stream.firstFrameOffset,
                                      encoderDelay: gapless.encoderDelay, encoderPadding: gapless.encoderPadding,
-                                     totalSamples: samples, tags: stream.tags.merged(with: trailing.id3v1), seekIndex: seek)
+                                     totalSamples: samples, tags: stream.tags.merged(with: trailing.tags), seekIndex: seek)
         if stream.vbrHeader?.frameCount == nil { analysis.notes.append("frame count from CBR arithmetic (no Xing header)") }
         return analysis
     }
@@ -172,7 +172,7 @@ public enum TrackAnalyzer {
         // trimmed length is what the encoder was given.
         let trimmed = max(0, samples - gapless.encoderDelay - gapless.encoderPadding)
         let duration = try Checked.duration(Double(samples) / Double(header.sampleRate), "mpeg", "frame count")
-        var tags = stream.tags.merged(with: trailing.id3v1)
+        var tags = stream.tags.merged(with: trailing.tags)
         if tags.isEmpty { tags = TrackTags() }
         let seek = SeekIndex(points: index.points, firstFrameOffset: stream.firstFrameOffset, audioEndOffset: audioEnd,
                              encoderDelay: gapless.encoderDelay, encoderPadding: gapless.encoderPadding,
@@ -249,7 +249,7 @@ extension TrackAnalyzer {
                                      durationSeconds: Double(samples - priming) / Double(first.sampleRate),
                                      bitrate: try Checked.bitrate(bytes: audioBytes, seconds: duration, "adts"),
                                      frames: frames, firstFrameOffset: stream.firstFrameOffset, encoderDelay: priming,
-                                     encoderPadding: 0, totalSamples: samples, tags: stream.tags.merged(with: trailing.id3v1),
+                                     encoderPadding: 0, totalSamples: samples, tags: stream.tags.merged(with: trailing.tags),
                                      seekIndex: seek)
         analysis.notes.append("encoder delay assumed: \(priming) priming samples (ADTS carries no gapless information)")
         return analysis

@@ -14,6 +14,8 @@ struct StreamPlay {
     var rate: Double = 1
     var pitch: Double = 0
     var eq: String?
+    var replaygain = "off"
+    var preamp: Double = 0
     var outputRate: Int?
     var stretchEngine = "wsola"
     var bufferBytes = 1 << 20
@@ -39,6 +41,10 @@ struct StreamPlay {
             .value("pitch", help: "Pitch shift in semitones, -12...12, tempo kept.", \.pitch, unconditional: true,
                    defaults: StreamPlay()),
             .optional("eq", help: "Equalizer: a preset (flat, bass, treble, loudness, vocal, speech, rock, pop, jazz, classical) or bands like 31:+3,1k:-2,hs8k:+2:0.7,preamp:-3.", \.eq),
+            .value("replaygain", help: "ReplayGain: off, track, album, or auto (album gain while consecutive tracks share an album, else track).",
+                   \.replaygain, defaults: StreamPlay()),
+            .value("preamp", help: "dB added to the ReplayGain of tagged tracks, -15...15 (peaks still never clip).", \.preamp,
+                   unconditional: true, defaults: StreamPlay()),
             .optional("output-rate", help: "Resample to this rate (Hz) when the track's differs, e.g. the sound card's.", \.outputRate),
             .value("stretch-engine", help: "Time-stretch engine: wsola or sonic.", \.stretchEngine, hidden: true, defaults: StreamPlay()),
             .value("buffer-bytes", help: "Throttle buffer size in bytes.", \.bufferBytes, defaults: StreamPlay()),
@@ -69,6 +75,8 @@ extension StreamPlay {
         guard (0.1...16).contains(rate) else { throw UsageError("--rate must be within 0.1...16") }
         guard (-12...12).contains(pitch) else { throw UsageError("--pitch must be within -12...12 semitones") }
         if let eq { do { _ = try EQSettings.parse(eq) } catch { throw UsageError(error.description) } }
+        guard ReplayGainMode(rawValue: replaygain) != nil else { throw UsageError("--replaygain must be off, track, album or auto") }
+        guard (-15...15).contains(preamp) else { throw UsageError("--preamp must be within -15...15 dB") }
         if let outputRate, !(8_000...384_000).contains(outputRate) { throw UsageError("--output-rate must be within 8000...384000") }
         guard TimePitch.Engine(rawValue: stretchEngine) != nil else { throw UsageError("--stretch-engine must be wsola or sonic") }
     }
@@ -94,6 +102,7 @@ extension StreamPlay {
         options.semitones = pitch
         if let eq { options.eq = (try? EQSettings.parse(eq)) ?? .flat }
         options.outputSampleRate = outputRate
+        options.replayGain = ReplayGainSettings(mode: ReplayGainMode(rawValue: replaygain) ?? .off, preampDB: preamp)
         options.stretchEngine = TimePitch.Engine(rawValue: stretchEngine) ?? .wsola
         options.realtime = realtime
         options.http.retryFor = retryFor

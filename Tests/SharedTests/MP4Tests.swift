@@ -81,6 +81,8 @@ struct MP4Fixture {
     var edits: [(duration: Int, mediaTime: Int)] = [(7828, 2112)]
     var elstVersion: UInt8 = 0
     var smpb: String?
+    /// iTunes freeform items (----, mean com.apple.iTunes) as name and text.
+    var freeform: [(name: String, value: String)] = []
     var video = false
     var mvex = false
     var quickTimeMeta = false
@@ -191,7 +193,7 @@ struct MP4Fixture {
         }
         body += B.box("trak", trak)
         if mvex { body += B.box("mvex", B.fullBox("trex", B.be32(2) + B.be32(1) + B.be32(0) + B.be32(0) + B.be32(0))) }
-        if tags || smpb != nil {
+        if tags || smpb != nil || !freeform.isEmpty {
             var ilst: [UInt8] = []
             if tags {
                 ilst += B.item("\u{A9}nam", "Box Title") + B.item("\u{A9}ART", "Box Artist") + B.item("\u{A9}alb", "Box Album")
@@ -201,6 +203,10 @@ struct MP4Fixture {
             if let smpb {
                 ilst += B.box("----", B.fullBox("mean", Array("com.apple.iTunes".utf8)) + B.fullBox("name", Array("iTunSMPB".utf8))
                               + B.dataBox(Array(smpb.utf8), type: 1))
+            }
+            for item in freeform {
+                ilst += B.box("----", B.fullBox("mean", Array("com.apple.iTunes".utf8)) + B.fullBox("name", Array(item.name.utf8))
+                              + B.dataBox(Array(item.value.utf8), type: 1))
             }
             let metaChildren = B.hdlr("mdir") + B.box("ilst", ilst)
             let meta = quickTimeMeta ? B.box("meta", metaChildren) : B.fullBox("meta", metaChildren)

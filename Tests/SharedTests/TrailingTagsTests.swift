@@ -135,7 +135,9 @@ enum TrailingBytes {
     @Test func apeWithoutHeader() throws {
         let ape = T.ape(header: false)
         let result = try Self.scanWhole(T.audio(500) + ape)
-        #expect(result == TrailingTags(trailingBytes: ape.count, id3v1: nil, apeSize: ape.count))
+        let items = [APEItem(key: "Title", value: "APE title"), APEItem(key: "Artist", value: "APE artist"),
+                     APEItem(key: "Comment", value: "")]
+        #expect(result == TrailingTags(trailingBytes: ape.count, id3v1: nil, apeSize: ape.count, apeItems: items))
     }
 
     @Test func apeWithHeader() throws {

@@ -1,16 +1,18 @@
 import StreamShared
 
-/// The player's DSP chain: rate/pitch → EQ (with limiter) → resampling to the output rate, an
+/// The player's DSP chain: ReplayGain → rate/pitch → EQ (with limiter) → resampling to the output rate, an
 /// ordered list of `AudioProcessor`s over interleaved float PCM. At rate 1, pitch 0, a flat EQ
 /// and equal rates every stage is bypassed and buffers pass untouched (bit-exact). A change that
 /// switches a stage in or out ramps the output down over 10 ms, switches, and ramps back up,
 /// so it never clicks; changes within an active stage are seamless on their own.
 public final class DSPChain {
+    /// The track's ReplayGain, first so the EQ's limiter sees the level that is played.
+    public let replayGain = ReplayGainStage()
     public let timePitch: TimePitch
     public let equalizer: Equalizer
     public let resampler: SoxrResampler
     /// The stages in order.
-    public var stages: [any AudioProcessor] { [timePitch, equalizer, resampler] }
+    public var stages: [any AudioProcessor] { [replayGain, timePitch, equalizer, resampler] }
     public private(set) var inputFormat = AudioFormat(sampleRate: 44_100, channels: 2)
     public private(set) var outputFormat = AudioFormat(sampleRate: 44_100, channels: 2)
 
@@ -58,7 +60,7 @@ public final class DSPChain {
     /// Every stage passes samples through and no ramp is running.
     public var isBypassed: Bool {
         pendingRate == nil && pendingSemitones == nil && pendingEQ == nil && fadeIn == 0
-            && timePitch.isBypassed && equalizer.isBypassed && resampler.isBypassed
+            && replayGain.isBypassed && timePitch.isBypassed && equalizer.isBypassed && resampler.isBypassed
     }
 
     /// Source frames per output frame (the playback rate, with the resampling ratio).
@@ -135,7 +137,10 @@ public final class DSPChain {
     }
 
     private func run(_ buffer: inout [Float]) {
-        for stage in stages where !stage.isBypassed { stage.process(&buffer) }
+        if !replayGain.isBypassed { replayGain.process(&buffer) }
+        if !timePitch.isBypassed { timePitch.process(&buffer) }
+        if !equalizer.isBypassed { equalizer.process(&buffer) }
+        if !resampler.isBypassed { resampler.process(&buffer) }
     }
 
     /// Whether the pending settings switch a stage in or out.

@@ -47,12 +47,24 @@ public enum TrackInfo {
         w.add("album", a.tags.album)
         w.add("track", a.tags.track)
         w.add("cover_art_bytes", a.tags.coverArtBytes)
+        w.addRaw("replaygain", a.tags.replayGain.map(replayGainJSON) ?? "null")
         w.add("total_samples", a.totalSamples)
         if !a.notes.isEmpty {
             w.addRaw("notes", "[" + a.notes.map(JSONObjectWriter.quote).joined(separator: ",") + "]")
         }
         return w.text
     }
+}
+
+/// `{"track_gain":-6.54,"track_peak":0.98,"album_gain":…,"album_peak":…}`, gains in dB,
+/// peaks linear; a value the file lacks is null.
+func replayGainJSON(_ gain: ReplayGain) -> String {
+    var w = JSONObjectWriter()
+    w.add("track_gain", gain.trackGain, decimals: 2)
+    w.add("track_peak", gain.trackPeak)
+    w.add("album_gain", gain.albumGain, decimals: 2)
+    w.add("album_peak", gain.albumPeak)
+    return w.text
 }
 
 extension TrackAnalysis {

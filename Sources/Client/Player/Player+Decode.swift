@@ -38,6 +38,10 @@ extension Player {
         /// AAC only: the channels the ADTS header or AudioSpecificConfig declares (1 folds
         /// libfaad2's stereo copy of a mono stream back to mono).
         var declaredChannels = 0
+        /// Tags found outside the probed prefix's ID3/RIFF tags (an MP4's moov).
+        var containerTags = TrackTags()
+        /// All the tags known before playing.
+        var tags: TrackTags { stream.tags.merged(with: containerTags) }
     }
 
     /// The converter for a plan's stream.
@@ -94,7 +98,7 @@ extension Player {
         let channels = format.channels
         let sampleRate = format.sampleRate
         continuation.yield(.format(format, codec: plan.stream.codec))
-        continuation.yield(.metadata(plan.stream.tags))
+        continuation.yield(.metadata(plan.tags))
         commands.withLock {
             statsStorage.codec = plan.stream.codec
             statsStorage.container = plan.stream.container.rawValue
@@ -118,6 +122,7 @@ extension Player {
         do { outputFormat = try dsp.configure(input: format) } catch {
             throw PlaybackError(message: "\(error)", exitCode: 1)
         }
+        applyReplayGain(plan, to: dsp)
         var gain = Gain(volume: options.volume)
         gain.sampleRate = outputFormat.sampleRate
         // Output frames → source frames since the last seek, for the position in source time.
@@ -448,6 +453,7 @@ extension Player {
                                   trimmedLength: nil, totalUnits: nil, warmUpUnits: 2,
                                   mpegHeader: nil, wav: nil, adts: nil)
             plan.mp4 = track
+            plan.containerTags = movie.tags
             plan.fragmented = movie.isFragmented ? FragmentedMP4(defaults: movie.audioTrackExtends) : nil
             plan.declaredChannels = asc.channels
             if let output = try decodedFormat(plan) { plan.format = output }

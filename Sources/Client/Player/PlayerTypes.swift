@@ -32,6 +32,11 @@ public struct PlayerOptions: Sendable {
     /// Pitch shift in semitones, -12...12 (tempo kept).
     public var semitones: Double = 0
     public var eq: EQSettings = .flat
+    /// `--replaygain`, `--preamp` and clip prevention.
+    public var replayGain = ReplayGainSettings()
+    /// For `--replaygain auto`: whether this track shares its album with the tracks around it
+    /// (a queue knows; a single track is its own album).
+    public var replayGainAlbumContext = true
     /// Resample to this rate when it differs from the source's (the output device's rate).
     public var outputSampleRate: Int?
     /// The time stretcher (WSOLA by default; see docs/DSP.md).
@@ -57,6 +62,8 @@ public struct PlayerStats: Sendable {
     public var bytesDownloaded = 0
     public var peakBufferBytes = 0
     public var seekMs: Double?
+    /// The ReplayGain applied in dB (after clip prevention); nil when none was.
+    public var replayGainDB: Double?
     public var codec = ""
     public var container = ""
     /// Problems that did not stop playback (a stream shorter than its header said), one line each.
@@ -77,6 +84,7 @@ public struct PlayerStats: Sendable {
         w.add("seek_ms", seekMs, decimals: 3)
         w.add("codec", codec)
         w.add("container", container)
+        w.add("replaygain_db", replayGainDB, decimals: 2)
         return w.text
     }
 }

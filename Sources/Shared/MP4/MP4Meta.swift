@@ -51,6 +51,13 @@ struct MP4Meta {
             case "\u{A9}alb": tags.album = tags.album ?? Self.text(data.value, type: data.type)
             case "trkn": tags.track = tags.track ?? Self.trackNumber(data.value)
             case "covr": tags.coverArtBytes = tags.coverArtBytes ?? data.value.count
+            case "----" where name.map(ReplayGain.isKey) == true:
+                // ----:com.apple.iTunes:replaygain_track_gain and friends (any case).
+                if let name, let text = Self.text(data.value, type: data.type) {
+                    var gain = tags.replayGain ?? ReplayGain()
+                    gain.set(key: name, value: text)
+                    tags.replayGain = gain.isEmpty ? nil : gain
+                }
             case "----" where name == "iTunSMPB":
                 if let text = Self.text(data.value, type: data.type) { gapless = Self.parseITunSMPB(text) }
             default:

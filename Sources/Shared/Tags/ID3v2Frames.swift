@@ -133,6 +133,15 @@ struct ID3v2FieldCollector {
         case "TPE1", "TP1": tags.artist = tags.artist ?? ID3Text.frameValue(frame.content)
         case "TALB", "TAL": tags.album = tags.album ?? ID3Text.frameValue(frame.content)
         case "TRCK", "TRK": tags.track = tags.track ?? ID3Text.frameValue(frame.content)
+        case "TXXX", "TXX":
+            // User text: encoding byte, description ("REPLAYGAIN_TRACK_GAIN"), NUL, value.
+            guard let first = frame.content.first, let encoding = ID3TextEncoding(rawValue: first) else { return }
+            let key = ID3Text.decode(frame.content.dropFirst(), encoding: encoding)
+            guard key.terminated, ReplayGain.isKey(key.text) else { return }
+            let value = ID3Text.decode(frame.content.dropFirst(1 + key.consumed), encoding: encoding).text
+            var gain = tags.replayGain ?? ReplayGain()
+            gain.set(key: key.text, value: value)
+            tags.replayGain = gain.isEmpty ? nil : gain
         case "APIC", "PIC":
             guard !coverIsFront, let picture = ID3Picture(frame.content, legacy: frame.id == "PIC") else { return }
             if tags.coverArtBytes == nil || picture.isFrontCover {

@@ -8,14 +8,37 @@ public struct TrailingTags: Sendable, Equatable {
     public var id3v1: TrackTags?
     /// Bytes of the APE tag including its header and footer; 0 when there is none.
     public var apeSize: Int
+    /// The APE tag's text items, when the whole tag lies inside the scanned tail.
+    public var apeItems: [APEItem]
 
-    public init(trailingBytes: Int, id3v1: TrackTags?, apeSize: Int) {
+    public init(trailingBytes: Int, id3v1: TrackTags?, apeSize: Int, apeItems: [APEItem] = []) {
         self.trailingBytes = trailingBytes
         self.id3v1 = id3v1
         self.apeSize = apeSize
+        self.apeItems = apeItems
     }
 
     static let component = "trailing-tags"
+
+    /// The fields of the APE tag (Title, Artist, Album, Track, ReplayGain), then the ID3v1
+    /// tag's for what the APE tag lacks; nil when neither has any.
+    public var tags: TrackTags? {
+        var ape = TrackTags()
+        for item in apeItems {
+            let value = item.value.isEmpty ? nil : item.value
+            switch item.key.uppercased() {
+            case "TITLE": ape.title = ape.title ?? value
+            case "ARTIST": ape.artist = ape.artist ?? value
+            case "ALBUM": ape.album = ape.album ?? value
+            case "TRACK": ape.track = ape.track ?? value
+            default: break
+            }
+        }
+        let gain = ReplayGain(items: apeItems)
+        ape.replayGain = gain.isEmpty ? nil : gain
+        let merged = ape.merged(with: id3v1)
+        return merged.isEmpty ? nil : merged
+    }
 
     /// Finds the tags at the end of a file from its last bytes and its full size.
     ///
@@ -73,6 +96,10 @@ public struct TrailingTags: Sendable, Equatable {
                     result.trailingBytes = tail.count - end + size
                     return result
                 }
+                // The items sit between the optional header and the footer (`footer.size` counts
+                // the items and the footer).
+                result.apeItems = APEItems.parse(tail[(end - footer.size)..<(end - APETagFooter.length)],
+                                                 count: footer.itemCount)
                 end -= size
                 continue
             }
