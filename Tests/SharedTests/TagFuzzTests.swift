@@ -61,7 +61,8 @@ struct TagFuzzOutcomes: CustomStringConvertible {
     @Test func samplesParseBeforeMutation() throws {
         let v23 = try ID3v2.parse(Self.realisticV23[...])
         #expect(v23.tags == TrackTags(title: "Chords and Melody", artist: "Bände & Chœur",
-                                      album: "Generated Library", track: "2/9", coverArtBytes: 400))
+                                      album: "Generated Library", track: "2/9", coverArtBytes: 400,
+                                      replayGain: ReplayGain(trackGain: -6.2)))
         let v24 = try ID3v2.parse(Self.unsyncV24WithFooter[...])
         #expect(v24.hasFooter)
         #expect(v24.totalSize == Self.unsyncV24WithFooter.count)
