@@ -1,0 +1,84 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Turns streamplay's positional sources into the tracks of a queue: a local directory becomes
+/// its audio files in path order (recursively, hidden entries left out); anything else is one
+/// track as it is (a file, a URL, an HLS playlist).
+public enum QueueSources {
+    /// File name endings played from a directory (what the pipeline plays, by name).
+    public static let audioExtensions: Set<String> = ["mp3", "mp2", "mp1", "m4a", "m4b", "mp4", "aac", "adts", "wav"]
+    /// At most this many tracks from one directory, and this deep.
+    static let maxFiles = 100_000
+    static let maxDepth = 32
+
+    /// One expanded source: its tracks, or why it has none.
+    public struct Expansion: Sendable, Equatable {
+        public var tracks: [String]
+        /// One line per problem ("queue: /music/x: no audio files"), the queue goes on without it.
+        public var warnings: [String]
+    }
+
+    public static func expand(_ sources: [String]) -> Expansion {
+        var result = Expansion(tracks: [], warnings: [])
+        for source in sources {
+            if !source.contains("://"), isDirectory(source) {
+                var files: [String] = []
+                var problems: [String] = []
+                walk(trimmedDirectory(source), depth: 0, into: &files, problems: &problems)
+                files.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                result.warnings += problems
+                if files.isEmpty { result.warnings.append("queue: \(source): no audio files") }
+                result.tracks += files
+            } else {
+                result.tracks.append(source)
+            }
+        }
+        return result
+    }
+
+    static func trimmedDirectory(_ path: String) -> String {
+        var p = path
+        while p.count > 1 && p.hasSuffix("/") { p.removeLast() }
+        return p
+    }
+
+    static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// Collects audio files under `directory`; symbolic links to directories are not followed
+    /// (a loop of links cannot trap the walk), links to files are.
+    static func walk(_ directory: String, depth: Int, into files: inout [String], problems: inout [String]) {
+        guard depth <= maxDepth else {
+            problems.append("queue: \(directory): deeper than \(maxDepth) folders, not read")
+            return
+        }
+        guard let dir = opendir(directory) else {
+            problems.append("queue: \(directory): \(String(cString: strerror(errno)))")
+            return
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+            if !name.hasPrefix(".") { names.append(name) }
+        }
+        for name in names {
+            guard files.count < maxFiles else { return }
+            let path = directory == "/" ? "/\(name)" : "\(directory)/\(name)"
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            switch info.st_mode & S_IFMT {
+            case S_IFDIR:
+                walk(path, depth: depth + 1, into: &files, problems: &problems)
+            case S_IFREG, S_IFLNK:
+                let ext = name.split(separator: ".").last.map { $0.lowercased() } ?? ""
+                if name.contains("."), audioExtensions.contains(ext), !isDirectory(path) { files.append(path) }
+            default:
+                break
+            }
+        }
+    }
+}
