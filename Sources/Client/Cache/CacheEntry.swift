@@ -64,12 +64,14 @@ public final class CacheEntry: @unchecked Sendable {
     /// The verified bytes of the block holding `offset`, from `offset` to the block's end; nil
     /// when the block is not stored, or is short or damaged on disk (it is then withdrawn).
     public func read(at offset: Int) -> [UInt8]? {
+        var touched = false
         let bytes: [UInt8]? = lock.withLock { _ in
             guard !isRemoved, offset >= 0 else { return nil }
             let number = offset / blockSize
             guard let stored = blocks[number] else { return nil }
             let start = number * blockSize
             guard offset < start + stored.length else { return nil }
+            touched = true
             guard let block = try? data.read(at: start, count: stored.length),
                   block.count == stored.length, CRC32.checksum(block) == stored.crc else {
                 withdraw(number)
@@ -77,7 +79,7 @@ public final class CacheEntry: @unchecked Sendable {
             }
             return Array(block[(offset - start)...])
         }
-        if bytes != nil { cache?.used(self) }
+        if touched { cache?.used(self) }
         return bytes
     }
 
@@ -114,8 +116,9 @@ public final class CacheEntry: @unchecked Sendable {
         }
         for block in complete where !hasBlock(block.number) {
             // Room first: the cache may evict other entries (never this one) to make it.
-            guard let cache, cache.reserve(block.bytes.count, for: self) else { return }
+            guard let cache, let time = cache.reserve(block.bytes.count, for: self) else { return }
             lock.withLock { _ in writeBlock(block.number, block.bytes) }
+            cache.stamp(self, time)
         }
     }
 

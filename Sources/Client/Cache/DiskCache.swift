@@ -107,10 +107,11 @@ public final class DiskCache: @unchecked Sendable {
         return state.clock
     }
 
-    /// Makes room for `bytes` more of `entry`, evicting others least recently used first;
-    /// false when even that is not enough (the entry alone would pass the bound).
-    func reserve(_ bytes: Int, for entry: CacheEntry) -> Bool {
-        let granted: Int64? = lock.withLock { _ in
+    /// Makes room for `bytes` more of `entry`, evicting others least recently used first, and
+    /// returns the use time to stamp on the index once the block is written (`stamp`); nil when
+    /// even evicting is not enough (the entry alone would pass the bound).
+    func reserve(_ bytes: Int, for entry: CacheEntry) -> Int64? {
+        lock.withLock { _ in
             guard !entry.removed, state.sizes[entry.key] != nil else { return nil }
             evict(toFit: bytes, keeping: entry.key)
             guard state.total + bytes <= capacityBytes else { return nil }
@@ -118,8 +119,12 @@ public final class DiskCache: @unchecked Sendable {
             state.total += bytes
             return tick(entry.key)
         }
-        if let granted { CacheFile.touch(path(entry.key, "idx"), nanoseconds: granted) }
-        return granted != nil
+    }
+
+    /// Sets the entry's index mtime to its use time. Called after the index was written, since
+    /// a write sets the mtime to the (coarse) current time.
+    func stamp(_ entry: CacheEntry, _ time: Int64) {
+        CacheFile.touch(path(entry.key, "idx"), nanoseconds: time)
     }
 
     // MARK: Under the lock
