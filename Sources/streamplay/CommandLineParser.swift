@@ -57,7 +57,10 @@ struct CommandLineParser<Command> {
     let argumentName: String
     let argumentHelp: String
     let options: [OptionSpec<Command>]
+    /// Called for each positional argument, in order.
     let setArgument: (inout Command, String) -> Void
+    /// More than one positional argument is taken (streamplay's queue); at least one is needed.
+    var acceptsSeveralArguments = false
 
     /// What the arguments ask for: a command to run, or the help text.
     enum Outcome {
@@ -113,13 +116,13 @@ struct CommandLineParser<Command> {
                 throw UsageError(error.description, optionHelp: optionHelp)
             }
         }
-        guard let source = positional.first else { throw UsageError("Missing expected argument '<\(argumentName)>'") }
-        guard positional.count == 1 else { throw UsageError("Unexpected argument '\(positional[1])'") }
-        setArgument(&command, source)
+        guard !positional.isEmpty else { throw UsageError("Missing expected argument '<\(argumentName)>'") }
+        guard positional.count == 1 || acceptsSeveralArguments else { throw UsageError("Unexpected argument '\(positional[1])'") }
+        for argument in positional { setArgument(&command, argument) }
         return .run(command)
     }
 
-    var usage: String { "\(name) [<options>] <\(argumentName)>" }
+    var usage: String { "\(name) [<options>] <\(argumentName)>" + (acceptsSeveralArguments ? " ..." : "") }
 
     /// The help text, lines under 80 columns, with the help of each option from column 27.
     var help: String {

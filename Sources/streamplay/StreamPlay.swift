@@ -5,7 +5,10 @@ import StreamShared
 /// streamplay: plays (and describes) an audio stream.
 @main
 struct StreamPlay {
-    var source = ""
+    /// Every positional argument: tracks, folders, playlists (a queue when more than one).
+    var sources: [String] = []
+    /// The first source (the only one for a single track or --info).
+    var source: String { sources.first ?? "" }
     var info = false
     var output = "alsa"
     var start: Double = 0
@@ -25,12 +28,18 @@ struct StreamPlay {
     var retryFor: Double = 30
     var stallTimeout: Double = 10
     var maxBitrate: Int?
+    var shuffle = false
+    var seed: UInt64?
+    var loop = "off"
+    var startTrack: Int?
+    var cacheDir: String?
+    var cacheMb = 512
 
     /// The command line: every option with its help, in the order `--help` lists them.
     static var commandLine: CommandLineParser<StreamPlay> { CommandLineParser(
         name: "streamplay",
         overview: "Stream and play audio from a streamd server, any HTTP server, or a local file.",
-        argumentName: "source", argumentHelp: "URL or local path of the track.",
+        argumentName: "source", argumentHelp: "URLs or local paths: tracks, folders (their audio files in path order), track playlists (M3U, M3U8, PLS) or HLS playlists; several make a queue.",
         options: [
             .flag("info", help: "Print what the track is (container, codec, duration, tags) as one JSON object and exit.", \.info),
             .value("output", help: "alsa[:DEVICE], wav:PATH or null.", \.output, defaults: StreamPlay()),
@@ -55,8 +64,17 @@ struct StreamPlay {
             .value("stall-timeout", help: "Treat a transfer that stalls this many seconds as dropped and reconnect.",
                    \.stallTimeout, defaults: StreamPlay()),
             .optional("max-bitrate", help: "HLS: play the master playlist's variant with the highest BANDWIDTH at or below this many bits per second.", \.maxBitrate),
+            .flag("shuffle", help: "Play the queue in random order.", \.shuffle),
+            .optional("seed", help: "Seed for --shuffle: the same seed gives the same order.", \.seed),
+            .value("loop", help: "off, track (repeat the track until n) or all (repeat the queue).", \.loop, defaults: StreamPlay()),
+            .optional("start-track", help: "Begin the queue at this track (1-based, in the order given; with --shuffle it plays first).",
+                      \.startTrack),
+            .optional("cache-dir", help: "Keep streamed bytes in this folder and play them from there next time (HTTP sources).",
+                      \.cacheDir),
+            .value("cache-mb", help: "Bound of --cache-dir in MiB (least recently used entries go first).", \.cacheMb,
+                   defaults: StreamPlay()),
         ],
-        setArgument: { command, source in command.source = source }) }
+        setArgument: { command, source in command.sources.append(source) }, acceptsSeveralArguments: true) }
 }
 
 extension StreamPlay {
@@ -79,6 +97,11 @@ extension StreamPlay {
         guard (-15...15).contains(preamp) else { throw UsageError("--preamp must be within -15...15 dB") }
         if let outputRate, !(8_000...384_000).contains(outputRate) { throw UsageError("--output-rate must be within 8000...384000") }
         guard TimePitch.Engine(rawValue: stretchEngine) != nil else { throw UsageError("--stretch-engine must be wsola or sonic") }
+        if info && sources.count > 1 { throw UsageError("--info takes one URL or path") }
+        guard LoopMode(rawValue: loop) != nil else { throw UsageError("--loop must be off, track or all") }
+        if let startTrack, startTrack < 1 { throw UsageError("--start-track must be 1 or more") }
+        guard (1...1_048_576).contains(cacheMb) else { throw UsageError("--cache-mb must be within 1...1048576") }
+        if cacheDir?.isEmpty == true { throw UsageError("--cache-dir must name a folder") }
     }
 
     func run() throws {
@@ -108,9 +131,19 @@ extension StreamPlay {
         options.http.retryFor = retryFor
         options.http.stallTimeout = stallTimeout
         options.hls.maxBitrate = maxBitrate
+        if let cacheDir {
+            do {
+                options.http.cache = try DiskCache(directory: cacheDir, capacityBytes: cacheMb << 20)
+            } catch {
+                Self.fail("streamplay: cache: \(error)", code: 1)
+            }
+        }
         var log: (@Sendable (String) -> Void)?
         if verbose {
             log = { message in Self.stderrLine("streamplay: " + message) }
+        }
+        if let queue = queueTracks(http: options.http) {
+            return runQueue(queue, output: sink, options: options, log: log)
         }
         let player: Player
         do {

@@ -5,7 +5,9 @@ import StreamClient
 /// ±10 s, +/- volume, [/] rate, {/} pitch, q quit). Off when stdin/stdout are not a terminal.
 final class TerminalUI: @unchecked Sendable {
     // @unchecked: `saved` and `running` are set before the threads start and after they stop.
-    private let player: Player
+    /// The one track played, or nil for a queue (whose current player changes per track).
+    private let single: Player?
+    private let queue: QueuePlayer?
     private let enabled: Bool
     private var saved = termios()
     private var running = false
@@ -13,9 +15,21 @@ final class TerminalUI: @unchecked Sendable {
     private var stopped = false
 
     init(player: Player, enabled: Bool) {
-        self.player = player
+        single = player
+        queue = nil
         self.enabled = enabled
     }
+
+    /// A queue: the keys act on the track playing, n and p move through the queue, and the
+    /// status line starts with `3/12  Artist - Title  1:23/4:56`.
+    init(queue: QueuePlayer, enabled: Bool) {
+        single = nil
+        self.queue = queue
+        self.enabled = enabled
+    }
+
+    /// The player the keys and the status line are about right now (none between tracks).
+    private var current: Player? { single ?? queue?.currentPlayer }
 
     func start() {
         guard enabled else { return }
@@ -47,12 +61,21 @@ final class TerminalUI: @unchecked Sendable {
             if !escape.isEmpty || byte == 0x1B {
                 escape.append(byte)
                 if escape.count == 3 {
-                    if escape == [0x1B, 0x5B, 0x43] { player.seek(by: 10) }
-                    if escape == [0x1B, 0x5B, 0x44] { player.seek(by: -10) }
+                    if escape == [0x1B, 0x5B, 0x43] { current?.seek(by: 10) }
+                    if escape == [0x1B, 0x5B, 0x44] { current?.seek(by: -10) }
                     escape.removeAll()
                 }
                 continue
             }
+            if let queue {
+                switch byte {
+                case UInt8(ascii: "n"): queue.next(); continue
+                case UInt8(ascii: "p"): queue.previous(); continue
+                case UInt8(ascii: "q"): queue.quit(); continue
+                default: break
+                }
+            }
+            guard let player = current else { continue }
             switch byte {
             case UInt8(ascii: " "): player.togglePause()
             case UInt8(ascii: "+"), UInt8(ascii: "="): player.setVolume(player.volume + 0.1)
@@ -69,14 +92,27 @@ final class TerminalUI: @unchecked Sendable {
 
     private func drawStatus() {
         while !isStopped {
+            guard let player = current else {
+                Monotonic.sleep(seconds: 0.05)
+                continue
+            }
             let (position, duration) = player.progress
             let fill = player.bufferCapacity > 0 ? player.bufferFill * 100 / player.bufferCapacity : 0
             let state = player.isPaused ? "paused " : "playing"
-            let line = "\r\(state) \(Self.clock(position)) / \(duration.map(Self.clock) ?? "?:??")  buffer \(fill)%  volume \(Int((player.volume * 100).rounded()))%"
+            let line = "\r" + queueText(player, position: position, duration: duration) + "\(state) \(Self.clock(position)) / \(duration.map(Self.clock) ?? "?:??")  buffer \(fill)%  volume \(Int((player.volume * 100).rounded()))%"
                 + "  rate \(Self.rateText(player.rate))×  pitch \(Self.pitchText(player.semitones))  eq \(player.eq)   "
             Self.write(line)
             Monotonic.sleep(seconds: 0.25)
         }
+    }
+
+    /// `3/12  Artist - Title  1:23/4:56  ` for a queue; nothing for one track.
+    private func queueText(_ player: Player, position: Double, duration: Double?) -> String {
+        guard let queue, let now = queue.nowPlaying else { return "" }
+        let tags = player.playedTags
+        let name = now.url.split(separator: "/").last.map(String.init) ?? now.url
+        let title = [tags?.artist, tags?.title ?? name].compactMap { $0 }.joined(separator: " - ")
+        return "\(now.number)/\(now.count)  \(title)  \(Self.clock(position))/\(duration.map(Self.clock) ?? "?:??")  "
     }
 
     /// Writes `text` to stdout at once (the status line has no newline to flush it).

@@ -38,7 +38,7 @@ import Testing
             (["x", "--output"], "Missing value for '--output <output>'"),
             (["x", "--start", "abc"], "The value 'abc' is invalid for '--start <start>'"),
             (["x", "--stats=1"], "The option '--stats' does not take any value, but '1' was specified."),
-            (["x", "y"], "Unexpected argument 'y'"),
+            (["x", "y", "--info"], "--info takes one URL or path"),      // several sources are a queue, not for --info
             (["x", "--volume", "3"], "--volume must be within 0...2"),
         ]
         for (arguments, message) in cases {

@@ -55,6 +55,15 @@ public final class CacheEntry: @unchecked Sendable {
         }
     }
 
+    /// Where the next stored bytes after `offset` begin (a block start), nil when none follow.
+    public func nextCachedOffset(after offset: Int) -> Int? {
+        lock.withLock { _ in
+            guard !isRemoved else { return nil }
+            let after = offset / blockSize
+            return blocks.keys.filter { $0 > after }.min().map { $0 * blockSize }
+        }
+    }
+
     /// True when every byte of the resource is stored (its size is known).
     public var isComplete: Bool {
         guard let totalSize else { return false }

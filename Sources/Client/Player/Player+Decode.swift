@@ -99,6 +99,7 @@ extension Player {
         let sampleRate = format.sampleRate
         continuation.yield(.format(format, codec: plan.stream.codec))
         continuation.yield(.metadata(plan.tags))
+        commands.withLock { playedTagsStorage = plan.tags }
         commands.withLock {
             statsStorage.codec = plan.stream.codec
             statsStorage.container = plan.stream.container.rawValue

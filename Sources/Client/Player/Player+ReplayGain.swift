@@ -23,6 +23,15 @@ extension Player {
         }
     }
 
+    /// `--replaygain auto`: a first or single track is its own album; later ones share the album
+    /// of the track before when both name the same one.
+    static func sameAlbum(_ album: String?, after previous: String??) -> Bool {
+        switch previous {
+        case .none: return true
+        case .some(let before): return before != nil && before == album
+        }
+    }
+
     /// Sets the chain's ReplayGain stage for the track and logs what was chosen.
     func applyReplayGain(_ plan: StreamPlan, to dsp: DSPChain) {
         let settings = options.replayGain
@@ -30,7 +39,7 @@ extension Player {
         let values = replayGainValues(plan)
         let decision = settings.decision(trackGain: values?.trackGain, trackPeak: values?.trackPeak,
                                          albumGain: values?.albumGain, albumPeak: values?.albumPeak,
-                                         sameAlbumAsNeighbours: options.replayGainAlbumContext)
+                                         sameAlbumAsNeighbours: Self.sameAlbum(plan.tags.album, after: options.replayGainPreviousAlbum))
         dsp.replayGain.set(factor: decision.factor)
         commands.withLock { statsStorage.replayGainDB = decision.source == nil ? nil : 20 * log10(Double(decision.factor)) }
         if let source = decision.source, let requested = decision.requestedDB {

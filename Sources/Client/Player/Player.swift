@@ -38,6 +38,10 @@ public final class Player: @unchecked Sendable {
     /// A fragmented MP4's mfra table, read once (for its length at start, then for seeks).
     var fragmentIndex: MP4RandomAccess??
     var duration: Double?
+    var playedTagsStorage: TrackTags?
+    /// The track's tags, once it has been probed (title, artist and album for a queue's status
+    /// line; the album for `--replaygain auto`).
+    public var playedTags: TrackTags? { commands.withLock { playedTagsStorage } }
 
     public init(url: String, output: AudioOutput, options: PlayerOptions = PlayerOptions(),
                 log: (@Sendable (String) -> Void)? = nil) throws {

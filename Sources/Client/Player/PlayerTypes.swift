@@ -34,9 +34,10 @@ public struct PlayerOptions: Sendable {
     public var eq: EQSettings = .flat
     /// `--replaygain`, `--preamp` and clip prevention.
     public var replayGain = ReplayGainSettings()
-    /// For `--replaygain auto`: whether this track shares its album with the tracks around it
-    /// (a queue knows; a single track is its own album).
-    public var replayGainAlbumContext = true
+    /// For `--replaygain auto`: the album of the track played before this one in a queue
+    /// (`.some(nil)`: it had none); `.none` for the first track or a single one, which count as
+    /// their own album. Auto takes the album gain when this track's album is the same.
+    public var replayGainPreviousAlbum: String?? = .none
     /// Resample to this rate when it differs from the source's (the output device's rate).
     public var outputSampleRate: Int?
     /// The time stretcher (WSOLA by default; see docs/DSP.md).

@@ -3,8 +3,9 @@ import Glibc
 #endif
 
 /// Turns streamplay's positional sources into the tracks of a queue: a local directory becomes
-/// its audio files in path order (recursively, hidden entries left out); anything else is one
-/// track as it is (a file, a URL, an HLS playlist).
+/// its audio files in path order (recursively, hidden entries left out); a track playlist (M3U,
+/// extended M3U, PLS; file or URL) becomes its entries, resolved against its location; anything
+/// else is one track as it is (a file, a URL, an HLS playlist).
 public enum QueueSources {
     /// File name endings played from a directory (what the pipeline plays, by name).
     public static let audioExtensions: Set<String> = ["mp3", "mp2", "mp1", "m4a", "m4b", "mp4", "aac", "adts", "wav"]
@@ -12,29 +13,50 @@ public enum QueueSources {
     static let maxFiles = 100_000
     static let maxDepth = 32
 
-    /// One expanded source: its tracks, or why it has none.
+    /// The expanded sources: the tracks, and one line per source or entry left out.
     public struct Expansion: Sendable, Equatable {
         public var tracks: [String]
         /// One line per problem ("queue: /music/x: no audio files"), the queue goes on without it.
         public var warnings: [String]
     }
 
-    public static func expand(_ sources: [String]) -> Expansion {
+    public static func expand(_ sources: [String], http: HTTPSourceOptions = HTTPSourceOptions()) -> Expansion {
         var result = Expansion(tracks: [], warnings: [])
-        for source in sources {
-            if !source.contains("://"), isDirectory(source) {
-                var files: [String] = []
-                var problems: [String] = []
-                walk(trimmedDirectory(source), depth: 0, into: &files, problems: &problems)
-                files.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-                result.warnings += problems
-                if files.isEmpty { result.warnings.append("queue: \(source): no audio files") }
-                result.tracks += files
-            } else {
-                result.tracks.append(source)
-            }
-        }
+        for source in sources { add(source, depth: 0, http: http, to: &result) }
         return result
+    }
+
+    private static func add(_ source: String, depth: Int, http: HTTPSourceOptions, to result: inout Expansion) {
+        if !source.contains("://"), isDirectory(source) {
+            var files: [String] = []
+            var problems: [String] = []
+            walk(trimmedDirectory(source), depth: 0, into: &files, problems: &problems)
+            files.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            result.warnings += problems
+            if files.isEmpty { result.warnings.append("queue: \(source): no audio files") }
+            result.tracks += files
+            return
+        }
+        guard QueuePlaylists.mayBePlaylist(source) else {
+            result.tracks.append(source)
+            return
+        }
+        guard depth < QueuePlaylists.maxDepth else {
+            result.warnings.append("queue: \(source): playlists nested deeper than \(QueuePlaylists.maxDepth), left out")
+            return
+        }
+        do {
+            switch try QueuePlaylists.read(source, http: http) {
+            case .hls:
+                result.tracks.append(source)
+            case .tracks(let entries, let warnings):
+                result.warnings += warnings
+                if entries.isEmpty { result.warnings.append("queue: \(source): an empty playlist") }
+                for entry in entries { add(entry, depth: depth + 1, http: http, to: &result) }
+            }
+        } catch {
+            result.warnings.append("\(error)".hasPrefix("queue: ") ? "\(error)" : "queue: \(source): \(error)")
+        }
     }
 
     static func trimmedDirectory(_ path: String) -> String {
@@ -43,7 +65,7 @@ public enum QueueSources {
         return p
     }
 
-    static func isDirectory(_ path: String) -> Bool {
+    public static func isDirectory(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }

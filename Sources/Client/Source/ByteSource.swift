@@ -82,6 +82,9 @@ public final class SourceControl: @unchecked Sendable {
         }
     }
 
+    /// Wakes a `waitForCommand` early (the throttle has room again) without a command.
+    func poke() { condition.withLock { condition.broadcast() } }
+
     func countReconnect() { condition.withLock { _reconnects += 1 } }
     func countPause() { condition.withLock { _pauses += 1 } }
     /// Times the throttle was full and the transfer paused.

@@ -9,6 +9,8 @@ public struct HTTPSourceOptions: Sendable {
     public var stallTimeout: Double = 10
     public var connectTimeout: Double = 10
     public var userAgent = "streamplay/0.1"
+    /// `--cache-dir`: streamed bytes are kept here and played from here (`HTTPSource+Cache`).
+    public var cache: DiskCache?
     public init() {}
 }
 
@@ -19,7 +21,7 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
     // @unchecked: `etag` and `log` are touched only by the network thread that runs the source.
     public let name: String
     public let options: HTTPSourceOptions
-    private var etag: String?
+    var etag: String?
     /// Component-tagged diagnostics (`--verbose`).
     public var log: (@Sendable (String) -> Void)?
 
@@ -49,6 +51,10 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         var paused = false
         var failure: SourceError?
         var fatal = false
+        /// The disk cache, and the entry this response's bytes go into once its ETag is known.
+        var cache: DiskCache?
+        var cacheEntry: CacheEntry?
+        var url = ""
 
         init(throttle: Throttle, control: SourceControl, generation: Int, offset: Int) {
             self.throttle = throttle
@@ -239,9 +245,10 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         ccurl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
     }
 
-    private func configure(_ easy: UnsafeMutableRawPointer, rangeFrom offset: Int, to end: Int?, ifRange: String?) {
+    private func configure(_ easy: UnsafeMutableRawPointer, rangeFrom offset: Int, to end: Int?, ifRange: String?,
+                           forceRange: Bool = false) {
         setCommonOptions(easy, url: name)
-        if offset > 0 || end != nil {
+        if offset > 0 || end != nil || forceRange {
             ccurl_setopt_string(easy, CURLOPT_RANGE, "\(offset)-\(end.map(String.init) ?? "")")
         }
     }
@@ -254,7 +261,7 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         defer { curl_multi_cleanup(multi) }
         // curl_multi_wakeup is the one multi call that is safe from another thread.
         let wake = MultiHandle(raw: multi)
-        throttle.onSpaceAvailable = { curl_multi_wakeup(wake.raw) }
+        throttle.onSpaceAvailable = { curl_multi_wakeup(wake.raw); control.poke() }
         defer { throttle.onSpaceAvailable = nil }
         var offset = start
         // The player resets the throttle before starting (and before each seek): take its generation.
@@ -268,13 +275,27 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
                 lastProgress = Monotonic.now
                 backoff = 0.1
             }
-            let outcome = transfer(multi: multi, throttle: throttle, control: control, offset: offset, generation: generation)
+            // Bytes the disk cache holds are played from it; the network fills only the gaps.
+            if let cached = serveFromCache(into: throttle, from: offset, control: control, generation: generation) {
+                offset = cached.offset
+                if cached.reachedEnd {
+                    throttle.finish(generation: generation)
+                    while !control.isStopped && !control.hasSeek { control.waitForCommand(timeout: 1) }
+                    continue
+                }
+                if control.isStopped || control.hasSeek { continue }
+            }
+            let end = options.cache == nil ? nil : cachedStart(after: offset)
+            let outcome = transfer(multi: multi, throttle: throttle, control: control, offset: offset, to: end,
+                                   generation: generation)
             offset += outcome.received
             if outcome.received > 0 {
                 lastProgress = Monotonic.now
                 backoff = 0.1
             }
             switch outcome.result {
+            case .complete where end != nil && outcome.received > 0:
+                continue                  // the gap is filled: the cache takes over again
             case .complete:
                 throttle.finish(generation: generation)
                 while !control.isStopped && !control.hasSeek { control.waitForCommand(timeout: 1) }
@@ -308,16 +329,21 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
 
     /// One HTTP request from `offset`, pumped through the multi handle until it ends,
     /// fails, or a seek/stop interrupts it.
+    /// `end` (exclusive) bounds the request where the disk cache holds the bytes after it.
     private func transfer(multi: UnsafeMutableRawPointer, throttle: Throttle, control: SourceControl, offset: Int,
-                          generation: Int) -> (received: Int, result: Result) {
+                          to end: Int? = nil, generation: Int) -> (received: Int, result: Result) {
         guard let easy = curl_easy_init() else { return (0, .fatal(.network("curl_easy_init failed"))) }
         defer { curl_easy_cleanup(easy) }
         let ifRange = offset > 0 ? etag : nil
         let state = Transfer(throttle: throttle, control: control, generation: generation, offset: offset)
         state.expectedETag = etag
+        state.cache = options.cache
+        state.url = name
         let box = Unmanaged.passRetained(state)
         defer { box.release() }
-        configure(easy, rangeFrom: offset, to: nil, ifRange: ifRange)
+        // With a cache, even the first request asks for a range: the 206 names the size, which
+        // a chunked 200 does not, and the cache needs it to keep the last block.
+        configure(easy, rangeFrom: offset, to: end.map { $0 - 1 }, ifRange: ifRange, forceRange: options.cache != nil)
         var headers: UnsafeMutablePointer<curl_slist>?
         if let ifRange { headers = curl_slist_append(headers, "If-Range: \(ifRange)") }
         defer { curl_slist_free_all(headers) }
@@ -406,6 +432,7 @@ extension HTTPSource.Transfer {
                     // A 200 to a Range request: either If-Range did not match (another ETag: the file
                     // changed) or the server ignores Range (same or no ETag): then skip what we have.
                     if let expected = expectedETag, let now = etag, expected != now {
+                        cache?.remove(url: url)
                         failure = .changed(url: "")
                         fatal = true
                         return 0
@@ -435,6 +462,7 @@ extension HTTPSource.Transfer {
             return ccurl_writefunc_pause()
         }
         throttle.write(bytes, generation: generation)
+        storeInCache(bytes, at: requestedOffset + received)
         received += bytes.count
         control.countBytes(bytes.count)
         return data.count

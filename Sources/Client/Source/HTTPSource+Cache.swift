@@ -1,0 +1,65 @@
+import StreamShared
+
+/// The disk cache in the HTTP source (`--cache-dir`): bytes the cache holds for the URL are
+/// written into the throttle from disk, block by block, each checked against its CRC-32, and
+/// no request is made for them; the network fills the gaps (each request bounded by the next
+/// cached byte) and what it brings is stored. Requests carry `If-Range` with the cached ETag:
+/// a server whose file changed answers 200, the entry is dropped, and playback stops as for
+/// any file changed while playing (`SourceError.changed`).
+extension HTTPSource {
+    /// Plays cached bytes from `offset` until a gap, the end, a seek or a stop. nil when the
+    /// cache has nothing at `offset`; else the offset reached and whether it is the resource's end.
+    func serveFromCache(into throttle: Throttle, from offset: Int, control: SourceControl,
+                        generation: Int) -> (offset: Int, reachedEnd: Bool)? {
+        guard let cache = options.cache, let entry = cache.entry(for: name) else { return nil }
+        adoptCachedVersion(entry, control: control)
+        if let total = entry.totalSize, offset >= total { return (offset, true) }
+        var at = offset
+        var served = false
+        while !control.isStopped && !control.hasSeek, let bytes = entry.read(at: at), !bytes.isEmpty {
+            var written = 0
+            while written < bytes.count && !control.isStopped && !control.hasSeek {
+                let n = bytes.withUnsafeBytes { raw in
+                    throttle.write(UnsafeRawBufferPointer(rebasing: raw[written...]), generation: generation)
+                }
+                written += n
+                // Full: the reader pokes the control when it has room again (onSpaceAvailable).
+                if n == 0 { control.waitForCommand(timeout: 0.05) }
+            }
+            at += written
+            served = true
+            if let total = entry.totalSize, at >= total { return (at, true) }
+        }
+        if served { log?("source: \(at - offset) bytes from the disk cache from byte \(offset)") }
+        return served ? (at, false) : nil
+    }
+
+    /// The start of the next cached bytes after `offset` (where a gap-filling request stops).
+    func cachedStart(after offset: Int) -> Int? {
+        guard let entry = options.cache?.entry(for: name) else { return nil }
+        return entry.nextCachedOffset(after: offset)
+    }
+
+    /// The cached entry's ETag becomes the one requests validate against (`If-Range`), and its
+    /// size the resource's.
+    private func adoptCachedVersion(_ entry: CacheEntry, control: SourceControl) {
+        if etag == nil {
+            etag = entry.etag
+            control.setTotalSize(entry.totalSize)
+        }
+    }
+}
+
+extension HTTPSource.Transfer {
+    /// Hands bytes just written to the throttle to the cache entry of this response's version
+    /// (created when the response names an ETag and its size is known).
+    func storeInCache(_ bytes: UnsafeRawBufferPointer, at offset: Int) {
+        guard let cache, !bytes.isEmpty else { return }
+        if cacheEntry == nil {
+            guard let tag = etag, !tag.hasPrefix("W/"), let total = control.totalSize else { return }
+            cacheEntry = cache.entry(for: url, etag: tag, totalSize: total)
+            self.cache = cacheEntry == nil ? nil : cache
+        }
+        cacheEntry?.store(ArraySlice(bytes.bindMemory(to: UInt8.self)), at: offset)
+    }
+}
