@@ -18,7 +18,7 @@ public enum QueuePlaylists {
 
     /// What a playlist source holds.
     public enum Contents: Sendable, Equatable {
-        /// An RFC 8216 playlist: played as one HLS stream.
+        /// An RFC 8216 playlist, or text that is no track playlist: one stream for the HLS layer.
         case hls
         /// The entries of a track playlist, resolved, and one warning per entry left out.
         case tracks([String], warnings: [String])
@@ -26,15 +26,24 @@ public enum QueuePlaylists {
 
     /// Reads and parses the playlist at `location` (a path or an http(s) URL).
     public static func read(_ location: String, http: HTTPSourceOptions = HTTPSourceOptions()) throws -> Contents {
-        let bytes: [UInt8]
+        // The first 64 KiB tell an HLS playlist (its tags open it) without reading a long one
+        // twice: the HLS layer reads it again, under its own bounds.
+        let prefixLength = 64 * 1024
         if location.contains("://") {
-            bytes = try HTTPSource(url: location, options: http).fetch(limit: maxBytes)
-        } else {
-            let file = try LocalFile(path: location)
-            guard file.size <= maxBytes else { throw SourceError.tooLarge(url: location, limit: maxBytes) }
-            bytes = try file.read(at: 0, count: file.size)
+            let source = HTTPSource(url: location, options: http)
+            if let prefix = try? source.readRange(0..<prefixLength), looksLikeHLS(prefix) { return .hls }
+            return try contents(try source.fetch(limit: maxBytes), of: location)
         }
-        return try contents(bytes, of: location)
+        let file = try LocalFile(path: location)
+        if looksLikeHLS(try file.read(at: 0, count: min(file.size, prefixLength))) { return .hls }
+        guard file.size <= maxBytes else { throw SourceError.tooLarge(url: location, limit: maxBytes) }
+        return try contents(try file.read(at: 0, count: file.size), of: location)
+    }
+
+    /// True when the bytes hold a tag only HLS playlists carry.
+    static func looksLikeHLS(_ bytes: [UInt8]) -> Bool {
+        let text = String(decoding: bytes, as: UTF8.self)
+        return text.contains("#EXT-X-TARGETDURATION") || text.contains("#EXT-X-STREAM-INF")
     }
 
     /// The contents of playlist bytes read from `location`.
@@ -46,6 +55,13 @@ public enum QueuePlaylists {
             return .hls
         } catch {
             throw QueueError(message: "\(location): \(error)")
+        }
+        // A plain list of lines is taken for a playlist only under a name that promises one
+        // (.m3u, .pls) and when it does not open like markup: an .m3u8 without #EXTM3U, or an
+        // HTML page, goes to the HLS layer, whose error names what it is.
+        if playlist.format == .m3u {
+            let opening = bytes.first { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D && $0 != 0xEF && $0 != 0xBB && $0 != 0xBF }
+            if fileExtension(location) == "m3u8" || opening == UInt8(ascii: "<") { return .hls }
         }
         var tracks: [String] = []
         var warnings: [String] = []

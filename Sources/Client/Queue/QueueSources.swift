@@ -54,8 +54,12 @@ public enum QueueSources {
                 if entries.isEmpty { result.warnings.append("queue: \(source): an empty playlist") }
                 for entry in entries { add(entry, depth: depth + 1, http: http, to: &result) }
             }
+        } catch let error as QueueError {
+            result.warnings.append("\(error)")
         } catch {
-            result.warnings.append("\(error)".hasPrefix("queue: ") ? "\(error)" : "queue: \(source): \(error)")
+            // Unreadable (unreachable, too large, not there): the player opens it as it would any
+            // single source, with its retries and its own clear error.
+            result.tracks.append(source)
         }
     }
 
