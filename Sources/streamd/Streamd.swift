@@ -85,6 +85,10 @@ struct Serve: ParsableCommand {
                                valueName: "NAME=OTHER"))
     var fallback: [String] = []
 
+    @Option(help: ArgumentHelp("Channel NAME plays the stream at URL (http://HOST[:PORT]/PATH of another streamd or an Icecast mount), titles included, reconnecting while it is away (repeatable).",
+                               valueName: "NAME=URL"))
+    var relay: [String] = []
+
     @Option(help: ArgumentHelp("Seconds one file's analysis may take (plus 60 s per GiB of file) before its worker is killed and the file skipped.",
                                valueName: "SECONDS"))
     var analyzeTimeout: Double = 10
@@ -180,7 +184,7 @@ extension Serve {
             }
             password = String(line)
         }
-        if !channel.isEmpty || password != nil || !fallback.isEmpty {
+        if !channel.isEmpty || password != nil || !fallback.isEmpty || !relay.isEmpty {
             var settings = RadioSettings()
             settings.sourcePassword = password
             settings.sourceTimeoutSeconds = sourceTimeout
@@ -203,6 +207,18 @@ extension Serve {
                 do {
                     let pair = try ChannelPair.parse(text, option: "--fallback")
                     try service.addFallback(name: pair.name, other: pair.other)
+                } catch {
+                    FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
+                    throw ExitCode(1)
+                }
+            }
+            for text in relay {
+                guard let eq = text.firstIndex(of: "="), RadioChannel.isValidName(String(text[..<eq])) else {
+                    FileHandle.standardError.write(Data("streamd: --relay takes NAME=URL, got '\(text)'\n".utf8))
+                    throw ExitCode(2)
+                }
+                do {
+                    try service.addRelay(name: String(text[..<eq]), url: String(text[text.index(after: eq)...]))
                 } catch {
                     FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
                     throw ExitCode(1)

@@ -273,4 +273,31 @@ final class PacedSource: @unchecked Sendable {
             #expect(code == "200", "curl's final status \(code)")
         }
     }
+
+    @Test(.timeLimit(.scaledMinutes(2))) func relayOfARelay_carriesAudioAndTitles() throws {
+        let library = try RadioEndToEndTests.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let origin = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--channel", "main=ch"])
+        defer { origin.stop() }
+        let first = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--relay", "copy=\(origin.baseURL)/radio/main"])
+        defer { first.stop() }
+        let second = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--relay", "copy2=\(first.baseURL)/radio/copy"])
+        defer { second.stop() }
+        Thread.sleep(forTimeInterval: 3)
+        let heard = try Self.hear(second.port, path: "/radio/copy2", seconds: 7)
+        #expect(heard.head.hasPrefix("HTTP/1.1 200"), "\(heard.head)")
+        #expect(RadioEndToEndTests.header("icy-name", in: heard.head) == "main")
+        #expect(heard.audio.count > 16_000 * 5, "\(heard.audio.count) bytes through two relays")
+        #expect(heard.titles.contains("Alpha - One") || heard.titles.contains("Beta - Two"), "\(heard.titles)")
+        // Frames back to back after two hops.
+        var splitter = AudioFrameSplitter(codec: .mpeg)
+        var offset = 0
+        while offset < heard.audio.count, case .frame(let frame) = try splitter.next(in: heard.audio[offset...]) {
+            offset += frame.length
+        }
+        #expect(heard.audio.count - offset < 1500)
+        let bad = try runCommand(TestPaths.binDir.appendingPathComponent("streamd").path,
+                                 [library.path, "--port", "0", "--relay", "x=ftp://h/"], timeout: 30)
+        #expect(bad.status == 1)
+    }
 }

@@ -14,6 +14,8 @@ final class LiveProducer: @unchecked Sendable {
     let tickNanos: UInt64
     let sourceTimeout: UInt64
     let onEnd: @Sendable (LiveProducer) -> Void
+    /// A relay's channel never ends: it waits for its upstream to come back.
+    let persistent: Bool
     private let lock = NSLock()
     private var pendingSource: AttachedSource?
     private var sourceBusy = false
@@ -29,8 +31,9 @@ final class LiveProducer: @unchecked Sendable {
         var kbps: Int?
     }
 
-    init(channel: RadioChannel, fallback: RadioChannel?, tickNanos: UInt64, sourceTimeout: UInt64,
+    init(channel: RadioChannel, fallback: RadioChannel?, tickNanos: UInt64, sourceTimeout: UInt64, persistent: Bool = false,
          onEnd: @escaping @Sendable (LiveProducer) -> Void) {
+        self.persistent = persistent
         self.channel = channel
         self.fallback = fallback
         self.tickNanos = max(1_000_000, tickNanos)
@@ -187,7 +190,7 @@ final class LiveProducer: @unchecked Sendable {
                 }
                 relay = cursor
                 _ = schedule   // the source's clock resumes from now when one connects
-            } else if let since = lostAt, now >= since, now - since >= sourceTimeout {
+            } else if !persistent, let since = lostAt, now >= since, now - since >= sourceTimeout {
                 lock.lock()
                 stopped = true   // no source can attach to an ended channel
                 lock.unlock()

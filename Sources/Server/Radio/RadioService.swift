@@ -51,14 +51,14 @@ public final class RadioService: @unchecked Sendable {
 
     /// The live producer of `name`, created (and started) when missing; nil when `name` is a
     /// playlist channel.
-    private func liveProducer(for name: String, fallback: RadioChannel?) -> LiveProducer? {
+    private func liveProducer(for name: String, fallback: RadioChannel?, persistent: Bool = false) -> LiveProducer? {
         lock.lock()
         defer { lock.unlock() }
         if let producer = liveProducers[name] { return producer }
         guard channels[name] == nil else { return nil }
         let channel = RadioChannel(name: name, ringCapacity: settings.ringBytes, format: fallback?.format)
         let producer = LiveProducer(channel: channel, fallback: fallback, tickNanos: settings.tickNanos,
-                                    sourceTimeout: settings.sourceTimeoutNanos) { [weak self] ended in
+                                    sourceTimeout: settings.sourceTimeoutNanos, persistent: persistent) { [weak self] ended in
             self?.removeLive(ended)
         }
         channels[name] = channel
@@ -78,11 +78,30 @@ public final class RadioService: @unchecked Sendable {
         order.removeAll { $0 == name }
     }
 
+    private var relays: [RelaySource] = []
+
+    /// `--relay NAME=URL`: channel NAME plays the stream at URL (another streamd or an Icecast
+    /// mount, plain HTTP), reconnecting while it is away.
+    public func addRelay(name: String, url: String) throws(ChannelTracks.Failure) {
+        guard let parsed = RelaySource.RelayURL.parse(url) else {
+            throw ChannelTracks.Failure(description: "--relay \(name)=\(url): not an http://HOST[:PORT]/PATH URL")
+        }
+        guard let producer = liveProducer(for: name, fallback: nil, persistent: true) else {
+            throw ChannelTracks.Failure(description: "--relay \(name): \(name) is a playlist channel")
+        }
+        let relay = RelaySource(url: parsed, producer: producer)
+        lock.lock()
+        relays.append(relay)
+        lock.unlock()
+        relay.start()
+    }
+
     /// Stops every producer (tests, shutdown).
     public func stop() {
         lock.lock()
         let running = producers
         let live = Array(liveProducers.values)
+        for relay in relays { relay.stop() }
         producers = []
         liveProducers = [:]
         lock.unlock()
