@@ -33,7 +33,7 @@ for sanitizer in $SANITIZERS; do
   # several times slower, which is not what those tests measure. STREAM_TEST_SANITIZER turns off
   # the peak-RSS bounds (a sanitizer's shadow memory and quarantine are not the program's).
   STREAM_MEDIA_DIR="$MEDIA_DIR" STREAM_TEST_TIME_SCALE="$scale" STREAM_TEST_SANITIZER="$sanitizer" \
-  ASAN_OPTIONS="log_path=$dir/report:detect_leaks=1:abort_on_error=0" \
+  ASAN_OPTIONS="log_path=$dir/report:detect_leaks=1:abort_on_error=0:suppressions=$PWD/scripts/asan.supp" \
   LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0" \
   TSAN_OPTIONS="log_path=$dir/report:halt_on_error=0:second_deadlock_stack=1" \
     swift test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" 2>&1 | tee "$dir/test.log"
