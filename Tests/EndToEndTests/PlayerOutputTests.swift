@@ -63,18 +63,26 @@ import Glibc
         let command = "\(PlayerTests.streamplay) \(server.baseURL)/media/mono-48k.mp3 --output null --realtime; echo EXIT=$?; sleep 30"
         tmuxCommand("new-session -d -s \(session) -x 120 -y 10 '\(command)'")
         defer { tmuxCommand("kill-session -t \(session)") }
-        Thread.sleep(forTimeInterval: 2.5)
-        let playing = try screen()
+        // The screen is polled, not read after fixed sleeps: a sanitized build starts and answers
+        // keys several times slower (the waits stretch with STREAM_TEST_TIME_SCALE).
+        func screen(within seconds: Double, showing text: String) throws -> String {
+            let deadline = Date().addingTimeInterval(TestTiming.seconds(seconds))
+            var shown = try screen()
+            while !shown.contains(text) && Date() < deadline {
+                Thread.sleep(forTimeInterval: 0.1)
+                shown = try screen()
+            }
+            return shown
+        }
+        let playing = try screen(within: 5, showing: "playing")
         #expect(playing.contains("playing"), "status line: \(playing)")
         tmuxCommand("send-keys -t \(session) ' '")
-        Thread.sleep(forTimeInterval: 0.6)
-        let paused = try screen()
+        let paused = try screen(within: 2, showing: "paused")
         #expect(paused.contains("paused"), "\(paused)")
         Thread.sleep(forTimeInterval: 1.5)
         #expect(position(try screen()) == position(paused), "position stops while paused")
         tmuxCommand("send-keys -t \(session) q")
-        Thread.sleep(forTimeInterval: 1.0)
-        let final = try screen()
+        let final = try screen(within: 2, showing: "EXIT=")
         #expect(final.contains("EXIT=0"), "q quits with status 0: \(final)")
     }
 }
