@@ -34,12 +34,14 @@ let package = Package(
                        providers: [.apt(["librubberband-dev"])]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
         // Linux headers (epoll, eventfd, sendfile) that the Glibc module does not expose.
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
 
         .target(name: "StreamShared", path: "Sources/Shared"),
         .target(name: "StreamServer",
-                dependencies: ["StreamShared", "CLinux", .product(name: "Logging", package: "swift-log"),
+                dependencies: ["StreamShared", "CLinux", "CSQLite", .product(name: "Logging", package: "swift-log"),
                                .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Server"),
         .target(name: "StreamClient",

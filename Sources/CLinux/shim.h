@@ -12,6 +12,7 @@
 #include <linux/sockios.h>
 #include <spawn.h>
 #include <pthread.h>
+#include <sys/inotify.h>
 
 // accept4 is declared only under _GNU_SOURCE; declare it here so the module does not need it.
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);

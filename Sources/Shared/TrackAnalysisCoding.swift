@@ -4,7 +4,7 @@
 /// parser here: bytes that are not an analysis give a `FormatError`, never a trap.
 extension TrackAnalysis {
     /// Format version; bump it when a field is added (both ends are the same binary).
-    static let codingVersion: UInt8 = 2
+    static let codingVersion: UInt8 = 3
     private static let component = "analysis wire"
 
     /// The analysis as bytes; `TrackAnalysis(encoded:)` gives it back equal.
@@ -19,6 +19,9 @@ extension TrackAnalysis {
         for value in [bitrate, frames, firstFrameOffset, encoderDelay, encoderPadding, totalSamples] { out.int(value) }
         for text in [tags.title, tags.artist, tags.album, tags.track] { out.optionalString(text) }
         out.optionalInt(tags.coverArtBytes)
+        for text in [tags.albumArtist, tags.disc, tags.date, tags.genre] { out.optionalString(text) }
+        let gain = tags.replayGain
+        for value in [gain?.trackGain, gain?.trackPeak, gain?.albumGain, gain?.albumPeak] { out.optionalDouble(value) }
         out.count(seekIndex.points.count)
         for point in seekIndex.points {
             out.double(point.t)
@@ -50,9 +53,14 @@ extension TrackAnalysis {
         let duration = try reader.double()
         let bitrate = try reader.int(), frames = try reader.int(), firstFrame = try reader.int()
         let delay = try reader.int(), padding = try reader.int(), totalSamples = try reader.int()
-        let tags = TrackTags(title: try reader.optionalString(), artist: try reader.optionalString(),
+        var tags = TrackTags(title: try reader.optionalString(), artist: try reader.optionalString(),
                              album: try reader.optionalString(), track: try reader.optionalString(),
-                             coverArtBytes: try reader.optionalInt())
+                             coverArtBytes: try reader.optionalInt(), albumArtist: try reader.optionalString(),
+                             disc: try reader.optionalString(), date: try reader.optionalString(),
+                             genre: try reader.optionalString())
+        let gain = ReplayGain(trackGain: try reader.optionalDouble(), trackPeak: try reader.optionalDouble(),
+                              albumGain: try reader.optionalDouble(), albumPeak: try reader.optionalDouble())
+        tags.replayGain = gain.isEmpty ? nil : gain
         let pointCount = try reader.count(itemBytes: 16)
         var points: [SeekPoint] = []
         points.reserveCapacity(pointCount)
@@ -112,6 +120,12 @@ private struct AnalysisBytesWriter {
         int(value)
     }
 
+    mutating func optionalDouble(_ value: Double?) {
+        guard let value else { return u8(0) }
+        u8(1)
+        double(value)
+    }
+
     mutating func optionalBytes(_ value: [UInt8]?) {
         guard let value else { return u8(0) }
         u8(1)
@@ -147,6 +161,10 @@ private struct AnalysisBytesReader {
 
     mutating func optionalInt() throws(FormatError) -> Int? {
         try flag() ? try int() : nil
+    }
+
+    mutating func optionalDouble() throws(FormatError) -> Double? {
+        try flag() ? try double() : nil
     }
 
     mutating func optionalBytes() throws(FormatError) -> [UInt8]? {

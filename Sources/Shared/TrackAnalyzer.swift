@@ -23,6 +23,27 @@ public struct TrackAnalysis: Sendable, Equatable {
     public var notes: [String] = []
     /// AAC in MP4: the AudioSpecificConfig a decoder starts from.
     public var audioSpecificConfig: [UInt8]? = nil
+
+    public init(container: Container, codec: String, sampleRate: Int, channels: Int, durationSeconds: Double,
+                bitrate: Int, frames: Int, firstFrameOffset: Int, encoderDelay: Int, encoderPadding: Int,
+                totalSamples: Int, tags: TrackTags, seekIndex: SeekIndex, notes: [String] = [],
+                audioSpecificConfig: [UInt8]? = nil) {
+        self.container = container
+        self.codec = codec
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.durationSeconds = durationSeconds
+        self.bitrate = bitrate
+        self.frames = frames
+        self.firstFrameOffset = firstFrameOffset
+        self.encoderDelay = encoderDelay
+        self.encoderPadding = encoderPadding
+        self.totalSamples = totalSamples
+        self.tags = tags
+        self.seekIndex = seekIndex
+        self.notes = notes
+        self.audioSpecificConfig = audioSpecificConfig
+    }
 }
 
 /// Reads a whole track once and works out its `TrackAnalysis`.
@@ -41,6 +62,30 @@ public enum TrackAnalyzer {
         case .wav: return try analyzeWAV(source, stream)
         case .mp4: return try analyzeMP4(source)
         }
+    }
+
+    /// The catalog's quick read: format, duration, gapless trim and tags from the headers, never
+    /// the whole file. MP3 from the Xing/VBRI/LAME frame or CBR arithmetic (a free-format
+    /// stream without a Xing header has no other way: it is scanned), MP4 from the moov, WAV
+    /// from its chunks, ADTS from the frames in the first `adtsWindow` bytes (extrapolated past
+    /// that, with a note; the exact count comes with the seek index). The seek index holds only
+    /// the first point: exact indexes are built when a client needs one.
+    public static func describe(_ source: some RandomAccessBytes, adtsWindow: Int = 256 * 1024) throws -> TrackAnalysis {
+        let stream = try probe(source)
+        var analysis: TrackAnalysis
+        switch stream.container {
+        case .mp3:
+            do {
+                analysis = try describeMPEG(source, stream)
+            } catch FormatError.unsupported {
+                analysis = try analyzeMPEG(source, stream)
+            }
+        case .adts: analysis = try analyzeADTS(source, stream, window: adtsWindow)
+        case .wav: analysis = try analyzeWAV(source, stream)
+        case .mp4: analysis = try analyzeMP4(source)
+        }
+        analysis.seekIndex.points = Array(analysis.seekIndex.points.prefix(1))
+        return analysis
     }
 
     /// Probes a growing prefix until Probe decides.
@@ -190,12 +235,15 @@ public enum TrackAnalyzer {
 extension TrackAnalyzer {
     // MARK: AAC in ADTS
 
-    static func analyzeADTS(_ source: some RandomAccessBytes, _ stream: ProbedStream) throws -> TrackAnalysis {
+    /// With a `window`, only the frames in that many bytes are walked and the counts are
+    /// extrapolated to the whole file (a note says so).
+    static func analyzeADTS(_ source: some RandomAccessBytes, _ stream: ProbedStream, window limit: Int? = nil) throws -> TrackAnalysis {
         guard let first = stream.adtsHeader else {
             throw FormatError.invalid(component: "adts", reason: "no first frame", offset: 0)
         }
         let trailing = try trailingTags(source, after: stream.firstFrameOffset)
-        let audioEnd = source.size - trailing.trailingBytes
+        let fileAudioEnd = source.size - trailing.trailingBytes
+        let audioEnd = limit.map { min(fileAudioEnd, stream.firstFrameOffset + max(4096, $0)) } ?? fileAudioEnd
         var index = SeekIndexBuilder()
         var frames = 0
         var samples = 0
@@ -238,9 +286,18 @@ extension TrackAnalyzer {
             }
         }
         guard frames > 0 else { throw FormatError.notAudio(reason: "no ADTS frames") }
+        var estimated = false
+        if audioEnd < fileAudioEnd, audioBytes > 0 {
+            // Frames past the window: as many as their share of the bytes, at the window's average size.
+            let scale = Double(fileAudioEnd - stream.firstFrameOffset) / Double(max(1, audioEnd - stream.firstFrameOffset))
+            frames = try Checked.int(Double(frames) * scale, "adts", "frame count")
+            samples = try Checked.multiply(frames, first.samplesPerFrame, "adts", "frame count")
+            audioBytes = try Checked.int(Double(audioBytes) * scale, "adts", "frame bytes")
+            estimated = true
+        }
         let asc = first.audioSpecificConfig
         let duration = try Checked.duration(Double(samples) / Double(first.sampleRate), "adts", "frame count")
-        let seek = SeekIndex(points: index.points, firstFrameOffset: stream.firstFrameOffset, audioEndOffset: audioEnd,
+        let seek = SeekIndex(points: index.points, firstFrameOffset: stream.firstFrameOffset, audioEndOffset: fileAudioEnd,
                              encoderDelay: 0, encoderPadding: 0, durationSeconds: duration)
         // ADTS carries no gapless information: assume the usual one frame of encoder priming
         // (what AAC encoders add and what the player drops), and say so.
@@ -252,6 +309,7 @@ extension TrackAnalyzer {
                                      encoderPadding: 0, totalSamples: samples, tags: stream.tags.merged(with: trailing.tags),
                                      seekIndex: seek)
         analysis.notes.append("encoder delay assumed: \(priming) priming samples (ADTS carries no gapless information)")
+        if estimated { analysis.notes.append("frame count estimated from the first \(audioEnd - stream.firstFrameOffset) bytes") }
         return analysis
     }
 

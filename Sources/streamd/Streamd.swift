@@ -92,6 +92,14 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds one file's analysis may take (plus 60 s per GiB of file) before its worker is killed and the file skipped.",
                                valueName: "SECONDS"))
     var analyzeTimeout: Double = 10
+
+    @Option(help: ArgumentHelp("The catalog database (default: $XDG_STATE_HOME/streamd/<hash of the folder>.db, else ~/.local/state/streamd/).",
+                               valueName: "PATH"))
+    var db: String?
+
+    @Option(help: ArgumentHelp("Seconds between full rescans when inotify cannot watch the whole tree (no inotify, or its watch limit reached).",
+                               valueName: "SECONDS"))
+    var rescanInterval: Double = 300
 }
 
 extension Serve {
@@ -139,6 +147,10 @@ extension Serve {
         guard analyzeTimeout.isFinite, (0.1...3600).contains(analyzeTimeout) else {
             throw ValidationError("--analyze-timeout must be 0.1...3600 seconds")
         }
+        guard rescanInterval.isFinite, (0.5...86_400).contains(rescanInterval) else {
+            throw ValidationError("--rescan-interval must be 0.5...86400 seconds")
+        }
+        if let db, db.isEmpty { throw ValidationError("--db needs a path") }
     }
 
     func run() throws {
@@ -155,10 +167,31 @@ extension Serve {
         }
         var analyzerSettings = IsolatedAnalyzer.Settings()
         analyzerSettings.timeoutSeconds = analyzeTimeout
-        let catalog = Catalog(resolver: resolver, analyzer: IsolatedAnalyzer(settings: analyzerSettings))
         let warnLogger = logger
+        let databasePath = db.map { ($0 as NSString).expandingTildeInPath }
+            ?? LibraryStore.defaultPath(forFolder: resolver.root, environment: ProcessInfo.processInfo.environment)
+        let store: LibraryStore
+        do {
+            store = try LibraryStore(path: databasePath, folder: resolver.root) { warnLogger.warning("\($0)") }
+        } catch {
+            FileHandle.standardError.write(Data("streamd: --db \(databasePath): \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        let catalog = Catalog(resolver: resolver, store: store, analyzer: IsolatedAnalyzer(settings: analyzerSettings))
         catalog.warn = { warnLogger.warning("\($0)") }
-        catalog.scan()
+        catalog.info = { warnLogger.info("\($0)") }
+        // The database may sit inside the folder when asked to: the scan leaves it out.
+        if let real = LibraryStore.realParentPath(databasePath), real.hasPrefix(resolver.root + "/") {
+            catalog.excludedPrefix = real
+        }
+        let scanner: CatalogScanner
+        do {
+            let maxWatches = ProcessInfo.processInfo.environment[CatalogScanner.maxWatchesVariable].flatMap { Int($0) }
+            scanner = try CatalogScanner(catalog: catalog, rescanInterval: rescanInterval, maxWatches: maxWatches)
+        } catch {
+            FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
         var hlsService: HLSService?
         if hls {
             var sources: [HLSLiveSource] = []
@@ -257,14 +290,15 @@ extension Serve {
         let shownHost = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
         // Unbuffered, so a parent process reading the pipe sees the line at once.
         FileHandle.standardOutput.write(Data("listening on http://\(shownHost):\(bound)/\n".utf8))
-        logger.info("serving \(catalog.tracks().count) tracks from \(resolver.root)")
+        logger.info("serving \((try? store.trackCount()) ?? 0) tracks from \(resolver.root) (catalog \(databasePath)); scanning in the background")
+        scanner.start()
 
         while true {
             var received: Int32 = 0
             sigwait(&signals, &received)
             if received == SIGHUP {
                 logger.info("SIGHUP: rescanning \(resolver.root)")
-                catalog.scan()
+                scanner.requestFullScan()
                 continue
             }
             logger.info("shutting down")
@@ -295,7 +329,13 @@ extension Package {
             FileHandle.standardError.write(Data("streamd: no such folder: \(folder)\n".utf8))
             throw ExitCode(1)
         }
-        let catalog = Catalog(resolver: resolver)
+        let catalog: Catalog
+        do {
+            catalog = try Catalog(resolver: resolver)
+        } catch {
+            FileHandle.standardError.write(Data("streamd: package: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
         catalog.warn = { FileHandle.standardError.write(Data("streamd: \($0)\n".utf8)) }
         catalog.scan()
         do {

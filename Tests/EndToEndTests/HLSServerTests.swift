@@ -372,11 +372,11 @@ import Glibc
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
-        let badName = try runCommand(streamd, [library.path, "--port", "0", "--live", "a/b=\(library.path)/adts.aac"], timeout: 10)
+        let badName = try runCommand(streamd, [library.path, "--port", "0", "--live", "a/b=\(library.path)/adts.aac", "--db", TestPaths.temporaryDatabase()], timeout: 10)
         #expect(badName.status != 0 && String(decoding: badName.stderr, as: UTF8.self).contains("NAME=PATH"))
-        let missing = try runCommand(streamd, [library.path, "--port", "0", "--live", "x=\(library.path)/nope.mp3"], timeout: 10)
+        let missing = try runCommand(streamd, [library.path, "--port", "0", "--live", "x=\(library.path)/nope.mp3", "--db", TestPaths.temporaryDatabase()], timeout: 10)
         #expect(missing.status == 1 && String(decoding: missing.stderr, as: UTF8.self).contains("--live x"))
-        let notAudio = try runCommand(streamd, [library.path, "--port", "0", "--live", "x=\(library.path)/notes.txt"], timeout: 10)
+        let notAudio = try runCommand(streamd, [library.path, "--port", "0", "--live", "x=\(library.path)/notes.txt", "--db", TestPaths.temporaryDatabase()], timeout: 10)
         #expect(notAudio.status == 1, "\(String(decoding: notAudio.stderr, as: UTF8.self))")
     }
 }

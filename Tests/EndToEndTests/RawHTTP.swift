@@ -14,10 +14,25 @@ final class StreamdProcess {
     var log: String { logBox.withLock { String(decoding: $0, as: UTF8.self) } }
     var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    init(folder: URL, extraArguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// The catalog database of this server (a fresh temporary one unless `--db` is passed).
+    let databasePath: String
+
+    /// Starts streamd on FOLDER. Without `--db` in `extraArguments` it gets a new database in a
+    /// temporary folder (never the user's state folder). With `waitForScan`, returns once the
+    /// first background scan has finished, so the catalog lists the folder.
+    init(folder: URL, extraArguments: [String] = [], environment: [String: String] = [:], waitForScan: Bool = true) throws {
         let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
         process.executableURL = URL(fileURLWithPath: streamd)
-        process.arguments = [folder.path, "--host", "127.0.0.1", "--port", "0"] + extraArguments
+        var extra = extraArguments
+        if let at = extra.firstIndex(of: "--db"), at + 1 < extra.count {
+            databasePath = extra[at + 1]
+        } else {
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-test-db-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            databasePath = dir.appendingPathComponent("catalog.db").path
+            extra += ["--db", databasePath]
+        }
+        process.arguments = [folder.path, "--host", "127.0.0.1", "--port", "0"] + extra
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         }
@@ -50,9 +65,32 @@ final class StreamdProcess {
         guard text.hasPrefix("listening on http://127.0.0.1:"),
               let portText = text.split(separator: ":").last?.split(separator: "/").first, let port = Int(portText) else {
             process.terminate()
-            throw TestFailure("streamd did not report its port: '\(text)'")
+            Thread.sleep(forTimeInterval: 0.2)
+            throw TestFailure("streamd did not report its port: '\(text)'; stderr: \(String(decoding: logBox.withLock { $0 }, as: UTF8.self).suffix(2000))")
         }
         self.port = port
+        if waitForScan { try self.waitForScan(atLeast: 1) }
+    }
+
+    /// `/api/status` as an object.
+    func status() throws -> [String: Any] {
+        let response = try RawConnection(port: port).request("GET", "/api/status")
+        guard response.status == 200,
+              let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] else {
+            throw TestFailure("/api/status answered \(response.status)")
+        }
+        return object
+    }
+
+    /// Waits until `scans` in /api/status reaches `count` (full scans finished) and none is running.
+    func waitForScan(atLeast count: Int, timeout: Double = 60) throws {
+        let deadline = Date().addingTimeInterval(TestTiming.seconds(timeout))
+        while Date() < deadline {
+            let now = try status()
+            if (now["scans"] as? Int ?? 0) >= count, now["scanning"] as? Bool == false { return }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        throw TestFailure("streamd's scan \(count) did not finish in \(Int(timeout)) s")
     }
 
     /// Sends SIGTERM and waits for exit; returns the exit status.

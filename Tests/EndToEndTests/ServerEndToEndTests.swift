@@ -224,7 +224,7 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: library) }
         let first = try StreamdProcess(folder: library)
         let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
-        let result = try runCommand(streamd, [library.path, "--port", String(first.port)])
+        let result = try runCommand(streamd, [library.path, "--port", String(first.port), "--db", TestPaths.temporaryDatabase()])
         #expect(result.status == 1)
         #expect(String(decoding: result.stderr, as: UTF8.self).contains("address already in use"))
     }

@@ -34,6 +34,13 @@ enum TestPaths {
         return candidates.first { FileManager.default.fileExists(atPath: $0) }
     }
 
+    /// A catalog database path in a new temporary folder: tests never touch the user's state folder.
+    static func temporaryDatabase() -> String {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-test-db-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir.appendingPathComponent("catalog.db").path
+    }
+
     static func mediaFiles() -> [URL] {
         guard let walker = FileManager.default.enumerator(at: media, includingPropertiesForKeys: [.isRegularFileKey]) else {
             return []

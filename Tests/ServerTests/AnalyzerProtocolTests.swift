@@ -47,6 +47,9 @@ import Testing
         #expect(throws: FormatError.self) { try AnalyzerProtocol.parseAnswer([7, 1, 2]) }
         #expect(throws: FormatError.self) { try AnalyzerProtocol.parseAnswer([]) }
         #expect(throws: FormatError.self) { try AnalyzerProtocol.parseRequest([1, 2]) }
+        #expect(throws: FormatError.self) { try AnalyzerProtocol.parseRequest([1, 2, 3, 4, 9, 0x2F]) }
+        let quick = Array(AnalyzerProtocol.request(path: "/q.mp3", timeoutMillis: 5, mode: .quick).dropFirst(4))
+        #expect(try AnalyzerProtocol.parseRequest(quick).mode == .quick)
     }
 
     @Test func unicodePaths_survive() throws {

@@ -75,7 +75,7 @@ import Testing
     @Test func otherVersion_throws() {
         var bytes = Self.sample().encoded()
         bytes[0] = 99
-        #expect(throws: FormatError.unsupported(component: "analysis wire", reason: "version 99, expected 2")) {
+        #expect(throws: FormatError.unsupported(component: "analysis wire", reason: "version 99, expected 3")) {
             try TrackAnalysis(encoded: bytes[...])
         }
     }
@@ -91,8 +91,9 @@ import Testing
         var analysis = Self.sample()
         analysis.tags = TrackTags()
         var bytes = analysis.encoded()
-        // version 1 + "mp4" 7 + "aac" 7 + rate, channels 16 + duration 8 + six integers 48 + five absent tags 5.
-        let countOffset = 92
+        // version 1 + "mp4" 7 + "aac" 7 + rate, channels 16 + duration 8 + six integers 48 + nine absent
+        // tags 9 + four absent ReplayGain values 4.
+        let countOffset = 100
         #expect(Array(bytes[countOffset..<(countOffset + 4)]) == [3, 0, 0, 0], "the point count is where the layout says")
         bytes.replaceSubrange(countOffset..<(countOffset + 4), with: [0xFF, 0xFF, 0xFF, 0xFF])
         #expect(throws: FormatError.self) { try TrackAnalysis(encoded: bytes[...]) }

@@ -3,13 +3,22 @@ import StreamShared
 /// The messages between streamd and its analyzer worker, on the worker's stdin and stdout.
 ///
 /// Every message is a frame: a 32-bit little-endian length, then that many bytes. The worker
-/// starts with the `hello` frame; then, for each request frame (a timeout in milliseconds and
-/// a path), it answers with one frame: `0` and an encoded `TrackAnalysis`, or `1` and the
-/// analyzer's error message. One file at a time, so a worker that dies names the file that
-/// killed it.
+/// starts with the `hello` frame; then, for each request frame (a timeout in milliseconds, the
+/// mode and a path), it answers with one frame: `0` and an encoded `TrackAnalysis`, or `1` and the
+/// analyzer's error message. Answers come in the order of the requests, one file at a time,
+/// so a worker that dies names the file that killed it even when several requests were sent
+/// at once (the catalog's quick scan sends them in batches).
 enum AnalyzerProtocol {
     /// The worker's first frame: the protocol, so a stale or foreign binary is noticed.
-    static let hello = Array("streamd-analyzer/1".utf8)
+    static let hello = Array("streamd-analyzer/2".utf8)
+
+    /// How much of a file the worker reads.
+    enum Mode: UInt8, Sendable {
+        /// The whole file: exact frame count and seek index (`TrackAnalyzer.analyze`), HLS plan.
+        case full = 0
+        /// Headers and tags only (`TrackAnalyzer.describe`): what the catalog lists.
+        case quick = 1
+    }
     /// The largest frame either side accepts (a week of audio indexed every 0.5 s is 19 MiB).
     static let maxFrame = 64 << 20
 
@@ -29,17 +38,22 @@ enum AnalyzerProtocol {
         return out + payload
     }
 
-    static func request(path: String, timeoutMillis: Int) -> [UInt8] {
+    static func request(path: String, timeoutMillis: Int, mode: Mode = .full) -> [UInt8] {
         let millis = UInt32(clamping: timeoutMillis)
         var payload: [UInt8] = []
         for shift in stride(from: 0, to: 32, by: 8) { payload.append(UInt8(truncatingIfNeeded: millis >> UInt32(shift))) }
+        payload.append(mode.rawValue)
         return frame(payload + Array(path.utf8))
     }
 
-    static func parseRequest(_ payload: [UInt8]) throws(FormatError) -> (path: String, timeoutMillis: Int) {
+    static func parseRequest(_ payload: [UInt8]) throws(FormatError) -> (path: String, timeoutMillis: Int, mode: Mode) {
         var reader = ByteReader(payload, component: "analyzer request")
         let millis = Int(try reader.readU32LE())
-        return (String(decoding: reader.rest, as: UTF8.self), millis)
+        let modeByte = try reader.readU8()
+        guard let mode = Mode(rawValue: modeByte) else {
+            throw .invalid(component: "analyzer request", reason: "mode \(modeByte)", offset: 4)
+        }
+        return (String(decoding: reader.rest, as: UTF8.self), millis, mode)
     }
 
     static func encode(_ answer: Answer) -> [UInt8] {

@@ -40,16 +40,17 @@ public enum AnalyzerWorker {
             guard let request = try? AnalyzerProtocol.parseRequest(payload) else { return 2 }
             // A second line of defence: should the server be gone, a stuck worker still ends.
             alarm(UInt32(request.timeoutMillis / 1000 + 5))
-            let answer = analyze(request.path, faults: faults)
+            let answer = analyze(request.path, mode: request.mode, faults: faults)
             alarm(0)
             guard writeAll(AnalyzerProtocol.encode(answer)) else { return 1 }
         }
     }
 
-    static func analyze(_ path: String, faults: Faults) -> AnalyzerProtocol.Answer {
+    static func analyze(_ path: String, mode: AnalyzerProtocol.Mode = .full, faults: Faults) -> AnalyzerProtocol.Answer {
         faults.inject(for: path)
         do {
             let file = try OpenFile(path: path)
+            if mode == .quick { return .analysis(try TrackAnalyzer.describe(file)) }
             let analysis = try TrackAnalyzer.analyze(file)
             // The server plans HLS segments from this analysis and the file's tables (the MP4
             // moov is parsed again there); planning once here means a bug in that code costs

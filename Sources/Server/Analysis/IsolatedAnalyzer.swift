@@ -52,20 +52,32 @@ public final class IsolatedAnalyzer: Sendable {
         signal(SIGPIPE, SIG_IGN)
     }
 
+    /// How much of each file is read.
+    public enum Mode: Sendable {
+        /// Every frame: exact duration and seek index (`TrackAnalyzer.analyze`).
+        case full
+        /// Headers and tags only (`TrackAnalyzer.describe`), for the catalog's scan.
+        case quick
+    }
+
     /// Analyzes `files` (absolute path and size) on up to `settings.workers` workers; the
-    /// outcomes come back in the same order. Workers live for this call only.
-    public func analyze(_ files: [(path: String, size: Int)]) -> [Outcome] {
+    /// outcomes come back in the same order. Workers live for this call only. `batch` requests
+    /// go down a worker's pipe at once (answers still come one file at a time, so a worker that
+    /// dies names its file; the rest of its batch goes to a fresh worker).
+    public func analyze(_ files: [(path: String, size: Int)], mode: Mode = .full, batch: Int = 1) -> [Outcome] {
         guard !files.isEmpty else { return [] }
         let queue = WorkQueue(files)
         let threads = min(settings.workers, files.count)
+        let wire: AnalyzerProtocol.Mode = mode == .quick ? .quick : .full
+        let batch = max(1, min(256, batch))
         if threads == 1 {
-            drain(queue)
+            drain(queue, mode: wire, batch: batch)
         } else {
             let group = DispatchGroup()
             for _ in 0..<threads {
                 group.enter()
                 Thread.detachNewThread { [self] in
-                    drain(queue)
+                    drain(queue, mode: wire, batch: batch)
                     group.leave()
                 }
             }
@@ -74,28 +86,35 @@ public final class IsolatedAnalyzer: Sendable {
         return queue.outcomes()
     }
 
-    /// One worker's share: takes files from the queue until it is empty.
-    private func drain(_ queue: WorkQueue) {
+    /// One worker's share: takes batches from the queue until it is empty.
+    private func drain(_ queue: WorkQueue, mode: AnalyzerProtocol.Mode, batch: Int) {
         var worker: WorkerHandle?
         var unavailable: String?
-        while let (index, file) = queue.take() {
+        var carried: [(Int, (path: String, size: Int))] = []
+        while true {
+            let items = carried.isEmpty ? queue.take(batch) : carried
+            carried = []
+            if items.isEmpty { break }
             if let unavailable {
-                queue.put(index, .unavailable(unavailable))
+                for (index, _) in items { queue.put(index, .unavailable(unavailable)) }
                 continue
             }
             if worker == nil {
                 do {
                     worker = try WorkerHandle(settings: settings)
                 } catch {
-                    unavailable = "analyzer worker unavailable: \(error)"
-                    queue.put(index, .unavailable(unavailable ?? ""))
+                    let why = "analyzer worker unavailable: \(error)"
+                    unavailable = why
+                    for (index, _) in items { queue.put(index, .unavailable(why)) }
                     continue
                 }
             }
             guard let current = worker else { continue }
-            let outcome = current.analyze(file.path, timeout: settings.timeout(forSize: file.size))
+            let outcomes = current.analyze(items.map(\.1), mode: mode, timeout: settings.timeout(forSize:))
+            for (k, item) in items.enumerated() {
+                if k < outcomes.count { queue.put(item.0, outcomes[k]) } else { carried.append(item) }
+            }
             if current.isFinished { worker = nil }
-            queue.put(index, outcome)
         }
         worker?.stop()
     }
@@ -114,11 +133,12 @@ private final class WorkQueue: @unchecked Sendable {
         results = Array(repeating: nil, count: files.count)
     }
 
-    func take() -> (Int, (path: String, size: Int))? {
+    /// Up to `count` files not yet handed out, with their indexes.
+    func take(_ count: Int) -> [(Int, (path: String, size: Int))] {
         lock.withLock {
-            guard nextIndex < files.count else { return nil }
-            defer { nextIndex += 1 }
-            return (nextIndex, files[nextIndex])
+            let end = min(files.count, nextIndex + count)
+            defer { nextIndex = end }
+            return (nextIndex..<end).map { ($0, files[$0]) }
         }
     }
 
@@ -167,27 +187,46 @@ final class WorkerHandle {
 
     /// Sends one file and waits for its answer, at most `timeout` seconds.
     func analyze(_ path: String, timeout: Double) -> IsolatedAnalyzer.Outcome {
-        let millis = Int(min(timeout, 86_400) * 1000)
-        stderrHead.removeAll()
-        guard send(AnalyzerProtocol.request(path: path, timeoutMillis: millis)) else {
-            // The worker was gone before it saw this file: not the file's fault.
+        analyze([(path, 0)], mode: .full, timeout: { _ in timeout }).first ?? .unavailable("not analyzed")
+    }
+
+    /// Sends every request of `files` at once, then takes the answers in order, each within
+    /// `timeout(size)` seconds of the previous one. Returns at least one outcome: when the worker
+    /// dies, the file it was on is quarantined and the outcomes stop there (the caller hands the
+    /// rest to another worker).
+    func analyze(_ files: [(path: String, size: Int)], mode: AnalyzerProtocol.Mode,
+                 timeout: (Int) -> Double) -> [IsolatedAnalyzer.Outcome] {
+        let millis = files.map { Int(min(timeout($0.size), 86_400) * 1000) }
+        var requests: [UInt8] = []
+        for (file, limit) in zip(files, millis) {
+            requests += AnalyzerProtocol.request(path: file.path, timeoutMillis: limit, mode: mode)
+        }
+        guard send(requests) else {
+            // The worker was gone before it saw these files: not their fault.
             finish()
-            return .unavailable("analyzer worker ended before the request (\(child.termination?.description ?? "unknown"))")
+            return [.unavailable("analyzer worker ended before the request (\(child.termination?.description ?? "unknown"))")]
         }
-        switch receive(deadline: monotonicNanos() + UInt64(millis) * 1_000_000) {
-        case .frame(let payload):
-            do {
-                switch try AnalyzerProtocol.parseAnswer(payload) {
-                case .analysis(let analysis): return .analyzed(analysis)
-                case .failure(let message): return .rejected(message)
+        var outcomes: [IsolatedAnalyzer.Outcome] = []
+        for limit in millis {
+            stderrHead.removeAll()
+            switch receive(deadline: monotonicNanos() + UInt64(limit) * 1_000_000) {
+            case .frame(let payload):
+                do {
+                    switch try AnalyzerProtocol.parseAnswer(payload) {
+                    case .analysis(let analysis): outcomes.append(.analyzed(analysis))
+                    case .failure(let message): outcomes.append(.rejected(message))
+                    }
+                } catch {
+                    finish()
+                    outcomes.append(.quarantined("analyzer sent a malformed answer (\(error))"))
+                    return outcomes
                 }
-            } catch {
-                finish()
-                return .quarantined("analyzer sent a malformed answer (\(error))")
+            case .failed(let why):
+                outcomes.append(.quarantined(why))
+                return outcomes
             }
-        case .failed(let why):
-            return .quarantined(why)
         }
+        return outcomes
     }
 
     /// Ends a healthy worker (end of input, then a kill after a grace period).

@@ -12,6 +12,9 @@ public final class OpenFile: @unchecked Sendable {
     public let mtime: Int
     /// Strong validator built from inode, size and mtime (nanoseconds), like nginx's.
     public let etag: String
+    public let inode: UInt64
+    /// Modification time, nanoseconds since the epoch.
+    public let mtimeNanos: Int
 
     /// Opens `path` read-only; throws `SystemError` (ENOENT, EACCES, EISDIR, ...).
     public init(path: String) throws(SystemError) {
@@ -30,6 +33,8 @@ public final class OpenFile: @unchecked Sendable {
         self.size = Int(info.st_size)
         self.mtime = Int(info.st_mtim.tv_sec)
         let nanos = UInt64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ UInt64(info.st_mtim.tv_nsec)
+        self.inode = UInt64(info.st_ino)
+        self.mtimeNanos = Int(truncatingIfNeeded: nanos)
         self.etag = "\"\(String(UInt64(info.st_ino), radix: 16))-\(String(info.st_size, radix: 16))-\(String(nanos, radix: 16))\""
     }
 

@@ -25,9 +25,12 @@ extension OpenFile: RandomAccessBytes {
         if done < wanted { result.removeLast(wanted - done) }
         return result
     }
+
+    /// Size, mtime and inode of the opened file.
+    public var stamp: FileStamp { FileStamp(size: size, mtimeNanos: mtimeNanos, inode: inode) }
 }
 
-/// One track of the library, as `/api/tracks` lists it.
+/// One track of the library, as the library page and `streamd package` take it.
 public struct CatalogEntry: Sendable {
     /// Path relative to the library folder.
     public var path: String
@@ -35,6 +38,7 @@ public struct CatalogEntry: Sendable {
     public var size: Int
     public var mtime: Int
     public var etag: String
+    /// The catalog's analysis: the facts of the database row; the seek index holds its first point only.
     public var analysis: TrackAnalysis
 
     /// The track's title, or its file name when it has no tag.
@@ -53,86 +57,230 @@ public struct SkippedFile: Sendable, Equatable {
     public var quarantined: Bool
 }
 
-/// The library: every audio file under the folder, analyzed once (in worker processes, see
-/// `IsolatedAnalyzer`), with its seek index.
+/// The library: every audio file under the folder, kept in the catalog database (`LibraryStore`)
+/// by a background scanner that reads headers only, in worker processes (`IsolatedAnalyzer`).
+/// Exact seek indexes are built on first need and cached in the database.
 public final class Catalog: @unchecked Sendable {
-    // @unchecked: all mutable state is behind `lock`; scans are serialised by `scanLock`.
+    // @unchecked: mutable state is behind `lock`; scans are serialised by `scanLock`; the
+    // closures are set before the scanner starts.
     public let resolver: PathResolver
     /// Runs the analyzer out of process: a file that crashes or hangs it costs that file only.
     public let analyzer: IsolatedAnalyzer
+    /// The catalog database the routes read.
+    public let store: LibraryStore
     private let lock = NSLock()
     private let scanLock = NSLock()
-    private var entries: [String: CatalogEntry] = [:]     // by absolute path
-    private var skipped: [String: SkippedFile] = [:]      // by absolute path
-    private var folderStamps: [String: Int] = [:]         // directory → mtime seen at the last scan
-    private var lastCheck: UInt64 = 0
-    private var scanCount = 0
-    private var lastScanMillis = 0
-    /// Called with one line per file that could not be analyzed.
+    private var progress = ScanProgress()
+    /// Called with one line per file that could not be analyzed, and other trouble.
     public var warn: @Sendable (String) -> Void = { _ in }
+    /// Called with progress lines (scan started, every few seconds, done).
+    public var info: @Sendable (String) -> Void = { _ in }
+    /// Files read per batch written to the database.
+    public var chunkSize = 2048
+    /// Absolute paths the walk leaves out (the database and its WAL files, when they sit inside the folder).
+    public var excludedPrefix: String?
 
-    public init(resolver: PathResolver, analyzer: IsolatedAnalyzer = IsolatedAnalyzer()) {
+    public init(resolver: PathResolver, store: LibraryStore, analyzer: IsolatedAnalyzer = IsolatedAnalyzer()) {
         self.resolver = resolver
+        self.store = store
         self.analyzer = analyzer
     }
 
-    /// Scans the folder recursively. Unchanged files (same size and mtime) keep their analysis,
-    /// or their reason for being skipped; the others go to the analyzer workers.
-    public func scan() {
-        scanLock.withLock { scanNow() }
+    /// A catalog over an in-memory database (for `streamd package` and tests).
+    public convenience init(resolver: PathResolver, analyzer: IsolatedAnalyzer = IsolatedAnalyzer()) throws(SQLiteError) {
+        self.init(resolver: resolver, store: try LibraryStore(path: ":memory:", folder: resolver.root), analyzer: analyzer)
     }
 
-    private func scanNow() {
+    /// Where a scan is: what `/api/status` shows.
+    public struct ScanProgress: Sendable {
+        public var scanning = false
+        public var found = 0
+        public var toRead = 0
+        public var read = 0
+        public var removed = 0
+        public var scans = 0
+        public var lastScanMillis = 0
+        public var startedNanos: UInt64 = 0
+    }
+
+    /// The scan's progress now.
+    public var scanProgress: ScanProgress { lock.withLock { progress } }
+
+    // MARK: scanning
+
+    /// Scans the folder recursively and brings the database up to date. Unchanged files (same
+    /// size, mtime and inode) are not read; the others go to the analyzer workers (headers only).
+    public func scan() {
+        scan(.all)
+    }
+
+    /// Scans `scope` (serialised with every other scan).
+    func scan(_ scope: ScanScope) {
+        scanLock.withLock { scanNow(scope) }
+    }
+
+    /// What a scan looks at.
+    enum ScanScope: Equatable {
+        case all
+        /// One file or folder (relative path): what an inotify event names.
+        case path(String)
+    }
+
+    /// The files under the folder, by relative path, with their stamps; and every folder's
+    /// absolute path (for the watcher).
+    struct Listing {
+        var files: [String: FileStamp] = [:]
+        var folders: [String] = []
+    }
+
+    private func scanNow(_ scope: ScanScope) {
         let started = monotonicNanos()
-        var found: [String: (size: Int, mtime: Int)] = [:]
-        var stamps: [String: Int] = [:]
-        walk(resolver.root, depth: 0, found: &found, stamps: &stamps)
-        let (previous, previouslySkipped) = lock.withLock { (entries, skipped) }
-        var next: [String: CatalogEntry] = [:]
-        var notListed: [String: SkippedFile] = [:]
-        var pending: [(path: String, size: Int, mtime: Int)] = []
-        for (path, meta) in found.sorted(by: { $0.key < $1.key }) {
-            if let old = previous[path], old.size == meta.size, old.mtime == meta.mtime {
-                next[path] = old
-            } else if let old = previouslySkipped[path], old.size == meta.size, old.mtime == meta.mtime {
-                notListed[path] = old
-            } else {
-                pending.append((path, meta.size, meta.mtime))
+        var listing = Listing()
+        var prefix: String?
+        switch scope {
+        case .all:
+            lock.withLock {
+                progress.scanning = true
+                progress.startedNanos = started
+                progress.found = 0
+                progress.toRead = 0
+                progress.read = 0
+                progress.removed = 0
+            }
+            walk(resolver.root, depth: 0, into: &listing)
+        case .path(let relative):
+            guard !PathResolver.isHidden(relative) else { return }
+            prefix = relative
+            visit(resolver.root + "/" + relative, depth: relative.split(separator: "/").count, into: &listing)
+        }
+        defer { if scope == .all { lock.withLock { progress.scanning = false } } }
+        let known: [String: FileStamp]
+        do {
+            known = try store.stamps(under: prefix)
+        } catch {
+            warn("catalog: cannot read the library database: \(error)")
+            return
+        }
+        let removed = known.keys.filter { listing.files[$0] == nil }.sorted()
+        let pending = listing.files.filter { known[$0.key] != $0.value }.sorted { $0.key < $1.key }
+        if scope == .all {
+            lock.withLock {
+                progress.found = listing.files.count
+                progress.toRead = pending.count
+                progress.removed = removed.count
+            }
+            if !pending.isEmpty {
+                info("scan: \(listing.files.count) files, \(pending.count) new or changed, \(removed.count) gone")
             }
         }
-        let outcomes = analyzer.analyze(pending.map { ($0.path, $0.size) })
-        var unavailable: [String] = []
-        for (file, outcome) in zip(pending, outcomes) {
-            let path = file.path
-            switch outcome {
-            case .analyzed(let analysis):
-                // The server opens the file only to stat it; the bytes were parsed in the worker.
-                guard let opened = try? OpenFile(path: path), let relative = resolver.relative(path) else { continue }
-                next[path] = CatalogEntry(path: relative, absolutePath: path, size: opened.size, mtime: opened.mtime,
-                                          etag: opened.etag, analysis: analysis)
-            case .rejected(let why):
-                notListed[path] = SkippedFile(size: file.size, mtime: file.mtime, reason: why, quarantined: false)
-                warn("catalog: skipping \(path): \(why)")
-            case .quarantined(let why):
-                notListed[path] = SkippedFile(size: file.size, mtime: file.mtime, reason: why, quarantined: true)
-                warn("catalog: skipping \(path): \(why); quarantined until the file changes")
-            case .unavailable(let why):
-                // Not the file's fault: no record, so the next scan tries it again.
-                if unavailable.isEmpty { warn("catalog: \(why)") }
-                unavailable.append(path)
-            }
-        }
-        if unavailable.count > 1 { warn("catalog: \(unavailable.count) files not analyzed; they are tried again at the next scan") }
+        if !removed.isEmpty { write(removed.map { .removed(path: $0) }) }
+        read(pending.map { ($0.key, $0.value) }, logProgress: scope == .all)
+        scanned(listing.folders)
+        guard scope == .all else { return }
         let elapsed = Int((monotonicNanos() - started) / 1_000_000)
         lock.withLock {
-            entries = next
-            skipped = notListed
-            folderStamps = stamps
-            lastCheck = monotonicNanos()
-            scanCount += 1
-            lastScanMillis = elapsed
+            progress.scans += 1
+            progress.lastScanMillis = elapsed
+        }
+        if !pending.isEmpty || !removed.isEmpty {
+            info("scan: done in \(elapsed) ms: \(pending.count) files read, \(removed.count) removed")
         }
     }
+
+    /// Hook for the watcher: the folders the last scan walked.
+    var scanned: ([String]) -> Void = { _ in }
+
+    /// Reads `files` (relative path, stamp) in the workers, chunk by chunk, writing each chunk
+    /// to the database as it completes.
+    func read(_ files: [(path: String, stamp: FileStamp)], logProgress: Bool) {
+        var lastLog = monotonicNanos()
+        var done = 0
+        var unavailableCount = 0
+        var chunkStart = 0
+        while chunkStart < files.count {
+            let chunk = files[chunkStart..<min(files.count, chunkStart + chunkSize)]
+            chunkStart += chunk.count
+            let outcomes = analyzer.analyze(chunk.map { (resolver.root + "/" + $0.path, $0.stamp.size) }, mode: .quick, batch: 32)
+            var changes: [LibraryChange] = []
+            changes.reserveCapacity(chunk.count)
+            for (file, outcome) in zip(chunk, outcomes) {
+                switch outcome {
+                case .analyzed(let analysis):
+                    changes.append(.track(path: file.path, stamp: file.stamp, analysis: analysis))
+                case .rejected(let why):
+                    changes.append(.skipped(path: file.path, stamp: file.stamp, reason: why, quarantined: false))
+                    warn("catalog: skipping \(resolver.root)/\(file.path): \(why)")
+                case .quarantined(let why):
+                    changes.append(.skipped(path: file.path, stamp: file.stamp, reason: why, quarantined: true))
+                    warn("catalog: skipping \(resolver.root)/\(file.path): \(why); quarantined until the file changes")
+                case .unavailable(let why):
+                    // Not the file's fault: no record, so the next scan tries it again.
+                    if unavailableCount == 0 { warn("catalog: \(why)") }
+                    unavailableCount += 1
+                }
+            }
+            write(changes)
+            done += chunk.count
+            lock.withLock { progress.read = done }
+            let now = monotonicNanos()
+            if logProgress, now - lastLog >= 3_000_000_000, chunkStart < files.count {
+                lastLog = now
+                let seconds = Double(now - lock.withLock { progress.startedNanos }) / 1e9
+                info("scan: \(done) of \(files.count) files read (\(Int(Double(done) / max(seconds, 0.001))) files/s)")
+            }
+        }
+        if unavailableCount > 1 { warn("catalog: \(unavailableCount) files not analyzed; they are tried again at the next scan") }
+    }
+
+    private func write(_ changes: [LibraryChange]) {
+        do {
+            try store.apply(changes)
+        } catch {
+            warn("catalog: cannot write the library database: \(error)")
+        }
+    }
+
+    private func walk(_ folder: String, depth: Int, into listing: inout Listing) {
+        guard depth < 32, let dir = opendir(folder) else { return }
+        defer { closedir(dir) }
+        listing.folders.append(folder)
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name.hasPrefix(".") { continue }
+            visit(folder + "/" + name, depth: depth + 1, into: &listing)
+        }
+    }
+
+    /// Lists the file at `path`, or walks the folder there.
+    private func visit(_ candidate: String, depth: Int, into listing: inout Listing) {
+        var path = candidate
+        if let excludedPrefix, path.hasPrefix(excludedPrefix) { return }
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        if info.st_mode & S_IFMT == S_IFLNK {
+            // Follow symlinks only when they stay inside the library, and not into a hidden part of it.
+            guard let real = PathResolver.realPath(path), real.hasPrefix(resolver.root + "/"),
+                  !PathResolver.isHidden(String(real.dropFirst(resolver.root.count + 1))),
+                  stat(real, &info) == 0 else { return }
+            path = real
+        }
+        if info.st_mode & S_IFMT == S_IFDIR {
+            walk(path, depth: depth, into: &listing)
+        } else if info.st_mode & S_IFMT == S_IFREG {
+            let relative = String(path.dropFirst(resolver.root.count + 1))
+            listing.files[relative] = Self.stamp(info)
+        }
+    }
+
+    static func stamp(_ info: stat) -> FileStamp {
+        FileStamp(size: Int(info.st_size),
+                  mtimeNanos: Int(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int(info.st_mtim.tv_nsec),
+                  inode: UInt64(info.st_ino))
+    }
+
+    // MARK: exact analyses
 
     /// Why a track's analysis is not available.
     public struct AnalysisFailure: Error, CustomStringConvertible {
@@ -140,24 +288,42 @@ public final class Catalog: @unchecked Sendable {
         public var description: String { reason }
     }
 
-    /// The analysis of `file` (at `path`): the catalog's when it describes these very bytes,
-    /// else a fresh one from a worker (a file changed in place since the last scan). A file
+    /// The exact analysis (every frame, full seek index) of `file` at `path`: from the database
+    /// when it holds one for these very bytes, else from a worker, then stored (the track's row
+    /// is corrected when the quick scan's figures differ, as an ADTS estimate may). A file
     /// quarantined at this size and mtime is not tried again.
     public func analysis(forAbsolutePath path: String, file: OpenFile) throws(AnalysisFailure) -> TrackAnalysis {
-        let (entry, skip) = lock.withLock { (entries[path], skipped[path]) }
-        if let entry, entry.etag == file.etag { return entry.analysis }
-        if let skip, skip.size == file.size, skip.mtime == file.mtime { throw AnalysisFailure(reason: skip.reason) }
+        let relative = resolver.relative(path)
+        let stamp = file.stamp
+        if let relative {
+            if let cached = try? store.cachedAnalysis(path: relative, stamp: stamp) { return cached }
+            if let skip = try? store.skipped(path: relative), skip.stamp == stamp {
+                throw AnalysisFailure(reason: skip.reason)
+            }
+        }
         switch analyzer.analyze([(path, file.size)]).first {
         case .analyzed(let analysis):
+            guard let relative else { return analysis }
+            do {
+                try store.storeAnalysis(path: relative, stamp: stamp, analysis: analysis)
+                if let row = try store.track(path: relative), row.stamp == stamp,
+                   row.frames != analysis.frames || row.durationSeconds != analysis.durationSeconds {
+                    var summary = analysis
+                    summary.seekIndex.points = Array(summary.seekIndex.points.prefix(1))
+                    try store.apply([.track(path: relative, stamp: stamp, analysis: summary)])
+                }
+            } catch {
+                warn("catalog: cannot store the analysis of \(path): \(error)")
+            }
             return analysis
         case .rejected(let why):
+            // Recorded (unless the quick scan listed it), so asking again costs no worker.
+            if let relative, (try? store.track(path: relative)) == nil {
+                write([.skipped(path: relative, stamp: stamp, reason: why, quarantined: false)])
+            }
             throw AnalysisFailure(reason: why)
         case .quarantined(let why):
-            // The listed entry described other bytes: the file is now quarantined instead.
-            lock.withLock {
-                entries[path] = nil
-                skipped[path] = SkippedFile(size: file.size, mtime: file.mtime, reason: why, quarantined: true)
-            }
+            if let relative { write([.skipped(path: relative, stamp: stamp, reason: why, quarantined: true)]) }
             warn("catalog: skipping \(path): \(why); quarantined until the file changes")
             throw AnalysisFailure(reason: why)
         case .unavailable(let why):
@@ -167,94 +333,90 @@ public final class Catalog: @unchecked Sendable {
         }
     }
 
+    // MARK: reading
+
     /// Files under the folder that are not listed, with the reason, by absolute path.
     public func skippedFiles() -> [String: SkippedFile] {
-        lock.withLock { skipped }
+        var result: [String: SkippedFile] = [:]
+        for row in (try? store.skipped()) ?? [] {
+            result[resolver.root + "/" + row.path] = SkippedFile(size: row.stamp.size, mtime: row.stamp.mtimeNanos / 1_000_000_000,
+                                                                 reason: row.reason, quarantined: row.quarantined)
+        }
+        return result
     }
 
-    /// The `/api/status` JSON object: track count, skipped and quarantined files, scans.
+    /// The `/api/status` JSON object: track count, skipped and quarantined files, scans, scan progress.
     public func statusJSON() -> String {
-        let (count, skips, scans, lastMillis) = lock.withLock { (entries.count, skipped, scanCount, lastScanMillis) }
-        let items = skips.sorted { $0.key < $1.key }.map { path, skip -> String in
+        let state = scanProgress
+        let skips = (try? store.skipped()) ?? []
+        let items = skips.map { skip -> String in
             var w = JSONObjectWriter()
-            w.add("path", resolver.relative(path) ?? path)
+            w.add("path", skip.path)
             w.add("reason", skip.reason)
             w.add("quarantined", skip.quarantined)
             return w.text
         }
         var w = JSONObjectWriter()
-        w.add("tracks", count)
+        w.add("tracks", (try? store.trackCount()) ?? 0)
         w.add("skipped_count", skips.count)
-        w.add("quarantined_count", skips.values.filter(\.quarantined).count)
-        w.add("scans", scans)
-        w.add("last_scan_ms", lastMillis)
+        w.add("quarantined_count", skips.filter(\.quarantined).count)
+        w.add("scans", state.scans)
+        w.add("last_scan_ms", state.lastScanMillis)
+        w.add("scanning", state.scanning)
+        w.add("scan_found", state.found)
+        w.add("scan_to_read", state.toRead)
+        w.add("scan_read", state.read)
         w.add("analyzer_workers", analyzer.settings.workers)
         w.add("analyze_timeout_s", analyzer.settings.timeoutSeconds)
+        w.add("db", store.path)
+        for (key, value) in statusExtras() { w.addRaw(key, value) }
         w.addRaw("skipped", "[" + items.joined(separator: ",\n") + "]")
         return w.text + "\n"
     }
 
-    /// Rescans when a folder's mtime changed since the last scan (checked at most once a second).
-    public func rescanIfChanged() {
-        let now = monotonicNanos()
-        let stamps: [String: Int]? = lock.withLock {
-            // A scan that ended after `now` was read sets lastCheck past it: no rescan then.
-            guard now > lastCheck, now - lastCheck > 1_000_000_000 else { return nil }
-            lastCheck = now
-            return folderStamps
-        }
-        guard let stamps else { return }
-        for (folder, mtime) in stamps {
-            var info = stat()
-            if stat(folder, &info) != 0 || Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec) != mtime {
-                // A request thread does not queue behind a scan already running (SIGHUP's):
-                // that one will pick up the change, and the answer meanwhile is the current list.
-                guard scanLock.try() else { return }
-                defer { scanLock.unlock() }
-                scanNow()
-                return
-            }
-        }
-    }
+    /// More `/api/status` members (raw JSON values), from the watcher.
+    var statusExtras: () -> [(String, String)] = { [] }
 
-    private func walk(_ folder: String, depth: Int, found: inout [String: (size: Int, mtime: Int)],
-                      stamps: inout [String: Int]) {
-        guard depth < 32, let dir = opendir(folder) else { return }
-        defer { closedir(dir) }
-        var info = stat()
-        if stat(folder, &info) == 0 {
-            stamps[folder] = Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec)
-        }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name.hasPrefix(".") { continue }
-            let path = folder + "/" + name
-            guard stat(path, &info) == 0 else { continue }
-            // Follow symlinks only when they stay inside the library, and not into a hidden part of it.
-            guard let real = PathResolver.realPath(path), real.hasPrefix(resolver.root + "/"),
-                  !PathResolver.isHidden(String(real.dropFirst(resolver.root.count + 1))) else { continue }
-            if info.st_mode & S_IFMT == S_IFDIR {
-                walk(path, depth: depth + 1, found: &found, stamps: &stamps)
-            } else if info.st_mode & S_IFMT == S_IFREG {
-                found[real] = (Int(info.st_size), Int(info.st_mtim.tv_sec))
-            }
-        }
-    }
-
-    /// All tracks, ordered by path.
+    /// All tracks, ordered by path (the whole library: for the library page and `streamd package`).
     public func tracks() -> [CatalogEntry] {
-        lock.withLock { entries.values.sorted { $0.path < $1.path } }
+        var result: [CatalogEntry] = []
+        try? store.forEachTrack { result.append(entry($0)) }
+        return result
     }
 
+    /// The entry for a listed file.
     public func entry(forAbsolutePath path: String) -> CatalogEntry? {
-        lock.withLock { entries[path] }
+        guard let relative = resolver.relative(path), let row = try? store.track(path: relative) else { return nil }
+        return entry(row)
+    }
+
+    private func entry(_ row: TrackRow) -> CatalogEntry {
+        CatalogEntry(path: row.path, absolutePath: resolver.root + "/" + row.path, size: row.stamp.size,
+                     mtime: row.stamp.mtimeNanos / 1_000_000_000, etag: row.etag, analysis: Self.analysis(row))
+    }
+
+    /// The database row's facts as a `TrackAnalysis` (seek index: the first frame only).
+    static func analysis(_ row: TrackRow) -> TrackAnalysis {
+        let tags = TrackTags(title: row.title, artist: row.artist, album: row.album,
+                             track: row.trackNumber.map { n in row.trackTotal.map { "\(n)/\($0)" } ?? "\(n)" },
+                             coverArtBytes: row.coverArtBytes, albumArtist: row.albumArtist,
+                             disc: row.discNumber.map { n in row.discTotal.map { "\(n)/\($0)" } ?? "\(n)" },
+                             date: row.year.map(String.init), genre: row.genre, replayGain: row.replayGain)
+        let seek = SeekIndex(points: [SeekPoint(t: 0, byte: row.firstFrameOffset)], firstFrameOffset: row.firstFrameOffset,
+                             audioEndOffset: row.stamp.size, encoderDelay: row.encoderDelay, encoderPadding: row.encoderPadding,
+                             durationSeconds: row.durationSeconds)
+        return TrackAnalysis(container: Container(rawValue: row.container) ?? .mp3, codec: row.codec, sampleRate: row.sampleRate,
+                             channels: row.channels, durationSeconds: row.durationSeconds, bitrate: row.bitrate,
+                             frames: row.frames, firstFrameOffset: row.firstFrameOffset, encoderDelay: row.encoderDelay,
+                             encoderPadding: row.encoderPadding, totalSamples: row.totalSamples, tags: tags, seekIndex: seek)
     }
 
     /// Content-Type for a file: from its probed container, else from its extension.
     public func contentType(forAbsolutePath path: String) -> String {
-        if let entry = entry(forAbsolutePath: path) { return entry.analysis.container.mimeType }
+        if let relative = resolver.relative(path), let row = try? store.track(path: relative),
+           let container = Container(rawValue: row.container) {
+            return container.mimeType
+        }
         switch path.split(separator: ".").last?.lowercased() {
         case "mp3": return "audio/mpeg"
         case "aac": return "audio/aac"
@@ -266,28 +428,39 @@ public final class Catalog: @unchecked Sendable {
         }
     }
 
-    /// The `/api/tracks` JSON array.
+    /// One `/api/tracks` item.
+    public static func trackJSON(_ row: TrackRow) -> String {
+        var w = JSONObjectWriter()
+        w.add("path", row.path)
+        w.add("url", row.url)
+        w.add("title", row.title)
+        w.add("artist", row.artist)
+        w.add("album", row.album)
+        w.add("duration_s", row.durationSeconds)
+        w.add("codec", row.codec)
+        w.add("container", row.container)
+        w.add("sample_rate", row.sampleRate)
+        w.add("channels", row.channels)
+        w.add("bitrate", row.bitrate)
+        w.add("size", row.stamp.size)
+        w.add("etag", row.etag)
+        return w.text
+    }
+
+    /// The `/api/tracks` JSON array (every track, by path).
     public func tracksJSON() -> String {
-        rescanIfChanged()
-        let items = tracks().map { entry -> String in
-            let a = entry.analysis
-            var w = JSONObjectWriter()
-            w.add("path", entry.path)
-            w.add("url", "/media/" + PathResolver.percentEncode(entry.path))
-            w.add("title", a.tags.title)
-            w.add("artist", a.tags.artist)
-            w.add("album", a.tags.album)
-            w.add("duration_s", a.durationSeconds)
-            w.add("codec", a.codec)
-            w.add("container", a.container.rawValue)
-            w.add("sample_rate", a.sampleRate)
-            w.add("channels", a.channels)
-            w.add("bitrate", a.bitrate)
-            w.add("size", entry.size)
-            w.add("etag", entry.etag)
-            return w.text
+        var out = "["
+        var first = true
+        do {
+            try store.forEachTrack { row in
+                if !first { out += ",\n" }
+                first = false
+                out += Self.trackJSON(row)
+            }
+        } catch {
+            warn("catalog: cannot read the library database: \(error)")
         }
-        return "[" + items.joined(separator: ",\n") + "]\n"
+        return out + "]\n"
     }
 
     /// Why a seek index cannot be served.
@@ -300,22 +473,26 @@ public final class Catalog: @unchecked Sendable {
         }
     }
 
-    /// The `/api/index/<path>` JSON object.
+    /// The `/api/index/<path>` JSON object (the exact index, built on first need).
     /// With `around`, only the points from 2 s before to 1 s after that time are listed.
     public func seekIndexJSON(forAbsolutePath path: String, around: Double? = nil) -> Result<String, IndexError> {
-        guard let entry = entry(forAbsolutePath: path) else {
-            return .failure(.notAudio(lock.withLock { skipped[path]?.reason } ?? "not in the catalog"))
+        guard let file = try? OpenFile(path: path) else { return .failure(.notAudio("not in the catalog")) }
+        let analysis: TrackAnalysis
+        do {
+            analysis = try self.analysis(forAbsolutePath: path, file: file)
+        } catch {
+            return .failure(.notAudio(error.reason))
         }
-        let index = entry.analysis.seekIndex
+        let index = analysis.seekIndex
         var w = JSONObjectWriter()
-        w.add("path", entry.path)
-        w.add("duration_s", entry.analysis.durationSeconds)
+        w.add("path", resolver.relative(path) ?? path)
+        w.add("duration_s", analysis.durationSeconds)
         w.add("first_frame_offset", index.firstFrameOffset)
         w.add("audio_end_offset", index.audioEndOffset)
         w.add("encoder_delay", index.encoderDelay)
         w.add("encoder_padding", index.encoderPadding)
-        w.add("sample_rate", entry.analysis.sampleRate)
-        w.add("etag", entry.etag)
+        w.add("sample_rate", analysis.sampleRate)
+        w.add("etag", file.etag)
         var selected = index.points[...]
         if let around {
             let lower = selected.firstIndex { $0.t >= around - 2 } ?? max(0, selected.count - 1)

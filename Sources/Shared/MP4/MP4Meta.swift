@@ -51,6 +51,10 @@ struct MP4Meta {
             case "\u{A9}alb": tags.album = tags.album ?? Self.text(data.value, type: data.type)
             case "trkn": tags.track = tags.track ?? Self.trackNumber(data.value)
             case "covr": tags.coverArtBytes = tags.coverArtBytes ?? data.value.count
+            case "aART": tags.albumArtist = tags.albumArtist ?? Self.text(data.value, type: data.type)
+            case "disk": tags.disc = tags.disc ?? Self.trackNumber(data.value)
+            case "\u{A9}day": tags.date = tags.date ?? Self.text(data.value, type: data.type)
+            case "\u{A9}gen": tags.genre = tags.genre ?? Self.text(data.value, type: data.type)
             case "----" where name.map(ReplayGain.isKey) == true:
                 // ----:com.apple.iTunes:replaygain_track_gain and friends (any case).
                 if let name, let text = Self.text(data.value, type: data.type) {

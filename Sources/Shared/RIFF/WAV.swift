@@ -265,6 +265,8 @@ public enum WAV {
             case "IART": tags.artist = tags.artist ?? text
             case "IPRD": tags.album = tags.album ?? text
             case "ITRK", "IPRT": tags.track = tags.track ?? text
+            case "IGNR": tags.genre = tags.genre ?? text
+            case "ICRD": tags.date = tags.date ?? text
             default: break
             }
         }

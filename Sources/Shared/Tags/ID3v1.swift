@@ -30,6 +30,7 @@ enum ID3v1 {
         var tags = TrackTags(title: field(3, 30, extendedAt: 4),
                              artist: field(33, 30, extendedAt: 64),
                              album: field(63, 30, extendedAt: 124))
+        tags.date = text(tag[(t + 93)..<(t + 97)])
         // ID3v1.1: a zero byte before the last comment byte makes that byte the track number.
         if tag[t + 125] == 0 && tag[t + 126] != 0 {
             tags.track = String(tag[t + 126])

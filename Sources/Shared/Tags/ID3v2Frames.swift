@@ -133,6 +133,10 @@ struct ID3v2FieldCollector {
         case "TPE1", "TP1": tags.artist = tags.artist ?? ID3Text.frameValue(frame.content)
         case "TALB", "TAL": tags.album = tags.album ?? ID3Text.frameValue(frame.content)
         case "TRCK", "TRK": tags.track = tags.track ?? ID3Text.frameValue(frame.content)
+        case "TPE2", "TP2": tags.albumArtist = tags.albumArtist ?? ID3Text.frameValue(frame.content)
+        case "TPOS", "TPA": tags.disc = tags.disc ?? ID3Text.frameValue(frame.content)
+        case "TDRC", "TYER", "TYE": tags.date = tags.date ?? ID3Text.frameValue(frame.content)
+        case "TCON", "TCO": tags.genre = tags.genre ?? ID3Text.frameValue(frame.content).map(Self.genre)
         case "TXXX", "TXX":
             // User text: encoding byte, description ("REPLAYGAIN_TRACK_GAIN"), NUL, value.
             guard let first = frame.content.first, let encoding = ID3TextEncoding(rawValue: first) else { return }
@@ -151,6 +155,16 @@ struct ID3v2FieldCollector {
         default:
             break
         }
+    }
+}
+
+extension ID3v2FieldCollector {
+    /// ID3v2.3 writes genres as "(17)" or "(17)Rock": the text after the reference, else the
+    /// reference as written (a number is not mapped to a name here).
+    static func genre(_ text: String) -> String {
+        guard text.hasPrefix("("), let close = text.firstIndex(of: ")") else { return text }
+        let rest = text[text.index(after: close)...]
+        return rest.isEmpty ? text : String(rest)
     }
 }
 

@@ -1,0 +1,167 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import Foundation
+import StreamShared
+
+/// Keeps the catalog current in the background, on its own thread: the first scan at start
+/// (the server listens meanwhile, serving what the database holds), then the paths inotify
+/// names, a full rescan on request (SIGHUP), and periodic full rescans when inotify cannot
+/// cover the tree (no inotify, or the watch limit reached).
+public final class CatalogScanner: @unchecked Sendable {
+    // @unchecked: `watcher` is used by the scanner thread only; `fullRequested` and `state`
+    // are behind `lock`; `wake` is an eventfd, safe to write from any thread.
+    public let catalog: Catalog
+    /// Test-only: `STREAMD_TEST_MAX_WATCHES=N` acts as if the kernel's watch limit were N.
+    public static let maxWatchesVariable = "STREAMD_TEST_MAX_WATCHES"
+    /// Seconds between full rescans when inotify does not cover the tree.
+    public let rescanInterval: Double
+    private let wake: Int32
+    private let lock = NSLock()
+    private var fullRequested = false
+    private var watcher: FolderWatcher?
+    private var state = WatchState()
+    private var warnedLimit = false
+
+    /// How changes are noticed, for `/api/status`.
+    struct WatchState {
+        var mode = "starting"
+        var folders = 0
+    }
+
+    /// - Parameters:
+    ///   - inotify: watch the tree with inotify (else only rescans every `rescanInterval` seconds).
+    ///   - maxWatches: test-only stand-in for the kernel's watch limit.
+    public init(catalog: Catalog, rescanInterval: Double, inotify: Bool = true, maxWatches: Int? = nil) throws(SystemError) {
+        self.catalog = catalog
+        self.rescanInterval = rescanInterval
+        wake = try syscallChecked("eventfd") { eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC)) }
+        if inotify {
+            do {
+                watcher = try FolderWatcher(maxWatches: maxWatches)
+            } catch {
+                catalog.warn("catalog: inotify unavailable (\(error)); rescanning every \(Int(rescanInterval)) s instead")
+            }
+        }
+        catalog.statusExtras = { [weak self] in
+            guard let self else { return [] }
+            let now = lock.withLock { state }
+            return [("watch", "\"\(now.mode)\""), ("watched_folders", "\(now.folders)"),
+                    ("rescan_interval_s", JSONObjectWriter.number(rescanInterval))]
+        }
+        catalog.scanned = { [weak self] folders in self?.watch(folders) }
+    }
+
+    /// Starts the thread: the first scan begins at once.
+    public func start() {
+        Thread.detachNewThread { [self] in run() }
+    }
+
+    /// Asks for a full rescan (SIGHUP); one already running finishes first.
+    public func requestFullScan() {
+        lock.withLock { fullRequested = true }
+        var one: UInt64 = 1
+        _ = write(wake, &one, 8)
+    }
+
+    private var polling: Bool { watcher == nil || watcher?.limitHit == true }
+
+    /// Called on the scanner thread with the folders each scan walked.
+    private func watch(_ folders: [String]) {
+        guard let watcher else {
+            lock.withLock { state.mode = "polling" }
+            return
+        }
+        watcher.watch(folders)
+        if watcher.limitHit && !warnedLimit {
+            warnedLimit = true
+            let limit = FolderWatcher.kernelLimit.map { " (fs.inotify.max_user_watches = \($0))" } ?? ""
+            catalog.warn("catalog: inotify watch limit reached\(limit) after \(watcher.count) folders; "
+                         + "changes are picked up by a full rescan every \(JSONObjectWriter.number(rescanInterval)) s instead")
+        }
+        lock.withLock {
+            state.mode = watcher.limitHit ? "polling" : "inotify"
+            state.folders = watcher.count
+        }
+    }
+
+    private func run() {
+        catalog.scan(.all)
+        while true {
+            let timeout: Int32 = polling ? Int32(clamping: Int(rescanInterval * 1000)) : -1
+            var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: watcher?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 2, timeout)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                catalog.warn("catalog: poll: \(SystemError(call: "poll", errno: errno)); rescanning every \(Int(rescanInterval)) s")
+                watcher = nil
+                sleep(UInt32(max(1, rescanInterval)))
+                catalog.scan(.all)
+                continue
+            }
+            if ready == 0 {
+                if polling { catalog.scan(.all) }
+                continue
+            }
+            if fds[0].revents != 0 {
+                var count: UInt64 = 0
+                _ = read(wake, &count, 8)
+                let full = lock.withLock {
+                    defer { fullRequested = false }
+                    return fullRequested
+                }
+                if full {
+                    catalog.scan(.all)
+                    continue
+                }
+            }
+            if fds[1].revents != 0, let watcher { handle(collect(watcher)) }
+        }
+    }
+
+    /// The events of a burst: read until 100 ms pass without one (at most a second), so a
+    /// file being copied is looked at once, when it is complete.
+    private func collect(_ watcher: FolderWatcher) -> [FolderWatcher.Event] {
+        var events = watcher.read()
+        let deadline = monotonicNanos() + 1_000_000_000
+        while monotonicNanos() < deadline {
+            var fd = pollfd(fd: watcher.fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&fd, 1, 100) > 0 else { break }
+            events += watcher.read()
+        }
+        return events
+    }
+
+    private func handle(_ events: [FolderWatcher.Event]) {
+        let root = catalog.resolver.root
+        var paths = Set<String>()
+        for event in events {
+            switch event {
+            case .overflow:
+                catalog.scan(.all)
+                return
+            case .changed(let path, _):
+                if path == root {
+                    catalog.scan(.all)
+                    return
+                }
+                guard path.hasPrefix(root + "/") else { continue }
+                paths.insert(String(path.dropFirst(root.count + 1)))
+            }
+        }
+        guard paths.count <= 2000 else {
+            catalog.scan(.all)
+            return
+        }
+        // A folder's scan covers its files: skip paths inside another path of the burst.
+        let sorted = paths.sorted()
+        var covered: String?
+        for path in sorted {
+            if let covered, path.hasPrefix(covered + "/") { continue }
+            covered = path
+            catalog.scan(.path(path))
+        }
+    }
+}

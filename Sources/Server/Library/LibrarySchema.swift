@@ -1,0 +1,80 @@
+/// The catalog database's tables and their migrations.
+///
+/// `PRAGMA application_id` marks the file as streamd's; `PRAGMA user_version` is the schema
+/// version. Migration N takes a database from version N to N + 1; a new database runs them all.
+enum LibrarySchema {
+    /// 'strd': a database without it (and not empty) is someone else's file.
+    static let applicationID: Int = 0x7374_7264
+    static var version: Int { migrations.count }
+
+    static let migrations: [String] = [
+        // 0 → 1: tracks keyed by relative path, artists, albums, search index, skipped files,
+        // cached exact analyses (seek indexes).
+        """
+        CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE artists(
+          id INTEGER PRIMARY KEY,
+          name TEXT NOT NULL UNIQUE COLLATE NOCASE);
+        CREATE TABLE albums(
+          id INTEGER PRIMARY KEY,
+          artist_id INTEGER NOT NULL REFERENCES artists(id),
+          artist_name TEXT NOT NULL,
+          title TEXT NOT NULL COLLATE NOCASE,
+          track_count INTEGER NOT NULL DEFAULT 0,
+          duration_s REAL NOT NULL DEFAULT 0,
+          year INTEGER,
+          cover_track_id INTEGER,
+          folder TEXT NOT NULL DEFAULT '',
+          UNIQUE(artist_id, title));
+        CREATE INDEX albums_by_name ON albums(artist_name COLLATE NOCASE, title COLLATE NOCASE, id);
+        CREATE INDEX albums_by_title ON albums(title COLLATE NOCASE, id);
+        CREATE TABLE tracks(
+          id INTEGER PRIMARY KEY,
+          path TEXT NOT NULL UNIQUE,
+          size INTEGER NOT NULL,
+          mtime_ns INTEGER NOT NULL,
+          inode INTEGER NOT NULL,
+          title TEXT, artist TEXT, album TEXT, album_artist TEXT,
+          track_number INTEGER, track_total INTEGER, disc_number INTEGER, disc_total INTEGER,
+          year INTEGER, genre TEXT,
+          duration_s REAL NOT NULL,
+          codec TEXT NOT NULL, container TEXT NOT NULL,
+          sample_rate INTEGER NOT NULL, channels INTEGER NOT NULL, bitrate INTEGER NOT NULL,
+          frames INTEGER NOT NULL, total_samples INTEGER NOT NULL, first_frame_offset INTEGER NOT NULL,
+          encoder_delay INTEGER NOT NULL, encoder_padding INTEGER NOT NULL,
+          rg_track_gain REAL, rg_track_peak REAL, rg_album_gain REAL, rg_album_peak REAL,
+          cover_art_bytes INTEGER,
+          sort_title TEXT NOT NULL,
+          artist_id INTEGER REFERENCES artists(id),
+          album_id INTEGER REFERENCES albums(id));
+        CREATE INDEX tracks_by_title ON tracks(sort_title COLLATE NOCASE, path);
+        CREATE INDEX tracks_by_artist ON tracks(artist COLLATE NOCASE, album COLLATE NOCASE, disc_number, track_number, path);
+        CREATE INDEX tracks_by_album ON tracks(album_id, disc_number, track_number, path);
+        CREATE INDEX tracks_by_artist_id ON tracks(artist_id);
+        CREATE INDEX tracks_by_album_title ON tracks(album COLLATE NOCASE, disc_number, track_number, path);
+        CREATE INDEX tracks_by_duration ON tracks(duration_s, path);
+        CREATE INDEX tracks_by_year ON tracks(year, path);
+        CREATE VIRTUAL TABLE tracks_fts USING fts5(title, artist, album, tokenize = 'unicode61 remove_diacritics 2');
+        CREATE TRIGGER tracks_fts_insert AFTER INSERT ON tracks BEGIN
+          INSERT INTO tracks_fts(rowid, title, artist, album)
+            VALUES (new.id, new.sort_title, coalesce(new.artist, '') || ' ' || coalesce(new.album_artist, ''), coalesce(new.album, ''));
+        END;
+        CREATE TRIGGER tracks_fts_delete AFTER DELETE ON tracks BEGIN
+          DELETE FROM tracks_fts WHERE rowid = old.id;
+        END;
+        CREATE TRIGGER tracks_fts_update AFTER UPDATE OF sort_title, artist, album_artist, album ON tracks BEGIN
+          DELETE FROM tracks_fts WHERE rowid = old.id;
+          INSERT INTO tracks_fts(rowid, title, artist, album)
+            VALUES (new.id, new.sort_title, coalesce(new.artist, '') || ' ' || coalesce(new.album_artist, ''), coalesce(new.album, ''));
+        END;
+        CREATE TABLE skipped(
+          path TEXT PRIMARY KEY,
+          size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL,
+          reason TEXT NOT NULL, quarantined INTEGER NOT NULL);
+        CREATE TABLE analyses(
+          path TEXT PRIMARY KEY,
+          size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL,
+          data BLOB NOT NULL);
+        """,
+    ]
+}

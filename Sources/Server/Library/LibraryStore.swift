@@ -1,0 +1,532 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import StreamShared
+
+/// The catalog database: tracks, albums, artists, the search index, skipped files and cached
+/// exact analyses, in SQLite (WAL mode, so readers never wait for the scanner's writes).
+///
+/// Reads go through a small pool of connections, one per caller at a time; writes through one
+/// writer connection under a lock. A database that is damaged, someone else's, or from a newer
+/// streamd is moved aside with a warning and a new one is built.
+public final class LibraryStore: @unchecked Sendable {
+    // @unchecked: the writer is used only under `writeLock`; idle readers live under `poolLock`,
+    // and a reader taken from the pool is used by one thread until it is put back.
+    public let path: String
+    private let writer: SQLiteDatabase
+    private let writeLock = NSLock()
+    private let poolLock = NSLock()
+    private var idleReaders: [SQLiteDatabase] = []
+    /// An in-memory database has one connection: reads go through the writer.
+    private let inMemory: Bool
+    private var artistIDs: [String: Int] = [:]
+    private var albumIDs: [String: Int] = [:]
+
+    /// Opens the database at `path` for the library `folder` (":memory:" for one that lives
+    /// as long as the process). `warn` hears about a database moved aside or wiped.
+    public init(path: String, folder: String, warn: (String) -> Void = { _ in }) throws(SQLiteError) {
+        self.path = path
+        inMemory = path == ":memory:"
+        if !inMemory { Self.makeParentFolder(of: path) }
+        do {
+            writer = try Self.openWriter(path: path, folder: folder, warn: warn)
+        } catch let error where !inMemory && (error.isCorruption || error.context == Self.foreignContext) {
+            let aside = Self.moveAside(path)
+            warn("library: \(path) is not a usable streamd database (\(error.message)); moved to \(aside), building a new one")
+            writer = try Self.openWriter(path: path, folder: folder, warn: warn)
+        }
+    }
+
+    static let foreignContext = "check"
+
+    /// Where the catalog of `folder` lives unless `--db` says: `$XDG_STATE_HOME/streamd/<hash>.db`,
+    /// else `~/.local/state/streamd/<hash>.db`, the hash being of the folder's real path. Never
+    /// inside the folder itself: if the state folder is in there, the temporary folder is used.
+    public static func defaultPath(forFolder folder: String, environment: [String: String]) -> String {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325   // FNV-1a, 64-bit
+        for byte in folder.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        let name = String(hash, radix: 16) + ".db"
+        let state: String
+        if let xdg = environment["XDG_STATE_HOME"], xdg.hasPrefix("/") {
+            state = xdg
+        } else {
+            state = (environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? NSHomeDirectory()) + "/.local/state"
+        }
+        let path = state + "/streamd/" + name
+        if path.hasPrefix(folder + "/") {
+            return (environment["TMPDIR"] ?? "/tmp") + "/streamd-\(getuid())/" + name
+        }
+        return path
+    }
+
+    /// `path` with its folder's symlinks resolved (the file itself may not exist yet).
+    public static func realParentPath(_ path: String) -> String? {
+        let parent = (path as NSString).deletingLastPathComponent
+        guard let real = PathResolver.realPath(parent.isEmpty ? "." : parent) else { return nil }
+        return real + "/" + (path as NSString).lastPathComponent
+    }
+
+    private static func openWriter(path: String, folder: String, warn: (String) -> Void) throws(SQLiteError) -> SQLiteDatabase {
+        let db = try SQLiteDatabase(path: path)
+        // Reading the header and the schema is where a file that is not a database says so.
+        let application = try db.queryOne("PRAGMA application_id") { $0.int(0) } ?? 0
+        let version = try db.queryOne("PRAGMA user_version") { $0.int(0) } ?? 0
+        let objects = try db.queryOne("SELECT count(*) FROM sqlite_master") { $0.int(0) } ?? 0
+        if objects > 0 && application != LibrarySchema.applicationID {
+            throw SQLiteError(code: 0, message: "application id \(application), not streamd's", context: foreignContext)
+        }
+        if version > LibrarySchema.version {
+            throw SQLiteError(code: 0, message: "schema version \(version) is newer than this streamd's \(LibrarySchema.version)",
+                              context: foreignContext)
+        }
+        if path != ":memory:" {
+            let mode = try db.queryOne("PRAGMA journal_mode = WAL") { $0.text(0) }
+            if mode != "wal" { warn("library: \(path): journal mode \(mode ?? "?"), not WAL") }
+        }
+        try db.execute("PRAGMA synchronous = NORMAL")
+        if version < LibrarySchema.version {
+            try db.transaction { () throws(SQLiteError) in
+                for step in version..<LibrarySchema.version { try db.execute(LibrarySchema.migrations[step]) }
+                try db.execute("PRAGMA application_id = \(LibrarySchema.applicationID)")
+                try db.execute("PRAGMA user_version = \(LibrarySchema.version)")
+            }
+        }
+        let recorded = try db.queryOne("SELECT value FROM meta WHERE key = 'folder'") { $0.text(0) }
+        if recorded != folder {
+            if let recorded {
+                warn("library: \(path) described \(recorded), not \(folder): starting it over")
+            }
+            try db.transaction { () throws(SQLiteError) in
+                try db.execute("DELETE FROM tracks; DELETE FROM skipped; DELETE FROM analyses; DELETE FROM albums; DELETE FROM artists;")
+                try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('folder', ?)", [.text(folder)])
+            }
+        }
+        return db
+    }
+
+    /// Creates the folders above `path` (mode 0700): the default lives in ~/.local/state.
+    private static func makeParentFolder(of path: String) {
+        let parent = (path as NSString).deletingLastPathComponent
+        guard !parent.isEmpty else { return }
+        try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
+                                                 attributes: [.posixPermissions: 0o700])
+    }
+
+    /// Renames the database (and its WAL files) to `PATH.bad-<seconds>`; returns the new name.
+    static func moveAside(_ path: String) -> String {
+        let aside = "\(path).bad-\(Int(Date().timeIntervalSince1970))"
+        rename(path, aside)
+        for suffix in ["-wal", "-shm"] {
+            if rename(path + suffix, aside + suffix) != 0 { unlink(path + suffix) }
+        }
+        return aside
+    }
+
+    // MARK: connections
+
+    /// Runs `body` with a reader connection of the pool.
+    private func read<T>(_ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        if inMemory {
+            writeLock.lock()
+            defer { writeLock.unlock() }
+            return try body(writer)
+        }
+        let db: SQLiteDatabase
+        if let idle = poolLock.withLock({ idleReaders.popLast() }) {
+            db = idle
+        } else {
+            db = try SQLiteDatabase(path: path, readOnly: true)
+        }
+        defer { poolLock.withLock { if idleReaders.count < 16 { idleReaders.append(db) } } }
+        return try body(db)
+    }
+
+    private func write<T>(_ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        return try body(writer)
+    }
+
+    // MARK: writing (the scanner)
+
+    /// Every known file (listed or skipped) and its stamp, by relative path; with `under`, only
+    /// that file or the files in that folder.
+    public func stamps(under prefix: String? = nil) throws(SQLiteError) -> [String: FileStamp] {
+        try read { db throws(SQLiteError) in
+            var result: [String: FileStamp] = [:]
+            // '0' follows '/': the paths between "P/" and "P0" are exactly those under P/.
+            let filter = prefix == nil ? "" : " WHERE path = ?1 OR (path >= ?1 || '/' AND path < ?1 || '0')"
+            for table in ["tracks", "skipped"] {
+                let statement = try db.prepare("SELECT path, size, mtime_ns, inode FROM \(table)" + filter)
+                try statement.bind(prefix.map { [.text($0)] } ?? [])
+                while try statement.step() {
+                    result[statement.text(0)] = FileStamp(size: statement.int(1), mtimeNanos: statement.int(2),
+                                                          inode: UInt64(bitPattern: Int64(statement.int(3))))
+                }
+                statement.reset()
+            }
+            return result
+        }
+    }
+
+    /// Writes `changes` in one transaction and refreshes the albums they touch.
+    public func apply(_ changes: [LibraryChange]) throws(SQLiteError) {
+        guard !changes.isEmpty else { return }
+        try write { db throws(SQLiteError) in
+            try db.transaction { () throws(SQLiteError) in
+                var touched = Set<Int>()
+                for change in changes {
+                    switch change {
+                    case .track(let path, let stamp, let analysis):
+                        if let old = try albumOf(path, db) { touched.insert(old) }
+                        if let album = try upsertTrack(path, stamp, analysis, db) { touched.insert(album) }
+                        try db.run("DELETE FROM skipped WHERE path = ?", [.text(path)])
+                    case .skipped(let path, let stamp, let reason, let quarantined):
+                        if let old = try albumOf(path, db) { touched.insert(old) }
+                        try db.run("DELETE FROM tracks WHERE path = ?", [.text(path)])
+                        try db.run("INSERT OR REPLACE INTO skipped(path, size, mtime_ns, inode, reason, quarantined) VALUES (?, ?, ?, ?, ?, ?)",
+                                   [.text(path), .int(Int64(stamp.size)), .int(Int64(stamp.mtimeNanos)),
+                                    .int(Int64(bitPattern: stamp.inode)), .text(reason), .int(quarantined ? 1 : 0)])
+                    case .removed(let path):
+                        if let old = try albumOf(path, db) { touched.insert(old) }
+                        try db.run("DELETE FROM tracks WHERE path = ?", [.text(path)])
+                        try db.run("DELETE FROM skipped WHERE path = ?", [.text(path)])
+                        try db.run("DELETE FROM analyses WHERE path = ?", [.text(path)])
+                    }
+                }
+                try refreshAlbums(touched, db)
+            }
+        }
+    }
+
+    private func albumOf(_ path: String, _ db: SQLiteDatabase) throws(SQLiteError) -> Int? {
+        try db.queryOne("SELECT album_id FROM tracks WHERE path = ?", [.text(path)]) { $0.optionalInt(0) } ?? nil
+    }
+
+    /// The name an album is filed under: its album artist, else its artist.
+    static let unknownArtist = "Unknown Artist"
+
+    private func upsertTrack(_ path: String, _ stamp: FileStamp, _ a: TrackAnalysis, _ db: SQLiteDatabase) throws(SQLiteError) -> Int? {
+        let tags = a.tags
+        let artistID = try tags.artist.map { name throws(SQLiteError) in try artist(name, db) }
+        var albumID: Int?
+        if let album = tags.album {
+            let owner = tags.albumArtist ?? tags.artist ?? Self.unknownArtist
+            albumID = try self.album(album, artistID: try artist(owner, db), artistName: owner, db)
+        }
+        let gain = tags.replayGain
+        let values: [SQLiteValue] = [
+            .text(path), .int(Int64(stamp.size)), .int(Int64(stamp.mtimeNanos)), .int(Int64(bitPattern: stamp.inode)),
+            .optional(tags.title), .optional(tags.artist), .optional(tags.album), .optional(tags.albumArtist),
+            .optional(TrackTags.leadingNumber(tags.track)), .optional(TrackTags.total(tags.track)),
+            .optional(TrackTags.leadingNumber(tags.disc)), .optional(TrackTags.total(tags.disc)),
+            .optional(tags.year), .optional(tags.genre),
+            .double(a.durationSeconds.isFinite ? a.durationSeconds : 0), .text(a.codec), .text(a.container.rawValue),
+            .int(Int64(a.sampleRate)), .int(Int64(a.channels)), .int(Int64(a.bitrate)),
+            .int(Int64(a.frames)), .int(Int64(a.totalSamples)), .int(Int64(a.firstFrameOffset)),
+            .int(Int64(a.encoderDelay)), .int(Int64(a.encoderPadding)),
+            .optional(gain?.trackGain), .optional(gain?.trackPeak), .optional(gain?.albumGain), .optional(gain?.albumPeak),
+            .optional(tags.coverArtBytes), .text(tags.title ?? TrackRow.fileName(path)),
+            .optional(artistID), .optional(albumID),
+        ]
+        try db.run("""
+            INSERT INTO tracks(path, size, mtime_ns, inode, title, artist, album, album_artist,
+              track_number, track_total, disc_number, disc_total, year, genre,
+              duration_s, codec, container, sample_rate, channels, bitrate, frames, total_samples, first_frame_offset,
+              encoder_delay, encoder_padding, rg_track_gain, rg_track_peak, rg_album_gain, rg_album_peak,
+              cover_art_bytes, sort_title, artist_id, album_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, inode = excluded.inode,
+              title = excluded.title, artist = excluded.artist, album = excluded.album, album_artist = excluded.album_artist,
+              track_number = excluded.track_number, track_total = excluded.track_total,
+              disc_number = excluded.disc_number, disc_total = excluded.disc_total, year = excluded.year, genre = excluded.genre,
+              duration_s = excluded.duration_s, codec = excluded.codec, container = excluded.container,
+              sample_rate = excluded.sample_rate, channels = excluded.channels, bitrate = excluded.bitrate,
+              frames = excluded.frames, total_samples = excluded.total_samples, first_frame_offset = excluded.first_frame_offset,
+              encoder_delay = excluded.encoder_delay, encoder_padding = excluded.encoder_padding,
+              rg_track_gain = excluded.rg_track_gain, rg_track_peak = excluded.rg_track_peak,
+              rg_album_gain = excluded.rg_album_gain, rg_album_peak = excluded.rg_album_peak,
+              cover_art_bytes = excluded.cover_art_bytes, sort_title = excluded.sort_title,
+              artist_id = excluded.artist_id, album_id = excluded.album_id
+            """, values)
+        return albumID
+    }
+
+    private func artist(_ name: String, _ db: SQLiteDatabase) throws(SQLiteError) -> Int {
+        if let id = artistIDs[name] { return id }
+        try db.run("INSERT OR IGNORE INTO artists(name) VALUES (?)", [.text(name)])
+        guard let id = try db.queryOne("SELECT id FROM artists WHERE name = ?", [.text(name)], row: { $0.int(0) }) else {
+            throw SQLiteError(code: 0, message: "artist '\(name)' not found after insert", context: "artist")
+        }
+        artistIDs[name] = id
+        return id
+    }
+
+    private func album(_ title: String, artistID: Int, artistName: String, _ db: SQLiteDatabase) throws(SQLiteError) -> Int {
+        let key = "\(artistID)\u{0}\(title)"
+        if let id = albumIDs[key] { return id }
+        try db.run("INSERT OR IGNORE INTO albums(artist_id, artist_name, title) VALUES (?, ?, ?)",
+                   [.int(Int64(artistID)), .text(artistName), .text(title)])
+        guard let id = try db.queryOne("SELECT id FROM albums WHERE artist_id = ? AND title = ?",
+                                       [.int(Int64(artistID)), .text(title)], row: { $0.int(0) }) else {
+            throw SQLiteError(code: 0, message: "album '\(title)' not found after insert", context: "album")
+        }
+        albumIDs[key] = id
+        return id
+    }
+
+    /// Recomputes the counts, length, year, cover and folder of `albums`; drops albums and
+    /// artists that no track refers to any more.
+    private func refreshAlbums(_ albums: Set<Int>, _ db: SQLiteDatabase) throws(SQLiteError) {
+        guard !albums.isEmpty else { return }
+        for id in albums {
+            try db.run("""
+                UPDATE albums SET
+                  track_count = (SELECT count(*) FROM tracks WHERE album_id = ?1),
+                  duration_s = (SELECT coalesce(sum(duration_s), 0) FROM tracks WHERE album_id = ?1),
+                  year = (SELECT max(year) FROM tracks WHERE album_id = ?1),
+                  cover_track_id = (SELECT id FROM tracks WHERE album_id = ?1 AND cover_art_bytes IS NOT NULL
+                                    ORDER BY disc_number, track_number, path LIMIT 1),
+                  folder = coalesce((SELECT rtrim(rtrim(path, replace(path, '/', '')), '/') FROM tracks WHERE album_id = ?1
+                                     ORDER BY disc_number, track_number, path LIMIT 1), '')
+                WHERE id = ?1
+                """, [.int(Int64(id))])
+        }
+        try db.run("DELETE FROM albums WHERE track_count = 0")
+        if db.changes > 0 { albumIDs.removeAll() }
+        try db.run("""
+            DELETE FROM artists WHERE NOT EXISTS (SELECT 1 FROM tracks WHERE artist_id = artists.id)
+              AND NOT EXISTS (SELECT 1 FROM albums WHERE artist_id = artists.id)
+            """)
+        if db.changes > 0 { artistIDs.removeAll() }
+    }
+
+    // MARK: cached exact analyses
+
+    /// The exact analysis (full seek index) stored for this version of the file, if any.
+    public func cachedAnalysis(path: String, stamp: FileStamp) throws(SQLiteError) -> TrackAnalysis? {
+        let blob = try read { db throws(SQLiteError) in
+            try db.queryOne("SELECT data FROM analyses WHERE path = ? AND size = ? AND mtime_ns = ? AND inode = ?",
+                            [.text(path), .int(Int64(stamp.size)), .int(Int64(stamp.mtimeNanos)), .int(Int64(bitPattern: stamp.inode))]) {
+                $0.blob(0)
+            }
+        }
+        guard let blob else { return nil }
+        // A blob from another build's wire version is simply not a hit.
+        return try? TrackAnalysis(encoded: blob[...])
+    }
+
+    /// Stores the exact analysis of this version of the file (replacing an older one).
+    public func storeAnalysis(path: String, stamp: FileStamp, analysis: TrackAnalysis) throws(SQLiteError) {
+        try write { db throws(SQLiteError) in
+            try db.run("INSERT OR REPLACE INTO analyses(path, size, mtime_ns, inode, data) VALUES (?, ?, ?, ?, ?)",
+                       [.text(path), .int(Int64(stamp.size)), .int(Int64(stamp.mtimeNanos)),
+                        .int(Int64(bitPattern: stamp.inode)), .blob(analysis.encoded())])
+        }
+    }
+
+    // MARK: reading
+
+    static let trackColumns = """
+        t.id, t.path, t.size, t.mtime_ns, t.inode, t.title, t.artist, t.album, t.album_artist, t.track_number, t.track_total,
+        t.disc_number, t.disc_total, t.year, t.genre, t.duration_s, t.codec, t.container, t.sample_rate, t.channels, t.bitrate,
+        t.frames, t.total_samples, t.first_frame_offset, t.encoder_delay, t.encoder_padding,
+        t.rg_track_gain, t.rg_track_peak, t.rg_album_gain, t.rg_album_peak, t.cover_art_bytes, t.artist_id, t.album_id
+        """
+
+    static func trackRow(_ s: SQLiteDatabase.Statement) -> TrackRow {
+        let gain = ReplayGain(trackGain: s.optionalDouble(26), trackPeak: s.optionalDouble(27),
+                              albumGain: s.optionalDouble(28), albumPeak: s.optionalDouble(29))
+        return TrackRow(id: s.int(0), path: s.text(1),
+                        stamp: FileStamp(size: s.int(2), mtimeNanos: s.int(3), inode: UInt64(bitPattern: Int64(s.int(4)))),
+                        title: s.optionalText(5), artist: s.optionalText(6), album: s.optionalText(7), albumArtist: s.optionalText(8),
+                        trackNumber: s.optionalInt(9), trackTotal: s.optionalInt(10), discNumber: s.optionalInt(11),
+                        discTotal: s.optionalInt(12), year: s.optionalInt(13), genre: s.optionalText(14),
+                        durationSeconds: s.double(15), codec: s.text(16), container: s.text(17), sampleRate: s.int(18),
+                        channels: s.int(19), bitrate: s.int(20), frames: s.int(21), totalSamples: s.int(22),
+                        firstFrameOffset: s.int(23), encoderDelay: s.int(24), encoderPadding: s.int(25),
+                        replayGain: gain.isEmpty ? nil : gain, coverArtBytes: s.optionalInt(30),
+                        artistID: s.optionalInt(31), albumID: s.optionalInt(32))
+    }
+
+    static func orderClause(_ sort: TrackSort) -> String {
+        switch sort {
+        case .path: return "t.path"
+        case .title: return "t.sort_title COLLATE NOCASE, t.path"
+        case .artist: return "t.artist COLLATE NOCASE, t.album COLLATE NOCASE, t.disc_number, t.track_number, t.path"
+        case .album: return "t.album COLLATE NOCASE, t.disc_number, t.track_number, t.path"
+        case .duration: return "t.duration_s, t.path"
+        case .year: return "t.year, t.path"
+        }
+    }
+
+    /// Number of listed tracks.
+    public func trackCount() throws(SQLiteError) -> Int {
+        try read { db throws(SQLiteError) in try db.queryOne("SELECT count(*) FROM tracks") { $0.int(0) } ?? 0 }
+    }
+
+    /// A page of tracks in `sort` order (always ending on the path: stable across pages), and the total.
+    public func tracks(offset: Int, limit: Int, sort: TrackSort = .path) throws(SQLiteError) -> (total: Int, rows: [TrackRow]) {
+        try read { db throws(SQLiteError) in
+            let total = try db.queryOne("SELECT count(*) FROM tracks") { $0.int(0) } ?? 0
+            let rows = try db.query("SELECT \(Self.trackColumns) FROM tracks t ORDER BY \(Self.orderClause(sort)) LIMIT ? OFFSET ?",
+                                    [.int(Int64(max(0, limit))), .int(Int64(max(0, offset)))], row: Self.trackRow)
+            return (total, rows)
+        }
+    }
+
+    /// Every track in path order, handed to `body` one at a time (no array of the whole library).
+    public func forEachTrack(_ body: (TrackRow) -> Void) throws(SQLiteError) {
+        try read { db throws(SQLiteError) in
+            let statement = try db.prepare("SELECT \(Self.trackColumns) FROM tracks t ORDER BY t.path")
+            try statement.bind([])
+            while try statement.step() { body(Self.trackRow(statement)) }
+            statement.reset()
+        }
+    }
+
+    /// The track at a relative path.
+    public func track(path: String) throws(SQLiteError) -> TrackRow? {
+        try read { db throws(SQLiteError) in
+            try db.queryOne("SELECT \(Self.trackColumns) FROM tracks t WHERE t.path = ?", [.text(path)], row: Self.trackRow)
+        }
+    }
+
+    /// The track with a given id.
+    public func track(id: Int) throws(SQLiteError) -> TrackRow? {
+        try read { db throws(SQLiteError) in
+            try db.queryOne("SELECT \(Self.trackColumns) FROM tracks t WHERE t.id = ?", [.int(Int64(id))], row: Self.trackRow)
+        }
+    }
+
+    /// Why a file is not listed, for the files that are not.
+    public func skipped() throws(SQLiteError) -> [SkippedRow] {
+        try read { db throws(SQLiteError) in
+            try db.query("SELECT path, size, mtime_ns, inode, reason, quarantined FROM skipped ORDER BY path") {
+                SkippedRow(path: $0.text(0), stamp: FileStamp(size: $0.int(1), mtimeNanos: $0.int(2),
+                                                              inode: UInt64(bitPattern: Int64($0.int(3)))),
+                           reason: $0.text(4), quarantined: $0.int(5) != 0)
+            }
+        }
+    }
+
+    /// The skipped-file row of a relative path.
+    public func skipped(path: String) throws(SQLiteError) -> SkippedRow? {
+        try read { db throws(SQLiteError) in
+            try db.queryOne("SELECT path, size, mtime_ns, inode, reason, quarantined FROM skipped WHERE path = ?", [.text(path)]) {
+                SkippedRow(path: $0.text(0), stamp: FileStamp(size: $0.int(1), mtimeNanos: $0.int(2),
+                                                              inode: UInt64(bitPattern: Int64($0.int(3)))),
+                           reason: $0.text(4), quarantined: $0.int(5) != 0)
+            }
+        }
+    }
+
+    /// The FTS5 query for what a user typed: each word a quoted prefix term, all of them required.
+    /// nil when there is no word (punctuation only).
+    public static func ftsQuery(_ text: String) -> String? {
+        var words: [String] = []
+        var current = ""
+        for scalar in text.unicodeScalars {
+            if scalar.properties.isAlphabetic || scalar.properties.numericType != nil {
+                current.unicodeScalars.append(scalar)
+            } else if !current.isEmpty {
+                words.append(current)
+                current = ""
+            }
+        }
+        if !current.isEmpty { words.append(current) }
+        let terms = words.prefix(16).map { "\"\(String($0.prefix(64)))\"*" }
+        return terms.isEmpty ? nil : terms.joined(separator: " ")
+    }
+
+    /// Tracks whose title, artist or album match every word of `query` as a prefix, best first
+    /// (bm25, a title hit weighing most), at most `limit`.
+    public func search(query: String, limit: Int) throws(SQLiteError) -> [TrackRow] {
+        guard let match = Self.ftsQuery(query), limit > 0 else { return [] }
+        return try read { db throws(SQLiteError) in
+            try db.query("""
+                SELECT \(Self.trackColumns) FROM tracks_fts JOIN tracks t ON t.id = tracks_fts.rowid
+                WHERE tracks_fts MATCH ? ORDER BY bm25(tracks_fts, 10.0, 5.0, 3.0), t.path LIMIT ?
+                """, [.text(match), .int(Int64(limit))], row: Self.trackRow)
+        }
+    }
+
+    static let albumColumns = """
+        a.id, a.title, a.artist_id, a.artist_name, a.track_count, a.duration_s, a.year,
+        (SELECT path FROM tracks WHERE id = a.cover_track_id), a.folder
+        """
+
+    static func albumRow(_ s: SQLiteDatabase.Statement) -> AlbumRow {
+        AlbumRow(id: s.int(0), title: s.text(1), artistID: s.int(2), artistName: s.text(3), trackCount: s.int(4),
+                 durationSeconds: s.double(5), year: s.optionalInt(6), coverTrackPath: s.optionalText(7), folder: s.text(8))
+    }
+
+    /// A page of albums by artist name then title, and the total.
+    public func albums(offset: Int, limit: Int) throws(SQLiteError) -> (total: Int, rows: [AlbumRow]) {
+        try read { db throws(SQLiteError) in
+            let total = try db.queryOne("SELECT count(*) FROM albums") { $0.int(0) } ?? 0
+            let rows = try db.query("""
+                SELECT \(Self.albumColumns) FROM albums a
+                ORDER BY a.artist_name COLLATE NOCASE, a.title COLLATE NOCASE, a.id LIMIT ? OFFSET ?
+                """, [.int(Int64(max(0, limit))), .int(Int64(max(0, offset)))], row: Self.albumRow)
+            return (total, rows)
+        }
+    }
+
+    /// An album and its tracks in disc, then track number order; nil when there is no such album.
+    public func album(id: Int) throws(SQLiteError) -> (album: AlbumRow, tracks: [TrackRow])? {
+        try read { db throws(SQLiteError) in
+            guard let album = try db.queryOne("SELECT \(Self.albumColumns) FROM albums a WHERE a.id = ?",
+                                              [.int(Int64(id))], row: Self.albumRow) else { return nil }
+            let tracks = try db.query("""
+                SELECT \(Self.trackColumns) FROM tracks t WHERE t.album_id = ?
+                ORDER BY t.disc_number, t.track_number, t.path
+                """, [.int(Int64(id))], row: Self.trackRow)
+            return (album, tracks)
+        }
+    }
+
+    static let artistColumns = """
+        r.id, r.name, (SELECT count(*) FROM albums WHERE artist_id = r.id), (SELECT count(*) FROM tracks WHERE artist_id = r.id)
+        """
+
+    static func artistRow(_ s: SQLiteDatabase.Statement) -> ArtistRow {
+        ArtistRow(id: s.int(0), name: s.text(1), albumCount: s.int(2), trackCount: s.int(3))
+    }
+
+    /// A page of artists by name, and the total.
+    public func artists(offset: Int, limit: Int) throws(SQLiteError) -> (total: Int, rows: [ArtistRow]) {
+        try read { db throws(SQLiteError) in
+            let total = try db.queryOne("SELECT count(*) FROM artists") { $0.int(0) } ?? 0
+            let rows = try db.query("SELECT \(Self.artistColumns) FROM artists r ORDER BY r.name COLLATE NOCASE, r.id LIMIT ? OFFSET ?",
+                                    [.int(Int64(max(0, limit))), .int(Int64(max(0, offset)))], row: Self.artistRow)
+            return (total, rows)
+        }
+    }
+
+    /// An artist and the albums filed under it or holding its tracks (by year, then title).
+    public func artist(id: Int) throws(SQLiteError) -> (artist: ArtistRow, albums: [AlbumRow])? {
+        try read { db throws(SQLiteError) in
+            guard let artist = try db.queryOne("SELECT \(Self.artistColumns) FROM artists r WHERE r.id = ?",
+                                               [.int(Int64(id))], row: Self.artistRow) else { return nil }
+            let albums = try db.query("""
+                SELECT \(Self.albumColumns) FROM albums a
+                WHERE a.artist_id = ?1 OR a.id IN (SELECT album_id FROM tracks WHERE artist_id = ?1 AND album_id IS NOT NULL)
+                ORDER BY a.year, a.title COLLATE NOCASE, a.id
+                """, [.int(Int64(id))], row: Self.albumRow)
+            return (artist, albums)
+        }
+    }
+
+    /// Where the cover of an album may come from; nil when there is no such album.
+    public func coverSource(albumID: Int) throws(SQLiteError) -> CoverSource? {
+        try read { db throws(SQLiteError) in
+            try db.queryOne("SELECT (SELECT path FROM tracks WHERE id = a.cover_track_id), a.folder FROM albums a WHERE a.id = ?",
+                            [.int(Int64(albumID))]) { CoverSource(embeddedTrackPath: $0.optionalText(0), folder: $0.text(1)) }
+        }
+    }
+}

@@ -1,0 +1,298 @@
+import Foundation
+import Testing
+@testable import StreamServer
+@testable import StreamShared
+
+/// The catalog database: schema, writes, the read API the routes use, and what happens to a
+/// database file that is damaged or not ours.
+@Suite struct LibraryStoreTests {
+    static func temporaryFolder() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("library-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    static func analysis(title: String?, artist: String? = nil, album: String? = nil, albumArtist: String? = nil,
+                         track: String? = nil, disc: String? = nil, date: String? = nil, cover: Int? = nil,
+                         duration: Double = 10) -> TrackAnalysis {
+        TrackAnalysis(container: .mp3, codec: "mp3", sampleRate: 44_100, channels: 2, durationSeconds: duration,
+                      bitrate: 128_000, frames: 383, firstFrameOffset: 0, encoderDelay: 576, encoderPadding: 1_000,
+                      totalSamples: 441_216,
+                      tags: TrackTags(title: title, artist: artist, album: album, track: track, coverArtBytes: cover,
+                                      albumArtist: albumArtist, disc: disc, date: date, genre: "Test",
+                                      replayGain: ReplayGain(trackGain: -6.5, trackPeak: 0.9)),
+                      seekIndex: SeekIndex(points: [SeekPoint(t: 0, byte: 0)], firstFrameOffset: 0, audioEndOffset: 1_000,
+                                           encoderDelay: 576, encoderPadding: 1_000, durationSeconds: duration))
+    }
+
+    static func stamp(_ n: Int) -> FileStamp { FileStamp(size: 1_000 + n, mtimeNanos: 1_700_000_000_000_000_000 + n, inode: UInt64(n)) }
+
+    /// A small library: two albums of one artist (one in two discs), a compilation, a loose track.
+    static func sampleStore(path: String = ":memory:") throws -> LibraryStore {
+        let store = try LibraryStore(path: path, folder: "/music")
+        try store.apply([
+            .track(path: "Band/Second/2-01 Late.mp3", stamp: stamp(1),
+                   analysis: analysis(title: "Late", artist: "Band", album: "Second", track: "1", disc: "2/2", date: "2011")),
+            .track(path: "Band/Second/1-02 Middle.mp3", stamp: stamp(2),
+                   analysis: analysis(title: "Middle", artist: "Band", album: "Second", track: "2", disc: "1/2", date: "2011", cover: 500)),
+            .track(path: "Band/Second/1-01 Early.mp3", stamp: stamp(3),
+                   analysis: analysis(title: "Early", artist: "Band", album: "Second", track: "1/9", disc: "1/2", date: "2011")),
+            .track(path: "Band/First/01 Opening.mp3", stamp: stamp(4),
+                   analysis: analysis(title: "Opening Night", artist: "Band", album: "First", track: "1", date: "2009")),
+            .track(path: "Various/Hits/01.mp3", stamp: stamp(5),
+                   analysis: analysis(title: "Song of Band", artist: "Guest", album: "Hits", albumArtist: "Various Artists", track: "1")),
+            .track(path: "Various/Hits/02.mp3", stamp: stamp(6),
+                   analysis: analysis(title: "Other", artist: "Band", album: "Hits", albumArtist: "Various Artists", track: "2")),
+            .track(path: "loose.mp3", stamp: stamp(7), analysis: analysis(title: nil)),
+            .skipped(path: "notes.txt", stamp: stamp(8), reason: "not audio", quarantined: false),
+        ])
+        return store
+    }
+
+    @Test func tracks_pagedInAStableOrder_withTheTotal() throws {
+        let store = try Self.sampleStore()
+        let all = try store.tracks(offset: 0, limit: 100, sort: .path)
+        #expect(all.total == 7 && all.rows.map(\.path) == all.rows.map(\.path).sorted())
+        var paged: [String] = []
+        for offset in stride(from: 0, to: 7, by: 3) {
+            let page = try store.tracks(offset: offset, limit: 3, sort: .title)
+            #expect(page.total == 7)
+            paged += page.rows.map(\.path)
+        }
+        #expect(paged.count == 7 && Set(paged).count == 7, "pages neither overlap nor miss a track: \(paged)")
+        let byTitle = try store.tracks(offset: 0, limit: 100, sort: .title).rows.map(\.displayTitle)
+        #expect(byTitle == ["Early", "Late", "loose.mp3", "Middle", "Opening Night", "Other", "Song of Band"])
+        for sort in TrackSort.allCases {
+            #expect(try store.tracks(offset: 0, limit: 100, sort: sort).rows.count == 7, "\(sort)")
+        }
+        #expect(try store.tracks(offset: 100, limit: 10).rows.isEmpty)
+    }
+
+    @Test func trackRow_keepsEveryField() throws {
+        let store = try Self.sampleStore()
+        let row = try #require(try store.track(path: "Band/Second/1-01 Early.mp3"))
+        #expect(row.title == "Early" && row.artist == "Band" && row.album == "Second" && row.trackNumber == 1
+                && row.trackTotal == 9 && row.discNumber == 1 && row.discTotal == 2 && row.year == 2011 && row.genre == "Test")
+        #expect(row.replayGain == ReplayGain(trackGain: -6.5, trackPeak: 0.9))
+        #expect(row.stamp == Self.stamp(3) && row.etag == Self.stamp(3).etag)
+        #expect(row.codec == "mp3" && row.sampleRate == 44_100 && row.encoderDelay == 576 && row.durationSeconds == 10)
+        #expect(row.url == "/media/Band/Second/1-01%20Early.mp3")
+        let loose = try #require(try store.track(path: "loose.mp3"))
+        #expect(loose.title == nil && loose.displayTitle == "loose.mp3" && loose.albumID == nil && loose.artistID == nil)
+    }
+
+    @Test func search_prefixesOfEveryWord_rankedByField() throws {
+        let store = try Self.sampleStore()
+        #expect(try store.search(query: "ope", limit: 10).map(\.title) == ["Opening Night"])
+        #expect(try store.search(query: "open nig", limit: 10).map(\.title) == ["Opening Night"])
+        // "band" is the title of one track and the artist of most: the title hit ranks first.
+        let band = try store.search(query: "Band", limit: 10)
+        #expect(band.first?.title == "Song of Band", "\(band.map(\.title))")
+        #expect(band.count == 6)
+        #expect(try store.search(query: "various", limit: 10).count == 2, "album artists are searched too")
+        #expect(try store.search(query: "\"; DROP TABLE tracks; --", limit: 10).isEmpty)
+        #expect(try store.search(query: "!!!", limit: 10).isEmpty)
+        #expect(try store.search(query: "band", limit: 2).count == 2)
+        #expect(LibraryStore.ftsQuery("a\"b c*") == "\"a\"* \"b\"* \"c\"*")
+        #expect(LibraryStore.ftsQuery("  ") == nil)
+    }
+
+    @Test func albums_groupedByAlbumArtist_tracksInDiscOrder() throws {
+        let store = try Self.sampleStore()
+        let albums = try store.albums(offset: 0, limit: 10)
+        #expect(albums.total == 3)
+        #expect(albums.rows.map(\.title) == ["First", "Second", "Hits"], "by artist name, then title")
+        let second = try #require(albums.rows.first { $0.title == "Second" })
+        #expect(second.trackCount == 3 && second.durationSeconds == 30 && second.year == 2011 && second.artistName == "Band")
+        #expect(second.coverTrackPath == "Band/Second/1-02 Middle.mp3" && second.folder == "Band/Second")
+        let detail = try #require(try store.album(id: second.id))
+        #expect(detail.tracks.map(\.title) == ["Early", "Middle", "Late"])
+        #expect(try store.album(id: 999_999) == nil)
+        #expect(try store.coverSource(albumID: second.id) == CoverSource(embeddedTrackPath: "Band/Second/1-02 Middle.mp3", folder: "Band/Second"))
+        let hits = try #require(albums.rows.first { $0.title == "Hits" })
+        #expect(hits.artistName == "Various Artists" && hits.coverTrackPath == nil && hits.trackCount == 2)
+        #expect(try store.coverSource(albumID: hits.id)?.embeddedTrackPath == nil)
+    }
+
+    @Test func artists_withTheirAlbums() throws {
+        let store = try Self.sampleStore()
+        let artists = try store.artists(offset: 0, limit: 10)
+        #expect(artists.rows.map(\.name) == ["Band", "Guest", "Various Artists"])
+        let band = try #require(artists.rows.first)
+        #expect(band.trackCount == 5 && band.albumCount == 2)
+        let detail = try #require(try store.artist(id: band.id))
+        #expect(detail.albums.map(\.title) == ["Hits", "First", "Second"], "albums holding its tracks too, by year")
+        #expect(try store.artist(id: -1) == nil)
+    }
+
+    @Test func ids_stayStable_andEmptyAlbumsGo() throws {
+        let store = try Self.sampleStore()
+        let before = try store.albums(offset: 0, limit: 10).rows
+        let first = try #require(before.first { $0.title == "First" })
+        let track = try #require(try store.track(path: "Band/First/01 Opening.mp3"))
+        // The same file read again (changed): same track id, same album id.
+        try store.apply([.track(path: "Band/First/01 Opening.mp3", stamp: Self.stamp(40),
+                                analysis: Self.analysis(title: "Opening Night (remaster)", artist: "Band", album: "First"))])
+        #expect(try store.track(path: "Band/First/01 Opening.mp3")?.id == track.id)
+        #expect(try store.albums(offset: 0, limit: 10).rows.first { $0.title == "First" }?.id == first.id)
+        #expect(try store.search(query: "remaster", limit: 5).count == 1, "the search index follows updates")
+        #expect(try store.search(query: "opening", limit: 5).map(\.path) == ["Band/First/01 Opening.mp3"])
+        // Removed: the album and an artist with nothing left go too.
+        try store.apply([.removed(path: "Band/First/01 Opening.mp3"), .removed(path: "Various/Hits/01.mp3")])
+        #expect(try store.album(id: first.id) == nil)
+        #expect(try store.artists(offset: 0, limit: 10).rows.map(\.name) == ["Band", "Various Artists"])
+        #expect(try store.search(query: "opening", limit: 5).isEmpty)
+        #expect(try store.trackCount() == 5)
+    }
+
+    @Test func stamps_andSkippedFiles() throws {
+        let store = try Self.sampleStore()
+        let stamps = try store.stamps()
+        #expect(stamps.count == 8 && stamps["notes.txt"] == Self.stamp(8) && stamps["loose.mp3"] == Self.stamp(7))
+        #expect(Set(try store.stamps(under: "Band").keys) == ["Band/Second/2-01 Late.mp3", "Band/Second/1-02 Middle.mp3",
+                                                              "Band/Second/1-01 Early.mp3", "Band/First/01 Opening.mp3"])
+        #expect(try store.stamps(under: "Ban").isEmpty, "a prefix of a name is not its folder")
+        #expect(try store.stamps(under: "loose.mp3").count == 1)
+        #expect(try store.skipped().map(\.path) == ["notes.txt"])
+        // A skipped file that becomes audio moves over, and back.
+        try store.apply([.track(path: "notes.txt", stamp: Self.stamp(9), analysis: Self.analysis(title: "Now audio"))])
+        #expect(try store.skipped().isEmpty && store.trackCount() == 8)
+        try store.apply([.skipped(path: "notes.txt", stamp: Self.stamp(10), reason: "analyzer crashed", quarantined: true)])
+        #expect(try store.skipped(path: "notes.txt")?.quarantined == true && store.trackCount() == 7)
+    }
+
+    @Test func cachedAnalyses_areKeyedByTheStamp() throws {
+        let store = try Self.sampleStore()
+        var exact = Self.analysis(title: "Late")
+        exact.seekIndex.points = (0..<100).map { SeekPoint(t: Double($0) / 2, byte: $0 * 417) }
+        try store.storeAnalysis(path: "Band/Second/2-01 Late.mp3", stamp: Self.stamp(1), analysis: exact)
+        #expect(try store.cachedAnalysis(path: "Band/Second/2-01 Late.mp3", stamp: Self.stamp(1)) == exact)
+        #expect(try store.cachedAnalysis(path: "Band/Second/2-01 Late.mp3", stamp: Self.stamp(11)) == nil, "the file changed")
+        try store.apply([.removed(path: "Band/Second/2-01 Late.mp3")])
+        #expect(try store.cachedAnalysis(path: "Band/Second/2-01 Late.mp3", stamp: Self.stamp(1)) == nil)
+    }
+
+    @Test func onDisk_walMode_andReopened() throws {
+        let dir = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("sub/catalog.db").path
+        do {
+            let store = try Self.sampleStore(path: path)
+            #expect(try store.trackCount() == 7)
+        }
+        let db = try SQLiteDatabase(path: path, readOnly: true)
+        #expect(try db.queryOne("PRAGMA journal_mode") { $0.text(0) } == "wal")
+        #expect(try db.queryOne("PRAGMA user_version") { $0.int(0) } == LibrarySchema.version)
+        let reopened = try LibraryStore(path: path, folder: "/music")
+        #expect(try reopened.trackCount() == 7, "a second start reads the same catalog")
+    }
+
+    @Test func corruptFile_isMovedAside_andRebuilt() throws {
+        let dir = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("catalog.db").path
+        try Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 131) }).write(to: URL(fileURLWithPath: path))
+        var warnings: [String] = []
+        let store = try LibraryStore(path: path, folder: "/music") { warnings.append($0) }
+        #expect(try store.trackCount() == 0)
+        #expect(warnings.count == 1 && warnings[0].contains("moved to"), "\(warnings)")
+        let aside = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("catalog.db.bad-") }
+        #expect(aside.count == 1, "the damaged file is kept for a look: \(aside)")
+    }
+
+    @Test func damagedPages_areMovedAsideToo() throws {
+        let dir = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("catalog.db").path
+        do { _ = try Self.sampleStore(path: path) }
+        // Checkpointed into the main file, then its schema page overwritten from byte 100 on.
+        let db = try SQLiteDatabase(path: path)
+        try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.close()
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.seek(toOffset: 100)
+        handle.write(Data(repeating: 0xEE, count: 3000))
+        try handle.close()
+        var warnings: [String] = []
+        let store = try LibraryStore(path: path, folder: "/music") { warnings.append($0) }
+        #expect(try store.trackCount() == 0 && warnings.count == 1, "\(warnings)")
+    }
+
+    @Test func foreignDatabase_isMovedAside() throws {
+        let dir = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("catalog.db").path
+        do {
+            let other = try SQLiteDatabase(path: path)
+            try other.execute("CREATE TABLE photos(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO photos(name) VALUES ('x');")
+        }
+        var warnings: [String] = []
+        let store = try LibraryStore(path: path, folder: "/music") { warnings.append($0) }
+        #expect(try store.trackCount() == 0 && warnings.first?.contains("not streamd's") == true, "\(warnings)")
+        // A newer schema version is not ours to touch either.
+        do {
+            let db = try SQLiteDatabase(path: path)
+            try db.execute("PRAGMA user_version = 99")
+        }
+        var again: [String] = []
+        _ = try LibraryStore(path: path, folder: "/music") { again.append($0) }
+        #expect(again.first?.contains("newer") == true, "\(again)")
+    }
+
+    @Test func anotherFolder_startsTheCatalogOver() throws {
+        let dir = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("catalog.db").path
+        do { _ = try Self.sampleStore(path: path) }
+        var warnings: [String] = []
+        let store = try LibraryStore(path: path, folder: "/other") { warnings.append($0) }
+        #expect(try store.trackCount() == 0 && warnings.count == 1)
+    }
+
+    @Test func unwritableLocation_isATypedError() {
+        #expect(throws: SQLiteError.self) { try LibraryStore(path: "/proc/streamd-cannot-be-here/x.db", folder: "/music") }
+    }
+
+    @Test func defaultPath_followsXDG_andNeverLandsInTheFolder() {
+        let a = LibraryStore.defaultPath(forFolder: "/music", environment: ["XDG_STATE_HOME": "/state", "HOME": "/home/u"])
+        #expect(a.hasPrefix("/state/streamd/") && a.hasSuffix(".db"))
+        let b = LibraryStore.defaultPath(forFolder: "/music", environment: ["HOME": "/home/u"])
+        #expect(b.hasPrefix("/home/u/.local/state/streamd/"))
+        #expect(LibraryStore.defaultPath(forFolder: "/other", environment: ["HOME": "/home/u"]) != b, "one catalog per folder")
+        let inside = LibraryStore.defaultPath(forFolder: "/home/u", environment: ["HOME": "/home/u", "TMPDIR": "/t"])
+        #expect(inside.hasPrefix("/t/streamd-"), "not inside the music folder: \(inside)")
+    }
+
+    @Test func concurrentReaders_whileWriting() throws {
+        let dir = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try Self.sampleStore(path: dir.appendingPathComponent("c.db").path)
+        let failures = LockedCounter()
+        DispatchQueue.concurrentPerform(iterations: 8) { i in
+            for n in 0..<50 {
+                do {
+                    if i == 0 {
+                        try store.apply([.track(path: "new/\(n).mp3", stamp: Self.stamp(100 + n), analysis: Self.analysis(title: "New \(n)"))])
+                    } else {
+                        let page = try store.tracks(offset: 0, limit: 5, sort: .title)
+                        if page.rows.isEmpty { failures.add() }
+                        _ = try store.search(query: "new", limit: 5)
+                    }
+                } catch {
+                    failures.add()
+                }
+            }
+        }
+        #expect(failures.value == 0)
+        #expect(try store.trackCount() == 57)
+    }
+}
+
+/// A counter several threads add to.
+final class LockedCounter: @unchecked Sendable {
+    // @unchecked: every access goes through the lock.
+    private let lock = NSLock()
+    private var count = 0
+    func add() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}
