@@ -364,6 +364,11 @@ public final class LibraryStore: @unchecked Sendable {
         }
     }
 
+    /// Number of exact analyses (seek indexes) cached.
+    public func cachedAnalysisCount() throws(SQLiteError) -> Int {
+        try read { db throws(SQLiteError) in try db.queryOne("SELECT count(*) FROM analyses") { $0.int(0) } ?? 0 }
+    }
+
     /// Number of listed tracks.
     public func trackCount() throws(SQLiteError) -> Int {
         try read { db throws(SQLiteError) in try db.queryOne("SELECT count(*) FROM tracks") { $0.int(0) } ?? 0 }

@@ -369,6 +369,7 @@ public final class Catalog: @unchecked Sendable {
         w.add("analyzer_workers", analyzer.settings.workers)
         w.add("analyze_timeout_s", analyzer.settings.timeoutSeconds)
         w.add("db", store.path)
+        w.add("seek_indexes_cached", (try? store.cachedAnalysisCount()) ?? 0)
         for (key, value) in statusExtras() { w.addRaw(key, value) }
         w.addRaw("skipped", "[" + items.joined(separator: ",\n") + "]")
         return w.text + "\n"
