@@ -196,6 +196,7 @@ public final class Catalog: @unchecked Sendable {
         var lastLog = monotonicNanos()
         var done = 0
         var unavailableCount = 0
+        var rejectedCount = 0
         var chunkStart = 0
         while chunkStart < files.count {
             let chunk = files[chunkStart..<min(files.count, chunkStart + chunkSize)]
@@ -209,7 +210,9 @@ public final class Catalog: @unchecked Sendable {
                     changes.append(.track(path: file.path, stamp: file.stamp, analysis: analysis))
                 case .rejected(let why):
                     changes.append(.skipped(path: file.path, stamp: file.stamp, reason: why, quarantined: false))
-                    warn("catalog: skipping \(resolver.root)/\(file.path): \(why)")
+                    // Cover pictures and notes are ordinary: the first few are named, then counted.
+                    rejectedCount += 1
+                    if rejectedCount <= Self.namedSkipsPerScan { warn("catalog: skipping \(resolver.root)/\(file.path): \(why)") }
                 case .quarantined(let why):
                     changes.append(.skipped(path: file.path, stamp: file.stamp, reason: why, quarantined: true))
                     warn("catalog: skipping \(resolver.root)/\(file.path): \(why); quarantined until the file changes")
@@ -229,8 +232,14 @@ public final class Catalog: @unchecked Sendable {
                 info("scan: \(done) of \(files.count) files read (\(Int(Double(done) / max(seconds, 0.001))) files/s)")
             }
         }
+        if rejectedCount > Self.namedSkipsPerScan {
+            warn("catalog: \(rejectedCount - Self.namedSkipsPerScan) more files skipped as not audio (/api/status counts them)")
+        }
         if unavailableCount > 1 { warn("catalog: \(unavailableCount) files not analyzed; they are tried again at the next scan") }
     }
+
+    /// Files not audio named one by one in the log per scan; the rest are counted.
+    static let namedSkipsPerScan = 20
 
     private func write(_ changes: [LibraryChange]) {
         do {
@@ -349,7 +358,8 @@ public final class Catalog: @unchecked Sendable {
     public func statusJSON() -> String {
         let state = scanProgress
         let skips = (try? store.skipped()) ?? []
-        let items = skips.map { skip -> String in
+        // The first 100 by path: a library of cover pictures and notes would make this list the whole answer.
+        let items = skips.prefix(Self.statusSkippedLimit).map { skip -> String in
             var w = JSONObjectWriter()
             w.add("path", skip.path)
             w.add("reason", skip.reason)
@@ -374,6 +384,9 @@ public final class Catalog: @unchecked Sendable {
         w.addRaw("skipped", "[" + items.joined(separator: ",\n") + "]")
         return w.text + "\n"
     }
+
+    /// Skipped files `/api/status` lists by name (`skipped_count` counts them all).
+    static let statusSkippedLimit = 100
 
     /// More `/api/status` members (raw JSON values), from the watcher.
     var statusExtras: () -> [(String, String)] = { [] }
