@@ -186,7 +186,7 @@ enum ID3v2Bytes {
         let tag = try ID3v2.parse(bytes[...])
         #expect(tag == ID3v2Tag(majorVersion: 3, revision: 1, flags: 0, bodySize: bytes.count - 10, hasFooter: false,
                                 totalSize: bytes.count,
-                                tags: TrackTags(title: "Title", artist: "Artist", album: "Album", track: "3/12")))
+                                tags: TrackTags(title: "Title", artist: "Artist", album: "Album", track: "3/12", date: "1999")))
     }
 
     @Test func v23_frameSizesArePlain32Bit() throws {

@@ -11,13 +11,17 @@ import StreamShared
 /// writer connection under a lock. A database that is damaged, someone else's, or from a newer
 /// streamd is moved aside with a warning and a new one is built.
 public final class LibraryStore: @unchecked Sendable {
-    // @unchecked: the writer is used only under `writeLock`; idle readers live under `poolLock`,
+    // @unchecked: the writer is used only under `writeLock`; idle readers live under `pool`,
     // and a reader taken from the pool is used by one thread until it is put back.
     public let path: String
     private let writer: SQLiteDatabase
     private let writeLock = NSLock()
-    private let poolLock = NSLock()
+    private let pool = NSCondition()
     private var idleReaders: [SQLiteDatabase] = []
+    private var readerCount = 0
+    /// Reader connections at most: a caller waits for one rather than open more (each holds
+    /// three descriptors, and reads take well under a millisecond).
+    static let maxReaders = 4
     /// An in-memory database has one connection: reads go through the writer.
     private let inMemory: Bool
     private var artistIDs: [String: Int] = [:]
@@ -35,6 +39,16 @@ public final class LibraryStore: @unchecked Sendable {
             let aside = Self.moveAside(path)
             warn("library: \(path) is not a usable streamd database (\(error.message)); moved to \(aside), building a new one")
             writer = try Self.openWriter(path: path, folder: folder, warn: warn)
+        }
+        // Every reader opened (and its WAL files with it) up front: the server's descriptor
+        // count stays what it was at start, whatever the load.
+        if !inMemory {
+            for _ in 0..<Self.maxReaders {
+                let reader = try SQLiteDatabase(path: path, readOnly: true)
+                _ = try reader.queryOne("SELECT count(*) FROM meta") { $0.int(0) }
+                idleReaders.append(reader)
+            }
+            readerCount = Self.maxReaders
         }
     }
 
@@ -135,14 +149,29 @@ public final class LibraryStore: @unchecked Sendable {
             defer { writeLock.unlock() }
             return try body(writer)
         }
-        let db: SQLiteDatabase
-        if let idle = poolLock.withLock({ idleReaders.popLast() }) {
-            db = idle
-        } else {
-            db = try SQLiteDatabase(path: path, readOnly: true)
+        let db = try takeReader()
+        defer {
+            pool.lock()
+            idleReaders.append(db)
+            pool.signal()
+            pool.unlock()
         }
-        defer { poolLock.withLock { if idleReaders.count < 16 { idleReaders.append(db) } } }
         return try body(db)
+    }
+
+    /// An idle reader, a new one while there are fewer than `maxReaders`, else the next one put back.
+    private func takeReader() throws(SQLiteError) -> SQLiteDatabase {
+        pool.lock()
+        defer { pool.unlock() }
+        while true {
+            if let idle = idleReaders.popLast() { return idle }
+            if readerCount < Self.maxReaders {
+                let db = try SQLiteDatabase(path: path, readOnly: true)
+                readerCount += 1
+                return db
+            }
+            pool.wait()
+        }
     }
 
     private func write<T>(_ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
