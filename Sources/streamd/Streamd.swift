@@ -228,6 +228,9 @@ extension Serve {
             for text in channel {
                 do {
                     let spec = try ChannelSpec.parse(text)
+                    // The channel's files must be in the catalog before it plays: they are
+                    // brought up to date now (the rest of the library is scanned after start).
+                    catalog.refresh(path: spec.path)
                     let (tracks, format) = try ChannelTracks.resolve(spec, catalog: catalog) { warnLogger.warning("\($0)") }
                     service.addPlaylist(name: spec.name, tracks: tracks, format: format, shuffle: spec.shuffle)
                     logger.info("channel \(spec.name): \(tracks.count) tracks at /radio/\(spec.name)")

@@ -119,6 +119,20 @@ public final class Catalog: @unchecked Sendable {
         scanLock.withLock { scanNow(scope) }
     }
 
+    /// Brings the catalog up to date for one file or folder (relative to the library, or an
+    /// absolute path inside it) now, ahead of the background scan: what a `--channel` needs
+    /// before the server starts. Unchanged files are not read.
+    public func refresh(path: String) {
+        var wanted = path.hasPrefix("/") ? path : resolver.root + "/" + path
+        while wanted.count > 1, wanted.hasSuffix("/") { wanted.removeLast() }
+        if let real = PathResolver.realPath(wanted) { wanted = real }
+        if wanted == resolver.root {
+            scan(.all)
+        } else if wanted.hasPrefix(resolver.root + "/") {
+            scan(.path(String(wanted.dropFirst(resolver.root.count + 1))))
+        }
+    }
+
     /// What a scan looks at.
     enum ScanScope: Equatable {
         case all
