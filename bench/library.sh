@@ -23,4 +23,6 @@ if [ ! -f "$LIBRARY/.complete" ]; then
   python3 bench/make-library.py "$LIBRARY" --tracks "$TRACKS"
   echo "generated in $(( ($(date +%s%N) - start) / 1000000 )) ms" && touch "$LIBRARY/.complete"
 fi
-exec python3 bench/library_bench.py "$BIN" "$LIBRARY"
+# Debian's python3, which has python3-mutagen (a pyenv python on the PATH would not).
+PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
+exec "$PY" bench/library_bench.py "$BIN" "$LIBRARY"
