@@ -129,7 +129,13 @@ public final class Catalog: @unchecked Sendable {
         if wanted == resolver.root {
             scan(.all)
         } else if wanted.hasPrefix(resolver.root + "/") {
-            scan(.path(String(wanted.dropFirst(resolver.root.count + 1))))
+            let relative = String(wanted.dropFirst(resolver.root.count + 1))
+            scan(.path(relative))
+            // A playlist file of the library: the tracks it lists too.
+            if PlaylistFolder.isPlaylist(wanted),
+               let listed = try? PlaylistFolder(resolver: resolver).entries(relative: relative).entries {
+                for entry in listed { scan(.path(entry.path)) }
+            }
         }
     }
 
