@@ -207,8 +207,10 @@ final class WorkerHandle {
             return [.unavailable("analyzer worker ended before the request (\(child.termination?.description ?? "unknown"))")]
         }
         var outcomes: [IsolatedAnalyzer.Outcome] = []
+        // Cleared once per batch, not per answer: a trapping file's "Fatal error" line may be
+        // read while the answer before it is awaited, and must still name its cause.
+        stderrHead.removeAll()
         for limit in millis {
-            stderrHead.removeAll()
             switch receive(deadline: monotonicNanos() + UInt64(limit) * 1_000_000) {
             case .frame(let payload):
                 do {
