@@ -70,7 +70,10 @@ class Server:
 
 def mutagen_one(path):
     import mutagen
-    f = mutagen.File(path, easy=True)
+    try:
+        f = mutagen.File(path, easy=True)
+    except Exception:            # mutagen reads ADTS with an ID3 tag as MP3 and gives up: counted as failed
+        return None
     if f is None:
         return None
     tags = f.tags or {}
