@@ -556,6 +556,18 @@ public final class LibraryStore: @unchecked Sendable {
         }
     }
 
+    /// The tracks of an artist (its own, and those of the albums filed under it), album by album
+    /// (by year, then title), each in disc, then track number order; tracks without an album last.
+    public func tracks(artistID: Int) throws(SQLiteError) -> [TrackRow] {
+        try read { db throws(SQLiteError) in
+            try db.query("""
+                SELECT \(Self.trackColumns) FROM tracks t LEFT JOIN albums a ON a.id = t.album_id
+                WHERE t.artist_id = ?1 OR a.artist_id = ?1
+                ORDER BY a.id IS NULL, a.year, a.title COLLATE NOCASE, a.id, t.disc_number, t.track_number, t.path
+                """, [.int(Int64(artistID))], row: Self.trackRow)
+        }
+    }
+
     /// Where the cover of an album may come from; nil when there is no such album.
     public func coverSource(albumID: Int) throws(SQLiteError) -> CoverSource? {
         try read { db throws(SQLiteError) in

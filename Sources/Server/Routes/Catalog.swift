@@ -478,23 +478,15 @@ public final class Catalog: @unchecked Sendable {
         w.add("bitrate", row.bitrate)
         w.add("size", row.stamp.size)
         w.add("etag", row.etag)
+        w.add("id", row.id)
+        w.add("album_id", row.albumID)
+        w.add("artist_id", row.artistID)
+        w.add("album_artist", row.albumArtist)
+        w.add("track", row.trackNumber)
+        w.add("disc", row.discNumber)
+        w.add("year", row.year)
+        w.add("genre", row.genre)
         return w.text
-    }
-
-    /// The `/api/tracks` JSON array (every track, by path).
-    public func tracksJSON() -> String {
-        var out = "["
-        var first = true
-        do {
-            try store.forEachTrack { row in
-                if !first { out += ",\n" }
-                first = false
-                out += Self.trackJSON(row)
-            }
-        } catch {
-            warn("catalog: cannot read the library database: \(error)")
-        }
-        return out + "]\n"
     }
 
     /// Why a seek index cannot be served.
