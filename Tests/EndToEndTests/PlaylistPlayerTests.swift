@@ -67,20 +67,42 @@ enum PlaylistPlayers {
         #expect(mpv.output.contains("Exiting... (End of file)"), "\(mpv.output)")
     }
 
-    @Test(.timeLimit(.scaledMinutes(3))) func vlcPlaysAFolderPlaylist() throws {
-        let library = try Self.library()
+    /// The album playlist of the catalog: its four tracks in disc/track order, not path order.
+    static func albumPlaylist(_ server: StreamdProcess) throws -> (url: String, expected: [String]) {
+        let album = try LibraryAPITests.album(server, titled: "Ordered Album")
+        let path = "/playlist/album/\(try #require(album["id"] as? Int)).m3u8"
+        let expected = PlaylistPlayers.urls(in: try PlaylistFileTests.get(server, path))
+        let folder = "\(server.baseURL)/media/Ordered%20Artist/Ordered%20Album"
+        #expect(expected == ["c", "b", "a", "d"].map { "\(folder)/\($0).mp3" })
+        return (server.baseURL + path, expected)
+    }
+
+    @Test(.timeLimit(.scaledMinutes(3))) func mpvPlaysAnAlbumPlaylist() throws {
+        let library = try LibraryAPITests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let server = try StreamdProcess(folder: library)
-        let url = "\(server.baseURL)/playlist/file/lists/mix.m3u.m3u8"
-        let expected = PlaylistPlayers.urls(in: try PlaylistFileTests.get(server, "/playlist/file/lists/mix.m3u.m3u8"))
+        let (url, expected) = try Self.albumPlaylist(server)
+        let mpv = try PlaylistPlayers.mpv(url)
+        #expect(mpv.status == 0, "\(mpv.output)")
+        #expect(mpv.played == expected, "\(mpv.output)")
+        #expect(mpv.output.contains("Exiting... (End of file)"), "\(mpv.output)")
+    }
+
+    @Test(.timeLimit(.scaledMinutes(3))) func vlcPlaysAnAlbumPlaylist() throws {
+        let library = try LibraryAPITests.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library)
+        let (url, expected) = try Self.albumPlaylist(server)
         let vlc = try PlaylistPlayers.vlc(url)
         #expect(vlc.played == [url] + expected, "\(vlc.output.suffix(4000))")
         #expect(vlc.output.contains("end of playlist, exiting"), "\(vlc.output.suffix(2000))")
         #expect(!vlc.output.contains("http stream error"), "\(vlc.output.suffix(2000))")
-        // Each track was fetched from streamd (its access log names the path).
+        // Each track was fetched from streamd (its access log names the path) and decoded.
         for track in expected {
             let path = String(track.dropFirst(server.baseURL.count))
             #expect(server.log.contains("GET \(path) "), "\(path) in \(server.log.suffix(2000))")
         }
+        #expect(vlc.output.components(separatedBy: "using audio decoder module").count - 1 >= expected.count,
+                "\(vlc.output.suffix(3000))")
     }
 }

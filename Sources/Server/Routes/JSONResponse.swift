@@ -1,16 +1,20 @@
 extension HTTPResponse {
     /// A JSON document (`/api/*`) with a strong ETag over its bytes and `Cache-Control: no-cache`,
     /// so a client revalidates and gets 304 while the catalog is unchanged; If-Match is honoured too.
-    static func json(_ text: String, for request: HTTPRequest) -> HTTPResponse {
-        generated(Array(text.utf8), contentType: "application/json", for: request)
+    /// `headers` (a list's `X-Total-Count`) go out with it, also on a 304, and are part of the ETag.
+    static func json(_ text: String, for request: HTTPRequest, headers: [(String, String)] = []) -> HTTPResponse {
+        generated(Array(text.utf8), contentType: "application/json", headers: headers, for: request)
     }
 
     /// A generated document (JSON, a playlist, a cover picture) with the JSON answers' validators:
-    /// a strong ETag over its bytes (or `etag` when the caller has one that changes with them),
-    /// `Cache-Control: no-cache`, 304 on a matching If-None-Match, 412 on a failed If-Match.
-    static func generated(_ body: [UInt8], contentType: String, etag: String? = nil, for request: HTTPRequest) -> HTTPResponse {
-        let tag = etag ?? JSONResponse.etag(of: body)
-        let headers = [("ETag", tag), ("Cache-Control", "no-cache")]
+    /// a strong ETag over its bytes and `headers` (or `etag` when the caller has one that changes
+    /// with them), `Cache-Control: no-cache`, 304 on a matching If-None-Match, 412 on a failed If-Match.
+    static func generated(_ body: [UInt8], contentType: String, etag: String? = nil, headers extra: [(String, String)] = [],
+                          for request: HTTPRequest) -> HTTPResponse {
+        var validated = body
+        for (name, value) in extra { validated += Array("\n\(name): \(value)".utf8) }
+        let tag = etag ?? JSONResponse.etag(of: validated)
+        let headers = [("ETag", tag), ("Cache-Control", "no-cache")] + extra
         switch Precondition.evaluate(request, etag: tag, lastModified: nil) {
         case .failed:
             return .error(412, "precondition failed")

@@ -11,6 +11,8 @@ public final class Router: Sendable {
     public let framing: WholeFileFraming
     /// The playlist files of the music folder and the playlists made from the catalog.
     let playlists: PlaylistRoutes
+    /// The browse, search and cover API over the catalog database, and its playlists.
+    let library: LibraryRoutes
     /// The playlist files found in the music folder (its `warn` logs dropped entries).
     public var playlistFolder: PlaylistFolder { playlists.folder }
     /// The radio channels; nil when none is configured.
@@ -24,6 +26,7 @@ public final class Router: Sendable {
         self.catalog = catalog
         self.hls = hls
         self.framing = framing
+        self.library = LibraryRoutes(catalog: catalog)
         let root = resolver.root
         self.playlists = PlaylistRoutes(folder: PlaylistFolder(resolver: resolver), describe: { [catalog] path in
             catalog.entry(forAbsolutePath: root + "/" + path).map {
@@ -66,18 +69,15 @@ public final class Router: Sendable {
         }
         let path = request.path
         if path == "/" || path == "/index.html" {
-            return .bytes(200, Array(WebPage.render(catalog.tracks()).utf8), contentType: "text/html; charset=utf-8")
+            return .generated(WebPage.bytes, contentType: "text/html; charset=utf-8", for: request)
         }
         if path.hasPrefix("/media/") {
             return media(request, relative: path.dropFirst("/media/".count))
         }
-        if path == "/api/tracks" {
-            return .json(catalog.tracksJSON(), for: request)
-        }
         if path == "/api/status" {
             return .json(catalog.statusJSON(), for: request)
         }
-        if let response = playlists.handle(request, path: path) {
+        if let response = library.handle(request, path: path) ?? playlists.handle(request, path: path) {
             return response
         }
         if path.hasPrefix("/api/index/") {

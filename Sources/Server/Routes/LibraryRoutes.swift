@@ -1,0 +1,311 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import StreamShared
+
+/// The browse and search API over the catalog database (`/api/tracks`, `/api/search`,
+/// `/api/albums[/<id>]`, `/api/artists[/<id>]`, `/api/cover/<album id>`) and the playlists made
+/// from it (`/playlist/album/<id>.m3u8`, `/playlist/artist/<id>.m3u8`, `/playlist/search.m3u8`,
+/// `/playlist/all.m3u8`). Every list is paged or bounded; a bad parameter is a 400 with a JSON error.
+struct LibraryRoutes: Sendable {
+    let catalog: Catalog
+    var store: LibraryStore { catalog.store }
+    var resolver: PathResolver { catalog.resolver }
+
+    /// Rows one page may hold (also the page of `/api/tracks` without `limit`, which used to list
+    /// every track), the page of the other lists without `limit`, the deepest offset, the longest query.
+    static let maxLimit = 1000
+    static let defaultLimit = 100
+    static let maxOffset = 100_000_000
+    static let maxQueryBytes = 256
+    /// Most entries of a search playlist.
+    static let maxSearchPlaylist = 1000
+
+    func handle(_ request: HTTPRequest, path: Substring) -> HTTPResponse? {
+        switch path {
+        case "/api/tracks": return answer { try tracks(request) }
+        case "/api/search": return answer { try search(request) }
+        case "/api/albums": return answer { try albums(request) }
+        case "/api/artists": return answer { try artists(request) }
+        case "/playlist/search.m3u8": return answer { try searchPlaylist(request) }
+        case "/playlist/all.m3u8": return answer { try allPlaylist(request) }
+        default: break
+        }
+        if let id = Self.id(path, prefix: "/api/albums/") { return answer { try album(request, id: id) } }
+        if let id = Self.id(path, prefix: "/api/artists/") { return answer { try artist(request, id: id) } }
+        if let id = Self.id(path, prefix: "/api/cover/") { return answer { try cover(request, id: id) } }
+        if let id = Self.id(path, prefix: "/playlist/album/", suffix: ".m3u8") { return answer { try albumPlaylist(request, id: id) } }
+        if let id = Self.id(path, prefix: "/playlist/artist/", suffix: ".m3u8") { return answer { try artistPlaylist(request, id: id) } }
+        for prefix in ["/api/albums/", "/api/artists/", "/api/cover/", "/playlist/album/", "/playlist/artist/"]
+            where path.hasPrefix(prefix) {
+            return .error(404, "no such \(prefix.split(separator: "/").last ?? ""): ids are whole numbers")
+        }
+        return nil
+    }
+
+    // MARK: Parameters
+
+    /// A refusal of the request, as the response to send.
+    struct Refusal: Error { var response: HTTPResponse }
+
+    /// The response `body` builds; a refused parameter or a database error becomes its error response.
+    private func answer(_ body: () throws -> HTTPResponse) -> HTTPResponse {
+        do {
+            return try body()
+        } catch let refusal as Refusal {
+            return refusal.response
+        } catch {
+            catalog.warn("library: \(error)")
+            return .error(503, "library database: \(error)")
+        }
+    }
+
+    static func bad(_ message: String) -> Refusal { Refusal(response: .error(400, message)) }
+
+    /// `<prefix><digits><suffix>` → the id.
+    static func id(_ path: Substring, prefix: String, suffix: String = "") -> Int? {
+        guard path.hasPrefix(prefix), path.hasSuffix(suffix) else { return nil }
+        let digits = path.dropFirst(prefix.count).dropLast(suffix.count)
+        return QueryValue.integer(String(digits), in: 0...Int(Int32.max))
+    }
+
+    /// `offset` (0 unless given) and `limit` (`defaultLimit` unless given), each checked.
+    static func paging(_ request: HTTPRequest, defaultLimit: Int, offsetAllowed: Bool = true) throws -> (offset: Int, limit: Int) {
+        var offset = 0, limit = defaultLimit
+        if let text = request.queryValue("offset") {
+            guard offsetAllowed else { throw bad("offset is not taken here: results come best first, limit bounds them") }
+            guard let value = QueryValue.integer(text, in: 0...maxOffset) else {
+                throw bad("offset must be a whole number in 0...\(maxOffset)")
+            }
+            offset = value
+        }
+        if let text = request.queryValue("limit") {
+            guard let value = QueryValue.integer(text, in: 1...maxLimit) else { throw bad("limit must be a whole number in 1...\(maxLimit)") }
+            limit = value
+        }
+        return (offset, limit)
+    }
+
+    /// The decoded `q` parameter: required, 1 to 256 bytes of text.
+    static func query(_ request: HTTPRequest) throws -> String {
+        guard let raw = request.queryValue("q") else { throw bad("q is required") }
+        guard let text = QueryValue.text(raw, maxBytes: maxQueryBytes),
+              !text.allSatisfy({ $0 == " " || $0 == "\t" }) else {
+            throw bad("q must be 1 to \(maxQueryBytes) bytes of text (UTF-8, percent-encoded)")
+        }
+        return text
+    }
+
+    // MARK: JSON
+
+    static func albumJSON(_ album: AlbumRow, tracks: [TrackRow]? = nil) -> String {
+        var w = JSONObjectWriter()
+        w.add("id", album.id)
+        w.add("title", album.title)
+        w.add("artist", album.artistName)
+        w.add("artist_id", album.artistID)
+        w.add("track_count", album.trackCount)
+        w.add("duration_s", album.durationSeconds, decimals: 3)
+        w.add("year", album.year)
+        w.add("folder", album.folder)
+        w.add("embedded_cover", album.coverTrackPath != nil)
+        w.add("cover", "/api/cover/\(album.id)")
+        w.add("url", "/api/albums/\(album.id)")
+        w.add("playlist", "/playlist/album/\(album.id).m3u8")
+        if let tracks { w.addRaw("tracks", "[" + tracks.map(Catalog.trackJSON).joined(separator: ",\n") + "]") }
+        return w.text
+    }
+
+    static func artistJSON(_ artist: ArtistRow, albums: [AlbumRow]? = nil) -> String {
+        var w = JSONObjectWriter()
+        w.add("id", artist.id)
+        w.add("name", artist.name)
+        w.add("album_count", artist.albumCount)
+        w.add("track_count", artist.trackCount)
+        w.add("url", "/api/artists/\(artist.id)")
+        w.add("playlist", "/playlist/artist/\(artist.id).m3u8")
+        if let albums { w.addRaw("albums", "[" + albums.map { albumJSON($0) }.joined(separator: ",\n") + "]") }
+        return w.text
+    }
+
+    /// A page of a list: the JSON array of its items, with the size of the whole list in
+    /// `X-Total-Count` (a header, so that `/api/tracks` stays the array it always was).
+    static func page(_ items: [String], total: Int, for request: HTTPRequest) -> HTTPResponse {
+        .json("[" + items.joined(separator: ",\n") + "]\n", for: request, headers: [("X-Total-Count", String(total))])
+    }
+
+    // MARK: Routes
+
+    private func tracks(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (offset, limit) = try Self.paging(request, defaultLimit: Self.maxLimit)
+        var sort = TrackSort.path
+        if let text = request.queryValue("sort") {
+            guard let value = TrackSort(rawValue: text) else {
+                throw Self.bad("sort must be one of \(TrackSort.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            sort = value
+        }
+        let page = try store.tracks(offset: offset, limit: limit, sort: sort)
+        return Self.page(page.rows.map(Catalog.trackJSON), total: page.total, for: request)
+    }
+
+    /// At most `limit` tracks, best match first; `X-More: true` when there are more.
+    private func search(_ request: HTTPRequest) throws -> HTTPResponse {
+        let query = try Self.query(request)
+        let (_, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit, offsetAllowed: false)
+        // One row more than asked tells whether there are more.
+        let rows = try store.search(query: query, limit: limit + 1)
+        return .json("[" + rows.prefix(limit).map(Catalog.trackJSON).joined(separator: ",\n") + "]\n", for: request,
+                     headers: [("X-More", rows.count > limit ? "true" : "false")])
+    }
+
+    private func albums(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (offset, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit)
+        let page = try store.albums(offset: offset, limit: limit)
+        return Self.page(page.rows.map { Self.albumJSON($0) }, total: page.total, for: request)
+    }
+
+    private func album(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
+        guard let found = try store.album(id: id) else { return .error(404, "no such album") }
+        return .json(Self.albumJSON(found.album, tracks: found.tracks) + "\n", for: request)
+    }
+
+    private func artists(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (offset, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit)
+        let page = try store.artists(offset: offset, limit: limit)
+        return Self.page(page.rows.map { Self.artistJSON($0) }, total: page.total, for: request)
+    }
+
+    private func artist(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
+        guard let found = try store.artist(id: id) else { return .error(404, "no such artist") }
+        return .json(Self.artistJSON(found.artist, albums: found.albums) + "\n", for: request)
+    }
+
+    // MARK: Playlists
+
+    static func playlistTrack(_ row: TrackRow) -> PlaylistTrack {
+        PlaylistTrack(path: row.path, title: row.displayTitle, artist: row.artist, duration: row.durationSeconds)
+    }
+
+    private func albumPlaylist(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
+        guard let found = try store.album(id: id) else { return .error(404, "no such album") }
+        return PlaylistRoutes.m3u(found.tracks.map(Self.playlistTrack), title: "\(found.album.artistName) - \(found.album.title)",
+                                  for: request)
+    }
+
+    private func artistPlaylist(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
+        guard let found = try store.artist(id: id) else { return .error(404, "no such artist") }
+        let rows = try store.tracks(artistID: id)
+        return PlaylistRoutes.m3u(rows.map(Self.playlistTrack), title: found.artist.name, for: request)
+    }
+
+    private func searchPlaylist(_ request: HTTPRequest) throws -> HTTPResponse {
+        let query = try Self.query(request)
+        let rows = try store.search(query: query, limit: Self.maxSearchPlaylist)
+        return PlaylistRoutes.m3u(rows.map(Self.playlistTrack), title: "Search: \(query)", for: request)
+    }
+
+    /// Every track, in path order or shuffled by `?shuffle=SEED` (the same seed, the same order,
+    /// as long as the library is the same).
+    private func allPlaylist(_ request: HTTPRequest) throws -> HTTPResponse {
+        var seed: UInt64?
+        if let text = request.queryValue("shuffle") {
+            guard let value = QueryValue.integer(text, in: 0...Int(Int64.max)) else {
+                throw Self.bad("shuffle must be a whole number in 0...\(Int64.max)")
+            }
+            seed = UInt64(value)
+        }
+        var tracks: [PlaylistTrack] = []
+        try store.forEachTrack { tracks.append(Self.playlistTrack($0)) }
+        if let seed {
+            // Fisher-Yates with our own generator and bounded draws, not the standard library's
+            // shuffle, whose algorithm may change between Swift versions.
+            var generator = SeededGenerator(seed: seed)
+            var i = tracks.count - 1
+            while i > 0 {
+                tracks.swapAt(i, Int(generator.next(below: UInt64(i + 1))))
+                i -= 1
+            }
+        }
+        return PlaylistRoutes.m3u(tracks, title: seed.map { "All tracks, shuffled (\($0))" } ?? "All tracks", for: request)
+    }
+
+    // MARK: Cover art
+
+    /// Names looked for in an album's folder when no track embeds a picture, best first
+    /// (compared without case): cover, folder, then front, each as JPEG, PNG, WebP or GIF.
+    static let coverNames = ["cover", "folder", "front"]
+    static let coverExtensions = ["jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp", "gif": "image/gif"]
+
+    private func cover(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
+        guard let source = try store.coverSource(albumID: id) else { return .error(404, "no such album") }
+        if let track = source.embeddedTrackPath, let picture = try embeddedPicture(track) {
+            return .generated(picture.data, contentType: picture.mimeType, etag: picture.etag, for: request)
+        }
+        if let image = folderImage(source.folder), let file = try? OpenFile(path: image.path) {
+            return FileResponder.respond(to: request, file: file, contentType: image.type, framing: .contentLength)
+        }
+        return .error(404, "no cover for this album")
+    }
+
+    /// The picture embedded in a track, read only from the version of the file the catalog
+    /// analyzed (so the tag walked here is one a worker already read without harm), with an
+    /// ETag derived from the file's.
+    private func embeddedPicture(_ relative: String) throws -> (data: [UInt8], mimeType: String, etag: String)? {
+        guard let absolute = try? resolver.resolve(encoded: Substring(PathResolver.percentEncode(relative))),
+              let file = try? OpenFile(path: absolute), let row = try store.track(path: relative), row.stamp == file.stamp,
+              let picture = try? EmbeddedPictureReader.picture(in: file) else { return nil }
+        return (picture.data, picture.mimeType, "\"cover-" + file.etag.filter { $0 != "\"" } + "\"")
+    }
+
+    /// cover.jpg, folder.png, Front.jpeg ... in the album's folder: a regular, non-hidden file inside the library.
+    func folderImage(_ folder: String) -> (path: String, type: String)? {
+        let absolute = folder.isEmpty ? resolver.root : resolver.root + "/" + folder
+        guard folder.isEmpty || (PathResolver.isSafeRelativePath(folder) && !PathResolver.isHidden(folder)),
+              let dir = opendir(absolute) else { return nil }
+        defer { closedir(dir) }
+        var best: (rank: Int, name: String, type: String)?
+        var seen = 0
+        while let entry = readdir(dir), seen < 10_000 {
+            seen += 1
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard !name.hasPrefix("."), let dot = name.lastIndex(of: ".") else { continue }
+            let stem = name[..<dot].lowercased()
+            guard let rank = Self.coverNames.firstIndex(of: stem),
+                  let type = Self.coverExtensions[name[name.index(after: dot)...].lowercased()] else { continue }
+            if let current = best, (current.rank, current.name) <= (rank, name) { continue }
+            best = (rank, name, type)
+        }
+        guard let best, let real = PathResolver.realPath(absolute + "/" + best.name),
+              let inside = resolver.relative(real), !PathResolver.isHidden(inside) else { return nil }
+        return (real, best.type)
+    }
+}
+
+/// SplitMix64: a small, fast generator whose sequence depends only on its seed, so a shuffled
+/// playlist is the same for the same seed on every run and machine.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A value in 0..<bound (bound > 0), without modulo bias (Lemire's multiply-and-reject).
+    mutating func next(below bound: UInt64) -> UInt64 {
+        var product = next().multipliedFullWidth(by: bound)
+        if product.low < bound {
+            let threshold = (0 &- bound) % bound
+            while product.low < threshold { product = next().multipliedFullWidth(by: bound) }
+        }
+        return product.high
+    }
+}
