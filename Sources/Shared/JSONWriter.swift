@@ -1,34 +1,47 @@
 /// Writes JSON text with fields in the order they are added (the order the contracts list them).
 /// Both the server's API and `streamplay --info`/`--stats` use it, so output is identical.
 public struct JSONObjectWriter: Sendable {
-    private var parts: [String] = []
+    /// The members written so far, comma-separated, without the braces: one growing string
+    /// (the API writes tens of thousands of fields a second; a string per field cost more).
+    private var members = ""
 
     public init() {}
 
+    private mutating func key(_ key: String) {
+        if !members.isEmpty { members += "," }
+        members += JSONObjectWriter.quote(key)
+        members += ":"
+    }
+
     public mutating func add(_ key: String, _ value: String?) {
-        parts.append("\(JSONObjectWriter.quote(key)):\(value.map(JSONObjectWriter.quote) ?? "null")")
+        self.key(key)
+        members += value.map(JSONObjectWriter.quote) ?? "null"
     }
 
     public mutating func add(_ key: String, _ value: Int?) {
-        parts.append("\(JSONObjectWriter.quote(key)):\(value.map { String($0) } ?? "null")")
+        self.key(key)
+        members += value.map { String($0) } ?? "null"
     }
 
     public mutating func add(_ key: String, _ value: Bool) {
-        parts.append("\(JSONObjectWriter.quote(key)):\(value)")
+        self.key(key)
+        members += value ? "true" : "false"
     }
 
     /// Adds a number with at most `decimals` decimals (JSON has no NaN/Infinity: those become null).
     public mutating func add(_ key: String, _ value: Double?, decimals: Int = 6) {
-        parts.append("\(JSONObjectWriter.quote(key)):\(value.map { JSONObjectWriter.number($0, decimals: decimals) } ?? "null")")
+        self.key(key)
+        members += value.map { JSONObjectWriter.number($0, decimals: decimals) } ?? "null"
     }
 
     /// Adds already-encoded JSON (an array or object) under `key`.
     public mutating func addRaw(_ key: String, _ json: String) {
-        parts.append("\(JSONObjectWriter.quote(key)):\(json)")
+        self.key(key)
+        members += json
     }
 
     /// The finished object.
-    public var text: String { "{" + parts.joined(separator: ",") + "}" }
+    public var text: String { "{" + members + "}" }
 
     /// Formats a finite double without exponent noise: 12.5, 0.026122, 3.
     public static func number(_ value: Double, decimals: Int = 6) -> String {
@@ -53,6 +66,14 @@ public struct JSONObjectWriter: Sendable {
 
     /// A JSON string literal for `text`, with control characters escaped.
     public static func quote(_ text: String) -> String {
+        // Most text (keys, paths, tags) needs no escape: one pass over the bytes says so, and
+        // the text is copied whole instead of scalar by scalar.
+        var plain = true
+        for byte in text.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {   // control, ", \
+            plain = false
+            break
+        }
+        if plain { return "\"" + text + "\"" }
         var out = "\""
         out.reserveCapacity(text.utf8.count + 2)
         for scalar in text.unicodeScalars {

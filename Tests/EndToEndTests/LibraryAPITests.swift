@@ -71,6 +71,39 @@ import Glibc
         #expect(try Self.list(Self.get(server, "/api/tracks?offset=100000")).isEmpty)
     }
 
+    /// Answers are cached while the catalog is unchanged: a file added shows in the lists,
+    /// the search and the totals as soon as the catalog has it.
+    @Test func answersFollowTheCatalog() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library)
+        let before = try Self.get(server, "/api/tracks?limit=2")
+        let total = try #require(Int(try #require(before.header("X-Total-Count"))))
+        #expect(try Self.list(Self.get(server, "/api/search?q=quokka")).isEmpty)
+        _ = try Self.get(server, "/api/albums")
+        let source = library.appendingPathComponent("Ordered Artist/Ordered Album/a.mp3")
+        let tagged = try Data(contentsOf: source)
+        let copy = library.appendingPathComponent("Ordered Artist/Ordered Album/e.mp3")
+        // The same bytes with another title: "Third Zebra" → "Fifth Quokka" (same length).
+        var bytes = [UInt8](tagged)
+        let old = Array("Third Zebra".utf8), new = Array("Fifth Quokk".utf8)
+        if let at = (0...(bytes.count - old.count)).first(where: { Array(bytes[$0..<($0 + old.count)]) == old }) {
+            bytes.replaceSubrange(at..<(at + old.count), with: new)
+        }
+        try Data(bytes).write(to: copy)
+        let deadline = Date().addingTimeInterval(TestTiming.seconds(10))
+        var after = total
+        while after == total, Date() < deadline {
+            after = Int(try Self.get(server, "/api/tracks?limit=2").header("X-Total-Count") ?? "") ?? total
+            if after == total { usleep(50_000) }
+        }
+        #expect(after == total + 1, "the new file counted")
+        #expect(try Self.list(Self.get(server, "/api/search?q=quokk")).map { $0["path"] as? String }
+                == ["Ordered Artist/Ordered Album/e.mp3"])
+        let album = try Self.album(server, titled: "Ordered Album")
+        #expect(album["track_count"] as? Int == 5)
+    }
+
     @Test func badParameters_are400WithAJSONError() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }

@@ -11,9 +11,7 @@ extension HTTPResponse {
     /// with them), `Cache-Control: no-cache`, 304 on a matching If-None-Match, 412 on a failed If-Match.
     static func generated(_ body: [UInt8], contentType: String, etag: String? = nil, headers extra: [(String, String)] = [],
                           for request: HTTPRequest) -> HTTPResponse {
-        var validated = body
-        for (name, value) in extra { validated += Array("\n\(name): \(value)".utf8) }
-        let tag = etag ?? JSONResponse.etag(of: validated)
+        let tag = etag ?? JSONResponse.etag(of: body, headers: extra)
         let headers = [("ETag", tag), ("Cache-Control", "no-cache")] + extra
         switch Precondition.evaluate(request, etag: tag, lastModified: nil) {
         case .failed:
@@ -29,11 +27,18 @@ extension HTTPResponse {
 /// Validators for generated JSON.
 enum JSONResponse {
     /// `"j-<FNV-1a 64 of the bytes>-<length>"`: equal bytes give equal tags, so the tag is strong.
-    static func etag(of bytes: [UInt8]) -> String {
+    /// With `headers`, their names and values are hashed after the bytes (a list's `X-Total-Count`).
+    static func etag(of bytes: [UInt8], headers: [(String, String)] = []) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes {
             hash ^= UInt64(byte)
             hash = hash &* 0x0000_0100_0000_01B3
+        }
+        for (name, value) in headers {
+            for byte in "\n\(name): \(value)".utf8 {
+                hash ^= UInt64(byte)
+                hash = hash &* 0x0000_0100_0000_01B3
+            }
         }
         return "\"j-\(String(hash, radix: 16))-\(String(bytes.count, radix: 16))\""
     }

@@ -9,6 +9,9 @@ import StreamShared
 /// `/playlist/all.m3u8`). Every list is paged or bounded; a bad parameter is a 400 with a JSON error.
 struct LibraryRoutes: Sendable {
     let catalog: Catalog
+    let orders = TrackOrderCache()
+    /// Recent JSON answers by target, valid while the catalog is unchanged (16 MiB).
+    let responses = JSONResponseCache(capacityBytes: 16 << 20)
     var store: LibraryStore { catalog.store }
     var resolver: PathResolver { catalog.resolver }
 
@@ -23,16 +26,16 @@ struct LibraryRoutes: Sendable {
 
     func handle(_ request: HTTPRequest, path: Substring) -> HTTPResponse? {
         switch path {
-        case "/api/tracks": return answer { try tracks(request) }
-        case "/api/search": return answer { try search(request) }
-        case "/api/albums": return answer { try albums(request) }
-        case "/api/artists": return answer { try artists(request) }
+        case "/api/tracks": return cached(request) { try tracks(request) }
+        case "/api/search": return cached(request) { try search(request) }
+        case "/api/albums": return cached(request) { try albums(request) }
+        case "/api/artists": return cached(request) { try artists(request) }
         case "/playlist/search.m3u8": return answer { try searchPlaylist(request) }
         case "/playlist/all.m3u8": return answer { try allPlaylist(request) }
         default: break
         }
-        if let id = Self.id(path, prefix: "/api/albums/") { return answer { try album(request, id: id) } }
-        if let id = Self.id(path, prefix: "/api/artists/") { return answer { try artist(request, id: id) } }
+        if let id = Self.id(path, prefix: "/api/albums/") { return cached(request) { try album(request, id: id) } }
+        if let id = Self.id(path, prefix: "/api/artists/") { return cached(request) { try artist(request, id: id) } }
         if let id = Self.id(path, prefix: "/api/cover/") { return answer { try cover(request, id: id) } }
         if let id = Self.id(path, prefix: "/playlist/album/", suffix: ".m3u8") { return answer { try albumPlaylist(request, id: id) } }
         if let id = Self.id(path, prefix: "/playlist/artist/", suffix: ".m3u8") { return answer { try artistPlaylist(request, id: id) } }
@@ -61,6 +64,28 @@ struct LibraryRoutes: Sendable {
     }
 
     static func bad(_ message: String) -> Refusal { Refusal(response: .error(400, message)) }
+
+    /// A JSON answer of the API: the document and the headers that go with it (`X-Total-Count`, `X-More`).
+    struct JSONAnswer {
+        var text: String
+        var headers: [(String, String)] = []
+    }
+
+    /// The answer `body` builds, from `responses` while the catalog has not changed since it was
+    /// built for the same target (the same path and query).
+    private func cached(_ request: HTTPRequest, _ body: () throws -> JSONAnswer) -> HTTPResponse {
+        answer {
+            // Read before the database: a change while the answer is built leaves it under the old generation.
+            let generation = store.generation
+            if let hit = responses.lookup(request.target, generation: generation) {
+                return .generated(hit.body, contentType: "application/json", etag: hit.etag, headers: hit.headers, for: request)
+            }
+            let json = try body()
+            let entry = JSONResponseCache.Entry(body: Array(json.text.utf8), headers: json.headers)
+            responses.insert(request.target, generation: generation, entry)
+            return .generated(entry.body, contentType: "application/json", etag: entry.etag, headers: entry.headers, for: request)
+        }
+    }
 
     /// `<prefix><digits><suffix>` → the id.
     static func id(_ path: Substring, prefix: String, suffix: String = "") -> Int? {
@@ -130,13 +155,15 @@ struct LibraryRoutes: Sendable {
 
     /// A page of a list: the JSON array of its items, with the size of the whole list in
     /// `X-Total-Count` (a header, so that `/api/tracks` stays the array it always was).
-    static func page(_ items: [String], total: Int, for request: HTTPRequest) -> HTTPResponse {
-        .json("[" + items.joined(separator: ",\n") + "]\n", for: request, headers: [("X-Total-Count", String(total))])
+    static func page(_ items: [String], total: Int) -> JSONAnswer {
+        JSONAnswer(text: "[" + items.joined(separator: ",\n") + "]\n", headers: [("X-Total-Count", String(total))])
     }
+
+    static func notFound(_ what: String) -> Refusal { Refusal(response: .error(404, "no such \(what)")) }
 
     // MARK: Routes
 
-    private func tracks(_ request: HTTPRequest) throws -> HTTPResponse {
+    private func tracks(_ request: HTTPRequest) throws -> JSONAnswer {
         let (offset, limit) = try Self.paging(request, defaultLimit: Self.maxLimit)
         var sort = TrackSort.path
         if let text = request.queryValue("sort") {
@@ -145,40 +172,40 @@ struct LibraryRoutes: Sendable {
             }
             sort = value
         }
-        let page = try store.tracks(offset: offset, limit: limit, sort: sort)
-        return Self.page(page.rows.map(Catalog.trackJSON), total: page.total, for: request)
+        let page = try orders.page(store, offset: offset, limit: limit, sort: sort)
+        return Self.page(page.rows.map(Catalog.trackJSON), total: page.total)
     }
 
     /// At most `limit` tracks, best match first; `X-More: true` when there are more.
-    private func search(_ request: HTTPRequest) throws -> HTTPResponse {
+    private func search(_ request: HTTPRequest) throws -> JSONAnswer {
         let query = try Self.query(request)
         let (_, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit, offsetAllowed: false)
         // One row more than asked tells whether there are more.
         let rows = try store.search(query: query, limit: limit + 1)
-        return .json("[" + rows.prefix(limit).map(Catalog.trackJSON).joined(separator: ",\n") + "]\n", for: request,
-                     headers: [("X-More", rows.count > limit ? "true" : "false")])
+        return JSONAnswer(text: "[" + rows.prefix(limit).map(Catalog.trackJSON).joined(separator: ",\n") + "]\n",
+                          headers: [("X-More", rows.count > limit ? "true" : "false")])
     }
 
-    private func albums(_ request: HTTPRequest) throws -> HTTPResponse {
+    private func albums(_ request: HTTPRequest) throws -> JSONAnswer {
         let (offset, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit)
         let page = try store.albums(offset: offset, limit: limit)
-        return Self.page(page.rows.map { Self.albumJSON($0) }, total: page.total, for: request)
+        return Self.page(page.rows.map { Self.albumJSON($0) }, total: page.total)
     }
 
-    private func album(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
-        guard let found = try store.album(id: id) else { return .error(404, "no such album") }
-        return .json(Self.albumJSON(found.album, tracks: found.tracks) + "\n", for: request)
+    private func album(_ request: HTTPRequest, id: Int) throws -> JSONAnswer {
+        guard let found = try store.album(id: id) else { throw Self.notFound("album") }
+        return JSONAnswer(text: Self.albumJSON(found.album, tracks: found.tracks) + "\n")
     }
 
-    private func artists(_ request: HTTPRequest) throws -> HTTPResponse {
+    private func artists(_ request: HTTPRequest) throws -> JSONAnswer {
         let (offset, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit)
         let page = try store.artists(offset: offset, limit: limit)
-        return Self.page(page.rows.map { Self.artistJSON($0) }, total: page.total, for: request)
+        return Self.page(page.rows.map { Self.artistJSON($0) }, total: page.total)
     }
 
-    private func artist(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
-        guard let found = try store.artist(id: id) else { return .error(404, "no such artist") }
-        return .json(Self.artistJSON(found.artist, albums: found.albums) + "\n", for: request)
+    private func artist(_ request: HTTPRequest, id: Int) throws -> JSONAnswer {
+        guard let found = try store.artist(id: id) else { throw Self.notFound("artist") }
+        return JSONAnswer(text: Self.artistJSON(found.artist, albums: found.albums) + "\n")
     }
 
     // MARK: Playlists

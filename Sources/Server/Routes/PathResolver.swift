@@ -90,19 +90,21 @@ public struct PathResolver: Sendable {
 
     /// Percent-encodes a relative path for use in URLs (keeps `/` and unreserved characters).
     public static func percentEncode(_ path: String) -> String {
-        var out = ""
+        // Bytes, then one String: the API encodes a URL for every track it lists.
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(path.utf8.count + 16)
         for byte in path.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
                  UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
                  UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
+                out.append(byte)
             default:
-                let hex = String(byte, radix: 16, uppercase: true)
-                out += "%" + (hex.count == 1 ? "0" + hex : hex)
+                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     static func realPath(_ path: String) -> String? {

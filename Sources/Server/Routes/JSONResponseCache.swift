@@ -1,0 +1,65 @@
+import Foundation
+
+/// Recent JSON answers of the library API by request target, each valid only for the catalog
+/// generation it was built from (`LibraryStore.generation`), least recently used evicted first
+/// beyond `capacityBytes`. A page the library page or a client asks again (the first albums,
+/// a prefix typed by several listeners) is then sent without reading the database or writing
+/// JSON again; a change to the catalog makes every entry stale at once.
+final class JSONResponseCache: @unchecked Sendable {
+    // @unchecked: every property is read and written under `lock`.
+    struct Entry {
+        var body: [UInt8]
+        var headers: [(String, String)]
+        var etag: String
+
+        init(body: [UInt8], headers: [(String, String)]) {
+            self.body = body
+            self.headers = headers
+            etag = JSONResponse.etag(of: body, headers: headers)
+        }
+    }
+
+    private let lock = NSLock()
+    private let capacityBytes: Int
+    private var entries: [String: (generation: UInt64, entry: Entry, used: UInt64)] = [:]
+    private var bytes = 0
+    private var clock: UInt64 = 0
+
+    init(capacityBytes: Int) {
+        self.capacityBytes = capacityBytes
+    }
+
+    func lookup(_ target: String, generation: UInt64) -> Entry? {
+        lock.withLock {
+            guard let found = entries[target] else { return nil }
+            guard found.generation == generation else {
+                entries[target] = nil
+                bytes -= found.entry.body.count
+                return nil
+            }
+            clock += 1
+            entries[target]?.used = clock
+            return found.entry
+        }
+    }
+
+    /// Keeps `entry` unless it alone is more than an eighth of the capacity.
+    func insert(_ target: String, generation: UInt64, _ entry: Entry) {
+        guard entry.body.count <= capacityBytes / 8 else { return }
+        lock.withLock {
+            if let old = entries[target] { bytes -= old.entry.body.count }
+            clock += 1
+            entries[target] = (generation, entry, clock)
+            bytes += entry.body.count
+            // Evict the least recently used: a scan of the few hundred entries that fit, once per
+            // eviction batch (down to three quarters, so a full cache does not scan on every insert).
+            if bytes > capacityBytes {
+                let ordered = entries.sorted { $0.value.used < $1.value.used }
+                for (key, value) in ordered where bytes > capacityBytes * 3 / 4 {
+                    entries[key] = nil
+                    bytes -= value.entry.body.count
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,35 @@
+import Foundation
+
+/// The id of every track in each sort order `/api/tracks` was asked for, kept while the catalog
+/// is unchanged (`LibraryStore.generation`), so that a page anywhere in the list costs its own
+/// rows: with SQL's OFFSET every row before the page is walked (13 ms at offset 99,900 of
+/// 100,000 by title). 8 bytes a track and order; rebuilt (50 ms at 100,000) after a change.
+final class TrackOrderCache: @unchecked Sendable {
+    // @unchecked: `orders` is read and written under `lock`; `buildLock` makes concurrent misses
+    // wait for one build instead of each running the same query.
+    private let lock = NSLock()
+    private let buildLock = NSLock()
+    private var orders: [TrackSort: (generation: UInt64, ids: [Int])] = [:]
+
+    /// One page of tracks in `sort` order, and the number of tracks.
+    func page(_ store: LibraryStore, offset: Int, limit: Int, sort: TrackSort) throws(SQLiteError) -> (total: Int, rows: [TrackRow]) {
+        let ids = try self.ids(store, sort: sort)
+        guard offset < ids.count, limit > 0 else { return (ids.count, []) }
+        let end = offset + min(limit, ids.count - offset)
+        return (ids.count, try store.tracks(ids: Array(ids[offset..<end])))
+    }
+
+    private func ids(_ store: LibraryStore, sort: TrackSort) throws(SQLiteError) -> [Int] {
+        // The generation is read before the ids: a change while they are read makes them stale
+        // at the next request, never current with old contents.
+        var generation = store.generation
+        if let cached = lock.withLock({ orders[sort] }), cached.generation == generation { return cached.ids }
+        buildLock.lock()
+        defer { buildLock.unlock() }
+        generation = store.generation
+        if let cached = lock.withLock({ orders[sort] }), cached.generation == generation { return cached.ids }
+        let ids = try store.trackIDs(sort: sort)
+        lock.withLock { orders[sort] = (generation, ids) }
+        return ids
+    }
+}

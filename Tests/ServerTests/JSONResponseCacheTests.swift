@@ -1,0 +1,47 @@
+import Testing
+@testable import StreamServer
+
+/// The library API's answer cache: hits only for the same target and catalog generation, least
+/// recently used out first, oversized answers never kept.
+@Suite struct JSONResponseCacheTests {
+    static func entry(_ size: Int, total: Int = 1) -> JSONResponseCache.Entry {
+        .init(body: [UInt8](repeating: UInt8(ascii: "a"), count: size), headers: [("X-Total-Count", String(total))])
+    }
+
+    @Test func hit_sameTargetAndGeneration() {
+        let cache = JSONResponseCache(capacityBytes: 1000)
+        cache.insert("/api/albums", generation: 4, Self.entry(10))
+        #expect(cache.lookup("/api/albums", generation: 4)?.body.count == 10)
+        #expect(cache.lookup("/api/albums?limit=5", generation: 4) == nil)
+    }
+
+    @Test func anotherGeneration_isAMiss_andDropsTheEntry() {
+        let cache = JSONResponseCache(capacityBytes: 1000)
+        cache.insert("/api/tracks", generation: 1, Self.entry(10))
+        #expect(cache.lookup("/api/tracks", generation: 2) == nil)
+        #expect(cache.lookup("/api/tracks", generation: 1) == nil, "dropped, not kept for the old generation")
+    }
+
+    @Test func leastRecentlyUsed_goesFirst() {
+        let cache = JSONResponseCache(capacityBytes: 1000)
+        for name in ["a", "b", "c", "d"] { cache.insert(name, generation: 0, Self.entry(100)) }
+        _ = cache.lookup("a", generation: 0)                 // a is now the most recent
+        for name in ["e", "f", "g", "h", "i", "j", "k"] { cache.insert(name, generation: 0, Self.entry(100)) }
+        #expect(cache.lookup("a", generation: 0) != nil)
+        #expect(cache.lookup("b", generation: 0) == nil)
+        #expect(cache.lookup("k", generation: 0) != nil)
+    }
+
+    @Test func oversizedAnswers_areNotKept() {
+        let cache = JSONResponseCache(capacityBytes: 800)
+        cache.insert("big", generation: 0, Self.entry(101))
+        #expect(cache.lookup("big", generation: 0) == nil)
+        cache.insert("fits", generation: 0, Self.entry(100))
+        #expect(cache.lookup("fits", generation: 0) != nil)
+    }
+
+    @Test func etag_coversTheHeaders() {
+        #expect(Self.entry(10, total: 1).etag != Self.entry(10, total: 2).etag)
+        #expect(Self.entry(10, total: 1).etag == Self.entry(10, total: 1).etag)
+    }
+}
