@@ -78,7 +78,8 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: library) }
         let server = try StreamdProcess(folder: library)
         let before = try Self.get(server, "/api/tracks?limit=2")
-        let total = try #require(Int(try #require(before.header("X-Total-Count"))))
+        let header = try #require(before.header("X-Total-Count"))
+        let total = try #require(Int(header))
         #expect(try Self.list(Self.get(server, "/api/search?q=quokka")).isEmpty)
         _ = try Self.get(server, "/api/albums")
         let source = library.appendingPathComponent("Ordered Artist/Ordered Album/a.mp3")

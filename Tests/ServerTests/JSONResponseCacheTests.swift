@@ -22,14 +22,14 @@ import Testing
         #expect(cache.lookup("/api/tracks", generation: 1) == nil, "dropped, not kept for the old generation")
     }
 
-    @Test func leastRecentlyUsed_goesFirst() {
+    @Test func leastRecentlyUsed_goesFirst_downToThreeQuarters() {
         let cache = JSONResponseCache(capacityBytes: 1000)
-        for name in ["a", "b", "c", "d"] { cache.insert(name, generation: 0, Self.entry(100)) }
-        _ = cache.lookup("a", generation: 0)                 // a is now the most recent
-        for name in ["e", "f", "g", "h", "i", "j", "k"] { cache.insert(name, generation: 0, Self.entry(100)) }
-        #expect(cache.lookup("a", generation: 0) != nil)
-        #expect(cache.lookup("b", generation: 0) == nil)
-        #expect(cache.lookup("k", generation: 0) != nil)
+        let names = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]
+        for name in names { cache.insert(name, generation: 0, Self.entry(100)) }      // exactly full
+        _ = cache.lookup("a", generation: 0)                                            // a is now the most recent
+        cache.insert("k", generation: 0, Self.entry(100))                               // over: the four oldest go
+        for name in ["b", "c", "d", "e"] { #expect(cache.lookup(name, generation: 0) == nil, "\(name) evicted") }
+        for name in ["a", "f", "g", "h", "i", "j", "k"] { #expect(cache.lookup(name, generation: 0) != nil, "\(name) kept") }
     }
 
     @Test func oversizedAnswers_areNotKept() {
