@@ -15,6 +15,7 @@ PACKAGES=(
   gstreamer1.0-plugins-base-apps                                              # gst-discoverer-1.0
   chromium chromium-driver fonts-dejavu-core                                  # the web page, tested in a real browser
   mpv vlc-bin vlc-plugin-base                                                 # players that open streamd's playlists in tests
+  wrk                                                                         # HTTP load generator: bench/library-api.sh
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The library API and page at scale (issue 14): on a generated library of N tracks (default
+# 100,000; bench/make-library.py), once streamd has scanned it:
+#   - wrk, WRK_CONNECTIONS (64) connections on 2 threads, WRK_SECONDS (20) each, latency p50/p99
+#     and requests/s of:
+#       /api/search with a new query every request (bench/wrk/search.lua: word prefixes, one or
+#       two words, 100 rows) and one fixed query;
+#       /api/tracks pages of 100 at random offsets (bench/wrk/tracks.lua), path order and all
+#       sort orders, and the first page alone;
+#   - the page in headless Chromium (Tests/browser/check_page.py): HTML size, the first matching
+#     row after typing a query (budget 300 ms), an album played from track to track.
+# usage: bench/library-api.sh [TRACKS]   (LIBRARY=DIR reuses/creates the library there; STREAMD=binary)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TRACKS=${1:-100000}
+CONNECTIONS=${WRK_CONNECTIONS:-64}
+DURATION=${WRK_SECONDS:-20}
+scripts/deps.sh
+LIBRARY=${LIBRARY:-${TMPDIR:-/tmp}/streamd-library-$TRACKS}
+if [ -n "${STREAMD:-}" ]; then BIN=$STREAMD; else
+  swift build -c release --product streamd >/dev/null
+  BIN="$(swift build -c release --show-bin-path)/streamd"
+fi
+[ -x "$BIN" ] || { echo "no streamd at $BIN" >&2; exit 1; }
+if [ ! -f "$LIBRARY/.complete" ]; then
+  rm -rf "$LIBRARY"
+  python3 bench/make-library.py "$LIBRARY" --tracks "$TRACKS"
+  touch "$LIBRARY/.complete"
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/streamd-api-bench.XXXXXX")
+"$BIN" "$LIBRARY" --port 0 --quiet --db "$WORK/catalog.db" >"$WORK/stdout" 2>"$WORK/stderr" &
+PID=$!
+trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
+for _ in $(seq 1 100); do grep -q listening "$WORK/stdout" && break; sleep 0.1; done
+BASE=$(sed -n 's/^listening on \(http:[^ ]*\)\/$/\1/p' "$WORK/stdout")
+[ -n "$BASE" ] || { echo "streamd did not start: $(cat "$WORK/stderr")" >&2; exit 1; }
+start=$(date +%s%N)
+# The first scan, in the background of a listening server: wait until it is done.
+for _ in $(seq 1 3600); do
+  status=$(curl -sf "$BASE/api/status" || true)
+  if python3 -c 'import json,sys; s=json.loads(sys.argv[1]); sys.exit(0 if s.get("scans",0)>=1 and not s.get("scanning") else 1)' "$status" 2>/dev/null; then break; fi
+  sleep 0.5
+done
+total=$(curl -sI "$BASE/api/tracks?limit=1" | tr -d '\r' | sed -n 's/^X-Total-Count: //Ip')
+echo "library: $total tracks in $LIBRARY, scanned in $(( ($(date +%s%N) - start) / 1000000 )) ms; streamd $BIN, $(nproc) cores"
+
+# One wrk run: prints "name  p50  p99  req/s  errors".
+run() {
+  local name=$1; shift
+  local out
+  out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$@" 2>&1)
+  local p50 p99 rps errors
+  p50=$(awk '$1 == "50%" { print $2 }' <<<"$out")
+  p99=$(awk '$1 == "99%" { print $2 }' <<<"$out")
+  rps=$(awk '/^Requests\/sec:/ { print $2 }' <<<"$out")
+  errors=$(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr '\n' ' ' || true)
+  printf '%-44s p50 %-9s p99 %-9s %9s req/s %s\n' "$name" "$p50" "$p99" "$rps" "${errors:-no errors}"
+}
+
+echo "wrk: $CONNECTIONS connections, 2 threads, $DURATION s each"
+WRK_LIMIT=100 run "/api/search, a new query each request" -s bench/wrk/search.lua "$BASE"
+run "/api/search?q=river (one query)" "$BASE/api/search?q=river&limit=100"
+WRK_TOTAL=$total WRK_LIMIT=100 run "/api/tracks, 100 rows, random offsets" -s bench/wrk/tracks.lua "$BASE"
+WRK_TOTAL=$total WRK_LIMIT=100 WRK_SORTS=path,title,artist,album,duration,year \
+  run "/api/tracks, 100 rows, random offsets+sorts" -s bench/wrk/tracks.lua "$BASE"
+run "/api/tracks?limit=100 (first page)" "$BASE/api/tracks?offset=0&limit=100"
+run "/api/albums?limit=48 (the page's grid)" "$BASE/api/albums?offset=0&limit=48"
+
+echo "page: $(curl -s "$BASE/" | wc -c) bytes of HTML"
+query=$(curl -s "$BASE/api/tracks?offset=$((total / 2))&limit=1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["title"])')
+python3 Tests/browser/check_page.py "$BASE" --query "$query" --budget-ms 300 --advances 3 ${SCREENSHOT:+--screenshot "$SCREENSHOT"}
