@@ -22,6 +22,8 @@ public enum M3UWriter {
     /// A title on one line: control characters and every Unicode line or paragraph separator
     /// become spaces, and leading/trailing spaces go (a reader trims them anyway).
     static func escapeTitle(_ title: String) -> String {
+        // Printable ASCII with no space at either end (nearly every title) is written as it is.
+        if isPrintableASCII(title, spaceAllowed: true), title.utf8.first != 0x20, title.utf8.last != 0x20 { return title }
         var out = ""
         out.unicodeScalars.reserveCapacity(title.unicodeScalars.count)
         for scalar in title.unicodeScalars {
@@ -40,6 +42,7 @@ public enum M3UWriter {
     /// since a URL's own escapes must stay as they are); a leading `#` would make the line a
     /// comment, so it is encoded too. Other text is kept as written.
     static func escapeLocation(_ location: String) -> String {
+        if isPrintableASCII(location, spaceAllowed: false), location.utf8.first != UInt8(ascii: "#") { return location }
         var out = ""
         out.reserveCapacity(location.utf8.count)
         for (offset, scalar) in location.unicodeScalars.enumerated() {
@@ -53,6 +56,13 @@ public enum M3UWriter {
             }
         }
         return out
+    }
+
+    /// Bytes 0x21-0x7E only (and 0x20 when `spaceAllowed`): nothing to escape.
+    static func isPrintableASCII(_ text: String, spaceAllowed: Bool) -> Bool {
+        let lowest: UInt8 = spaceAllowed ? 0x20 : 0x21
+        for byte in text.utf8 where byte < lowest || byte > 0x7E { return false }
+        return true
     }
 
     static func percent(_ byte: UInt8) -> String {
