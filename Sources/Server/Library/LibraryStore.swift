@@ -611,7 +611,8 @@ public final class LibraryStore: @unchecked Sendable {
         try read { db throws(SQLiteError) in
             try db.query("""
                 SELECT \(Self.trackColumns) FROM tracks t LEFT JOIN albums a ON a.id = t.album_id
-                WHERE t.artist_id = ?1 OR a.artist_id = ?1
+                WHERE t.id IN (SELECT id FROM tracks WHERE artist_id = ?1
+                               UNION SELECT t2.id FROM albums a2 JOIN tracks t2 ON t2.album_id = a2.id WHERE a2.artist_id = ?1)
                 ORDER BY a.id IS NULL, a.year, a.title COLLATE NOCASE, a.id, t.disc_number, t.track_number, t.path
                 """, [.int(Int64(artistID))], row: Self.trackRow)
         }
