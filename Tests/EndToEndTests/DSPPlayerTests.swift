@@ -70,7 +70,7 @@ import Glibc
     }
 
     /// `]` and `}` on the terminal: rate up a step, pitch up a semitone, shown on the status line.
-    @Test(.timeLimit(.scaledMinutes(1))) func terminal_rateAndPitchKeys() throws {
+    @Test(.timeLimit(.scaledMinutes(5))) func terminal_rateAndPitchKeys() throws {
         let tmux = try #require(which("tmux"), "tmux is installed by make deps")
         let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
         let session = "streamplay-dsp-\(getpid())"

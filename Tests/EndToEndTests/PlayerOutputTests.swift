@@ -41,7 +41,7 @@ import Glibc
         #expect(samples == (try wavSamples(wav)), "ALSA received exactly the WAV output's samples")
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func terminal_spacePauses_qQuits() throws {
+    @Test(.timeLimit(.scaledMinutes(5))) func terminal_spacePauses_qQuits() throws {
         let tmux = try #require(which("tmux"), "tmux is installed by make deps")
         let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
         let session = "streamplay-\(getpid())"

@@ -80,7 +80,7 @@ import Glibc
         #expect(ProcessProbe.waitForDescriptors(pid: pid, atMost: baseline, timeout: 10) == baseline)
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func writeTimeout_closesAClientThatTakesNoBytes() throws {
+    @Test(.timeLimit(.scaledMinutes(5))) func writeTimeout_closesAClientThatTakesNoBytes() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let (server, pid, baseline) = try Self.start(library, ["--write-timeout", "1"])
@@ -143,7 +143,7 @@ import Glibc
         }
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func malformedRequest_thenHalfClose_stillGetsItsError() throws {
+    @Test(.timeLimit(.scaledMinutes(5))) func malformedRequest_thenHalfClose_stillGetsItsError() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let (server, _, _) = try Self.start(library)
@@ -176,7 +176,7 @@ import Glibc
         #expect(bytes.isEmpty && end == .eof)
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func headAndIdleTimeouts_close() throws {
+    @Test(.timeLimit(.scaledMinutes(5))) func headAndIdleTimeouts_close() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let (server, _, _) = try Self.start(library, ["--head-timeout", "1", "--idle-timeout", "2"])
@@ -198,7 +198,7 @@ import Glibc
     }
 
     /// The defaults (head 10 s, idle 30 s) as the README promises them.
-    @Test(.timeLimit(.scaledMinutes(1))) func defaultTimeouts_head10s_idle30s() throws {
+    @Test(.timeLimit(.scaledMinutes(5))) func defaultTimeouts_head10s_idle30s() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let (server, _, _) = try Self.start(library)

@@ -111,5 +111,8 @@ func which(_ name: String) -> String? {
 
 extension TimeLimitTrait.Duration {
     /// `.minutes(n)` stretched by `TestTiming.scale` (sanitizer runs).
+    /// These limits are hang guards, not speed checks: a test's clock runs while it waits for one
+    /// of Swift Testing's threads, which long real-time end-to-end tests (radio relays, 150 s)
+    /// can hold in a full run on 2 cores. So they are minutes, never one.
     static func scaledMinutes(_ minutes: Int) -> Self { .minutes(Int((Double(minutes) * TestTiming.scale).rounded(.up))) }
 }

@@ -28,7 +28,7 @@ import Glibc
         setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func slowloris_2000Connections() throws {
+    @Test(.timeLimit(.scaledMinutes(5))) func slowloris_2000Connections() throws {
         Self.raiseFileLimit()
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }

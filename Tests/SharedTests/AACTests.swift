@@ -38,7 +38,7 @@ struct BitWriter {
 }
 
 @Suite struct AACFuzzTests {
-    @Test(.timeLimit(.scaledMinutes(1))) func adts_truncationsAndMutations() {
+    @Test(.timeLimit(.scaledMinutes(5))) func adts_truncationsAndMutations() {
         let stream = [UInt8](repeating: 0x99, count: 50) + (0..<5).flatMap { i in ADTSBuilder.frame(length: 150 + i, crc: i == 2) }
         var outcomes = 0
         let walk = { (bytes: ArraySlice<UInt8>) in
@@ -62,7 +62,7 @@ struct BitWriter {
         #expect(outcomes == stream.count + 10_000)
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func asc_mutations() {
+    @Test(.timeLimit(.scaledMinutes(5))) func asc_mutations() {
         var bits = BitWriter()
         bits.write(2, 5); bits.write(6, 4); bits.write(1, 4); bits.write(0, 3)
         bits.write(0x2B7, 11); bits.write(5, 5); bits.write(1, 1); bits.write(3, 4); bits.write(0x548, 11); bits.write(1, 1)

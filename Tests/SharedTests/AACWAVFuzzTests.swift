@@ -48,7 +48,7 @@ struct FuzzOutcomes: CustomStringConvertible {
         return frames
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func adts_truncationsAndMutations() {
+    @Test(.timeLimit(.scaledMinutes(5))) func adts_truncationsAndMutations() {
         let stream = Self.adtsStream
         #expect((try? Self.walkADTS(stream[...])) == 6, "the seed itself walks all six frames")
         var outcomes = FuzzOutcomes()
@@ -61,7 +61,7 @@ struct FuzzOutcomes: CustomStringConvertible {
         #expect(outcomes.values > 0 && outcomes.errors > 0 && outcomes.nils > 0)
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func adtsHeader_nilOnlyWhenShort() {
+    @Test(.timeLimit(.scaledMinutes(5))) func adtsHeader_nilOnlyWhenShort() {
         // The header parser's own contract: nil means fewer than 9 bytes, never "bad bytes".
         let stream = Self.adtsStream
         var outcomes = FuzzOutcomes()
@@ -89,7 +89,7 @@ struct FuzzOutcomes: CustomStringConvertible {
          ASCBits.programConfig51(comment: [0x41, 0x42])]
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func asc_truncationsAndMutations() throws {
+    @Test(.timeLimit(.scaledMinutes(5))) func asc_truncationsAndMutations() throws {
         for (n, seed) in Self.ascSeeds.enumerated() {
             #expect(throws: Never.self, "seed \(n) parses") { try AudioSpecificConfig.parse(seed[...]) }
             var outcomes = FuzzOutcomes()
@@ -122,7 +122,7 @@ struct FuzzOutcomes: CustomStringConvertible {
                         dataBytes: 60)
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func wav_truncationsAndMutations() throws {
+    @Test(.timeLimit(.scaledMinutes(5))) func wav_truncationsAndMutations() throws {
         let file = Self.wavFile
         let seed = try #require(try WAV.parse(prefix: file[...]))
         #expect(seed.tags.title == "Title" && seed.tags.album == "Album")

@@ -87,20 +87,20 @@ import Testing
         return outcomes
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func builtMoov_everyTruncation() {
+    @Test(.timeLimit(.scaledMinutes(5))) func builtMoov_everyTruncation() {
         let moov = Self.builtMoov
         #expect((try? MP4Movie.parse(moov: moov[...]))?.audio?.sampleCount == 24, "the seed itself parses")
         Self.truncationsThrowTruncated(moov)
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func builtMoov_seededMutations() {
+    @Test(.timeLimit(.scaledMinutes(5))) func builtMoov_seededMutations() {
         let outcomes = Self.mutations(Self.builtMoov)
         #expect(outcomes.total == 10_000)
         #expect(outcomes.values > 0, "some mutations still parse (\(outcomes.values))")
         #expect(outcomes.errors > 0, "some mutations are refused (\(outcomes.errors))")
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func builtFile_topLevelAndOutline_mutations() {
+    @Test(.timeLimit(.scaledMinutes(5))) func builtFile_topLevelAndOutline_mutations() {
         let file = Self.builtFile
         var scans = Outcomes(), outlines = Outcomes()
         Fuzz.forEachTruncation(of: file) { prefix in
@@ -135,13 +135,13 @@ import Testing
         #expect(outlines.values > 0 && outlines.errors > 0, "outline: \(outlines.values) values, \(outlines.errors) errors")
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func generatedM4A_everyTruncation() throws {
+    @Test(.timeLimit(.scaledMinutes(5))) func generatedM4A_everyTruncation() throws {
         guard let moov = try Self.generatedMoov() else { return }
         #expect((try? MP4Movie.parse(moov: moov[...]))?.audio != nil, "the seed itself parses")
         Self.truncationsThrowTruncated(moov)
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func generatedM4A_seededMutations() throws {
+    @Test(.timeLimit(.scaledMinutes(5))) func generatedM4A_seededMutations() throws {
         guard let moov = try Self.generatedMoov() else { return }
         let outcomes = Self.mutations(moov, seed: 0xA4C)
         #expect(outcomes.total == 10_000)

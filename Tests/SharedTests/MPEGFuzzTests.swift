@@ -35,7 +35,7 @@ import Testing
         #expect(try Self.walk(Self.stream[...]) == 10)
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func everyTruncation_endsCleanly() {
+    @Test(.timeLimit(.scaledMinutes(5))) func everyTruncation_endsCleanly() {
         var values = 0, errors = 0
         Fuzz.forEachTruncation(of: Self.stream) { prefix in
             do { _ = try Self.walk(prefix); values += 1 } catch { errors += 1 }
@@ -44,7 +44,7 @@ import Testing
         #expect(values > 0)
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func seededMutations_endCleanly() {
+    @Test(.timeLimit(.scaledMinutes(5))) func seededMutations_endCleanly() {
         var values = 0, errors = 0
         Fuzz.forEachMutation(of: Self.stream, count: 10_000) { mutated in
             do { _ = try Self.walk(mutated[...]); values += 1 } catch { errors += 1 }
@@ -53,7 +53,7 @@ import Testing
         #expect(values > 0)
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func vbriMutations_endCleanly() {
+    @Test(.timeLimit(.scaledMinutes(5))) func vbriMutations_endCleanly() {
         let raw = MPEGBuilder.header()
         var f = MPEGBuilder.frame(raw, fill: 0)
         var tag: [UInt8] = Array("VBRI".utf8) + [0, 1, 0x02, 0x40, 0, 75]

@@ -104,7 +104,7 @@ import Testing
         #expect(throws: FormatError.self) { try Probe.probe(noise[...], isComplete: true) }
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func mutations_endCleanly() {
+    @Test(.timeLimit(.scaledMinutes(5))) func mutations_endCleanly() {
         let base = Self.id3(title: "T") + MPEGBuilder.xingFrame(frames: 5, bytes: 5 * 417)
             + MPEGBuilder.frames(MPEGBuilder.header(), count: 5)
         var outcomes = 0

@@ -219,7 +219,7 @@ enum ID3Builder {
 }
 
 @Suite struct TagFuzzTests {
-    @Test(.timeLimit(.scaledMinutes(1))) func id3v2_truncationsAndMutations() {
+    @Test(.timeLimit(.scaledMinutes(5))) func id3v2_truncationsAndMutations() {
         let body = ID3Builder.frame("TIT2", ID3Builder.latin1("Title"), version: 3)
             + ID3Builder.frame("APIC", [0] + Array("image/png".utf8) + [0, 3, 0] + [UInt8](repeating: 7, count: 64), version: 3)
             + ID3Builder.frame("TPE1", [1, 0xFF, 0xFE, 0x41, 0, 0, 0], version: 3)
@@ -247,7 +247,7 @@ enum ID3Builder {
         }
     }
 
-    @Test(.timeLimit(.scaledMinutes(1))) func trailingTags_mutations() {
+    @Test(.timeLimit(.scaledMinutes(5))) func trailingTags_mutations() {
         let file = [UInt8](repeating: 0x55, count: 64) + TrailingTagsTests.ape(header: true) + TrailingTagsTests.id3v1(title: "M")
         var outcomes = 0
         Fuzz.forEachTruncation(of: file) { prefix in
