@@ -1,5 +1,6 @@
 import Testing
 @testable import StreamServer
+import StreamShared
 
 @Suite struct ChannelClockTests {
     @Test func oneHourOfMP3Frames_isExact() {
@@ -33,7 +34,7 @@ import Testing
         let start: UInt64 = 1_000_000_000
         var schedule = ChannelSchedule(origin: start)
         var now = start
-        var generator = SplitMix(seed: 7)
+        var generator = SplitMix64(seed: 7)
         var maxDrift: Int64 = 0
         let end = start + 3_600_000_000_000
         while now < end {
@@ -53,18 +54,5 @@ import Testing
         #expect(!schedule.isDue(now: 10_000_000_000))
         schedule.lead(by: schedule.clock.nanos)
         #expect(schedule.isDue(now: 10_000_000_000))
-    }
-}
-
-/// A tiny deterministic generator for jitter in tests.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

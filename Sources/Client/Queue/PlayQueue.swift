@@ -1,3 +1,5 @@
+import StreamShared
+
 /// `--loop`: what happens at the end of a track or of the queue.
 public enum LoopMode: String, Sendable, CaseIterable {
     /// Play the queue once.
@@ -82,37 +84,5 @@ public struct PlayQueue: Sendable, Equatable {
             position = count - 1
         }
         return current
-    }
-}
-
-/// A small, fast, seedable generator (SplitMix64): the same seed gives the same shuffle on
-/// every machine, which `--seed` promises.
-struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// Uniform in 0..<bound (rejection sampling, so no value is favoured).
-    mutating func next(below bound: UInt64) -> UInt64 {
-        precondition(bound > 0)
-        let limit = UInt64.max - UInt64.max % bound
-        while true {
-            let value = next()
-            if value < limit { return value % bound }
-        }
-    }
-
-    /// A seed from the system's generator, for shuffles without `--seed`.
-    static func entropy() -> UInt64 {
-        var system = SystemRandomNumberGenerator()
-        return system.next()
     }
 }

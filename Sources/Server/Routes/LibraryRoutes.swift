@@ -247,7 +247,7 @@ struct LibraryRoutes: Sendable {
         if let seed {
             // Fisher-Yates with our own generator and bounded draws, not the standard library's
             // shuffle, whose algorithm may change between Swift versions.
-            var generator = SeededGenerator(seed: seed)
+            var generator = SplitMix64(seed: seed)
             var i = tracks.count - 1
             while i > 0 {
                 tracks.swapAt(i, Int(generator.next(below: UInt64(i + 1))))
@@ -308,31 +308,5 @@ struct LibraryRoutes: Sendable {
         guard let best, let real = PathResolver.realPath(absolute + "/" + best.name),
               let inside = resolver.relative(real), !PathResolver.isHidden(inside) else { return nil }
         return (real, best.type)
-    }
-}
-
-/// SplitMix64: a small, fast generator whose sequence depends only on its seed, so a shuffled
-/// playlist is the same for the same seed on every run and machine.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A value in 0..<bound (bound > 0), without modulo bias (Lemire's multiply-and-reject).
-    mutating func next(below bound: UInt64) -> UInt64 {
-        var product = next().multipliedFullWidth(by: bound)
-        if product.low < bound {
-            let threshold = (0 &- bound) % bound
-            while product.low < threshold { product = next().multipliedFullWidth(by: bound) }
-        }
-        return product.high
     }
 }
