@@ -195,6 +195,17 @@ def main():
     write(out, "icy", b"\x02c291cmNlOmhhY2ttZQ==")
     write(out, "icy", b"\x03" + b"5\r\nhello\r\n1;ext=1\r\n \r\nA\r\n0123456789\r\n0\r\nTrailer: x\r\n\r\n")
 
+    # icystream: metaint - 1, cut point / 8, then a listener stream (titles, empty blocks, Latin-1, audio).
+    latin = b"StreamTitle='Caf\xe9';StreamUrl='';"
+    latin += b"\0" * (-len(latin) % 16)
+    write(out, "icystream", bytes([15, 3]) + bytes(range(16)) + bytes([len(block) // 16]) + block + bytes(range(16)) + b"\0"
+          + bytes(range(16)) + bytes([len(latin) // 16]) + latin + b"y" * 20)
+    for path in mp3s[:1]:
+        audio = read(path)[:4000]
+        stream = b"".join(audio[i:i + 256] + (bytes([len(block) // 16]) + block if i % 512 == 0 else b"\0")
+                          for i in range(0, len(audio), 256))
+        write(out, "icystream", bytes([255, 40]) + stream)
+
 
 if __name__ == "__main__":
     main()
