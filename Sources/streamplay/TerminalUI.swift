@@ -13,6 +13,8 @@ final class TerminalUI: @unchecked Sendable {
     private var running = false
     private let stopFlag = ConditionLock()
     private var stopped = false
+    /// A key's answer shown in the status line until then ("live stream: cannot seek").
+    private var notice: (text: String, until: Monotonic)?
 
     init(player: Player, enabled: Bool) {
         single = player
@@ -61,8 +63,14 @@ final class TerminalUI: @unchecked Sendable {
             if !escape.isEmpty || byte == 0x1B {
                 escape.append(byte)
                 if escape.count == 3 {
-                    if escape == [0x1B, 0x5B, 0x43] { current?.seek(by: 10) }
-                    if escape == [0x1B, 0x5B, 0x44] { current?.seek(by: -10) }
+                    let arrow: Double? = escape == [0x1B, 0x5B, 0x43] ? 10 : escape == [0x1B, 0x5B, 0x44] ? -10 : nil
+                    if let arrow, let player = current {
+                        if player.canSeek {
+                            player.seek(by: arrow)
+                        } else {
+                            stopFlag.withLock { notice = ("live stream: cannot seek", Monotonic.now.adding(seconds: 3)) }
+                        }
+                    }
                     escape.removeAll()
                 }
                 continue
@@ -99,11 +107,27 @@ final class TerminalUI: @unchecked Sendable {
             let (position, duration) = player.progress
             let fill = player.bufferCapacity > 0 ? player.bufferFill * 100 / player.bufferCapacity : 0
             let state = player.isPaused ? "paused " : "playing"
-            let line = "\r" + queueText(player, position: position, duration: duration) + "\(state) \(Self.clock(position)) / \(duration.map(Self.clock) ?? "?:??")  buffer \(fill)%  volume \(Int((player.volume * 100).rounded()))%"
+            let live = player.liveStream
+            let length = live != nil ? "live" : duration.map(Self.clock) ?? "?:??"
+            let shown = stopFlag.withLock { () -> String? in
+                guard let notice, Monotonic.now.seconds(since: notice.until) < 0 else { return nil }
+                return notice.text
+            }
+            let line = "\r" + queueText(player, position: position, duration: duration) + "\(state) \(Self.clock(position)) / \(length)"
+                + (single != nil ? liveText(player, live) : "") + (shown.map { "  [\($0)]" } ?? "")
+                + "  buffer \(fill)%  volume \(Int((player.volume * 100).rounded()))%"
                 + "  rate \(Self.rateText(player.rate))×  pitch \(Self.pitchText(player.semitones))  eq \(player.eq)   "
             Self.write(line)
             Monotonic.sleep(seconds: 0.25)
         }
+    }
+
+    /// `  Station: Artist - Title` for one live stream (the ICY title as it changes).
+    private func liveText(_ player: Player, _ live: LiveStreamInfo?) -> String {
+        guard let live else { return "" }
+        let title = player.streamTitle.flatMap { $0.isEmpty ? nil : $0 }
+        let parts = [live.station, title].compactMap { $0 }
+        return parts.isEmpty ? "" : "  " + parts.joined(separator: ": ")
     }
 
     /// `3/12  Artist - Title  1:23/4:56  ` for a queue; nothing for one track.

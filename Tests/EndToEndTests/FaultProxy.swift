@@ -15,6 +15,9 @@ final class FaultProxy: @unchecked Sendable {
         var stallSeconds: Double = 0
         /// Remove `Range` and `If-Range` from the request, as a server without range support would ignore them.
         var stripRange = false
+        /// Speak SHOUTcast 1 to the client: the request goes upstream as HTTP/1.0 (so the answer
+        /// is close-delimited, not chunked) and the answer's status line becomes `ICY 200 OK`.
+        var shoutcast = false
     }
 
     let port: Int
@@ -74,9 +77,12 @@ final class FaultProxy: @unchecked Sendable {
                 continue
             }
             let strip = fault?.stripRange ?? false
+            let shoutcast = fault?.shoutcast ?? false
             let refused = refusedPathPrefix
             let pair = SocketPair(client, upstream)
-            Thread.detachNewThread { Self.pump(from: client, to: upstream, fault: nil, stripRange: strip, refusing: refused, pair: pair) }
+            Thread.detachNewThread {
+                Self.pump(from: client, to: upstream, fault: nil, stripRange: strip, http10: shoutcast, refusing: refused, pair: pair)
+            }
             Thread.detachNewThread { Self.pump(from: upstream, to: client, fault: fault, pair: pair) }
         }
     }
@@ -108,11 +114,25 @@ final class FaultProxy: @unchecked Sendable {
         }
     }
 
-    private static func pump(from: Int32, to: Int32, fault: Fault?, stripRange: Bool = false, refusing: String? = nil,
-                             pair: SocketPair) {
+    private static func pump(from: Int32, to: Int32, fault: Fault?, stripRange: Bool = false, http10: Bool = false,
+                             refusing: String? = nil, pair: SocketPair) {
         defer { pair.pumpFinished() }
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        if stripRange || refusing != nil {
+        if fault?.shoutcast == true {
+            // The response's status line, whatever its version, becomes SHOUTcast's.
+            var head: [UInt8] = []
+            while head.count < 64 * 1024, head.firstRange(of: Array("\r\n".utf8)) == nil {
+                let n = buffer.withUnsafeMutableBytes { recv(from, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                head += buffer[0..<n]
+            }
+            if let lineEnd = head.firstRange(of: Array("\r\n".utf8)), head.starts(with: Array("HTTP/1.".utf8)),
+               let space = head.firstIndex(of: UInt8(ascii: " ")), space < lineEnd.lowerBound {
+                head = Array("ICY".utf8) + head[space...]
+            }
+            _ = head.withUnsafeBytes { send(to, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
+        if stripRange || refusing != nil || http10 {
             // Read the request head whole, drop the range headers, forward the rest.
             var head: [UInt8] = []
             while head.count < 64 * 1024, head.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
@@ -127,7 +147,9 @@ final class FaultProxy: @unchecked Sendable {
                 _ = answer.withUnsafeBytes { send(from, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 return
             }
-            let kept = text.components(separatedBy: "\r\n").filter {
+            var lines = text.components(separatedBy: "\r\n")
+            if http10, let first = lines.first { lines[0] = first.replacingOccurrences(of: " HTTP/1.1", with: " HTTP/1.0") }
+            let kept = lines.filter {
                 let lower = $0.lowercased()
                 return !stripRange || (!lower.hasPrefix("range:") && !lower.hasPrefix("if-range:"))
             }.joined(separator: "\r\n")

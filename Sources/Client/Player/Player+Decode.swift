@@ -94,6 +94,8 @@ extension Player {
     func decode(into ring: SPSCRing, outputLoop: OutputLoop, started: Monotonic) throws {
         let plan = try makePlan(try probeStream())
         let hlsTimeline = (source as? HLSSource)?.timeline(timeout: 10)
+        // The transport knows once the response head arrived, before the first byte was probed.
+        let live = control.live.info
         let format = plan.format
         let channels = format.channels
         let sampleRate = format.sampleRate
@@ -111,6 +113,8 @@ extension Player {
                 statsStorage.container = "hls"
                 if timeline.isLive { duration = nil } else if plan.trimmedLength == nil { duration = timeline.duration }
             }
+            if live != nil { duration = nil }
+            isLiveStorage = live != nil || hlsTimeline?.isLive == true
             statsStorage.durationSeconds = duration
         }
         var converter = try makeConverter(plan)
@@ -221,8 +225,12 @@ extension Player {
             }
         }
 
-        if options.start > 0, hlsTimeline?.isLive == true {
-            log("player", "--start ignored: a live HLS stream starts at its live edge")
+        if let live {
+            log("player", "live stream" + (live.station.map { " '\($0)'" } ?? "") + (live.genre.map { " (\($0))" } ?? "")
+                + (live.metaint.map { ", ICY metadata every \($0) bytes" } ?? ", no ICY metadata") + ": no length, no seeking")
+        }
+        if options.start > 0, hlsTimeline?.isLive == true || live != nil {
+            log("player", "--start ignored: a live stream starts at its live edge")
             try startAtFirstAudioByte()
         } else if options.start > 0 {
             commands.withLock { seekStartedMs = Monotonic.now.milliseconds(since: started) }
@@ -305,12 +313,15 @@ extension Player {
                          + positionMap.source(atOutput: outputLoop.playedSinceFlushFrames)) / Double(sampleRate)
             commands.withLock { self.position = heard }
             continuation.yield(.progress(position: heard, duration: commands.withLock { duration }))
-            if let seconds = commands.withLock({ () -> Double? in defer { pendingSeek = nil }; return pendingSeek }),
-               hlsTimeline?.isLive != true {
-                setState(.seeking)
-                pending.removeAll(keepingCapacity: true)
-                try seekTo(seconds)
-                setState(.playing)
+            if let seconds = commands.withLock({ () -> Double? in defer { pendingSeek = nil }; return pendingSeek }) {
+                if hlsTimeline?.isLive == true || live != nil {
+                    log("player", "seek to \(seconds) s ignored: a live stream cannot seek")
+                } else {
+                    setState(.seeking)
+                    pending.removeAll(keepingCapacity: true)
+                    try seekTo(seconds)
+                    setState(.playing)
+                }
             }
             // The output has started and nothing changes the samples: the samples after what
             // is pending go straight into the ring (the anchor for this batch is recorded below).
@@ -335,6 +346,8 @@ extension Player {
                 passThrough = false
             }
             ring.wakeConsumer()
+            // Titles whose place in the stream has been read (the probe may have read it).
+            if live != nil { applyTitles(through: throttle.availableRange.lowerBound, position: Double(position) / Double(sampleRate)) }
             if position >= keepUntil || streamEnded { break }
             switch throttle.read(into: &input, max: 64 * 1024, timeout: 0.05) {
             case .filled:
@@ -370,6 +383,26 @@ extension Player {
             try write(&tail)
         }
         log("throttle", "peak fill \(throttle.peakFill) of \(throttle.capacity) bytes; transfer paused \(control.pauses) times")
+    }
+
+    /// ICY title updates whose place in the stream has been read: the title event, the status
+    /// line's title, `--verbose` and `--stats`.
+    func applyTitles(through offset: Int, position: Double) {
+        for update in control.live.take(through: offset) {
+            if let text = update.unparsedText { log("icy", "metadata block not in Key='value'; form: '\(text)'") }
+            // Servers repeat the title (at each track start, to new listeners): only changes count.
+            guard let title = update.title, title != commands.withLock({ streamTitleStorage }) else { continue }
+            log("icy", "title '\(title)' at \(JSONObjectWriter.number(position, decimals: 1)) s")
+            commands.withLock {
+                statsStorage.titles.append(StreamTitleChange(atSeconds: position, title: title))
+                if statsStorage.titles.count > 1000 { statsStorage.titles.removeFirst() }
+                streamTitleStorage = title
+                var tags = playedTagsStorage ?? TrackTags()
+                tags.title = title.isEmpty ? nil : title
+                playedTagsStorage = tags
+            }
+            continuation.yield(.title(title))
+        }
     }
 
     /// A problem that does not stop playback: logged, and printed by streamplay at exit.

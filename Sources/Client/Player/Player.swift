@@ -42,6 +42,14 @@ public final class Player: @unchecked Sendable {
     /// The track's tags, once it has been probed (title, artist and album for a queue's status
     /// line; the album for `--replaygain auto`).
     public var playedTags: TrackTags? { commands.withLock { playedTagsStorage } }
+    var streamTitleStorage: String?
+    var isLiveStorage = false
+    /// The title a live stream's ICY metadata gave last (nil before the first, or for a file).
+    public var streamTitle: String? { commands.withLock { streamTitleStorage } }
+    /// The live stream's station facts (`icy-name`, …), nil for anything else.
+    public var liveStream: LiveStreamInfo? { control.live.info }
+    /// False for a live stream (radio or live HLS): seeks are ignored.
+    public var canSeek: Bool { commands.withLock { !isLiveStorage } }
 
     public init(url: String, output: AudioOutput, options: PlayerOptions = PlayerOptions(),
                 log: (@Sendable (String) -> Void)? = nil) throws {
@@ -147,6 +155,7 @@ public final class Player: @unchecked Sendable {
         }
         stats.underruns = outputLoop.underruns + ((output as? ALSAOutput)?.underruns ?? 0)
         stats.reconnects = control.reconnects
+        stats.liveGapsMs = control.live.gapsMilliseconds
         stats.bytesDownloaded = control.bytesDownloaded
         stats.peakBufferBytes = throttle.peakFill
         if let failure {

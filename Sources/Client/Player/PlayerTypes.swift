@@ -14,6 +14,8 @@ public enum PlayerEvent: Sendable {
     case buffer(fill: Int, capacity: Int)
     case format(AudioFormat, codec: String)
     case metadata(TrackTags)
+    /// A live stream's title changed (ICY `StreamTitle`), as it reaches the decoder.
+    case title(String)
     /// The DSP settings now heard: playback rate, pitch shift in semitones, EQ (as `--eq` takes it).
     case dsp(rate: Double, semitones: Double, eq: String)
     case error(String)
@@ -69,6 +71,10 @@ public struct PlayerStats: Sendable {
     public var container = ""
     /// Problems that did not stop playback (a stream shorter than its header said), one line each.
     public var warnings: [String] = []
+    /// A live stream's titles as they changed (at most the last 1000).
+    public var titles: [StreamTitleChange] = []
+    /// A live stream's reconnects: milliseconds without audio each time.
+    public var liveGapsMs: [Double] = []
 
     /// The one-line JSON object `--stats` prints (fields in DESIGN.md order).
     public var json: String {
@@ -86,6 +92,13 @@ public struct PlayerStats: Sendable {
         w.add("codec", codec)
         w.add("container", container)
         w.add("replaygain_db", replayGainDB, decimals: 2)
+        w.addRaw("titles", "[" + titles.map { change in
+            var item = JSONObjectWriter()
+            item.add("at_s", change.atSeconds, decimals: 3)
+            item.add("title", change.title)
+            return item.text
+        }.joined(separator: ",") + "]")
+        w.addRaw("live_gaps_ms", "[" + liveGapsMs.map { JSONObjectWriter.number($0, decimals: 1) }.joined(separator: ",") + "]")
         return w.text
     }
 }

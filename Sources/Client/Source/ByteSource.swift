@@ -1,3 +1,5 @@
+import StreamShared
+
 /// Why a source failed; the message names the component and the cause.
 public enum SourceError: Error, CustomStringConvertible, Sendable {
     /// The server answered with an error status.
@@ -14,6 +16,8 @@ public enum SourceError: Error, CustomStringConvertible, Sendable {
     case tooLarge(url: String, limit: Int)
     /// An HLS playlist or segment is malformed, hostile or unsupported (bad input).
     case hls(String)
+    /// A live stream's ICY metadata does not match its stream (bad input).
+    case icy(ICYStreamError)
 
     public var description: String {
         switch self {
@@ -23,13 +27,14 @@ public enum SourceError: Error, CustomStringConvertible, Sendable {
         case let .file(why): return "source: \(why)"
         case let .tooLarge(url, limit): return "source: \(url) is larger than \(limit) bytes"
         case let .hls(why): return "hls: \(why)"
+        case let .icy(error): return "\(error)"
         }
     }
 
     /// Exit status per DESIGN.md: 3 for network failures, 1 for bad input.
     public var exitCode: Int32 {
         switch self {
-        case .file, .tooLarge, .hls: return 1
+        case .file, .tooLarge, .hls, .icy: return 1
         default: return 3
         }
     }
@@ -45,6 +50,8 @@ public final class SourceControl: @unchecked Sendable {
     private var _pauses = 0
     private var _bytesDownloaded = 0
     private var _totalSize: Int?
+    /// What the source learns about a live stream (titles, reconnect gaps).
+    public let live = LiveStreamState()
 
     public init() {}
 

@@ -22,6 +22,10 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
     public let name: String
     public let options: HTTPSourceOptions
     var etag: String?
+    /// The last response was a live stream (`LiveStreamInfo`): a drop rejoins live, without Range.
+    var isLive = false
+    /// When the last byte of a live stream arrived, for the gap a reconnect leaves.
+    var liveLastByte: Monotonic?
     /// Component-tagged diagnostics (`--verbose`).
     public var log: (@Sendable (String) -> Void)?
 
@@ -55,6 +59,14 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         var cache: DiskCache?
         var cacheEntry: CacheEntry?
         var url = ""
+        /// The status line and headers of the response (the last one, after redirects).
+        var statusLine = ""
+        var headers: [(name: String, value: String)] = []
+        /// The body of a live stream (ICY metadata taken out), once the head said it is one.
+        var live: LiveBody?
+        var liveDroppedAt: Monotonic?
+        var lastByteAt: Monotonic?
+        var log: (@Sendable (String) -> Void)?
 
         init(throttle: Throttle, control: SourceControl, generation: Int, offset: Int) {
             self.throttle = throttle
@@ -285,15 +297,24 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
                 }
                 if control.isStopped || control.hasSeek { continue }
             }
-            let end = options.cache == nil ? nil : cachedStart(after: offset)
-            let outcome = transfer(multi: multi, throttle: throttle, control: control, offset: offset, to: end,
+            let end = options.cache == nil || isLive ? nil : cachedStart(after: offset)
+            // A live stream has no offsets to resume from: it is joined again where it is now.
+            let outcome = transfer(multi: multi, throttle: throttle, control: control, offset: isLive ? 0 : offset, to: end,
                                    generation: generation)
             offset += outcome.received
             if outcome.received > 0 {
                 lastProgress = Monotonic.now
                 backoff = 0.1
             }
-            switch outcome.result {
+            var result = outcome.result
+            if isLive {
+                switch result {
+                case .complete: result = .retry("\(name): the live stream ended")
+                case .fatal(.httpStatus(let status, _)): result = .retry("\(name): HTTP \(status)")
+                default: break
+                }
+            }
+            switch result {
             case .complete where end != nil && outcome.received > 0:
                 continue                  // the gap is filled: the cache takes over again
             case .complete:
@@ -312,7 +333,8 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
                     while !control.isStopped && !control.hasSeek { control.waitForCommand(timeout: 1) }
                     continue
                 }
-                log?("source: \(why); reconnecting from byte \(offset) in \(backoff) s")
+                log?(isLive ? "source: \(why); rejoining the live stream (no Range) in \(backoff) s"
+                            : "source: \(why); reconnecting from byte \(offset) in \(backoff) s")
                 control.countReconnect()
                 control.waitForCommand(timeout: backoff)
                 backoff = min(5, backoff * 2)
@@ -334,20 +356,28 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
                           to end: Int? = nil, generation: Int) -> (received: Int, result: Result) {
         guard let easy = curl_easy_init() else { return (0, .fatal(.network("curl_easy_init failed"))) }
         defer { curl_easy_cleanup(easy) }
-        let ifRange = offset > 0 ? etag : nil
+        let ifRange = offset > 0 && !isLive ? etag : nil
         let state = Transfer(throttle: throttle, control: control, generation: generation, offset: offset)
-        state.expectedETag = etag
-        state.cache = options.cache
+        state.expectedETag = isLive ? nil : etag
+        state.cache = isLive ? nil : options.cache
         state.url = name
+        state.log = log
+        state.liveDroppedAt = isLive ? liveLastByte : nil
         let box = Unmanaged.passRetained(state)
         defer { box.release() }
         // With a cache, even the first request asks for a range: the 206 names the size, which
         // a chunked 200 does not, and the cache needs it to keep the last block.
-        configure(easy, rangeFrom: offset, to: end.map { $0 - 1 }, ifRange: ifRange, forceRange: options.cache != nil)
+        configure(easy, rangeFrom: offset, to: end.map { $0 - 1 }, ifRange: ifRange, forceRange: options.cache != nil && !isLive)
         var headers: UnsafeMutablePointer<curl_slist>?
         if let ifRange { headers = curl_slist_append(headers, "If-Range: \(ifRange)") }
+        // Radio servers put titles in the stream only for clients that ask (LiveBody takes them out).
+        headers = curl_slist_append(headers, "Icy-MetaData: 1")
         defer { curl_slist_free_all(headers) }
-        if headers != nil { ccurl_setopt_slist(easy, CURLOPT_HTTPHEADER, headers) }
+        ccurl_setopt_slist(easy, CURLOPT_HTTPHEADER, headers)
+        // SHOUTcast answers `ICY 200 OK`, which libcurl refuses unless it is named a 200 alias.
+        let aliases = curl_slist_append(nil, "ICY 200")
+        defer { curl_slist_free_all(aliases) }
+        ccurl_setopt_slist(easy, CURLOPT_HTTP200ALIASES, aliases)
         ccurl_setopt_callback(easy, CURLOPT_WRITEFUNCTION, Self.writeCallback)
         ccurl_setopt_pointer(easy, CURLOPT_WRITEDATA, box.toOpaque())
         ccurl_setopt_callback(easy, CURLOPT_HEADERFUNCTION, Self.headerCallback)
@@ -373,6 +403,10 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
             curl_multi_poll(multi, nil, 0, state.paused ? 20 : 100, &fds)
         }
         if let tag = state.etag { etag = tag }
+        if state.live != nil {
+            isLive = true
+            if let last = state.lastByteAt { liveLastByte = last }
+        }
         if let failure = state.failure { return (state.received, state.fatal ? .fatal(failure) : .retry("\(failure)")) }
         guard let code else { return (state.received, .interrupted) }
         if code == CURLE_OK {
@@ -391,9 +425,11 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
 
 extension HTTPSource.Transfer {
     func header(_ line: String) {
-        if line.hasPrefix("HTTP/") {
-            // A new response (after a redirect or a 100): start over.
+        if line.hasPrefix("HTTP/") || line.hasPrefix("ICY ") {
+            // A new response (after a redirect or a 100): start over. SHOUTcast answers `ICY 200 OK`.
             status = Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+            statusLine = line
+            headers = []
             etag = nil
             contentRangeTotal = nil
             contentLength = nil
@@ -402,6 +438,7 @@ extension HTTPSource.Transfer {
         guard let colon = line.firstIndex(of: ":") else { return }
         let name = line[..<colon].lowercased()
         let value = String(trimmingWhitespace(line[line.index(after: colon)...]))
+        if headers.count < 100 { headers.append((String(line[..<colon]), value)) }
         switch name {
         case "etag": etag = value
         case "content-length": contentLength = Self.byteCount(value)
@@ -427,8 +464,17 @@ extension HTTPSource.Transfer {
             case 206:
                 control.setTotalSize(contentRangeTotal)
             case 200:
+                do {
+                    if let info = try LiveStreamInfo.detect(statusLine: statusLine, headers: headers) {
+                        live = try LiveBody(info: info, state: control.live, droppedAt: liveDroppedAt, log: log)
+                    }
+                } catch {
+                    failure = .icy(error)
+                    fatal = true
+                    return 0
+                }
                 control.setTotalSize(contentLength)
-                if requestedOffset > 0 {
+                if requestedOffset > 0 && live == nil {
                     // A 200 to a Range request: either If-Range did not match (another ETag: the file
                     // changed) or the server ignores Range (same or no ETag): then skip what we have.
                     if let expected = expectedETag, let now = etag, expected != now {
@@ -460,6 +506,17 @@ extension HTTPSource.Transfer {
                 skipRemaining = data.count - bytes.count
             }
             return ccurl_writefunc_pause()
+        }
+        lastByteAt = Monotonic.now
+        if let live {
+            do { _ = try live.write(bytes, to: throttle, generation: generation) } catch {
+                failure = .icy(error)
+                fatal = true
+                return 0
+            }
+            received += bytes.count
+            control.countBytes(bytes.count)
+            return data.count
         }
         throttle.write(bytes, generation: generation)
         storeInCache(bytes, at: requestedOffset + received)
