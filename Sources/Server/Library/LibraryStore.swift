@@ -430,13 +430,22 @@ public final class LibraryStore: @unchecked Sendable {
 
     /// The tracks with these ids, in the order given (ids no longer listed are left out).
     public func tracks(ids: [Int]) throws(SQLiteError) -> [TrackRow] {
-        guard !ids.isEmpty else { return [] }
-        let rows = try read { db throws(SQLiteError) in
-            try db.query("SELECT \(Self.trackColumns) FROM tracks t WHERE t.id IN (\(ids.map(String.init).joined(separator: ",")))",
-                         row: Self.trackRow)
+        var rows: [TrackRow] = []
+        rows.reserveCapacity(ids.count)
+        try forEachTrack(ids: ids) { rows.append(Self.trackRow($0)) }
+        return rows
+    }
+
+    /// The tracks with these ids handed to `body` in the order given, each as the statement's
+    /// row (`trackColumns`); ids no longer listed are left out. One prepared statement looked up
+    /// id by id: an `IN (…)` list would be new SQL text, compiled and cached, on every page.
+    public func forEachTrack(ids: [Int], _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
+        guard !ids.isEmpty else { return }
+        try read { db throws(SQLiteError) in
+            for id in ids {
+                try db.each("SELECT \(Self.trackColumns) FROM tracks t WHERE t.id = ?", [.int(Int64(id))], body)
+            }
         }
-        let byID = Dictionary(rows.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        return ids.compactMap { byID[$0] }
     }
 
     /// Every track in path order, handed to `body` one at a time (no array of the whole library).
@@ -514,27 +523,37 @@ public final class LibraryStore: @unchecked Sendable {
     /// most); beyond that, the tracks whose title holds every word come first, then the others,
     /// each group in catalog order, read from the index only as far as the page goes.
     public func search(query: String, limit: Int) throws(SQLiteError) -> [TrackRow] {
-        guard let match = Self.ftsQuery(query), limit > 0 else { return [] }
-        return try read { db throws(SQLiteError) in
+        var rows: [TrackRow] = []
+        try search(query: query, limit: limit) { rows.append(Self.trackRow($0)) }
+        return rows
+    }
+
+    /// `search(query:limit:)` handing each row to `body` as the statement's row (`trackColumns`).
+    public func search(query: String, limit: Int, _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
+        guard let match = Self.ftsQuery(query), limit > 0 else { return }
+        try read { db throws(SQLiteError) in
             let matches = try db.queryOne("SELECT count(*) FROM (SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? LIMIT ?)",
                                           [.text(match), .int(Int64(Self.rankedMatchLimit + 1))]) { $0.int(0) } ?? 0
             if matches <= Self.rankedMatchLimit {
-                return try db.query("""
+                try db.each("""
                     SELECT \(Self.trackColumns) FROM tracks_fts JOIN tracks t ON t.id = tracks_fts.rowid
                     WHERE tracks_fts MATCH ? ORDER BY bm25(tracks_fts, 10.0, 5.0, 3.0), t.path LIMIT ?
-                    """, [.text(match), .int(Int64(limit))], row: Self.trackRow)
+                    """, [.text(match), .int(Int64(limit))], body)
+                return
             }
             let inOrder = """
                 SELECT \(Self.trackColumns) FROM tracks_fts JOIN tracks t ON t.id = tracks_fts.rowid
                 WHERE tracks_fts MATCH ? ORDER BY tracks_fts.rowid LIMIT ?
                 """
             let inTitle = "{title} : (\(match))"
-            var rows = try db.query(inOrder, [.text(inTitle), .int(Int64(limit))], row: Self.trackRow)
-            if rows.count < limit {
-                rows += try db.query(inOrder, [.text("(\(match)) NOT (\(inTitle))"), .int(Int64(limit - rows.count))],
-                                     row: Self.trackRow)
+            var count = 0
+            try db.each(inOrder, [.text(inTitle), .int(Int64(limit))]) { row in
+                count += 1
+                body(row)
             }
-            return rows
+            if count < limit {
+                try db.each(inOrder, [.text("(\(match)) NOT (\(inTitle))"), .int(Int64(limit - count))], body)
+            }
         }
     }
 

@@ -112,6 +112,15 @@ public final class SQLiteDatabase {
         return result
     }
 
+    /// Hands every row of `sql` with `values` to `body` as it is stepped (no array of rows: what
+    /// `body` reads from the statement is valid until it returns).
+    public func each(_ sql: String, _ values: [SQLiteValue] = [], _ body: (Statement) -> Void) throws(SQLiteError) {
+        let statement = try prepare(sql)
+        try statement.bind(values)
+        defer { statement.reset() }
+        while try statement.step() { body(statement) }
+    }
+
     /// The first row of `sql`, or nil when there is none.
     public func queryOne<T>(_ sql: String, _ values: [SQLiteValue] = [], row: (Statement) -> T) throws(SQLiteError) -> T? {
         let statement = try prepare(sql)
@@ -214,6 +223,13 @@ public final class SQLiteDatabase {
         }
 
         public func optionalText(_ index: Int) -> String? { isNull(index) ? nil : text(index) }
+
+        /// Column text as the UTF-8 bytes SQLite holds (empty for NULL), valid until the next
+        /// step or reset: what a writer copies straight into a response without a String.
+        public func textBytes(_ index: Int) -> UnsafeBufferPointer<UInt8> {
+            guard let bytes = sqlite3_column_text(raw, Int32(index)) else { return UnsafeBufferPointer(start: nil, count: 0) }
+            return UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(raw, Int32(index))))
+        }
 
         /// Column bytes ([] for NULL or empty).
         public func blob(_ index: Int) -> [UInt8] {

@@ -67,8 +67,17 @@ struct LibraryRoutes: Sendable {
 
     /// A JSON answer of the API: the document and the headers that go with it (`X-Total-Count`, `X-More`).
     struct JSONAnswer {
-        var text: String
+        var bytes: [UInt8]
         var headers: [(String, String)] = []
+
+        init(bytes: [UInt8], headers: [(String, String)] = []) {
+            self.bytes = bytes
+            self.headers = headers
+        }
+
+        init(text: String, headers: [(String, String)] = []) {
+            self.init(bytes: Array(text.utf8), headers: headers)
+        }
     }
 
     /// The answer `body` builds, from `responses` while the catalog has not changed since it was
@@ -81,7 +90,7 @@ struct LibraryRoutes: Sendable {
                 return .generated(hit.body, contentType: "application/json", etag: hit.etag, headers: hit.headers, for: request)
             }
             let json = try body()
-            let entry = JSONResponseCache.Entry(body: Array(json.text.utf8), headers: json.headers)
+            let entry = JSONResponseCache.Entry(body: json.bytes, headers: json.headers)
             responses.insert(request.target, generation: generation, entry)
             return .generated(entry.body, contentType: "application/json", etag: entry.etag, headers: entry.headers, for: request)
         }
@@ -172,8 +181,11 @@ struct LibraryRoutes: Sendable {
             }
             sort = value
         }
-        let page = try orders.page(store, offset: offset, limit: limit, sort: sort)
-        return Self.page(page.rows.map(Catalog.trackJSON), total: page.total)
+        let page = try orders.pageIDs(store, offset: offset, limit: limit, sort: sort)
+        let json = try TrackJSON.array(reserving: page.ids.count) { each throws(SQLiteError) in
+            try store.forEachTrack(ids: page.ids, each)
+        }
+        return JSONAnswer(bytes: json.bytes, headers: [("X-Total-Count", String(page.total))])
     }
 
     /// At most `limit` tracks, best match first; `X-More: true` when there are more.
@@ -181,9 +193,10 @@ struct LibraryRoutes: Sendable {
         let query = try Self.query(request)
         let (_, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit, offsetAllowed: false)
         // One row more than asked tells whether there are more.
-        let rows = try store.search(query: query, limit: limit + 1)
-        return JSONAnswer(text: "[" + rows.prefix(limit).map(Catalog.trackJSON).joined(separator: ",\n") + "]\n",
-                          headers: [("X-More", rows.count > limit ? "true" : "false")])
+        let json = try TrackJSON.array(limit: limit, reserving: limit) { each throws(SQLiteError) in
+            try store.search(query: query, limit: limit + 1, each)
+        }
+        return JSONAnswer(bytes: json.bytes, headers: [("X-More", json.more ? "true" : "false")])
     }
 
     private func albums(_ request: HTTPRequest) throws -> JSONAnswer {

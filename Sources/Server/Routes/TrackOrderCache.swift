@@ -13,10 +13,20 @@ final class TrackOrderCache: @unchecked Sendable {
 
     /// One page of tracks in `sort` order, and the number of tracks.
     func page(_ store: LibraryStore, offset: Int, limit: Int, sort: TrackSort) throws(SQLiteError) -> (total: Int, rows: [TrackRow]) {
+        let page = try pageIDs(store, offset: offset, limit: limit, sort: sort)
+        return (page.total, try store.tracks(ids: page.ids))
+    }
+
+    /// The ids of one page of tracks in `sort` order, and the number of tracks.
+    func pageIDs(_ store: LibraryStore, offset: Int, limit: Int, sort: TrackSort) throws(SQLiteError) -> (total: Int, ids: [Int]) {
         let ids = try self.ids(store, sort: sort)
         guard offset < ids.count, limit > 0 else { return (ids.count, []) }
-        let end = offset + min(limit, ids.count - offset)
-        return (ids.count, try store.tracks(ids: Array(ids[offset..<end])))
+        return (ids.count, Array(ids[offset..<(offset + min(limit, ids.count - offset))]))
+    }
+
+    /// Every track id in `sort` order (built once per catalog generation).
+    func allIDs(_ store: LibraryStore, sort: TrackSort) throws(SQLiteError) -> [Int] {
+        try ids(store, sort: sort)
     }
 
     private func ids(_ store: LibraryStore, sort: TrackSort) throws(SQLiteError) -> [Int] {

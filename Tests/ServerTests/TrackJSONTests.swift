@@ -1,0 +1,73 @@
+import Testing
+@testable import StreamServer
+@testable import StreamShared
+
+/// The byte writer of `/api/tracks` and `/api/search` items writes exactly what
+/// `Catalog.trackJSON` writes from the same row, whatever the text holds.
+@Suite struct TrackJSONTests {
+    typealias Fixture = LibraryStoreTests
+
+    /// Tracks whose text needs every kind of escape, non-ASCII, NULL tags and odd numbers.
+    static func awkwardStore() throws -> LibraryStore {
+        let store = try Fixture.sampleStore()
+        try store.apply([
+            .track(path: "Quote \"Q\"/Back\\slash/01 Tab\there.mp3", stamp: FileStamp(size: 0, mtimeNanos: 0, inode: 0),
+                   analysis: Fixture.analysis(title: "Line\nbreak\r\u{1}\u{1F}\"\\", artist: "Ünïcødé 音楽 🎵",
+                                              album: "Percent % & ? # +", track: "7", duration: 0.000_000_4)),
+            .track(path: "Deep/ñ/space name.mp3", stamp: FileStamp(size: Int(Int32.max) + 5, mtimeNanos: -5, inode: UInt64.max),
+                   analysis: Fixture.analysis(title: "", artist: nil, album: nil, duration: 1234.567_890_123)),
+        ])
+        return store
+    }
+
+    @Test func items_matchTheStringWriter_byteForByte() throws {
+        let store = try Self.awkwardStore()
+        let rows = try store.tracks(offset: 0, limit: 100).rows
+        #expect(rows.count == 9)
+        let json = try TrackJSON.array { each throws(SQLiteError) in try store.forEachTrack(ids: rows.map(\.id), each) }
+        let expected = "[" + rows.map(Catalog.trackJSON).joined(separator: ",\n") + "]\n"
+        #expect(String(decoding: json.bytes, as: UTF8.self) == expected)
+        #expect(!json.more)
+    }
+
+    @Test func array_stopsAtTheLimit_andSaysThereIsMore() throws {
+        let store = try Self.awkwardStore()
+        let ids = try store.trackIDs(sort: .title)
+        let json = try TrackJSON.array(limit: 3) { each throws(SQLiteError) in try store.forEachTrack(ids: ids, each) }
+        let expected = try store.tracks(ids: Array(ids.prefix(3)))
+        #expect(String(decoding: json.bytes, as: UTF8.self) == "[" + expected.map(Catalog.trackJSON).joined(separator: ",\n") + "]\n")
+        #expect(json.more)
+        let empty = try TrackJSON.array { each throws(SQLiteError) in try store.forEachTrack(ids: [], each) }
+        #expect(empty.bytes == Array("[]\n".utf8) && !empty.more)
+    }
+
+    @Test func forEachTrackByID_keepsTheOrderGiven_andSkipsIDsNoLongerListed() throws {
+        let store = try Fixture.sampleStore()
+        let ids = try store.trackIDs(sort: .path)
+        let wanted = [ids[3], 999_999, ids[0], ids[5]]
+        #expect(try store.tracks(ids: wanted).map(\.id) == [ids[3], ids[0], ids[5]])
+    }
+
+    @Test func searchRows_areThoseOfTheRowSearch() throws {
+        let store = try Self.awkwardStore()
+        for query in ["band", "ünï", "line", "percent", "nothing-matches"] {
+            let rows = try store.search(query: query, limit: 10)
+            let json = try TrackJSON.array(limit: 10) { each throws(SQLiteError) in try store.search(query: query, limit: 11, each) }
+            #expect(String(decoding: json.bytes, as: UTF8.self) == "[" + rows.map(Catalog.trackJSON).joined(separator: ",\n") + "]\n",
+                    "\(query)")
+        }
+    }
+
+    @Test func numbers_areWrittenAsStringDoes() {
+        for value in [0, 1, -1, 9, 10, 12_345, Int.max, Int.min + 1, Int.min, -987_654_321] {
+            var out: [UInt8] = []
+            TrackJSON.integer(value, &out)
+            #expect(String(decoding: out, as: UTF8.self) == String(value))
+        }
+        for value: UInt64 in [0, 1, 15, 16, 0xdead_beef, UInt64.max] {
+            var out: [UInt8] = []
+            TrackJSON.hex(value, &out)
+            #expect(String(decoding: out, as: UTF8.self) == String(value, radix: 16))
+        }
+    }
+}
