@@ -105,6 +105,62 @@ import Glibc
         #expect(album["track_count"] as? Int == 5)
     }
 
+    /// The answers cached by target and catalog generation (a page, a search, the streamed
+    /// playlist's tag) follow a file changed in place within 2 s, and revalidate to 304 while
+    /// nothing changes.
+    @Test func cachedAnswers_followAFileChangedInPlace_withinTwoSeconds() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library)
+        let page = "/api/tracks?offset=0&limit=500&sort=title"
+        let before = try Self.get(server, page)
+        let etag = try #require(before.header("ETag"))
+        #expect(try Self.get(server, page, headers: ["If-None-Match": etag]).status == 304, "unchanged: revalidated")
+        #expect(try Self.list(Self.get(server, "/api/search?q=zebra")).count == 1)
+        let playlist = try Self.get(server, "/playlist/all.m3u8")
+        #expect(playlist.header("Transfer-Encoding") == "chunked" && playlist.header("Content-Length") == nil)
+        let listTag = try #require(playlist.header("ETag"))
+        #expect(try Self.get(server, "/playlist/all.m3u8", headers: ["If-None-Match": listTag]).status == 304)
+
+        // The same file rewritten in place with another title of the same length.
+        let file = library.appendingPathComponent("Ordered Artist/Ordered Album/a.mp3")
+        var bytes = [UInt8](try Data(contentsOf: file))
+        let old = Array("Third Zebra".utf8), new = Array("Third Quagg".utf8)
+        let at = try #require((0...(bytes.count - old.count)).first { Array(bytes[$0..<($0 + old.count)]) == old })
+        bytes.replaceSubrange(at..<(at + old.count), with: new)
+        let changed = Date()
+        try Data(bytes).write(to: file)
+        let deadline = changed.addingTimeInterval(TestTiming.seconds(2))
+        var found: [[String: Any]] = []
+        while found.isEmpty, Date() < deadline {
+            found = try Self.list(Self.get(server, "/api/search?q=quagg"))
+            if found.isEmpty { usleep(20_000) }
+        }
+        #expect(found.map { $0["title"] as? String } == ["Third Quagg"], "the search answer follows within 2 s")
+        #expect(try Self.list(Self.get(server, "/api/search?q=zebra")).isEmpty, "the old title's cached answer is gone")
+        let after = try Self.get(server, page)
+        #expect(after.header("ETag") != etag)
+        #expect(try Self.list(after).contains { $0["title"] as? String == "Third Quagg" }, "the cached page follows")
+        #expect(try Self.get(server, page, headers: ["If-None-Match": etag]).status == 200, "the old tag no longer matches")
+        let newList = try Self.get(server, "/playlist/all.m3u8", headers: ["If-None-Match": listTag])
+        #expect(newList.status == 200 && String(decoding: newList.body, as: UTF8.self).contains("Third Quagg"))
+        #expect(newList.header("ETag") != listTag)
+    }
+
+    /// HTTP/1.0 cannot take chunked framing: the playlist ends with the connection.
+    @Test func allPlaylist_overHTTP10_endsWithTheConnection() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library)
+        let chunked = try Self.get(server, "/playlist/all.m3u8")
+        let connection = try RawConnection(port: server.port)
+        try connection.send("GET /playlist/all.m3u8 HTTP/1.0\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n")
+        let response = try connection.readResponse()
+        #expect(response.status == 200 && response.header("Transfer-Encoding") == nil)
+        #expect(response.header("Connection")?.lowercased() == "close")
+        #expect(response.body == chunked.body && response.body.starts(with: Array("#EXTM3U\n".utf8)))
+    }
+
     @Test func badParameters_are400WithAJSONError() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }

@@ -108,6 +108,8 @@ final class Connection {
             bytesWritten += n
         }
         if out.live != nil { return .live }
+        let yieldAfter = out.body?.yieldAfterBytes ?? Int.max
+        var writtenNow = 0
         while true {
             if out.part == nil {
                 out.part = out.lookahead
@@ -154,6 +156,9 @@ final class Connection {
             bytesWritten += n
             out.paceBodyBytes += n
             if out.partSent >= part.length { out.part = nil }
+            writtenNow += n
+            // Due again at once, after the loop's other ready connections.
+            if writtenNow >= yieldAfter { return .paced(now) }
         }
     }
 }

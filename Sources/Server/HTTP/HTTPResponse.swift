@@ -58,6 +58,13 @@ public enum BodyPart: Sendable {
 public protocol ResponseBody: AnyObject, Sendable {
     /// The next part, or nil when the body is complete.
     func nextPart() -> BodyPart?
+    /// A body that costs CPU to produce (a generated playlist) lets the event loop serve its
+    /// other connections after this many bytes written in one go; nil writes while the socket takes.
+    var yieldAfterBytes: Int? { get }
+}
+
+extension ResponseBody {
+    public var yieldAfterBytes: Int? { nil }
 }
 
 /// A body made of parts known up front (small bodies, ranges, multipart).

@@ -448,6 +448,17 @@ public final class LibraryStore: @unchecked Sendable {
         }
     }
 
+    /// What a playlist line needs of the tracks with these ids (path, title, artist, duration_s),
+    /// handed to `body` in the order given; ids no longer listed are left out.
+    public func forEachPlaylistTrack(ids: [Int], _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
+        guard !ids.isEmpty else { return }
+        try read { db throws(SQLiteError) in
+            for id in ids {
+                try db.each("SELECT path, title, artist, duration_s FROM tracks WHERE id = ?", [.int(Int64(id))], body)
+            }
+        }
+    }
+
     /// Every track in path order, handed to `body` one at a time (no array of the whole library).
     public func forEachTrack(_ body: (TrackRow) -> Void) throws(SQLiteError) {
         try read { db throws(SQLiteError) in

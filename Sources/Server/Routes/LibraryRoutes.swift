@@ -246,7 +246,8 @@ struct LibraryRoutes: Sendable {
     }
 
     /// Every track, in path order or shuffled by `?shuffle=SEED` (the same seed, the same order,
-    /// as long as the library is the same).
+    /// as long as the library is the same), written a piece at a time as the client takes it
+    /// (`LibraryPlaylistBody`: 100,000 entries are 18 MB).
     private func allPlaylist(_ request: HTTPRequest) throws -> HTTPResponse {
         var seed: UInt64?
         if let text = request.queryValue("shuffle") {
@@ -255,20 +256,45 @@ struct LibraryRoutes: Sendable {
             }
             seed = UInt64(value)
         }
-        var tracks: [PlaylistTrack] = []
-        try store.forEachTrack { tracks.append(Self.playlistTrack($0)) }
+        // Read before the ids: a change meanwhile leaves the tag older than the list, never newer.
+        let generation = store.generation
+        var ids = try orders.allIDs(store, sort: .path)
         if let seed {
             // Fisher-Yates with our own generator and bounded draws, not the standard library's
             // shuffle, whose algorithm may change between Swift versions.
             var generator = SplitMix64(seed: seed)
-            var i = tracks.count - 1
+            var i = ids.count - 1
             while i > 0 {
-                tracks.swapAt(i, Int(generator.next(below: UInt64(i + 1))))
+                ids.swapAt(i, Int(generator.next(below: UInt64(i + 1))))
                 i -= 1
             }
         }
-        return PlaylistRoutes.m3u(tracks, title: seed.map { "All tracks, shuffled (\($0))" } ?? "All tracks", for: request)
+        let base = PlaylistRoutes.base(of: request)
+        // The list is written after the head, so its tag stands for what it is made of: this
+        // process's catalog as of `generation`, the order, and the host its URLs name.
+        let tag = JSONResponse.etag(of: Array("all \(Self.processTag) \(generation) \(seed.map(String.init) ?? "path") \(base)".utf8))
+        let validators = [("ETag", tag), ("Cache-Control", "no-cache")]
+        switch Precondition.evaluate(request, etag: tag, lastModified: nil) {
+        case .failed: return .error(412, "precondition failed")
+        case .notModified: return HTTPResponse(status: 304, headers: validators)
+        case .proceed: break
+        }
+        // HTTP/1.0 cannot take chunked: the end of the list is the end of the connection.
+        let chunked = request.minorVersion != 0
+        let body = LibraryPlaylistBody(store: store, ids: ids, title: seed.map { "All tracks, shuffled (\($0))" } ?? "All tracks",
+                                       base: base, chunked: chunked)
+        var response = HTTPResponse(status: 200, headers: [("Content-Type", PlaylistRoutes.contentType)] + validators
+                                    + (chunked ? [("Transfer-Encoding", "chunked")] : []), body: body)
+        response.closeConnection = !chunked
+        return response
     }
+
+    /// Tells this process's generations from another's (the count starts again at each start).
+    static let processTag: String = {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return String(UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec), radix: 36) + "-" + String(getpid())
+    }()
 
     // MARK: Cover art
 

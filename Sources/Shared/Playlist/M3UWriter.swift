@@ -14,14 +14,14 @@ public enum M3UWriter {
     }
 
     /// Whole seconds, rounded; -1 for unknown, negative, not finite or over a week.
-    static func seconds(_ duration: Double?) -> Int {
+    public static func seconds(_ duration: Double?) -> Int {
         guard let duration, duration.isFinite, duration >= 0, duration <= InputLimits.maxDurationSeconds else { return -1 }
         return Int(duration.rounded())
     }
 
     /// A title on one line: control characters and every Unicode line or paragraph separator
     /// become spaces, and leading/trailing spaces go (a reader trims them anyway).
-    static func escapeTitle(_ title: String) -> String {
+    public static func escapeTitle(_ title: String) -> String {
         // Printable ASCII with no space at either end (nearly every title) is written as it is.
         if isPrintableASCII(title, spaceAllowed: true), title.utf8.first != 0x20, title.utf8.last != 0x20 { return title }
         var out = ""
@@ -41,7 +41,7 @@ public enum M3UWriter {
     /// be trimmed from the line, so they are percent-encoded (as in a URL; `%` is left alone,
     /// since a URL's own escapes must stay as they are); a leading `#` would make the line a
     /// comment, so it is encoded too. Other text is kept as written.
-    static func escapeLocation(_ location: String) -> String {
+    public static func escapeLocation(_ location: String) -> String {
         if isPrintableASCII(location, spaceAllowed: false), location.utf8.first != UInt8(ascii: "#") { return location }
         var out = ""
         out.reserveCapacity(location.utf8.count)
