@@ -204,6 +204,41 @@ public final class LibraryStore: @unchecked Sendable {
         }
     }
 
+    /// The known files (listed or skipped) whose paths follow `after` in byte order (SQLite's
+    /// BINARY order), the first `limit` of them, in that order; with `under`, only that file or
+    /// the files in that folder. What a scan pages through instead of holding every stamp.
+    public func stamps(after: String, under prefix: String?, limit: Int) throws(SQLiteError) -> [(path: String, stamp: FileStamp)] {
+        try read { db throws(SQLiteError) in
+            let filter = prefix == nil ? "" : " AND (path = ?3 OR (path >= ?3 || '/' AND path < ?3 || '0'))"
+            var values: [SQLiteValue] = [.text(after), .int(Int64(max(0, limit)))]
+            if let prefix { values.append(.text(prefix)) }
+            var lists: [[(path: String, stamp: FileStamp)]] = []
+            for table in ["tracks", "skipped"] {
+                lists.append(try db.query("SELECT path, size, mtime_ns, inode FROM \(table) WHERE path > ?1\(filter) ORDER BY path LIMIT ?2",
+                                          values) {
+                    ($0.text(0), FileStamp(size: $0.int(1), mtimeNanos: $0.int(2), inode: UInt64(bitPattern: Int64($0.int(3)))))
+                })
+            }
+            // The two sorted lists merged (a path is in one table at a time; were it in both, once).
+            var merged: [(path: String, stamp: FileStamp)] = []
+            merged.reserveCapacity(min(limit, lists[0].count + lists[1].count))
+            var i = 0, j = 0
+            while merged.count < limit && (i < lists[0].count || j < lists[1].count) {
+                let next: (path: String, stamp: FileStamp)
+                if j == lists[1].count || (i < lists[0].count && !CatalogWalk.precedes(lists[1][j].path, lists[0][i].path)) {
+                    next = lists[0][i]
+                    i += 1
+                    if j < lists[1].count && lists[1][j].path == next.path { j += 1 }
+                } else {
+                    next = lists[1][j]
+                    j += 1
+                }
+                merged.append(next)
+            }
+            return merged
+        }
+    }
+
     /// Counts the writes of `apply`: what was read from the lists is current while it is unchanged.
     public var generation: UInt64 { changeCount.load(ordering: .acquiring) }
 

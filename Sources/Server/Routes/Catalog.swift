@@ -146,16 +146,8 @@ public final class Catalog: @unchecked Sendable {
         case path(String)
     }
 
-    /// The files under the folder, by relative path, with their stamps; and every folder's
-    /// absolute path (for the watcher).
-    struct Listing {
-        var files: [String: FileStamp] = [:]
-        var folders: [String] = []
-    }
-
     private func scanNow(_ scope: ScanScope) {
         let started = monotonicNanos()
-        var listing = Listing()
         var prefix: String?
         switch scope {
         case .all:
@@ -167,95 +159,114 @@ public final class Catalog: @unchecked Sendable {
                 progress.read = 0
                 progress.removed = 0
             }
-            walk(resolver.root, depth: 0, into: &listing)
         case .path(let relative):
             guard !PathResolver.isHidden(relative) else { return }
             prefix = relative
-            visit(resolver.root + "/" + relative, depth: relative.split(separator: "/").count, into: &listing)
         }
         defer { if scope == .all { lock.withLock { progress.scanning = false } } }
-        let known: [String: FileStamp]
-        do {
-            known = try store.stamps(under: prefix)
-        } catch {
-            warn("catalog: cannot read the library database: \(error)")
+        var tally = ReadTally(logProgress: scope == .all)
+        var announced = false
+        let walk = CatalogWalk(root: resolver.root, excludedPrefix: excludedPrefix, store: store, under: prefix, chunkSize: chunkSize,
+                               read: { [self] chunk in
+                                   if scope == .all && !announced {
+                                       announced = true
+                                       info("scan: reading new and changed files")
+                                   }
+                                   read(chunk[...], tally: &tally)
+                               },
+                               progress: { [self] found, toRead in
+                                   guard scope == .all else { return }
+                                   lock.withLock {
+                                       progress.found = found
+                                       progress.toRead = toRead
+                                   }
+                               })
+        let removed = prefix.map { walk.scan(relative: $0) } ?? walk.scanAll()
+        if let failure = walk.failure {
+            warn("catalog: cannot read the library database: \(failure)")
             return
         }
-        let removed = known.keys.filter { listing.files[$0] == nil }.sorted()
-        let pending = listing.files.filter { known[$0.key] != $0.value }.sorted { $0.key < $1.key }
-        if scope == .all {
-            lock.withLock {
-                progress.found = listing.files.count
-                progress.toRead = pending.count
-                progress.removed = removed.count
-            }
-            if !pending.isEmpty {
-                info("scan: \(listing.files.count) files, \(pending.count) new or changed, \(removed.count) gone")
-            }
-        }
         if !removed.isEmpty { write(removed.map { .removed(path: $0) }) }
-        read(pending.map { ($0.key, $0.value) }, logProgress: scope == .all)
-        scanned(listing.folders)
+        finish(tally)
+        scanned(walk.folders)
         guard scope == .all else { return }
         let elapsed = Int((monotonicNanos() - started) / 1_000_000)
         lock.withLock {
+            progress.removed = removed.count
             progress.scans += 1
             progress.lastScanMillis = elapsed
         }
-        if !pending.isEmpty || !removed.isEmpty {
-            info("scan: done in \(elapsed) ms: \(pending.count) files read, \(removed.count) removed")
+        if walk.toRead > 0 || !removed.isEmpty {
+            info("scan: done in \(elapsed) ms: \(walk.found) files, \(walk.toRead) new or changed read, \(removed.count) gone")
         }
     }
 
     /// Hook for the watcher: the folders the last scan walked.
     var scanned: ([String]) -> Void = { _ in }
 
+    /// What the chunks of one scan add up to, for its log lines.
+    struct ReadTally {
+        var logProgress: Bool
+        var done = 0
+        var unavailable = 0
+        var rejected = 0
+        var lastLog = monotonicNanos()
+    }
+
     /// Reads `files` (relative path, stamp) in the workers, chunk by chunk, writing each chunk
     /// to the database as it completes.
     func read(_ files: [(path: String, stamp: FileStamp)], logProgress: Bool) {
-        var lastLog = monotonicNanos()
-        var done = 0
-        var unavailableCount = 0
-        var rejectedCount = 0
+        var tally = ReadTally(logProgress: logProgress)
         var chunkStart = 0
         while chunkStart < files.count {
             let chunk = files[chunkStart..<min(files.count, chunkStart + chunkSize)]
             chunkStart += chunk.count
-            let outcomes = analyzer.analyze(chunk.map { (resolver.root + "/" + $0.path, $0.stamp.size) }, mode: .quick, batch: 32)
-            var changes: [LibraryChange] = []
-            changes.reserveCapacity(chunk.count)
-            for (file, outcome) in zip(chunk, outcomes) {
-                switch outcome {
-                case .analyzed(let analysis):
-                    changes.append(.track(path: file.path, stamp: file.stamp, analysis: analysis))
-                case .rejected(let why):
-                    changes.append(.skipped(path: file.path, stamp: file.stamp, reason: why, quarantined: false))
-                    // Cover pictures and notes are ordinary: the first few are named, then counted.
-                    rejectedCount += 1
-                    if rejectedCount <= Self.namedSkipsPerScan { warn("catalog: skipping \(resolver.root)/\(file.path): \(why)") }
-                case .quarantined(let why):
-                    changes.append(.skipped(path: file.path, stamp: file.stamp, reason: why, quarantined: true))
-                    warn("catalog: skipping \(resolver.root)/\(file.path): \(why); quarantined until the file changes")
-                case .unavailable(let why):
-                    // Not the file's fault: no record, so the next scan tries it again.
-                    if unavailableCount == 0 { warn("catalog: \(why)") }
-                    unavailableCount += 1
-                }
-            }
-            write(changes)
-            done += chunk.count
-            lock.withLock { progress.read = done }
-            let now = monotonicNanos()
-            if logProgress, now - lastLog >= 3_000_000_000, chunkStart < files.count {
-                lastLog = now
-                let seconds = Double(now - lock.withLock { progress.startedNanos }) / 1e9
-                info("scan: \(done) of \(files.count) files read (\(Int(Double(done) / max(seconds, 0.001))) files/s)")
+            read(chunk, tally: &tally)
+        }
+        finish(tally)
+    }
+
+    /// Reads one chunk in the workers and writes what they found.
+    private func read(_ chunk: ArraySlice<(path: String, stamp: FileStamp)>, tally: inout ReadTally) {
+        let outcomes = analyzer.analyze(chunk.map { (resolver.root + "/" + $0.path, $0.stamp.size) }, mode: .quick, batch: 32)
+        var changes: [LibraryChange] = []
+        changes.reserveCapacity(chunk.count)
+        for (file, outcome) in zip(chunk, outcomes) {
+            switch outcome {
+            case .analyzed(let analysis):
+                changes.append(.track(path: file.path, stamp: file.stamp, analysis: analysis))
+            case .rejected(let why):
+                changes.append(.skipped(path: file.path, stamp: file.stamp, reason: why, quarantined: false))
+                // Cover pictures and notes are ordinary: the first few are named, then counted.
+                tally.rejected += 1
+                if tally.rejected <= Self.namedSkipsPerScan { warn("catalog: skipping \(resolver.root)/\(file.path): \(why)") }
+            case .quarantined(let why):
+                changes.append(.skipped(path: file.path, stamp: file.stamp, reason: why, quarantined: true))
+                warn("catalog: skipping \(resolver.root)/\(file.path): \(why); quarantined until the file changes")
+            case .unavailable(let why):
+                // Not the file's fault: no record, so the next scan tries it again.
+                if tally.unavailable == 0 { warn("catalog: \(why)") }
+                tally.unavailable += 1
             }
         }
-        if rejectedCount > Self.namedSkipsPerScan {
-            warn("catalog: \(rejectedCount - Self.namedSkipsPerScan) more files skipped as not audio (/api/status counts them)")
+        write(changes)
+        tally.done += chunk.count
+        let done = tally.done
+        lock.withLock { progress.read = done }
+        let now = monotonicNanos()
+        if tally.logProgress, now - tally.lastLog >= 3_000_000_000 {
+            tally.lastLog = now
+            let seconds = Double(now - lock.withLock { progress.startedNanos }) / 1e9
+            info("scan: \(done) files read (\(Int(Double(done) / max(seconds, 0.001))) files/s)")
         }
-        if unavailableCount > 1 { warn("catalog: \(unavailableCount) files not analyzed; they are tried again at the next scan") }
+    }
+
+    /// The log lines of a scan's end.
+    private func finish(_ tally: ReadTally) {
+        if tally.rejected > Self.namedSkipsPerScan {
+            warn("catalog: \(tally.rejected - Self.namedSkipsPerScan) more files skipped as not audio (/api/status counts them)")
+        }
+        if tally.unavailable > 1 { warn("catalog: \(tally.unavailable) files not analyzed; they are tried again at the next scan") }
     }
 
     /// Files not audio named one by one in the log per scan; the rest are counted.
@@ -266,40 +277,6 @@ public final class Catalog: @unchecked Sendable {
             try store.apply(changes)
         } catch {
             warn("catalog: cannot write the library database: \(error)")
-        }
-    }
-
-    private func walk(_ folder: String, depth: Int, into listing: inout Listing) {
-        guard depth < 32, let dir = opendir(folder) else { return }
-        defer { closedir(dir) }
-        listing.folders.append(folder)
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name.hasPrefix(".") { continue }
-            visit(folder + "/" + name, depth: depth + 1, into: &listing)
-        }
-    }
-
-    /// Lists the file at `path`, or walks the folder there.
-    private func visit(_ candidate: String, depth: Int, into listing: inout Listing) {
-        var path = candidate
-        if let excludedPrefix, path.hasPrefix(excludedPrefix) { return }
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return }
-        if info.st_mode & S_IFMT == S_IFLNK {
-            // Follow symlinks only when they stay inside the library, and not into a hidden part of it.
-            guard let real = PathResolver.realPath(path), real.hasPrefix(resolver.root + "/"),
-                  !PathResolver.isHidden(String(real.dropFirst(resolver.root.count + 1))),
-                  stat(real, &info) == 0 else { return }
-            path = real
-        }
-        if info.st_mode & S_IFMT == S_IFDIR {
-            walk(path, depth: depth, into: &listing)
-        } else if info.st_mode & S_IFMT == S_IFREG {
-            let relative = String(path.dropFirst(resolver.root.count + 1))
-            listing.files[relative] = Self.stamp(info)
         }
     }
 
