@@ -205,6 +205,15 @@ def main():
         stream = b"".join(audio[i:i + 256] + (bytes([len(block) // 16]) + block if i % 512 == 0 else b"\0")
                           for i in range(0, len(audio), 256))
         write(out, "icystream", bytes([255, 40]) + stream)
+    # response: what streamplay's HTTP client reads (heads one after another, each with its body).
+    write(out, "response", b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-4/100\r\nContent-Length: 5\r\n"
+          b"ETag: \"e1\"\r\nConnection: keep-alive\r\n\r\nhello"
+          b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n1;ext=1\r\nA\r\n0\r\nT: x\r\n\r\n"
+          b"HTTP/1.0 302 Found\nLocation: /next\nContent-Length: 0\n\n")
+    write(out, "response", b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */42\r\n"
+          b"Content-Length: 0\r\n\r\n")
+    write(out, "response", b"ICY 200 OK\r\nicy-name: Test\r\nicy-metaint: 16000\r\nicy-br: 128\r\n"
+          b"Content-Type: audio/mpeg\r\n\r\n" + (read(mp3s[0])[:2000] if mp3s else b""))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 import Testing
 @testable import StreamServer
+import StreamShared
 
 @Suite struct BasicCredentialsTests {
     @Test func sourceCredentials_decode() {

@@ -18,6 +18,8 @@ public enum SourceError: Error, CustomStringConvertible, Sendable {
     case hls(String)
     /// A live stream's ICY metadata does not match its stream (bad input).
     case icy(ICYStreamError)
+    /// The server's answer is not valid HTTP (a malformed head, length or chunked body).
+    case badResponse(url: String, why: String)
 
     public var description: String {
         switch self {
@@ -28,6 +30,7 @@ public enum SourceError: Error, CustomStringConvertible, Sendable {
         case let .tooLarge(url, limit): return "source: \(url) is larger than \(limit) bytes"
         case let .hls(why): return "hls: \(why)"
         case let .icy(error): return "\(error)"
+        case let .badResponse(url, why): return "source: malformed HTTP response from \(url): \(why)"
         }
     }
 

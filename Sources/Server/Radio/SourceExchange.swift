@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CLinux
+import StreamShared
 
 /// A live source's connection once its request is accepted (`PUT` or `SOURCE /radio/NAME`):
 /// reads the body (Content-Length, chunked, or until the source closes, as Icecast sources send

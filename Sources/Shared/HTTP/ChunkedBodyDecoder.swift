@@ -1,5 +1,6 @@
-/// Incremental decoder of a `Transfer-Encoding: chunked` request body (RFC 9112 section 7.1):
-/// feed it the bytes as they come, get the payload. Chunk extensions are skipped, trailer
+/// Incremental decoder of a `Transfer-Encoding: chunked` body (RFC 9112 section 7.1), of a
+/// request (streamd's live sources) or a response (streamplay's HTTP client): feed it the bytes
+/// as they come, get the payload. Chunk extensions are skipped, trailer
 /// fields read and dropped; every line is bounded.
 public struct ChunkedBodyDecoder: Sendable {
     /// Why the body is malformed.
@@ -31,11 +32,19 @@ public struct ChunkedBodyDecoder: Sendable {
     /// the end of the body is left).
     public mutating func feed(_ bytes: ArraySlice<UInt8>) throws(DecodeError) -> (payload: [UInt8], consumed: Int) {
         var payload: [UInt8] = []
+        let used = try feed(bytes) { payload += $0 }
+        return (payload, used)
+    }
+
+    /// Decodes `bytes`, handing each run of payload to `payload` as a slice of `bytes` (nothing is
+    /// copied); returns how many bytes were used (input past the end of the body is left).
+    public mutating func feed(_ bytes: ArraySlice<UInt8>,
+                              payload: (ArraySlice<UInt8>) -> Void) throws(DecodeError) -> Int {
         var i = bytes.startIndex
         while i < bytes.endIndex {
             switch state {
             case .done:
-                return (payload, i - bytes.startIndex)
+                return i - bytes.startIndex
             case .sizeLine, .trailer:
                 let byte = bytes[i]
                 i += 1
@@ -49,7 +58,7 @@ public struct ChunkedBodyDecoder: Sendable {
                 }
             case .data(let left):
                 let n = min(left, bytes.endIndex - i)
-                payload += bytes[i..<(i + n)]
+                payload(bytes[i..<(i + n)])
                 i += n
                 state = left - n == 0 ? .dataEnd(2) : .data(left - n)
             case .dataEnd(let expected):
@@ -64,7 +73,7 @@ public struct ChunkedBodyDecoder: Sendable {
                 }
             }
         }
-        return (payload, i - bytes.startIndex)
+        return i - bytes.startIndex
     }
 
     private mutating func endLine() throws(DecodeError) {
