@@ -34,6 +34,7 @@ struct StreamPlay {
     var startTrack: Int?
     var cacheDir: String?
     var cacheMb = 512
+    var crossfade: Double = 0
 
     /// The command line: every option with its help, in the order `--help` lists them.
     static var commandLine: CommandLineParser<StreamPlay> { CommandLineParser(
@@ -73,6 +74,8 @@ struct StreamPlay {
                       \.cacheDir),
             .value("cache-mb", help: "Bound of --cache-dir in MiB (least recently used entries go first).", \.cacheMb,
                    defaults: StreamPlay()),
+            .value("crossfade", help: "Seconds of equal-power crossfade between a queue's tracks, 0...12 (never between tracks of one album, which join gaplessly).",
+                   \.crossfade, defaults: StreamPlay()),
         ],
         setArgument: { command, source in command.sources.append(source) }, acceptsSeveralArguments: true) }
 }
@@ -102,6 +105,7 @@ extension StreamPlay {
         if let startTrack, startTrack < 1 { throw UsageError("--start-track must be 1 or more") }
         guard (1...1_048_576).contains(cacheMb) else { throw UsageError("--cache-mb must be within 1...1048576") }
         if cacheDir?.isEmpty == true { throw UsageError("--cache-dir must name a folder") }
+        guard (0...PlayerOptions.maxCrossfadeSeconds).contains(crossfade) else { throw UsageError("--crossfade must be within 0...12 seconds") }
     }
 
     func run() throws {
@@ -128,6 +132,7 @@ extension StreamPlay {
         options.replayGain = ReplayGainSettings(mode: ReplayGainMode(rawValue: replaygain) ?? .off, preampDB: preamp)
         options.stretchEngine = TimePitch.Engine(rawValue: stretchEngine) ?? .wsola
         options.realtime = realtime
+        options.crossfadeSeconds = crossfade
         options.http.retryFor = retryFor
         options.http.stallTimeout = stallTimeout
         options.hls.maxBitrate = maxBitrate

@@ -32,9 +32,14 @@ final class FaultProxy: @unchecked Sendable {
     /// Requests whose path starts with this get a 404 from the proxy (a server without that endpoint).
     private let refusedPathPrefix: String?
 
+    /// Seconds every request waits before it goes upstream (a slow link's round trip).
+    private let requestDelay: Double
+
     /// `faults[i]` applies to the i-th connection; later ones pass through untouched.
-    init(upstreamPort: Int, faults: [Fault], refusingPathsStartingWith refusedPathPrefix: String? = nil) throws {
+    init(upstreamPort: Int, faults: [Fault], refusingPathsStartingWith refusedPathPrefix: String? = nil,
+         requestDelay: Double = 0) throws {
         self.upstreamPort = upstreamPort
+        self.requestDelay = requestDelay
         self.faults = faults
         self.refusedPathPrefix = refusedPathPrefix
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -56,8 +61,14 @@ final class FaultProxy: @unchecked Sendable {
         Thread.detachNewThread { [self] in acceptLoop() }
     }
 
+    /// Closes the listener once: a second close (deinit after stop) could close a descriptor
+    /// number a newer proxy's listener already reuses.
     func stop() {
-        lock.withLock { closed = true }
+        let first = lock.withLock { () -> Bool in
+            defer { closed = true }
+            return !closed
+        }
+        guard first else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }
@@ -80,8 +91,10 @@ final class FaultProxy: @unchecked Sendable {
             let shoutcast = fault?.shoutcast ?? false
             let refused = refusedPathPrefix
             let pair = SocketPair(client, upstream)
+            let delay = requestDelay
             Thread.detachNewThread {
-                Self.pump(from: client, to: upstream, fault: nil, stripRange: strip, http10: shoutcast, refusing: refused, pair: pair)
+                Self.pump(from: client, to: upstream, fault: nil, stripRange: strip, http10: shoutcast, refusing: refused,
+                          requestDelay: delay, pair: pair)
             }
             Thread.detachNewThread { Self.pump(from: upstream, to: client, fault: fault, pair: pair) }
         }
@@ -115,7 +128,7 @@ final class FaultProxy: @unchecked Sendable {
     }
 
     private static func pump(from: Int32, to: Int32, fault: Fault?, stripRange: Bool = false, http10: Bool = false,
-                             refusing: String? = nil, pair: SocketPair) {
+                             refusing: String? = nil, requestDelay: Double = 0, pair: SocketPair) {
         defer { pair.pumpFinished() }
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         if fault?.shoutcast == true {
@@ -165,6 +178,9 @@ final class FaultProxy: @unchecked Sendable {
             if limit <= 0 { break }
             let n = buffer.withUnsafeMutableBytes { recv(from, $0.baseAddress, limit, 0) }
             if n <= 0 { break }
+            if requestDelay > 0, n >= 4, buffer[0..<4] == Array("GET ".utf8)[...] || buffer[0..<4] == Array("HEAD".utf8)[...] {
+                Thread.sleep(forTimeInterval: requestDelay)
+            }
             var sent = 0
             while sent < n {
                 let m = buffer.withUnsafeBytes { send(to, $0.baseAddress! + sent, n - sent, Int32(MSG_NOSIGNAL)) }

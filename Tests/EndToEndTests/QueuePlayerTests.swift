@@ -25,10 +25,10 @@ import Testing
                 let out = dir.appendingPathComponent("album/\(name)").path
                 try FileManager.default.createDirectory(at: dir.appendingPathComponent("album"), withIntermediateDirectories: true)
                 if ext == "mp3" {
-                    try Self.check(runCommand(lame, ["--quiet", "-V2", "--tt", "Part \(n + 1)", "--tl", "Piece", part, out]))
+                    try Self.check(runCommand(lame, ["--quiet", "-V2", "--tt", "Part \(n + 1)", "--tl", "Piece", "--tn", "\(n + 1)", part, out]))
                 } else {
                     try Self.check(runCommand(ffmpeg, ["-v", "error", "-y", "-i", part, "-c:a", "aac", "-b:a", "160k",
-                                                       "-metadata", "album=Piece", out]))
+                                                       "-metadata", "album=Piece", "-metadata", "track=\(n + 1)", out]))
                 }
                 names.append(name)
             }

@@ -125,6 +125,9 @@ final class SPSCRing: @unchecked Sendable {
         signalSpace(readTo: r + n)
     }
 
+    /// Consumer side: how many samples were ever read (or discarded).
+    var readPosition: Int { readIndex.load(ordering: .relaxed) }
+
     /// Producer side: how many samples were ever written (a seek's boundary).
     var writePosition: Int { writeIndex.load(ordering: .relaxed) }
 

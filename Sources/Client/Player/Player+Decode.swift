@@ -92,7 +92,12 @@ extension Player {
 
     /// The decode thread's work: probe, seek if asked, then parse → convert → trim → DSP → ring.
     func decode(into ring: SPSCRing, outputLoop: OutputLoop, started: Monotonic) throws {
-        let plan = try makePlan(try probeStream())
+        let plan: StreamPlan
+        switch prepared {
+        case .success(let ready)?: plan = ready
+        case .failure(let error)?: throw error
+        case nil: plan = try makePlan(try probeStream())
+        }
         let hlsTimeline = (source as? HLSSource)?.timeline(timeout: 10)
         // The transport knows once the response head arrived, before the first byte was probed.
         let live = control.live.info
@@ -120,15 +125,22 @@ extension Player {
         var converter = try makeConverter(plan)
         // DSP: rate/pitch → EQ → resampling to the output rate, then the volume.
         // The device's rate: --output-rate, else what the output says it needs.
-        let deviceRate = options.outputSampleRate ?? output.preferredSampleRate(for: format)
-        let dsp = DSPChain(rate: options.rate, semitones: options.semitones, eq: options.eq,
+        // In a queue: a file keeps the rate it was started at (the track is resampled to it).
+        let deviceRate = options.outputSampleRate
+            ?? ((output as? QueueOutput)?.sampleRate(for: format, following: outputLoop.lastFormat) ?? output.preferredSampleRate(for: format))
+        // Rate, pitch, EQ and volume as set last (a queue carries them over from the track before).
+        let (startRate, startSemitones, startEQ, startVolume) = commands.withLock { () -> (Double, Double, EQSettings, Float) in
+            defer { pendingVolume = nil }
+            return (rateSetting, semitoneSetting, eqSetting, pendingVolume ?? options.volume)
+        }
+        let dsp = DSPChain(rate: startRate, semitones: startSemitones, eq: startEQ,
                            outputRate: deviceRate, engine: options.stretchEngine)
         let outputFormat: AudioFormat
         do { outputFormat = try dsp.configure(input: format) } catch {
             throw PlaybackError(message: "\(error)", exitCode: 1)
         }
         applyReplayGain(plan, to: dsp)
-        var gain = Gain(volume: options.volume)
+        var gain = Gain(volume: startVolume)
         gain.sampleRate = outputFormat.sampleRate
         // Output frames → source frames since the last seek, for the position in source time.
         var positionMap = PositionMap()
@@ -146,6 +158,9 @@ extension Player {
         pending.reserveCapacity(blockSamples)
         var fullBlocks: [[Float]] = []
         var outputStarted = false
+        /// Where the track's timeline starts (a `--start` position), in frames.
+        var startFrame = 0
+        var nearEndSignalled = onNearEnd == nil
         var streamEnded = false
         /// Samples go from the decoder straight into the ring (no block, no chain, no gain);
         /// decided once per batch of input.
@@ -177,9 +192,10 @@ extension Player {
             sourceFramesIn = 0
             outputFramesOut = 0
             if outputStarted {
+                crossfade?.reset()
                 outputLoop.flush(resumingAt: keepFrom - plan.trimStart)
             } else {
-                outputLoop.setStart(frame: keepFrom - plan.trimStart)
+                startFrame = keepFrom - plan.trimStart
             }
             limitDuration()
             streamEnded = false
@@ -248,7 +264,8 @@ extension Player {
                 if outputFormat.sampleRate != format.sampleRate {
                     log("dsp", "resampling \(format.sampleRate) Hz → \(outputFormat.sampleRate) Hz (libsoxr)")
                 }
-                try outputLoop.start(format: outputFormat)
+                crossfade?.begin(format: outputFormat, play: pushRaw)
+                try outputLoop.beginTrack(serial: serial, format: outputFormat, timelineStart: startFrame)
                 outputStarted = true
                 setState(.playing)
             }
@@ -271,17 +288,23 @@ extension Player {
         }
 
         /// Copies `samples` into the ring, waiting for space (not past a stop or a seek).
-        func pushToRing(_ samples: UnsafeBufferPointer<Float>) {
+        func pushRaw(_ samples: UnsafeBufferPointer<Float>) {
             var offset = 0
             while offset < samples.count {
                 let written = ring.write(UnsafeBufferPointer(rebasing: samples[offset...]))
                 offset += written
+                framesPushed += written / outputFormat.channels
                 if written == 0 {
-                    if commands.withLock({ stopRequested || pendingSeek != nil }) { break }
+                    if commands.withLock({ stopRequested || pendingSeek != nil }) || outputLoop.hasStopped { break }
                     // A quarter of the ring at a time: one wake-up per batch, not per read.
                     ring.waitForSpace(atLeast: min(samples.count - offset, ring.capacity / 4), timeout: 0.01)
                 }
             }
+        }
+
+        /// Into the ring, through the crossfade when a queue has one.
+        func pushToRing(_ samples: UnsafeBufferPointer<Float>) {
+            if let crossfade { crossfade.push(samples, play: pushRaw) } else { pushRaw(samples) }
         }
 
         /// Takes the DSP and volume settings asked for since the last call.
@@ -306,11 +329,25 @@ extension Player {
         input.reserveCapacity(64 * 1024)
         while true {
             if commands.withLock({ stopRequested }) {
-                outputLoop.abort()
+                // A queue's track left with n/p/q: what it queued goes; the output stays.
+                if sharedLoop != nil {
+                    crossfade?.reset()
+                    outputLoop.discardQueued()
+                } else {
+                    outputLoop.abort()
+                }
                 break
             }
-            let heard = (Double(outputLoop.timelineStart)
-                         + positionMap.source(atOutput: outputLoop.playedSinceFlushFrames)) / Double(sampleRate)
+            // Until the output reaches this track (a queue's track decoded while the one before
+            // still plays), it is heard at its start.
+            let heard = outputLoop.heardSerial != serial || !outputStarted ? Double(startFrame) / Double(sampleRate)
+                : (Double(outputLoop.timelineStart)
+                   + positionMap.source(atOutput: outputLoop.playedSinceFlushFrames)) / Double(sampleRate)
+            if !nearEndSignalled, throttle.sourceEnded || keepUntil != Int.max && keepUntil - position < Int(Self.nearEndSeconds) * sampleRate
+                || plan.trimmedLength.map({ plan.trimStart + $0 - position < Int(Self.nearEndSeconds) * sampleRate }) == true {
+                nearEndSignalled = true
+                onNearEnd?()
+            }
             commands.withLock { self.position = heard }
             continuation.yield(.progress(position: heard, duration: commands.withLock { duration }))
             if let seconds = commands.withLock({ () -> Double? in defer { pendingSeek = nil }; return pendingSeek }) {
@@ -332,7 +369,7 @@ extension Player {
             }
             // Passed through and not held back: the decoder writes into the ring's free space,
             // and pushToRing then only publishes what it wrote.
-            converter.destination = passThrough && holdback.capacity == 0 ? ringSpace : nil
+            converter.destination = passThrough && holdback.capacity == 0 && crossfade == nil ? ringSpace : nil
             // Convert every whole unit buffered; keep the samples inside the window.
             while try converter.convertNext(isComplete: streamEnded, { samples in
                 holdback.push(samples, release: keepInWindow)
@@ -381,6 +418,7 @@ extension Player {
             var tail: [Float] = []
             dsp.flush(into: &tail)
             try write(&tail)
+            crossfade?.endTrack(play: pushRaw)
         }
         log("throttle", "peak fill \(throttle.peakFill) of \(throttle.capacity) bytes; transfer paused \(control.pauses) times")
     }

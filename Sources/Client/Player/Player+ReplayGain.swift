@@ -39,7 +39,7 @@ extension Player {
         let values = replayGainValues(plan)
         let decision = settings.decision(trackGain: values?.trackGain, trackPeak: values?.trackPeak,
                                          albumGain: values?.albumGain, albumPeak: values?.albumPeak,
-                                         sameAlbumAsNeighbours: Self.sameAlbum(plan.tags.album, after: options.replayGainPreviousAlbum))
+                                         sameAlbumAsNeighbours: Self.sameAlbum(plan.tags.album, after: commands.withLock { replayGainPreviousAlbum }))
         dsp.replayGain.set(factor: decision.factor)
         commands.withLock { statsStorage.replayGainDB = decision.source == nil ? nil : 20 * log10(Double(decision.factor)) }
         if let source = decision.source, let requested = decision.requestedDB {

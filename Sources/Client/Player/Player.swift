@@ -50,9 +50,36 @@ public final class Player: @unchecked Sendable {
     public var liveStream: LiveStreamInfo? { control.live.info }
     /// False for a live stream (radio or live HLS): seeks are ignored.
     public var canSeek: Bool { commands.withLock { !isLiveStorage } }
+    /// A queue's output stage shared by its tracks (nil: this player has its own).
+    let sharedLoop: OutputLoop?
+    /// Which of the shared stage's tracks this is (its mark in the ring).
+    let serial: Int
+    /// The probe's outcome, when `prepare()` ran ahead of `run()` (a queue's next track).
+    var prepared: Result<StreamPlan, PlaybackError>?
+    private var networkStarted = false
+    /// For `--replaygain auto`: the album of the track before (see `PlayerOptions`); a queue sets
+    /// it when that track has been probed, which may be after this one was made.
+    var replayGainPreviousAlbum: String??
+    /// Called once from the decode thread when the track's end is near: its source has delivered
+    /// its last byte, or less than `nearEndSeconds` are left to decode. A queue opens the next
+    /// track then.
+    var onNearEnd: (() -> Void)?
+    static let nearEndSeconds = 10.0
+    /// Frames this track pushed into the ring (a shared stage's count per track).
+    var framesPushed = 0
+    /// Crossfade with the tracks around this one (set by a queue; nil: none).
+    var crossfade: CrossfadeLink?
 
-    public init(url: String, output: AudioOutput, options: PlayerOptions = PlayerOptions(),
-                log: (@Sendable (String) -> Void)? = nil) throws {
+    public convenience init(url: String, output: AudioOutput, options: PlayerOptions = PlayerOptions(),
+                            log: (@Sendable (String) -> Void)? = nil) throws {
+        try self.init(url: url, output: output, options: options, log: log, sharedLoop: nil, serial: 0)
+    }
+
+    init(url: String, output: AudioOutput, options: PlayerOptions, log: (@Sendable (String) -> Void)?,
+         sharedLoop: OutputLoop?, serial: Int) throws {
+        self.sharedLoop = sharedLoop
+        self.serial = serial
+        replayGainPreviousAlbum = options.replayGainPreviousAlbum
         (events, continuation) = AsyncStream.makeStream(of: PlayerEvent.self, bufferingPolicy: .bufferingNewest(256))
         self.url = url
         self.options = options
@@ -61,7 +88,7 @@ public final class Player: @unchecked Sendable {
         rateSetting = options.rate
         semitoneSetting = options.semitones
         eqSetting = options.eq
-        throttle = Throttle(capacity: max(64 * 1024, options.bufferBytes))
+        throttle = Throttle(capacity: max(64 * 1024, options.bufferBytes), budget: options.throttleBudget)
         if HLSSource.isPlaylist(url) {
             let hls = HLSSource(url: url, options: options.hls, http: options.http)
             if let log {
@@ -115,45 +142,83 @@ public final class Player: @unchecked Sendable {
 
     // MARK: Running
 
-    /// Plays to the end (or `stop()`), blocking the calling thread; returns the stats.
-    public func run() throws(PlaybackError) -> PlayerStats {
-        let started = Monotonic.now
-        setState(.buffering)
+    /// Starts the network thread once.
+    private func startNetwork() throws(PlaybackError) {
+        guard !networkStarted else { return }
+        networkStarted = true
         throttle.reset(to: 0)
         do {
             try NativeThread.detach(name: "streamplay-network") { [source, throttle, control] in
                 source.run(into: throttle, from: 0, control: control)
             }
         } catch {
-            setState(.failed)
-            continuation.finish()
             throw PlaybackError(message: "player: \(error)", exitCode: 1)
         }
-        // 28 MPEG frames of 1152 stereo samples (every MPEG frame size divides it): whole frames
-        // decoded into the ring end exactly at its wrap, so each one finds contiguous room.
-        let ring = SPSCRing(capacity: 28 * 2304)
-        let outputLoop = OutputLoop(output: output, ring: ring, realtime: options.realtime || output.isRealtime,
+    }
+
+    /// Opens the source and probes it, ahead of `run()` (a queue's next track, while the one
+    /// before still plays). Blocks until the stream's plan is known or it failed; `run()` then
+    /// starts decoding at once, or throws the same error.
+    public func prepare() {
+        guard prepared == nil else { return }
+        do {
+            try startNetwork()
+            prepared = .success(try makePlan(try probeStream()))
+        } catch let error as PlaybackError {
+            prepared = .failure(error)
+        } catch {
+            prepared = .failure(PlaybackError(message: "\(error)", exitCode: 1))
+        }
+    }
+
+    /// Plays to the end (or `stop()`), blocking the calling thread; returns the stats.
+    /// With a queue's shared stage it returns when the track's last sample is queued for the
+    /// output (the output goes on into the next track).
+    public func run() throws(PlaybackError) -> PlayerStats {
+        let started = Monotonic.now
+        setState(.buffering)
+        do { try startNetwork() } catch {
+            setState(.failed)
+            continuation.finish()
+            throw error
+        }
+        let outputLoop: OutputLoop
+        if let sharedLoop {
+            outputLoop = sharedLoop
+        } else {
+            // 28 MPEG frames of 1152 stereo samples (every MPEG frame size divides it): whole frames
+            // decoded into the ring end exactly at its wrap, so each one finds contiguous room.
+            let ring = SPSCRing(capacity: Self.ringCapacity)
+            outputLoop = OutputLoop(output: output, ring: ring, realtime: options.realtime || output.isRealtime,
                                     started: started, isPaused: { [weak self] in self?.isPaused ?? false })
+        }
+        let underrunsBefore = outputLoop.underruns
+        let deviceUnderrunsBefore = deviceUnderruns
         var failure: PlaybackError?
         do {
-            try decode(into: ring, outputLoop: outputLoop, started: started)
+            try decode(into: outputLoop.ring, outputLoop: outputLoop, started: started)
         } catch let error as PlaybackError {
             failure = error
         } catch {
             failure = PlaybackError(message: "\(error)", exitCode: 1)
         }
-        outputLoop.finish()
+        if sharedLoop == nil { outputLoop.finish() }
         control.stop()
         if let error = outputLoop.error, failure == nil {
             failure = PlaybackError(message: "\(error)", exitCode: 1)
         }
         var stats = commands.withLock { statsStorage }
-        stats.framesOut = outputLoop.framesWritten
-        stats.ttfaMs = outputLoop.firstAudioMs
+        if sharedLoop == nil {
+            stats.framesOut = outputLoop.framesWritten
+            stats.ttfaMs = outputLoop.firstAudioMs
+        } else {
+            stats.framesOut = framesPushed
+            stats.ttfaMs = serial == 0 ? outputLoop.firstAudioMs : nil
+        }
         if let first = outputLoop.firstAudioMs, let seekStarted = commands.withLock({ seekStartedMs }) {
             stats.seekMs = first - seekStarted
         }
-        stats.underruns = outputLoop.underruns + ((output as? ALSAOutput)?.underruns ?? 0)
+        stats.underruns = outputLoop.underruns - underrunsBefore + deviceUnderruns - deviceUnderrunsBefore
         stats.reconnects = control.reconnects
         stats.liveGapsMs = control.live.gapsMilliseconds
         stats.bytesDownloaded = control.bytesDownloaded
@@ -168,6 +233,40 @@ public final class Player: @unchecked Sendable {
         setState(.ended)
         continuation.finish()
         return stats
+    }
+
+    /// Samples in the ring between decoding and output: 28 MPEG frames of 1152 stereo samples
+    /// (every MPEG frame size divides it), so whole frames end exactly at its wrap.
+    static let ringCapacity = 28 * 2304
+
+    /// The sound card's own count of underruns it recovered from.
+    private var deviceUnderruns: Int {
+        let device = (output as? QueueOutput)?.inner ?? output
+        return (device as? ALSAOutput)?.underruns ?? 0
+    }
+
+    /// The tags the probe found, once `prepare()` has run.
+    var preparedTags: TrackTags? { if case .success(let plan)? = prepared { return plan.tags } else { return nil } }
+
+    /// For `--replaygain auto`: the album of the track played before this one.
+    func setPreviousAlbum(_ album: String??) { commands.withLock { replayGainPreviousAlbum = album } }
+
+    /// A track opened ahead and not played after all: its source stops.
+    func abandon() {
+        stop()
+        control.stop()
+        continuation.finish()
+    }
+
+    /// Takes the volume, rate, pitch and EQ of the track before (a queue carries them over).
+    public func carryControls(from previous: Player) {
+        let (volume, rate, semitones, eq) = (previous.volume, previous.rate, previous.semitones, previous.eq)
+        commands.withLock {
+            pendingVolume = volume
+            rateSetting = rate
+            semitoneSetting = semitones
+            eqSetting = eq
+        }
     }
 
     /// Stats of a run that threw.

@@ -45,6 +45,14 @@ public struct PlayerOptions: Sendable {
     /// The time stretcher (WSOLA by default; see docs/DSP.md).
     public var stretchEngine: TimePitch.Engine = .wsola
     public var bufferBytes = 1 << 20
+    /// Bytes the throttles of a queue's tracks share (the playing one and the next, opened
+    /// ahead); nil: this player's throttle has its own `bufferBytes`.
+    public var throttleBudget: ThrottleBudget?
+    /// `--crossfade`: seconds of equal-power overlap between a queue's tracks (never between
+    /// tracks of one album that join gaplessly); 0 off.
+    public var crossfadeSeconds = 0.0
+    /// Longest `--crossfade` (bounds what a track holds back: 12 s of 8 channels at 192 kHz is 70 MB).
+    public static let maxCrossfadeSeconds = 12.0
     /// Pace file and null outputs to real time.
     public var realtime = false
     public var http = HTTPSourceOptions()

@@ -2,10 +2,12 @@ import StreamShared
 
 /// The output a queue's players share: opened once and kept open from track to track, so a
 /// WAV file holds the whole queue and a sound card is not reopened between tracks of one
-/// format. A track in another format reopens a device; a file cannot change format midway, so
-/// there it is an error naming the track (`--output-rate` resamples every track to one rate).
+/// format. A track at another rate is resampled to the running rate when the output cannot
+/// switch (a file; `--output-rate` makes every track one rate anyway), else the device is
+/// reopened (with 10 ms fades, by the output loop). A file cannot change its channel count
+/// midway: there that is an error naming the track.
 public final class QueueOutput: AudioOutput {
-    private let inner: AudioOutput
+    let inner: AudioOutput
     private var openFormat: AudioFormat?
 
     public init(_ inner: AudioOutput, reopensOnFormatChange: Bool) {
@@ -33,6 +35,15 @@ public final class QueueOutput: AudioOutput {
         openFormat = format
     }
 
+    /// Decode side, before a track's samples are queued behind those of a track in `running`:
+    /// throws when the output cannot take `format` after it.
+    public func check(_ format: AudioFormat, after running: AudioFormat) throws {
+        guard !reopensOnFormatChange, format.sampleRate != running.sampleRate || format.channels != running.channels else { return }
+        throw PlaybackError(message: "output: this track is \(format.sampleRate) Hz \(format.channels) ch, the file was started at "
+                            + "\(running.sampleRate) Hz \(running.channels) ch (a file cannot change its channel count)",
+                            exitCode: 1)
+    }
+
     public func write(_ samples: UnsafeBufferPointer<Float>) throws { try inner.write(samples) }
 
     /// A track ended: the output stays open for the next one.
@@ -46,4 +57,12 @@ public final class QueueOutput: AudioOutput {
     }
 
     public func preferredSampleRate(for format: AudioFormat) -> Int? { inner.preferredSampleRate(for: format) }
+
+    /// The rate a track in `format` is resampled to when it follows a track whose output ran
+    /// in `running`: the running rate when this output cannot switch (a file), else the device's
+    /// own preference.
+    public func sampleRate(for format: AudioFormat, following running: AudioFormat?) -> Int? {
+        if !reopensOnFormatChange, let running, running.sampleRate != format.sampleRate { return running.sampleRate }
+        return inner.preferredSampleRate(for: format)
+    }
 }

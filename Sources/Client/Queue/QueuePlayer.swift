@@ -69,26 +69,100 @@ public final class QueuePlayer: @unchecked Sendable {
         current?.stop()
     }
 
+    /// The next track, opened and probed on its own thread while the one before plays.
+    private final class Prefetch: @unchecked Sendable {
+        // @unchecked: `player` and `failure` are written by the thread before `join()` returns
+        // and read only after it.
+        let index: Int
+        var player: Player?
+        var failure: (String, Int32)?
+        private var thread: NativeThread?
+
+        init(index: Int, make: () throws -> Player) {
+            self.index = index
+            do {
+                let player = try make()
+                self.player = player
+                thread = try NativeThread(name: "streamplay-prefetch") { player.prepare() }
+            } catch {
+                failure = QueuePlayer.describe(error)
+            }
+        }
+
+        /// Waits until the track is probed (or failed).
+        func join() {
+            thread?.join()
+            thread = nil
+        }
+
+        /// Not played after all (n, p, q went elsewhere): its source stops.
+        func cancel() {
+            player?.abandon()
+            join()
+        }
+    }
+
     /// Plays until the queue ends or `quit()`; calls `onEvent` from this thread for each track.
+    ///
+    /// The tracks share one output loop and its ring: a track's last samples are followed in the
+    /// ring by the next track's first, so the output never waits at a join. The next track is
+    /// opened and probed ahead (when the playing one's source has delivered its last byte, or it
+    /// has less than 10 s left to decode), its throttle sharing `--buffer-bytes` with the playing
+    /// one's, so it starts decoding the moment the track before ends.
     public func run(onEvent: (QueueEvent) -> Void) -> [QueueTrackResult] {
         var results: [QueueTrackResult] = []
         var index = lock.withLock { _ in queue.current }
         var skippedInARow = 0
         var first = true
         var previousAlbum: String?? = .none
-        // Volume, rate, pitch and EQ changed with keys carry over to the next track.
-        var carried = options
+        var previousPlayer: Player?
+        var base = options
+        base.throttleBudget = ThrottleBudget(limit: max(64 * 1024, options.bufferBytes))
+        let loop = OutputLoop(output: output, ring: SPSCRing(capacity: Player.ringCapacity),
+                              realtime: options.realtime || output.isRealtime, started: .now, holdsTrackEnds: true,
+                              isPaused: { [weak self] in self?.currentPlayer?.isPaused ?? false })
+        let crossfade = options.crossfadeSeconds > 0 ? CrossfadeLink(seconds: options.crossfadeSeconds) : nil
+        var serial = 0
+        var prefetched: Prefetch?
+        let log = self.log, output = self.output, urls = self.urls
+        func makePlayer(_ i: Int, serial: Int, trackOptions: PlayerOptions) throws -> Player {
+            try Player(url: urls[i], output: output, options: trackOptions, log: log, sharedLoop: loop, serial: serial)
+        }
         while let i = index {
             let url = urls[i]
             let number = lock.withLock { _ in queue.number }
-            var trackOptions = carried
+            var trackOptions = base
             if !first { trackOptions.start = 0 }
-            // --replaygain auto: album gain unless the track before was of another album.
-            trackOptions.replayGainPreviousAlbum = previousAlbum
             first = false
             var elapsed = 0.0
+            // The track opened ahead, when it is the one due; otherwise it is dropped.
+            let ahead = prefetched
+            prefetched = nil
+            if let ahead, ahead.index != i { ahead.cancel() }
             do {
-                let track = try Player(url: url, output: output, options: trackOptions, log: log)
+                let track: Player
+                if let ahead, ahead.index == i {
+                    ahead.join()
+                    if let failure = ahead.failure { throw PlaybackError(message: failure.0, exitCode: failure.1) }
+                    guard let player = ahead.player else { throw PlaybackError(message: "player: not opened", exitCode: 1) }
+                    track = player
+                } else {
+                    track = try makePlayer(i, serial: serial, trackOptions: trackOptions)
+                }
+                serial += 1
+                // --replaygain auto: album gain unless the track before was of another album.
+                track.setPreviousAlbum(previousAlbum)
+                // Volume, rate, pitch and EQ changed with keys carry over to the next track.
+                if let previousPlayer { track.carryControls(from: previousPlayer) }
+                let nextSerial = serial
+                track.onNearEnd = { [weak self] in
+                    guard let self, prefetched == nil else { return }
+                    var peek = lock.withLock { _ in queue }
+                    guard let next = peek.advanceAfterEnd() else { return }
+                    var nextOptions = base
+                    nextOptions.start = 0
+                    prefetched = Prefetch(index: next) { try makePlayer(next, serial: nextSerial, trackOptions: nextOptions) }
+                }
                 let stopNow: Bool = lock.withLock { _ in
                     player = track
                     playing = (number, url)
@@ -96,12 +170,8 @@ public final class QueuePlayer: @unchecked Sendable {
                 }
                 if stopNow { break }
                 onEvent(.started(number: number, count: urls.count, url: url))
-                defer {
-                    carried.volume = track.volume
-                    carried.rate = track.rate
-                    carried.semitones = track.semitones
-                    carried.eq = track.eq
-                }
+                defer { previousPlayer = track }
+                if let crossfade { try prepareCrossfade(crossfade, into: track, after: previousAlbum) }
                 let stats = try track.run()
                 elapsed = track.progress.position
                 previousAlbum = .some(track.playedTags?.album)
@@ -135,11 +205,28 @@ public final class QueuePlayer: @unchecked Sendable {
                 index = lock.withLock { _ in skippedInARow > 0 ? queue.skipForward() : queue.advanceAfterEnd() }
             }
         }
+        prefetched?.cancel()
+        crossfade?.playTail(into: loop)
         lock.withLock { _ in playing = nil }
+        loop.finish()
+        if let error = loop.error {
+            results.append(QueueTrackResult(number: 0, url: "", stats: nil, skipReason: "output: \(error)", exitCode: 1))
+        }
         do { try output.finish() } catch {
             results.append(QueueTrackResult(number: 0, url: "", stats: nil, skipReason: "output: \(error)", exitCode: 1))
         }
         return results
+    }
+
+    /// `--crossfade`: the track mixes its start with the tail held back from the track before,
+    /// unless both are of one album (they join gaplessly, as the album was cut); then the tail
+    /// plays as it is first.
+    private func prepareCrossfade(_ crossfade: CrossfadeLink, into track: Player, after previousAlbum: String??) throws {
+        track.prepare()
+        let album = track.preparedTags?.album
+        let sameAlbum = album.map { !$0.isEmpty && previousAlbum == .some($0) } ?? false
+        if sameAlbum { crossfade.playTail(into: track.sharedLoop) }
+        track.crossfade = crossfade
     }
 
     static func describe(_ error: any Error) -> (String, Int32) {

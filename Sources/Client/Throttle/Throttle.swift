@@ -4,13 +4,19 @@
 /// is told to pause (for HTTP: curl pause, so the socket is not read and TCP flow control
 /// stops the sender); it resumes once the fill drops below the low watermark. Memory stays
 /// flat however long the stream. Locks are fine here: this is not the audio path.
+///
+/// Throttles that share a `ThrottleBudget` (a queue's playing track and the next one, fetched
+/// ahead) hold at most the budget's bytes between them, whatever each one's capacity.
 public final class Throttle: @unchecked Sendable {
     // @unchecked: every mutable field is guarded by `condition`.
     public let capacity: Int
     /// Fill level below which a paused source resumes.
     public let lowWatermark: Int
     private let condition = ConditionLock()
-    private var ring: [UInt8]
+    /// The bytes, allocated once and touched only as they are written: a throttle fetched
+    /// ahead under a shared budget costs memory for what it holds, not for its capacity.
+    private let ring: UnsafeMutableRawBufferPointer
+    private let budget: ThrottleBudget?
     private var head = 0              // index of the next byte to read
     private var count = 0
     /// Stream offset of the byte at `head`.
@@ -32,14 +38,27 @@ public final class Throttle: @unchecked Sendable {
         set { condition.withLock { spaceAvailable = newValue } }
     }
 
-    public init(capacity: Int, lowWatermark: Int? = nil) {
+    public init(capacity: Int, lowWatermark: Int? = nil, budget: ThrottleBudget? = nil) {
         self.capacity = max(4096, capacity)
         self.lowWatermark = lowWatermark ?? self.capacity / 2
-        self.ring = [UInt8](repeating: 0, count: self.capacity)
+        self.ring = UnsafeMutableRawBufferPointer.allocate(byteCount: self.capacity, alignment: 16)
+        self.budget = budget
     }
 
-    /// Free space right now.
-    public var freeSpace: Int { condition.withLock { capacity - count } }
+    deinit {
+        // What this throttle still held goes back to the budget the others share.
+        budget?.release(count)
+        ring.deallocate()
+    }
+
+    /// Free space right now (within the shared budget, when there is one).
+    public var freeSpace: Int { condition.withLock { room } }
+
+    /// Under the lock: what a write may add.
+    private var room: Int { min(capacity - count, budget?.available ?? Int.max) }
+
+    /// True once the source has delivered the stream's last byte into the throttle (cleanly).
+    public var sourceEnded: Bool { condition.withLock { ended && failure == nil } }
 
     /// Current fill.
     public var fill: Int { condition.withLock { count } }
@@ -51,15 +70,14 @@ public final class Throttle: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         guard generation == self.generation else { return bytes.count }
-        let n = min(bytes.count, capacity - count)
-        guard n > 0, let source = bytes.baseAddress else { return 0 }
+        var n = min(bytes.count, capacity - count)
+        if let budget { n = budget.take(upTo: n) }
+        guard n > 0, let source = bytes.baseAddress, let base = ring.baseAddress else { return 0 }
         var tail = (head + count) % capacity
         var copied = 0
         while copied < n {
             let run = min(n - copied, capacity - tail)
-            ring.withUnsafeMutableBytes { dst in
-                dst.baseAddress.map { $0.advanced(by: tail).copyMemory(from: source + copied, byteCount: run) }
-            }
+            base.advanced(by: tail).copyMemory(from: source + copied, byteCount: run)
             copied += run
             tail = (tail + run) % capacity
         }
@@ -128,15 +146,15 @@ public final class Throttle: @unchecked Sendable {
         }
         let n = min(max, count)
         var copied = 0
-        ring.withUnsafeBufferPointer { source in
-            while copied < n {
-                let run = min(n - copied, capacity - head)
-                buffer.append(contentsOf: source[head..<(head + run)])
-                copied += run
-                head = (head + run) % capacity
-            }
+        let source = UnsafeRawBufferPointer(ring)
+        while copied < n {
+            let run = min(n - copied, capacity - head)
+            buffer.append(contentsOf: source[head..<(head + run)])
+            copied += run
+            head = (head + run) % capacity
         }
         count -= n
+        budget?.release(n)
         let offset = readOffset
         readOffset += n
         // Called under the lock: the source clears it and then frees what it wakes (the curl
@@ -152,6 +170,7 @@ public final class Throttle: @unchecked Sendable {
     public func reset(to offset: Int) -> Int {
         condition.withLock {
             generation += 1
+            budget?.release(count)
             head = 0
             count = 0
             readOffset = offset
@@ -167,4 +186,36 @@ public final class Throttle: @unchecked Sendable {
 
     /// The stream byte range available to read without waiting.
     public var availableRange: Range<Int> { condition.withLock { readOffset..<(readOffset + count) } }
+}
+
+/// Bytes that several throttles may hold between them (a queue's playing track and the one
+/// fetched ahead share the player's `--buffer-bytes`). Sources that find no room wait as for a
+/// full throttle (they poll), so no wake-up crosses from one throttle to another.
+public final class ThrottleBudget: @unchecked Sendable {
+    // @unchecked: `used` is guarded by `lock`.
+    public let limit: Int
+    private let lock = ConditionLock()
+    private var used = 0
+
+    public init(limit: Int) { self.limit = max(4096, limit) }
+
+    /// Bytes the throttles may still take.
+    public var available: Int { lock.withLock { limit - used } }
+    /// Bytes the throttles hold now.
+    public var held: Int { lock.withLock { used } }
+
+    /// Takes up to `wanted` bytes of the budget; returns how many were granted.
+    func take(upTo wanted: Int) -> Int {
+        lock.withLock {
+            let n = max(0, min(wanted, limit - used))
+            used += n
+            return n
+        }
+    }
+
+    /// Gives back bytes a throttle no longer holds.
+    func release(_ n: Int) {
+        guard n > 0 else { return }
+        lock.withLock { used = max(0, used - n) }
+    }
 }
