@@ -653,6 +653,7 @@ extension Player {
     }
 
     private func fetch(_ range: Range<Int>) throws -> [UInt8] {
+        if let http = source as? HTTPSource, let cached = http.cachedBytes(range) { return cached }
         do { return try source.readRange(range) } catch {
             throw PlaybackError(message: "\(error) (needed for the MP4 index at the end of the file)", exitCode: 3)
         }

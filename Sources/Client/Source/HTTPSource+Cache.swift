@@ -34,6 +34,19 @@ extension HTTPSource {
         return served ? (at, false) : nil
     }
 
+    /// The bytes of `range` when the disk cache holds every one of them (verified block by
+    /// block), else nil: a replay reads an MP4's moov at the end without a request.
+    public func cachedBytes(_ range: Range<Int>) -> [UInt8]? {
+        guard let entry = options.cache?.entry(for: name), entry.cachedLength(from: range.lowerBound) >= range.count else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(range.count)
+        while bytes.count < range.count {
+            guard let block = entry.read(at: range.lowerBound + bytes.count), !block.isEmpty else { return nil }
+            bytes += block.prefix(range.count - bytes.count)
+        }
+        return bytes
+    }
+
     /// The start of the next cached bytes after `offset` (where a gap-filling request stops).
     func cachedStart(after offset: Int) -> Int? {
         guard let entry = options.cache?.entry(for: name) else { return nil }
