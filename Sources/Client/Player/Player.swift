@@ -258,14 +258,25 @@ public final class Player: @unchecked Sendable {
         continuation.finish()
     }
 
-    /// Takes the volume, rate, pitch and EQ of the track before (a queue carries them over).
-    public func carryControls(from previous: Player) {
-        let (volume, rate, semitones, eq) = (previous.volume, previous.rate, previous.semitones, previous.eq)
+    /// The settings the keys change, which a queue carries from track to track.
+    public struct Controls: Sendable {
+        public var volume: Float
+        public var rate: Double
+        public var semitones: Double
+        public var eq: EQSettings
+    }
+
+    /// The volume, rate, pitch and EQ as set last.
+    public var controls: Controls { Controls(volume: volume, rate: rate, semitones: semitones, eq: eq) }
+
+    /// Takes the volume, rate, pitch and EQ of the track before (a queue carries them over);
+    /// before `run()`.
+    public func setControls(_ controls: Controls) {
         commands.withLock {
-            pendingVolume = volume
-            rateSetting = rate
-            semitoneSetting = semitones
-            eqSetting = eq
+            pendingVolume = controls.volume
+            rateSetting = controls.rate
+            semitoneSetting = controls.semitones
+            eqSetting = controls.eq
         }
     }
 

@@ -115,7 +115,9 @@ public final class QueuePlayer: @unchecked Sendable {
         var skippedInARow = 0
         var first = true
         var previousAlbum: String?? = .none
-        var previousPlayer: Player?
+        // The volume, rate, pitch and EQ the track before ended with (not the player itself: its
+        // buffers go as soon as it is done).
+        var carried: Player.Controls?
         var base = options
         base.throttleBudget = ThrottleBudget(limit: max(64 * 1024, options.bufferBytes))
         let loop = OutputLoop(output: output, ring: SPSCRing(capacity: Player.ringCapacity),
@@ -153,7 +155,7 @@ public final class QueuePlayer: @unchecked Sendable {
                 // --replaygain auto: album gain unless the track before was of another album.
                 track.setPreviousAlbum(previousAlbum)
                 // Volume, rate, pitch and EQ changed with keys carry over to the next track.
-                if let previousPlayer { track.carryControls(from: previousPlayer) }
+                if let carried { track.setControls(carried) }
                 let nextSerial = serial
                 track.onNearEnd = { [weak self] in
                     guard let self, prefetched == nil else { return }
@@ -170,7 +172,7 @@ public final class QueuePlayer: @unchecked Sendable {
                 }
                 if stopNow { break }
                 onEvent(.started(number: number, count: urls.count, url: url))
-                defer { previousPlayer = track }
+                defer { carried = track.controls }
                 if let crossfade { try prepareCrossfade(crossfade, into: track, after: previousAlbum) }
                 let stats = try track.run()
                 elapsed = track.progress.position
