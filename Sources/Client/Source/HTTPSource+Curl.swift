@@ -222,7 +222,7 @@ extension HTTPSource {
         var code: CURLcode?
         while code == nil {
             if control.isStopped || control.hasSeek { return (state.received, .interrupted) }
-            if state.paused && throttle.fill < throttle.lowWatermark {
+            if state.paused && throttle.fill < throttle.lowWatermark && throttle.freeSpace >= min(4096, throttle.capacity) {
                 state.paused = false
                 curl_easy_pause(easy, ccurl_pause_cont())
             }

@@ -124,7 +124,10 @@ extension HTTPSource {
         while true {
             if interrupted() { return (state.received, .interrupted) }
             if state.paused {
-                if throttle.fill < throttle.lowWatermark { state.paused = false } else {
+                // Room in the throttle and in the budget it shares with a queue's other track.
+                if throttle.fill < throttle.lowWatermark && throttle.freeSpace >= min(4096, throttle.capacity) {
+                    state.paused = false
+                } else {
                     // onSpaceAvailable pokes the control when the reader takes the fill below the mark.
                     control.waitForCommand(timeout: 0.1)
                     lastByte = Monotonic.now
