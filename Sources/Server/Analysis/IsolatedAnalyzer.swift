@@ -8,6 +8,9 @@ import StreamShared
 /// once, each file under a time bound. A worker that dies or overruns costs the file it was
 /// working on, which is reported as quarantined; the server itself never runs the analyzer.
 public final class IsolatedAnalyzer: Sendable {
+    /// Workers kept between calls inside `keepingWorkers`.
+    private let idle = IdleWorkers()
+
     /// How workers are started and bounded.
     public struct Settings: Sendable {
         /// The program to run; `/proc/self/exe` is streamd itself.
@@ -60,8 +63,17 @@ public final class IsolatedAnalyzer: Sendable {
         case quick
     }
 
+    /// Runs `body` with the workers its calls start kept for the next call (a scan's chunks),
+    /// then stops them; outside such a scope workers live for one call.
+    public func keepingWorkers<T>(_ body: () throws -> T) rethrows -> T {
+        idle.open()
+        defer { for worker in idle.close() { worker.stop() } }
+        return try body()
+    }
+
     /// Analyzes `files` (absolute path and size) on up to `settings.workers` workers; the
-    /// outcomes come back in the same order. Workers live for this call only. `batch` requests
+    /// outcomes come back in the same order. Workers live for this call only (or for the
+    /// `keepingWorkers` scope). `batch` requests
     /// go down a worker's pipe at once (answers still come one file at a time, so a worker that
     /// dies names its file; the rest of its batch goes to a fresh worker).
     public func analyze(_ files: [(path: String, size: Int)], mode: Mode = .full, batch: Int = 1) -> [Outcome] {
@@ -101,7 +113,7 @@ public final class IsolatedAnalyzer: Sendable {
             }
             if worker == nil {
                 do {
-                    worker = try WorkerHandle(settings: settings)
+                    worker = try idle.take() ?? WorkerHandle(settings: settings)
                 } catch {
                     let why = "analyzer worker unavailable: \(error)"
                     unavailable = why
@@ -116,7 +128,39 @@ public final class IsolatedAnalyzer: Sendable {
             }
             if current.isFinished { worker = nil }
         }
-        worker?.stop()
+        if let worker, !idle.keep(worker) { worker.stop() }
+    }
+}
+
+/// Idle workers between the calls of a `keepingWorkers` scope (scopes may nest or overlap:
+/// the workers stop when the last one closes).
+private final class IdleWorkers: @unchecked Sendable {
+    // @unchecked: every access goes through `lock`; a worker taken out is used by one thread.
+    private let lock = NSLock()
+    private var scopes = 0
+    private var workers: [WorkerHandle] = []
+
+    func open() { lock.withLock { scopes += 1 } }
+
+    /// Ends a scope; the workers to stop when it was the last.
+    func close() -> [WorkerHandle] {
+        lock.withLock {
+            scopes -= 1
+            guard scopes == 0 else { return [] }
+            defer { workers = [] }
+            return workers
+        }
+    }
+
+    func take() -> WorkerHandle? { lock.withLock { workers.popLast() } }
+
+    /// Keeps a live worker while a scope is open; false when it is not kept.
+    func keep(_ worker: WorkerHandle) -> Bool {
+        lock.withLock {
+            guard scopes > 0, !worker.isFinished else { return false }
+            workers.append(worker)
+            return true
+        }
     }
 }
 

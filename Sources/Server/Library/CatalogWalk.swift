@@ -45,6 +45,8 @@ final class CatalogWalk {
     private let store: LibraryStore
     private let chunkSize: Int
     private let read: ([(path: String, stamp: FileStamp)]) -> Void
+    /// Returns once what `read` was given is in the catalog (it may write on another thread).
+    private let awaitWrites: () -> Void
     /// Called with the counts so far (files found, files to read) every few hundred files.
     private let progress: (_ found: Int, _ toRead: Int) -> Void
 
@@ -59,6 +61,7 @@ final class CatalogWalk {
 
     init(root: String, excludedPrefix: String?, store: LibraryStore, under prefix: String?, chunkSize: Int,
          read: @escaping ([(path: String, stamp: FileStamp)]) -> Void,
+         awaitWrites: @escaping () -> Void = {},
          progress: @escaping (_ found: Int, _ toRead: Int) -> Void) {
         self.root = root
         self.excludedPrefix = excludedPrefix
@@ -66,6 +69,7 @@ final class CatalogWalk {
         cursor = KnownFileCursor(store: store, under: prefix)
         self.chunkSize = max(1, chunkSize)
         self.read = read
+        self.awaitWrites = awaitWrites
         self.progress = progress
     }
 
@@ -188,6 +192,7 @@ final class CatalogWalk {
         }
         flush()
         guard failure == nil else { return [] }
+        if !strays.isEmpty { awaitWrites() }
         for (relative, stamp) in strays.sorted(by: { Self.precedes($0.key, $1.key) }) {
             do {
                 if try store.stamps(under: relative)[relative] != stamp {

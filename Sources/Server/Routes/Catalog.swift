@@ -166,14 +166,17 @@ public final class Catalog: @unchecked Sendable {
         defer { if scope == .all { lock.withLock { progress.scanning = false } } }
         var tally = ReadTally(logProgress: scope == .all)
         var announced = false
+        // The workers read chunk N + 1 while chunk N is written.
+        let writer = ScanWriter { [self] changes in write(changes) }
         let walk = CatalogWalk(root: resolver.root, excludedPrefix: excludedPrefix, store: store, under: prefix, chunkSize: chunkSize,
                                read: { [self] chunk in
                                    if scope == .all && !announced {
                                        announced = true
                                        info("scan: reading new and changed files")
                                    }
-                                   read(chunk[...], tally: &tally)
+                                   read(chunk[...], tally: &tally, writer: writer)
                                },
+                               awaitWrites: { writer.drain() },
                                progress: { [self] found, toRead in
                                    guard scope == .all else { return }
                                    lock.withLock {
@@ -181,7 +184,9 @@ public final class Catalog: @unchecked Sendable {
                                        progress.toRead = toRead
                                    }
                                })
-        let removed = prefix.map { walk.scan(relative: $0) } ?? walk.scanAll()
+        // The same workers for every chunk of the scan (started once, not once per chunk).
+        let removed = analyzer.keepingWorkers { prefix.map { walk.scan(relative: $0) } ?? walk.scanAll() }
+        writer.finish()
         if let failure = walk.failure {
             warn("catalog: cannot read the library database: \(failure)")
             return
@@ -213,21 +218,8 @@ public final class Catalog: @unchecked Sendable {
         var lastLog = monotonicNanos()
     }
 
-    /// Reads `files` (relative path, stamp) in the workers, chunk by chunk, writing each chunk
-    /// to the database as it completes.
-    func read(_ files: [(path: String, stamp: FileStamp)], logProgress: Bool) {
-        var tally = ReadTally(logProgress: logProgress)
-        var chunkStart = 0
-        while chunkStart < files.count {
-            let chunk = files[chunkStart..<min(files.count, chunkStart + chunkSize)]
-            chunkStart += chunk.count
-            read(chunk, tally: &tally)
-        }
-        finish(tally)
-    }
-
-    /// Reads one chunk in the workers and writes what they found.
-    private func read(_ chunk: ArraySlice<(path: String, stamp: FileStamp)>, tally: inout ReadTally) {
+    /// Reads one chunk in the workers and hands what they found to the scan's writer.
+    private func read(_ chunk: ArraySlice<(path: String, stamp: FileStamp)>, tally: inout ReadTally, writer: ScanWriter) {
         let outcomes = analyzer.analyze(chunk.map { (resolver.root + "/" + $0.path, $0.stamp.size) }, mode: .quick, batch: 32)
         var changes: [LibraryChange] = []
         changes.reserveCapacity(chunk.count)
@@ -249,7 +241,7 @@ public final class Catalog: @unchecked Sendable {
                 tally.unavailable += 1
             }
         }
-        write(changes)
+        writer.submit(changes)
         tally.done += chunk.count
         let done = tally.done
         lock.withLock { progress.read = done }
