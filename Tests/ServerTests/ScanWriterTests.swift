@@ -73,6 +73,42 @@ import StreamShared
     }
 }
 
+/// A first scan inserts without the list orders' indexes and builds them at its end.
+@Suite struct BulkLoadTests {
+    static func orderIndexes(_ path: String) throws -> [String] {
+        let db = try SQLiteDatabase(path: path, readOnly: true)
+        return try db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name IN "
+                            + "('tracks_by_title', 'tracks_by_artist', 'tracks_by_album_title', 'tracks_by_duration', 'tracks_by_year')"
+                            + " ORDER BY name") { $0.text(0) }
+    }
+
+    @Test func emptyCatalog_dropsTheOrderIndexes_andTheEndBuildsThem() throws {
+        let dir = try LibraryStoreTests.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("catalog.db").path
+        let store = try LibraryStoreTests.sampleStore(path: path)
+        #expect(try Self.orderIndexes(path).count == 5)
+        #expect(try store.beginBulkLoad() == false, "tracks are listed: nothing dropped")
+        #expect(try Self.orderIndexes(path).count == 5)
+
+        let empty = try LibraryStore(path: dir.appendingPathComponent("empty.db").path, folder: "/music")
+        let emptyPath = dir.appendingPathComponent("empty.db").path
+        #expect(try empty.beginBulkLoad())
+        #expect(try Self.orderIndexes(emptyPath).isEmpty)
+        let sample = try LibraryStoreTests.sampleStore()
+        try empty.apply(try sample.tracks(offset: 0, limit: 100).rows.map { row in
+            .track(path: row.path, stamp: row.stamp, analysis: Catalog.analysis(row))
+        })
+        try empty.ensureOrderIndexes()
+        #expect(try Self.orderIndexes(emptyPath).count == 5)
+        for sort in TrackSort.allCases {
+            #expect(try empty.tracks(offset: 0, limit: 100, sort: sort).rows.map(\.path)
+                    == sample.tracks(offset: 0, limit: 100, sort: sort).rows.map(\.path), "\(sort)")
+        }
+        try empty.ensureOrderIndexes()   // again: nothing to do
+    }
+}
+
 /// A flag set on one thread and read on another.
 final class ManagedFlag: @unchecked Sendable {
     private let lock = NSLock()

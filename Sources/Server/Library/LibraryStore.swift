@@ -239,6 +239,38 @@ public final class LibraryStore: @unchecked Sendable {
         }
     }
 
+    /// The indexes only the list orders use (`TrackSort`, read once per catalog generation by
+    /// `TrackOrderCache`). A first scan inserts without them and builds them at its end: sorting
+    /// 100,000 keys once costs less than keeping five more B-trees in order through 100,000
+    /// inserts (their pages are most of what each chunk's transaction writes).
+    static let orderIndexes = [
+        "tracks_by_title ON tracks(sort_title COLLATE NOCASE, path)",
+        "tracks_by_artist ON tracks(artist COLLATE NOCASE, album COLLATE NOCASE, disc_number, track_number, path)",
+        "tracks_by_album_title ON tracks(album COLLATE NOCASE, disc_number, track_number, path)",
+        "tracks_by_duration ON tracks(duration_s, path)",
+        "tracks_by_year ON tracks(year, path)",
+    ]
+
+    /// Before a full scan: drops the order indexes when no track is listed yet (a first scan,
+    /// whose inserts are then cheaper); true when it did.
+    public func beginBulkLoad() throws(SQLiteError) -> Bool {
+        try write { db throws(SQLiteError) in
+            guard try db.queryOne("SELECT EXISTS (SELECT 1 FROM tracks)", row: { $0.int(0) }) == 0 else { return false }
+            for index in Self.orderIndexes {
+                try db.execute("DROP INDEX IF EXISTS \(index.prefix { $0 != " " })")
+            }
+            return true
+        }
+    }
+
+    /// After a full scan: creates the order indexes that are missing (dropped by
+    /// `beginBulkLoad`, also when that scan was cut short by the process ending).
+    public func ensureOrderIndexes() throws(SQLiteError) {
+        try write { db throws(SQLiteError) in
+            for index in Self.orderIndexes { try db.execute("CREATE INDEX IF NOT EXISTS \(index)") }
+        }
+    }
+
     /// Counts the writes of `apply`: what was read from the lists is current while it is unchanged.
     public var generation: UInt64 { changeCount.load(ordering: .acquiring) }
 

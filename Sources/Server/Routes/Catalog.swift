@@ -184,9 +184,23 @@ public final class Catalog: @unchecked Sendable {
                                        progress.toRead = toRead
                                    }
                                })
+        if scope == .all {
+            do {
+                if try store.beginBulkLoad() { info("scan: first scan; the list orders' indexes are built at its end") }
+            } catch {
+                warn("catalog: cannot prepare the library database: \(error)")
+            }
+        }
         // The same workers for every chunk of the scan (started once, not once per chunk).
         let removed = analyzer.keepingWorkers { prefix.map { walk.scan(relative: $0) } ?? walk.scanAll() }
         writer.finish()
+        if scope == .all {
+            do {
+                try store.ensureOrderIndexes()
+            } catch {
+                warn("catalog: cannot index the library database: \(error)")
+            }
+        }
         if let failure = walk.failure {
             warn("catalog: cannot read the library database: \(failure)")
             return
