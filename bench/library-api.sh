@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The library API and page at scale (issue 14): on a generated library of N tracks (default
 # 100,000; bench/make-library.py), once streamd has scanned it:
-#   - wrk, WRK_CONNECTIONS (64) connections on 2 threads, WRK_SECONDS (20) each, latency p50/p99
+#   - wrk, one connection alone (search and random pages: a quiet request's latency), then
+#     WRK_CONNECTIONS (64) connections on 2 threads, WRK_SECONDS (20) each, latency p50/p99
 #     and requests/s of:
 #       /api/search with a new query every request (bench/wrk/search.lua: word prefixes, one or
 #       two words, 100 rows) and one fixed query;
@@ -58,7 +59,9 @@ run() {
   printf '%-44s p50 %-9s p99 %-9s %9s req/s %s\n' "$name" "$p50" "$p99" "$rps" "${errors:-no errors}"
 }
 
-echo "wrk: $CONNECTIONS connections, 2 threads, $DURATION s each"
+echo "wrk: one connection alone (a quiet request's latency), then $CONNECTIONS connections, 2 threads, $DURATION s each"
+WRK_LIMIT=100 run "/api/search, a new query each request, 1 conn" -t1 -c1 -s bench/wrk/search.lua "$BASE"
+WRK_TOTAL=$total WRK_LIMIT=100 run "/api/tracks, 100 rows, random offsets, 1 conn" -t1 -c1 -s bench/wrk/tracks.lua "$BASE"
 WRK_LIMIT=100 run "/api/search, a new query each request" -s bench/wrk/search.lua "$BASE"
 run "/api/search?q=river (one query)" "$BASE/api/search?q=river&limit=100"
 WRK_TOTAL=$total WRK_LIMIT=100 run "/api/tracks, 100 rows, random offsets" -s bench/wrk/tracks.lua "$BASE"
