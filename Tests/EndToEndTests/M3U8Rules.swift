@@ -106,7 +106,7 @@ enum M3U8Rules {
             }
         }
         if pendingDuration != nil { problems.append("4.3.2.1: EXTINF at the end without a URI") }
-        for (tag, n) in counts where n > 1 && !["#EXTINF", "#EXT-X-BYTERANGE", "#EXT-X-DISCONTINUITY"].contains(tag) {
+        for (tag, n) in counts where n > 1 && !["#EXTINF", "#EXT-X-BYTERANGE", "#EXT-X-DISCONTINUITY", "#EXT-X-PROGRAM-DATE-TIME"].contains(tag) {
             problems.append("4.3: \(tag) appears \(n) times")
         }
         if media.version == nil { problems.append("EXT-X-VERSION missing") }

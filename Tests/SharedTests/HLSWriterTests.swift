@@ -75,6 +75,24 @@ import Testing
         #expect(text.contains("#EXT-X-DISCONTINUITY\n#EXTINF:5,\nseg-13.mp3"))
     }
 
+    @Test func livePlaylist_programDateTimeBeforeEachSegment() {
+        var p = HLSMediaPlaylist(targetDuration: 6, endList: false)
+        p.segments = [HLSSegmentEntry(duration: 6, uri: "seg-0.mp3", programDateTime: 1_795_461_900.1234),
+                      HLSSegmentEntry(duration: 6, uri: "seg-1.mp3", discontinuity: true, programDateTime: 1_795_461_906.1234)]
+        let text = p.render()
+        #expect(text.contains("#EXT-X-PROGRAM-DATE-TIME:2026-11-23T19:25:00.123Z\n#EXTINF:6,\nseg-0.mp3\n"), "\(text)")
+        #expect(text.contains("#EXT-X-DISCONTINUITY\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T19:25:06.123Z\n#EXTINF:6,\nseg-1.mp3"),
+                "the date follows the discontinuity, right before its segment")
+    }
+
+    @Test(arguments: [(0.0, "1970-01-01T00:00:00.000Z"), (951_782_400.5, "2000-02-29T00:00:00.500Z"),
+                      (4_107_542_399.5, "2100-02-28T23:59:59.500Z"), (4_107_542_400, "2100-03-01T00:00:00.000Z"),
+                      (1_704_067_199, "2023-12-31T23:59:59.000Z"), (-5, "1970-01-01T00:00:00.000Z"),
+                      (.infinity, "1970-01-01T00:00:00.000Z"), (1e300, "9999-12-31T23:59:59.000Z")])
+    func dateTime_leapYearsAndClamping(seconds: Double, expected: String) {
+        #expect(HLSAttributes.dateTime(seconds) == expected)
+    }
+
     @Test func masterPlaylist_attributes() {
         let m = HLSMasterPlaylist(variants: [HLSVariant(bandwidth: 170_570, averageBandwidth: 150_057, codecs: ["mp4a.40.2"],
                                                         uri: "index.m3u8")])

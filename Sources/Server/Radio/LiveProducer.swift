@@ -163,7 +163,9 @@ final class LiveProducer: @unchecked Sendable {
                 while published < pending.count, schedule.isDue(now: now) {
                     let (bytes, frame) = pending[published]
                     if published == 0 || builder.isEmpty { updateFormat(frame, kbps: current.kbps, codec: current.codec) }
-                    builder.append(frame: bytes[...])
+                    builder.append(frame: bytes[...], samples: frame.samples,
+                                   format: FrameFormat(codec: current.codec, sampleRate: frame.sampleRate, channels: frame.channels),
+                                   flushingTo: channel, now: now)
                     schedule.clock.advance(samples: frame.samples, rate: frame.sampleRate)
                     pendingNanos -= min(pendingNanos, UInt64(frame.samples) * 1_000_000_000 / UInt64(max(1, frame.sampleRate)))
                     published += 1
@@ -185,7 +187,8 @@ final class LiveProducer: @unchecked Sendable {
                         channel.setTitle(next.title.title)
                     }
                     if channel.format != fallback.format { channel.setFormat(fallback.format) }
-                    channel.publish(next.bytes()[...], frameStarts: next.frameStarts, now: now)
+                    channel.publish(next.bytes()[...], frameStarts: next.frameStarts, frameSamples: next.frameSamples,
+                                    format: next.format, now: now)
                     cursor = next
                 }
                 relay = cursor

@@ -100,7 +100,9 @@ final class PlaylistProducer: @unchecked Sendable {
                 }
                 failures = 0
                 framesFromReader += 1
-                builder.append(frame: frame.bytes)
+                let format = FrameFormat(codec: reader?.track.codec ?? .mpeg, sampleRate: frame.frame.sampleRate,
+                                         channels: frame.frame.channels)
+                builder.append(frame: frame.bytes, samples: frame.frame.samples, format: format, flushingTo: channel, now: now)
                 schedule.clock.advance(samples: frame.frame.samples, rate: frame.frame.sampleRate)
                 prerollBytes += frame.bytes.count
                 if !prerolled && prerollBytes >= preroll {

@@ -48,6 +48,8 @@ public final class RadioChannel: @unchecked Sendable {
     let bytesOut = ManagedAtomic<Int>(0)
     let skips = ManagedAtomic<Int>(0)
     let connectionsServed = ManagedAtomic<Int>(0)
+    /// The same stream cut into HLS segments (`/radio/NAME/index.m3u8`).
+    let segments = ChannelSegmenter()
     /// When the stream started (monotonic ns), for uptime in the status pages.
     public let createdAt: UInt64
     /// Wall-clock seconds since the epoch at creation (Icecast's stream_start).
@@ -68,12 +70,15 @@ public final class RadioChannel: @unchecked Sendable {
 
     // MARK: Producer side
 
-    /// Publishes whole frames (`frameStarts` are their offsets in `bytes`) with the current title
-    /// and wakes the loops that have listeners here.
-    func publish(_ bytes: ArraySlice<UInt8>, frameStarts: [Int32], now: UInt64 = monotonicNanos()) {
+    /// Publishes whole frames (`frameStarts` are their offsets in `bytes`, `frameSamples` their
+    /// sample counts in `format`) with the current title, wakes the loops that have listeners
+    /// here and hands the chunk to the HLS segmenter.
+    func publish(_ bytes: ArraySlice<UInt8>, frameStarts: [Int32], frameSamples: [UInt16] = [], format: FrameFormat? = nil,
+                 now: UInt64 = monotonicNanos()) {
         guard !bytes.isEmpty else { return }
         lock.lock()
-        let chunk = RadioChunk(start: newest.end, bytes: bytes, frameStarts: frameStarts, title: titleBlock, publishedAt: now)
+        let chunk = RadioChunk(start: newest.end, bytes: bytes, frameStarts: frameStarts, frameSamples: frameSamples,
+                               format: format, title: titleBlock, publishedAt: now)
         _ = newest.next.storeIfNilThenLoad(chunk)
         newest = chunk
         ring.append(chunk)
@@ -89,6 +94,7 @@ public final class RadioChannel: @unchecked Sendable {
         let toWake = wakers
         lock.unlock()
         for waker in toWake { waker.wake() }
+        segments.append(chunk)
     }
 
     /// Sets the title announced from the next published chunk on.
@@ -120,6 +126,7 @@ public final class RadioChannel: @unchecked Sendable {
     /// Ends the stream: listeners get what is left, then their connection closes.
     func end() {
         ended.store(true, ordering: .releasing)
+        segments.finish()
         wakeListeners()
     }
 

@@ -29,8 +29,22 @@ public final class ICYBlock: @unchecked Sendable {
     static let unchanged = ICYBlock(title: "", bytes: ICYMetadata.empty)
 }
 
+/// The format of a chunk's frames: a chunk never mixes formats, so a change of format (a live
+/// source of another rate) starts a new chunk and the HLS segmenter can mark it.
+public struct FrameFormat: Sendable, Equatable {
+    public var codec: AudioFrameSplitter.Codec
+    public var sampleRate: Int
+    public var channels: Int
+
+    public init(codec: AudioFrameSplitter.Codec, sampleRate: Int, channels: Int) {
+        self.codec = codec
+        self.sampleRate = sampleRate
+        self.channels = channels
+    }
+}
+
 /// An immutable piece of a channel's stream: whole frames, the stream offset of its first byte,
-/// where its frames start, and the title playing. Chunks link forward once (`next` is set exactly
+/// where its frames start, how many samples each holds, and the title playing. Chunks link forward once (`next` is set exactly
 /// once, when the following chunk is published), so a listener walks the stream by following
 /// references: no lock, and the bytes it is sending cannot change or be freed under it.
 public final class RadioChunk: @unchecked Sendable {
@@ -41,6 +55,10 @@ public final class RadioChunk: @unchecked Sendable {
     let count: Int
     /// Offsets (within the chunk) where frames start; the first is 0 when the chunk has bytes.
     let frameStarts: [Int32]
+    /// Samples of each frame (parallel to `frameStarts`), at `format.sampleRate`: the stream's
+    /// time. Empty when the producer did not say (then the chunk has no duration).
+    let frameSamples: [UInt16]
+    let format: FrameFormat?
     let title: ICYBlock
     /// When the chunk was published (monotonic ns).
     let publishedAt: UInt64
@@ -48,10 +66,13 @@ public final class RadioChunk: @unchecked Sendable {
 
     var end: Int { start + count }
 
-    init(start: Int, bytes: ArraySlice<UInt8>, frameStarts: [Int32], title: ICYBlock, publishedAt: UInt64) {
+    init(start: Int, bytes: ArraySlice<UInt8>, frameStarts: [Int32], frameSamples: [UInt16] = [], format: FrameFormat? = nil,
+         title: ICYBlock, publishedAt: UInt64) {
         self.start = start
         self.count = bytes.count
         self.frameStarts = frameStarts
+        self.frameSamples = frameSamples.count == frameStarts.count ? frameSamples : []
+        self.format = format
         self.title = title
         self.publishedAt = publishedAt
         base = UnsafeMutableRawPointer.allocate(byteCount: max(1, bytes.count), alignment: 16)

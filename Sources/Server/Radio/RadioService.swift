@@ -208,6 +208,9 @@ public final class RadioService: @unchecked Sendable {
     /// `GET /radio/NAME` (and HEAD): the stream, chunked for HTTP/1.1, close-delimited for 1.0,
     /// with ICY metadata when asked for.
     public func listen(_ request: HTTPRequest, name: Substring) -> HTTPResponse {
+        if let slash = name.firstIndex(of: "/") {
+            return hls(request, name: name[..<slash], file: name[name.index(after: slash)...])
+        }
         guard let channel = channel(named: String(name)) else { return .error(404, "no channel named '\(name)'") }
         let snapshot = channel.snapshot()
         guard let format = snapshot.format, !snapshot.ended else {
@@ -238,5 +241,35 @@ public final class RadioService: @unchecked Sendable {
             self?.scratch(for: waker) ?? ListenerScratch()
         }
         return response
+    }
+
+    /// `GET /radio/NAME/index.m3u8` and `/radio/NAME/seg-N.mp3|aac`: the channel as live HLS.
+    /// The playlist may be cached for a second (a cache in front asks once a second at most);
+    /// segments never change (their URL names the channel's run), so they are cached for good.
+    func hls(_ request: HTTPRequest, name: Substring, file: Substring) -> HTTPResponse {
+        guard let channel = channel(named: String(name)) else { return .error(404, "no channel named '\(name)'") }
+        let segments = channel.segments
+        if file == "index.m3u8" {
+            guard let playlist = segments.playlist() else {
+                var response = HTTPResponse.error(503, "channel '\(name)' has no complete segment yet")
+                response.headers.append(("Retry-After", "2"))
+                return response
+            }
+            segments.playlistRequests.wrappingIncrement(ordering: .relaxed)
+            let text = playlist.render()
+            return HLSService.respond(request, Array(text.utf8), contentType: HLSService.playlistType,
+                                      etag: "\"\(segments.token)-\(HLSTrackPlan.versionToken(text))\"", cacheControl: "max-age=1")
+        }
+        let fileName = String(file)
+        guard let sequence = HLSService.segmentIndex(fileName, extension: "mp3") ?? HLSService.segmentIndex(fileName, extension: "aac"),
+              let segment = segments.segment(sequence), fileName.hasSuffix("." + segment.fileExtension) else {
+            return .error(404, "no such segment")
+        }
+        if let version = request.queryValue("v"), version != segments.token {
+            return .error(404, "segment of an earlier run of the channel")
+        }
+        segments.segmentRequests.wrappingIncrement(ordering: .relaxed)
+        return HLSService.respond(request, segment.bytes, contentType: segment.contentType,
+                                  etag: "\"\(segments.token)-\(sequence)\"", cacheControl: HLSService.immutable)
     }
 }

@@ -22,6 +22,9 @@ enum RadioStatus {
             w.add("channels", s.format?.channels)
             w.add("bitrate_kbps", s.format?.kbps)
             w.add("ended", s.ended)
+            w.add("hls_url", "/radio/\(s.name)/index.m3u8")
+            w.add("hls_playlist_requests", channel.segments.playlistRequests.load(ordering: .relaxed))
+            w.add("hls_segment_requests", channel.segments.segmentRequests.load(ordering: .relaxed))
             return w.text
         }
         return "[" + items.joined(separator: ",") + "]\n"

@@ -7,16 +7,21 @@ public struct HLSSegmentEntry: Sendable, Equatable {
     public var byteRange: (length: Int, offset: Int)?
     /// EXT-X-DISCONTINUITY before this segment.
     public var discontinuity: Bool
+    /// EXT-X-PROGRAM-DATE-TIME: the wall-clock time of the segment's first sample, in seconds
+    /// since 1970-01-01 UTC (live radio; players use it to line streams up).
+    public var programDateTime: Double?
 
-    public init(duration: Double, uri: String, byteRange: (length: Int, offset: Int)? = nil, discontinuity: Bool = false) {
+    public init(duration: Double, uri: String, byteRange: (length: Int, offset: Int)? = nil, discontinuity: Bool = false,
+                programDateTime: Double? = nil) {
         self.duration = duration
         self.uri = uri
         self.byteRange = byteRange
         self.discontinuity = discontinuity
+        self.programDateTime = programDateTime
     }
 
     public static func == (a: HLSSegmentEntry, b: HLSSegmentEntry) -> Bool {
-        a.duration == b.duration && a.uri == b.uri && a.discontinuity == b.discontinuity
+        a.duration == b.duration && a.uri == b.uri && a.discontinuity == b.discontinuity && a.programDateTime == b.programDateTime
             && a.byteRange?.length == b.byteRange?.length && a.byteRange?.offset == b.byteRange?.offset
     }
 }
@@ -63,6 +68,7 @@ public struct HLSMediaPlaylist: Sendable, Equatable {
         var previous: (uri: String, end: Int)?
         for segment in segments {
             if segment.discontinuity { lines.append("#EXT-X-DISCONTINUITY") }
+            if let date = segment.programDateTime { lines.append("#EXT-X-PROGRAM-DATE-TIME:\(HLSAttributes.dateTime(date))") }
             lines.append("#EXTINF:\(HLSAttributes.decimal(segment.duration)),")
             if let range = segment.byteRange {
                 if let previous, previous.uri == segment.uri, previous.end == range.offset {
@@ -123,6 +129,32 @@ public enum HLSAttributes {
     /// A quoted-string; the characters it may not hold (quote, CR, LF) are dropped.
     public static func quoted(_ text: String) -> String {
         "\"" + text.filter { $0 != "\"" && $0 != "\r" && $0 != "\n" } + "\""
+    }
+
+    /// An ISO 8601 date-time in UTC with milliseconds ("2026-11-23T19:25:00.123Z"), as
+    /// EXT-X-PROGRAM-DATE-TIME takes it; times before 1970 or after 9999 are clamped to those.
+    public static func dateTime(_ secondsSince1970: Double) -> String {
+        let limit = 253_402_300_799.0   // 9999-12-31T23:59:59Z
+        let seconds = secondsSince1970.isFinite ? min(max(0, secondsSince1970), limit) : 0
+        let millis = Int((seconds * 1000).rounded(.down))
+        let days = millis / 86_400_000
+        let inDay = millis % 86_400_000
+        // Days since the epoch to a proleptic Gregorian date, counted in 400-year eras from March 1st.
+        let shifted = days + 719_468
+        let era = shifted / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func pad(_ value: Int, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(inDay / 3_600_000, 2)):\(pad(inDay / 60_000 % 60, 2)):"
+            + "\(pad(inDay / 1000 % 60, 2)).\(pad(inDay % 1000, 3))Z"
     }
 
     /// A decimal-floating-point with up to 6 fraction digits, no exponent (e.g. "5.98458").
