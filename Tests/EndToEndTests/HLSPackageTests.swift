@@ -24,12 +24,14 @@ import Glibc
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 
-    /// nginx in the foreground on 127.0.0.1:port serving `root`, with every path under `prefix`.
+    /// nginx in the foreground on 127.0.0.1:port serving `root`, with every path under `prefix`;
+    /// `server` replaces the server block's body (a proxy), `http` adds directives (a cache zone),
+    /// and `readyPath` is what must answer 200 once it runs.
     final class Nginx {
         let process = Process()
         let port: Int
 
-        init(root: URL, prefix: URL) throws {
+        init(root: URL, prefix: URL, http: String = "", server: String? = nil, readyPath: String = "/index.html") throws {
             let nginx = try #require(["/usr/sbin/nginx", which("nginx")].compactMap { $0 }.first {
                 FileManager.default.isExecutableFile(atPath: $0)
             }, "nginx-light is installed by scripts/deps.sh")
@@ -39,7 +41,7 @@ import Glibc
             daemon off;
             pid \(p)/nginx.pid;
             error_log \(p)/error.log;
-            events { worker_connections 64; }
+            events { worker_connections 1024; }
             http {
                 access_log \(p)/access.log;
                 client_body_temp_path \(p)/body;
@@ -49,7 +51,8 @@ import Glibc
                 scgi_temp_path \(p)/scgi;
                 types { application/vnd.apple.mpegurl m3u8; audio/mpeg mp3; audio/aac aac; audio/mp4 m4s mp4 m4a; text/html html; }
                 default_type application/octet-stream;
-                server { listen 127.0.0.1:\(port); root \(root.path); }
+                \(http)
+                server { listen 127.0.0.1:\(port); \(server ?? "root \(root.path);") }
             }
             """
             try FileManager.default.createDirectory(at: prefix, withIntermediateDirectories: true)
@@ -64,7 +67,7 @@ import Glibc
             // Ready when it answers.
             let deadline = Date().addingTimeInterval(10)
             while Date() < deadline {
-                if let c = try? RawConnection(port: port), (try? c.request("GET", "/index.html").status) == 200 { return }
+                if let c = try? RawConnection(port: port), (try? c.request("GET", readyPath).status) == 200 { return }
                 Thread.sleep(forTimeInterval: 0.05)
             }
             process.terminate()

@@ -128,4 +128,109 @@ import StreamShared
             #expect(frames >= 44_100 * 49 / 10, "ffmpeg decoded \(frames) frames of the live playlist")
         }
     }
+
+    /// What the origin served, from its own status page.
+    static func originCounts(_ server: StreamdProcess) throws -> (playlists: Int, segments: Int) {
+        let channels = try HLSServerTests.get(server, "/api/channels")
+        let list = try #require(try JSONSerialization.jsonObject(with: Data(channels.body)) as? [[String: Any]])
+        let main = try #require(list.first { $0["name"] as? String == "main" })
+        return (try #require(main["hls_playlist_requests"] as? Int), try #require(main["hls_segment_requests"] as? Int))
+    }
+
+    /// Scale-out the usual way: nginx `proxy_cache` in front of the channel's HLS. 200 clients
+    /// follow the live playlist through the cache for 15 s; the origin serves each segment once and
+    /// the playlist at most about once a second (its max-age), and every client gets the origin's bytes.
+    @Test(.timeLimit(.scaledMinutes(5))) func nginxProxyCache_200Clients_costTheOriginOneRequestPerSegment() throws {
+        try RadioEndToEndTests.withServer { server in
+            _ = try Self.waitForPlaylist(server, segments: 2)
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("radio-nginx-\(getpid())-\(UUID().uuidString.prefix(8))")
+            defer { try? FileManager.default.removeItem(at: work) }
+            let p = work.appendingPathComponent("nginx").path
+            // The README's configuration: cache segments as the origin says (immutable) and the
+            // playlist for its max-age; one request to the origin per missing or expired object.
+            let nginx = try HLSPackageTests.Nginx(root: work, prefix: work.appendingPathComponent("nginx"), http: """
+                proxy_cache_path \(p)/cache levels=1:2 keys_zone=radio:4m max_size=256m inactive=10m use_temp_path=off;
+                """, server: """
+                location /radio/ {
+                    proxy_pass http://127.0.0.1:\(server.port);
+                    proxy_http_version 1.1;
+                    proxy_cache radio;
+                    proxy_cache_lock on;
+                    proxy_cache_lock_timeout 10s;
+                    proxy_cache_use_stale updating;
+                    proxy_cache_background_update on;
+                    add_header X-Cache-Status $upstream_cache_status;
+                }
+                """, readyPath: Self.playlistPath)
+            let before = try Self.originCounts(server)
+            let clients = 200, seconds = 15.0
+            let results = CacheClients()
+            let port = nginx.port
+            let group = DispatchGroup()
+            for client in 0..<clients {
+                group.enter()
+                let thread = Thread {
+                    defer { group.leave() }
+                    var seen: Set<String> = []
+                    let end = Date().addingTimeInterval(seconds)
+                    usleep(UInt32(client % 50) * 20_000)   // arrivals spread over 1 s
+                    while Date() < end {
+                        do {
+                            let response = try RawConnection(port: port, timeout: 20).request("GET", Self.playlistPath)
+                            guard response.status == 200 else { throw TestFailure("playlist: \(response.status)") }
+                            let uris = HLSServerTests.text(response).split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init)
+                            results.record { $0.playlistsRead += 1 }
+                            // Like a player: the last three segments to start, then each new one.
+                            for uri in (seen.isEmpty ? Array(uris.suffix(3)) : uris) where !seen.contains(uri) {
+                                let segment = try RawConnection(port: port, timeout: 20).request("GET", "/radio/main/" + uri)
+                                guard segment.status == 200 else { throw TestFailure("\(uri): \(segment.status)") }
+                                seen.insert(uri)
+                                results.record { _ = $0.fetched[uri, default: []].insert(segment.body) }
+                            }
+                        } catch {
+                            results.record { $0.failures.append("client \(client): \(error)") }
+                            return
+                        }
+                        usleep(2_000_000)
+                    }
+                }
+                thread.stackSize = 256 * 1024
+                thread.start()
+            }
+            #expect(group.wait(timeout: .now() + TestTiming.seconds(120)) == .success, "clients still running after 120 s")
+            let after = try Self.originCounts(server)
+            let (segmentsFetched, reads, problems) = results.record { ($0.fetched, $0.playlistsRead, $0.failures) }
+            #expect(problems.isEmpty, "\(problems.prefix(5))")
+            #expect(reads >= clients * 5, "\(reads) playlist reads by \(clients) clients in \(seconds) s")
+            #expect(segmentsFetched.count >= 4, "the clients followed the live edge: \(segmentsFetched.keys.sorted())")
+            let originSegments = after.segments - before.segments
+            #expect(originSegments == segmentsFetched.count,
+                    "\(segmentsFetched.count) distinct segments to \(clients) clients cost the origin \(originSegments) requests")
+            let originPlaylists = after.playlists - before.playlists
+            #expect(originPlaylists <= Int(seconds * 2) + 4,
+                    "\(reads) playlist reads cost the origin \(originPlaylists) (max-age=1 over \(seconds) s)")
+            // Every client got the origin's bytes.
+            for (uri, bodies) in segmentsFetched {
+                #expect(bodies.count == 1, "\(uri): \(bodies.count) different bodies through the cache")
+                let origin = try HLSServerTests.get(server, "/radio/main/" + uri)
+                if origin.status == 200 { #expect(bodies.first == origin.body, "\(uri): the cache's bytes are the origin's") }
+            }
+            print("nginx proxy_cache: \(clients) clients, \(reads) playlist reads, \(segmentsFetched.count) segments; origin served \(originPlaylists) playlists, \(originSegments) segments")
+        }
+    }
+}
+
+/// What the cache test's client threads saw, behind a lock.
+final class CacheClients: @unchecked Sendable {
+    // @unchecked: `state` is only touched inside `record`, under `lock`.
+    struct State {
+        /// Segment URI → the distinct bodies clients got for it.
+        var fetched: [String: Set<[UInt8]>] = [:]
+        var failures: [String] = []
+        var playlistsRead = 0
+    }
+    private let lock = NSLock()
+    private var state = State()
+
+    func record<T>(_ body: (inout State) -> T) -> T { lock.withLock { body(&state) } }
 }
