@@ -7,13 +7,13 @@
 # Prints the figures measured in this run; it reports, it does not gate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for p in time sox lame ffmpeg; do
+for p in sox lame ffmpeg; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || \
     { apt-get update -qq && apt-get install -y -qq "$p" >/dev/null; }
 done
 TRACKS=${TRACKS:-20}
 SECONDS_PER_TRACK=${SECONDS_PER_TRACK:-30}
-RUNS=${RUNS:-3}
+RUNS=${RUNS:-5}
 swift build -c release --product streamplay >/dev/null
 swift build -c release --product streamd >/dev/null
 BIN=$(swift build -c release --show-bin-path)
@@ -41,11 +41,21 @@ BASE=$(sed -n 's/^listening on \(http[^ ]*\)\/$/\1/p' "$TMP/streamd.out")
 cat "$TMP"/lib/*/* > /dev/null
 urls() { for n in $(seq 1 "$TRACKS"); do printf '%s/media/album/%02d.%s\n' "$BASE" "$n" "$1"; done; }
 
-measure() { # label command... → "user sys maxrss wall" in $TMP/label.time
+measure() { # label command... → "user sys maxrss(KiB) wall" in $TMP/label.time (getrusage of the child: µs, not /usr/bin/time's 10 ms)
   local label=$1; shift
-  /usr/bin/time -f "%U %S %M %e" -o "$TMP/$label.time" "$@" > "$TMP/$label.out" 2>"$TMP/$label.err" || true
+  python3 - "$TMP/$label" "$@" <<'PY' || true
+import os, resource, subprocess, sys, time
+out = sys.argv[1]
+start = time.monotonic()
+with open(out + ".out", "wb") as o, open(out + ".err", "wb") as e:
+    subprocess.run(sys.argv[2:], stdout=o, stderr=e)
+wall = time.monotonic() - start
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+with open(out + ".time", "w") as t:
+    t.write(f"{r.ru_utime:.6f} {r.ru_stime:.6f} {r.ru_maxrss} {wall:.6f}\n")
+PY
 }
-cpu() { awk '{printf "%.3f", $1 + $2}' "$TMP/$1.time"; }
+cpu() { awk '{printf "%.4f", $1 + $2}' "$TMP/$1.time"; }
 rss() { awk '{printf "%.1f", $3 / 1024}' "$TMP/$1.time"; }
 best() { sort -n | head -1; }
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR + 1) / 2)]}'; }

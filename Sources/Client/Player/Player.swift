@@ -264,10 +264,12 @@ public final class Player: @unchecked Sendable {
         public var rate: Double
         public var semitones: Double
         public var eq: EQSettings
+        /// A pause held over a join stays a pause (the output runs on into the next track).
+        public var paused: Bool
     }
 
-    /// The volume, rate, pitch and EQ as set last.
-    public var controls: Controls { Controls(volume: volume, rate: rate, semitones: semitones, eq: eq) }
+    /// The volume, rate, pitch, EQ and pause as set last.
+    public var controls: Controls { Controls(volume: volume, rate: rate, semitones: semitones, eq: eq, paused: isPaused) }
 
     /// Takes the volume, rate, pitch and EQ of the track before (a queue carries them over);
     /// before `run()`.
@@ -277,6 +279,7 @@ public final class Player: @unchecked Sendable {
             rateSetting = controls.rate
             semitoneSetting = controls.semitones
             eqSetting = controls.eq
+            paused = controls.paused
         }
     }
 
