@@ -5,19 +5,19 @@ import Glibc
 #endif
 import StreamShared
 
-/// streamplay running in the background: its stderr lines with the time each arrived (for
-/// "within 2 s" checks), its stdout, its exit status.
+/// streamplay (or mpv) running in the background: its output lines, stderr and stdout, with the
+/// time each arrived (for "within 2 s" checks), its stdout, its exit status.
 final class PlayerRun: @unchecked Sendable {
     // @unchecked: `lines` and `out` are guarded by `lock`; the pipes' handlers append to them.
     let process = Process()
     private let lock = NSLock()
     private var lines: [(time: Date, text: String)] = []
-    private var partial: [UInt8] = []
+    private var partial: [[UInt8]] = [[], []]
     private var out: [UInt8] = []
     private let finished = DispatchGroup()
 
-    init(_ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: PlayerTests.streamplay)
+    init(executable: String = PlayerTests.streamplay, _ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let outPipe = Pipe(), errPipe = Pipe()
         process.standardOutput = outPipe
@@ -32,12 +32,13 @@ final class PlayerRun: @unchecked Sendable {
                     let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                     if n <= 0 { break }
                     let now = Date()
+                    let stream = isError ? 1 : 0
                     lock.withLock {
-                        guard isError else { out += buffer[0..<n]; return }
-                        partial += buffer[0..<n]
-                        while let newline = partial.firstIndex(of: 0x0A) {
-                            lines.append((now, String(decoding: partial[..<newline], as: UTF8.self)))
-                            partial.removeSubrange(...newline)
+                        if !isError { out += buffer[0..<n] }
+                        partial[stream] += buffer[0..<n]
+                        while let newline = partial[stream].firstIndex(of: 0x0A) {
+                            lines.append((now, String(decoding: partial[stream][..<newline], as: UTF8.self)))
+                            partial[stream].removeSubrange(...newline)
                         }
                     }
                 }
@@ -47,7 +48,7 @@ final class PlayerRun: @unchecked Sendable {
         try process.run()
     }
 
-    /// The stderr lines so far.
+    /// The output lines so far (stderr and stdout, as they arrived).
     var stderrLines: [(time: Date, text: String)] { lock.withLock { lines } }
     var stderr: String { stderrLines.map(\.text).joined(separator: "\n") }
 
@@ -111,6 +112,43 @@ final class PlayerRun: @unchecked Sendable {
         let samples = try wavSamples(wav)
         let peak = samples.map { Int(abs(Int32($0))) }.max() ?? 0
         #expect(peak > 1000 && peak < 32_000, "peak \(peak)")
+    }
+
+    @Test(.timeLimit(.scaledMinutes(5))) func terminal_showsLiveAndTheTitle_andTheSeekKeySaysItCannot() throws {
+        let tmux = try #require(which("tmux"), "tmux is installed by make deps")
+        let library = try RadioEndToEndTests.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--channel", "main=ch"])
+        defer { server.stop() }
+        let session = "streamplay-radio-\(getpid())"
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let capture = dir.appendingPathComponent("screen.txt").path
+        func tmuxCommand(_ arguments: String) { _ = system("\(tmux) \(arguments) </dev/null >/dev/null 2>&1") }
+        func screen() -> String {
+            _ = system("\(tmux) capture-pane -p -t \(session) > \(capture) 2>/dev/null </dev/null")
+            return (try? String(contentsOfFile: capture, encoding: .utf8)) ?? ""
+        }
+        func screen(within seconds: Double, showing text: String) -> String {
+            let deadline = Date().addingTimeInterval(TestTiming.seconds(seconds))
+            var shown = screen()
+            while !shown.contains(text) && Date() < deadline {
+                Thread.sleep(forTimeInterval: 0.1)
+                shown = screen()
+            }
+            return shown
+        }
+        let command = "\(PlayerTests.streamplay) \(server.baseURL)/radio/main --output null --realtime; echo EXIT=$?; sleep 30"
+        tmuxCommand("new-session -d -s \(session) -x 200 -y 10 '\(command)'")
+        defer { tmuxCommand("kill-session -t \(session)") }
+        let playing = screen(within: 10, showing: "main: ")
+        #expect(playing.contains(" / live  main: Alpha - One") || playing.contains(" / live  main: Beta - Two"), "\(playing)")
+        tmuxCommand("send-keys -t \(session) Right")
+        let refused = screen(within: 3, showing: "[live stream: cannot seek]")
+        #expect(refused.contains("[live stream: cannot seek]"), "\(refused)")
+        tmuxCommand("send-keys -t \(session) q")
+        let final = screen(within: 3, showing: "EXIT=")
+        #expect(final.contains("EXIT=0"), "q quits with status 0: \(final)")
     }
 
     @Test(.timeLimit(.scaledMinutes(3))) func liveSource_titleUpdate_reachesStreamplay_within2s() throws {
