@@ -9,11 +9,29 @@ extension StreamPlay {
     func queueTracks(http: HTTPSourceOptions) -> QueueSources.Expansion? {
         let asked = sources.count > 1 || shuffle || seed != nil || loop != "off" || startTrack != nil
         let single = sources.first ?? ""
+        if album != nil || search != nil { return libraryQuery(http: http) }
         let mayExpand = !single.contains("://") && QueueSources.isDirectory(single) || QueuePlaylists.mayBePlaylist(single)
+            || StreamdLibrary.isServerRoot(single)
         guard asked || mayExpand else { return nil }
         let expansion = QueueSources.expand(sources, http: http)
         if !asked && expansion.tracks == [single] && expansion.warnings.isEmpty { return nil }
         return expansion
+    }
+
+    /// `--album NAME` / `--search QUERY` on a streamd server's root URL: the album's or the
+    /// search's tracks, through streamd's API. Exits when the server cannot answer.
+    func libraryQuery(http: HTTPSourceOptions) -> QueueSources.Expansion {
+        do {
+            if let album {
+                return QueueSources.expand([try StreamdLibrary.albumPlaylist(named: album, base: source, http: http)], http: http)
+            }
+            return QueueSources.Expansion(tracks: try StreamdLibrary.searchTracks(search ?? "", base: source, http: http),
+                                          warnings: [])
+        } catch let error as SourceError {
+            Self.fail("streamplay: \(error)", code: error.exitCode)
+        } catch {
+            Self.fail("streamplay: \(error)", code: 1)
+        }
     }
 
     /// Plays the queue; returns (exit 0) when at least one track played, else exits with the

@@ -35,6 +35,8 @@ struct StreamPlay {
     var cacheDir: String?
     var cacheMb = 512
     var crossfade: Double = 0
+    var album: String?
+    var search: String?
 
     /// The command line: every option with its help, in the order `--help` lists them.
     static var commandLine: CommandLineParser<StreamPlay> { CommandLineParser(
@@ -76,6 +78,10 @@ struct StreamPlay {
                    defaults: StreamPlay()),
             .value("crossfade", help: "Seconds of equal-power crossfade between a queue's tracks, 0...12 (never between tracks of one album, which join gaplessly).",
                    \.crossfade, defaults: StreamPlay()),
+            .optional("album", help: "With a streamd server's URL (http://HOST:PORT/): play the album of this title (or the one album whose title holds it).",
+                      \.album),
+            .optional("search", help: "With a streamd server's URL: play the tracks its search finds for this text, best first.",
+                      \.search),
         ],
         setArgument: { command, source in command.sources.append(source) }, acceptsSeveralArguments: true) }
 }
@@ -106,6 +112,15 @@ extension StreamPlay {
         guard (1...1_048_576).contains(cacheMb) else { throw UsageError("--cache-mb must be within 1...1048576") }
         if cacheDir?.isEmpty == true { throw UsageError("--cache-dir must name a folder") }
         guard (0...PlayerOptions.maxCrossfadeSeconds).contains(crossfade) else { throw UsageError("--crossfade must be within 0...12 seconds") }
+        if album != nil || search != nil {
+            guard album == nil || search == nil else { throw UsageError("--album and --search cannot be combined") }
+            guard sources.count == 1, StreamdLibrary.isServerRoot(source) else {
+                throw UsageError("--album and --search take one streamd server URL, e.g. http://127.0.0.1:8080/")
+            }
+            if let album, album.isEmpty || album.utf8.count > 256 { throw UsageError("--album must be 1...256 bytes") }
+            if let search, search.isEmpty || search.utf8.count > 256 { throw UsageError("--search must be 1...256 bytes") }
+            if info { throw UsageError("--info takes one track, not --album or --search") }
+        }
     }
 
     func run() throws {

@@ -5,7 +5,8 @@ import Glibc
 /// Turns streamplay's positional sources into the tracks of a queue: a local directory becomes
 /// its audio files in path order (recursively, hidden entries left out); a track playlist (M3U,
 /// extended M3U, PLS; file or URL) becomes its entries, resolved against its location; anything
-/// else is one track as it is (a file, a URL, an HLS playlist).
+/// else is one track as it is (a file, a URL, an HLS playlist). A streamd server's root URL
+/// (`http://host:port/`) becomes its library (`StreamdLibrary`).
 public enum QueueSources {
     /// File name endings played from a directory (what the pipeline plays, by name).
     public static let audioExtensions: Set<String> = ["mp3", "mp2", "mp1", "m4a", "m4b", "mp4", "aac", "adts", "wav"]
@@ -18,6 +19,11 @@ public enum QueueSources {
         public var tracks: [String]
         /// One line per problem ("queue: /music/x: no audio files"), the queue goes on without it.
         public var warnings: [String]
+
+        public init(tracks: [String], warnings: [String]) {
+            self.tracks = tracks
+            self.warnings = warnings
+        }
     }
 
     public static func expand(_ sources: [String], http: HTTPSourceOptions = HTTPSourceOptions()) -> Expansion {
@@ -27,6 +33,22 @@ public enum QueueSources {
     }
 
     private static func add(_ source: String, depth: Int, http: HTTPSourceOptions, to result: inout Expansion) {
+        if StreamdLibrary.isServerRoot(source), depth == 0 {
+            // A streamd server's root: its whole library, in path order.
+            let all = StreamdLibrary.allTracksPlaylist(of: source)
+            do {
+                guard case .tracks(let entries, let warnings) = try QueuePlaylists.read(all, http: http) else {
+                    result.warnings.append("queue: \(source): \(all) is not a track playlist (not a streamd server?)")
+                    return
+                }
+                result.warnings += warnings
+                if entries.isEmpty { result.warnings.append("queue: \(source): the library is empty") }
+                result.tracks += entries
+            } catch {
+                result.warnings.append("queue: \(source): not a streamd server (\(all): \(error))")
+            }
+            return
+        }
         if !source.contains("://"), isDirectory(source) {
             var files: [String] = []
             var problems: [String] = []
