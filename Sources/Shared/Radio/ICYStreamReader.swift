@@ -46,12 +46,24 @@ public struct ICYStreamReader: Sendable {
         public var fields: [Field]
         /// The text, when it is printable but not `Key='value';` pairs (it changes no title).
         public var unparsedText: String?
+
+        public init(audioOffset: Int, title: String?, fields: [Field], unparsedText: String?) {
+            self.audioOffset = audioOffset
+            self.title = title
+            self.fields = fields
+            self.unparsedText = unparsedText
+        }
     }
 
     /// One `Key='value'` pair of a block.
     public struct Field: Sendable, Equatable {
         public var key: String
         public var value: String
+
+        public init(key: String, value: String) {
+            self.key = key
+            self.value = value
+        }
     }
 
     /// The `icy-metaint` header's value as a byte count; throws `.badMetaint` for anything but
