@@ -19,12 +19,15 @@ stale() { local target=$1; shift; [[ ! -e $target ]] || (( $(newest "$@") > $(st
 module() {
     local name=$1; shift
     local sources=("$@")
-    if stale "$OUT/$name.o" "${sources[@]}" "$0"; then
+    # The file list too: a file moved out of the folder leaves every mtime older than the object.
+    local list="$OUT/$name.sources"
+    if stale "$OUT/$name.o" "${sources[@]}" "$0" || ! printf '%s\n' "${sources[@]}" | cmp -s - "$list"; then
         echo "fuzz: compiling $name (${#sources[@]} files)" >&2
         swiftc "${FLAGS[@]}" -module-name "$name" -wmo -I "$OUT/modules" \
             -emit-module -emit-module-path "$OUT/modules/$name.swiftmodule" \
             -c -o "$OUT/$name.o" "${sources[@]}"
         touch "$OUT/$name.o"    # swiftc leaves an unchanged output's mtime alone
+        printf '%s\n' "${sources[@]}" > "$list"
     fi
 }
 
