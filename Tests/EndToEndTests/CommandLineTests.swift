@@ -8,7 +8,7 @@ import Testing
     static let options = ["--info", "--output <output>", "--start <start>", "--duration <duration>", "--volume <volume>",
                           "--rate <rate>", "--pitch <pitch>", "--eq <eq>", "--output-rate <output-rate>",
                           "--buffer-bytes <buffer-bytes>", "--realtime", "--stats", "--verbose", "--retry-for <retry-for>",
-                          "--stall-timeout <stall-timeout>", "--max-bitrate <max-bitrate>", "-h, --help"]
+                          "--stall-timeout <stall-timeout>", "--max-bitrate <max-bitrate>", "--crossfade <crossfade>", "-h, --help"]
 
     @Test func help_listsEveryOptionWithDefaults_under80Columns() throws {
         for flag in ["--help", "-h"] {

@@ -160,8 +160,8 @@ import Testing
         let line = "mpv --gapless-audio=yes, \(ext): starts \(offsets[0]) frames late, per join \(joins) frames "
             + "(+ inserted, - dropped), total \(theirs.count / 2 - reference.count / 2) frames against \(reference.count / 2)"
         print(line)
-        try Data((line + "\n").utf8).write(to: URL(fileURLWithPath: "/tmp/streamplay-mpv-gapless-\(ext).txt"))
         #expect(offsets.count == 5)
+        #expect(offsets[0] == 0, "mpv's first track starts where ours does: \(line)")
     }
 
     /// The frame offset in `haystack` (stereo) where `needle` (stereo) fits best, within ±3000
