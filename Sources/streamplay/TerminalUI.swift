@@ -136,7 +136,8 @@ final class TerminalUI: @unchecked Sendable {
         let tags = player.playedTags
         let name = now.url.split(separator: "/").last.map(String.init) ?? now.url
         let title = [tags?.artist, tags?.title ?? name].compactMap { $0 }.joined(separator: " - ")
-        return "\(now.number)/\(now.count)  \(title)  \(Self.clock(position))/\(duration.map(Self.clock) ?? "?:??")  "
+        let length = player.liveStream != nil ? "live" : duration.map(Self.clock) ?? "?:??"
+        return "\(now.number)/\(now.count)  \(title)  \(Self.clock(position))/\(length)  "
     }
 
     /// Writes `text` to stdout at once (the status line has no newline to flush it).
