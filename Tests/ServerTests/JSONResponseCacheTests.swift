@@ -40,6 +40,23 @@ import Testing
         #expect(cache.lookup("fits", generation: 0) != nil)
     }
 
+    /// Hashed 8 bytes at a time: a change of any one byte, at any place and in any bit of its
+    /// word, changes the tag.
+    @Test func etag_changesWithAnyOneByte() {
+        let body = (0..<103).map { UInt8(truncatingIfNeeded: $0 &* 37) }
+        var tags: Set<String> = [JSONResponse.etag(of: body)]
+        for position in body.indices {
+            for flip: UInt8 in [0x01, 0x80] {
+                var changed = body
+                changed[position] ^= flip
+                tags.insert(JSONResponse.etag(of: changed))
+            }
+        }
+        #expect(tags.count == 1 + body.count * 2)
+        #expect(JSONResponse.etag(of: body) == JSONResponse.etag(of: Array(body)))
+        #expect(JSONResponse.etag(of: []) != JSONResponse.etag(of: [0]))
+    }
+
     @Test func etag_coversTheHeaders() {
         #expect(Self.entry(10, total: 1).etag != Self.entry(10, total: 2).etag)
         #expect(Self.entry(10, total: 1).etag == Self.entry(10, total: 1).etag)

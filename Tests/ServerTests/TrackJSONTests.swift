@@ -58,6 +58,21 @@ import Testing
         }
     }
 
+    /// Key by key in one read transaction of its own, or inside the caller's.
+    @Test func eachKey_inItsOwnTransaction_orTheCallers() throws {
+        let db = try SQLiteDatabase(path: ":memory:")
+        try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c');")
+        var seen: [String] = []
+        try db.each("SELECT v FROM t WHERE id = ?", keys: [3, 9, 1, 1]) { seen.append($0.text(0)) }
+        #expect(seen == ["c", "a", "a"])
+        try db.transaction { () throws(SQLiteError) in
+            try db.run("INSERT INTO t VALUES (4, 'd')")
+            try db.each("SELECT v FROM t WHERE id = ?", keys: [4, 2]) { seen.append($0.text(0)) }
+        }
+        #expect(seen == ["c", "a", "a", "d", "b"])
+        try db.execute("BEGIN IMMEDIATE; COMMIT;")   // no transaction was left open
+    }
+
     @Test func numbers_areWrittenAsStringDoes() {
         for value in [0, 1, -1, 9, 10, 12_345, Int.max, Int.min + 1, Int.min, -987_654_321] {
             var out: [UInt8] = []

@@ -509,9 +509,7 @@ public final class LibraryStore: @unchecked Sendable {
     public func forEachTrack(ids: [Int], _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
         guard !ids.isEmpty else { return }
         try read { db throws(SQLiteError) in
-            for id in ids {
-                try db.each("SELECT \(Self.trackColumns) FROM tracks t WHERE t.id = ?", [.int(Int64(id))], body)
-            }
+            try db.each("SELECT \(Self.trackColumns) FROM tracks t WHERE t.id = ?", keys: ids, body)
         }
     }
 
@@ -520,9 +518,7 @@ public final class LibraryStore: @unchecked Sendable {
     public func forEachPlaylistTrack(ids: [Int], _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
         guard !ids.isEmpty else { return }
         try read { db throws(SQLiteError) in
-            for id in ids {
-                try db.each("SELECT path, title, artist, duration_s FROM tracks WHERE id = ?", [.int(Int64(id))], body)
-            }
+            try db.each("SELECT path, title, artist, duration_s FROM tracks WHERE id = ?", keys: ids, body)
         }
     }
 

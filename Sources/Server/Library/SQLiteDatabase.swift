@@ -121,6 +121,28 @@ public final class SQLiteDatabase {
         while try statement.step() { body(statement) }
     }
 
+    /// Runs `sql` (one integer parameter) once for each of `keys` in turn, handing every row to
+    /// `body`: the statement looked up and bound without building SQL text or a value list per
+    /// key, all in one read transaction (one snapshot, and one lock of the database instead of one
+    /// per key: fcntl locking was a tenth of a page's CPU).
+    public func each(_ sql: String, keys: [Int], _ body: (Statement) -> Void) throws(SQLiteError) {
+        let statement = try prepare(sql)
+        let ownTransaction = handle.map { sqlite3_get_autocommit($0) != 0 } ?? false
+        if ownTransaction { try execute("BEGIN") }
+        do {
+            for key in keys {
+                try statement.bind(key: Int64(key))
+                while try statement.step() { body(statement) }
+            }
+            statement.reset()
+        } catch {
+            statement.reset()
+            if ownTransaction { try? execute("ROLLBACK") }
+            throw error
+        }
+        if ownTransaction { try execute("COMMIT") }
+    }
+
     /// The first row of `sql`, or nil when there is none.
     public func queryOne<T>(_ sql: String, _ values: [SQLiteValue] = [], row: (Statement) -> T) throws(SQLiteError) -> T? {
         let statement = try prepare(sql)
@@ -187,6 +209,13 @@ public final class SQLiteDatabase {
                 }
                 guard status == SQLITE_OK else { throw database.failure(status, "bind \(index) of \(sql.prefix(60))") }
             }
+        }
+
+        /// Resets the statement and binds `key` to its one parameter.
+        public func bind(key: Int64) throws(SQLiteError) {
+            sqlite3_reset(raw)
+            let status = sqlite3_bind_int64(raw, 1, key)
+            guard status == SQLITE_OK else { throw database.failure(status, "bind 1 of \(sql.prefix(60))") }
         }
 
         /// Steps once: true when a row is ready, false when the statement is done.

@@ -26,13 +26,24 @@ extension HTTPResponse {
 
 /// Validators for generated JSON.
 enum JSONResponse {
-    /// `"j-<FNV-1a 64 of the bytes>-<length>"`: equal bytes give equal tags, so the tag is strong.
+    /// `"j-<64-bit hash of the bytes>-<length>"`: equal bytes give equal tags, so the tag is strong.
     /// With `headers`, their names and values are hashed after the bytes (a list's `X-Total-Count`).
+    /// The bytes go in 8 at a time (FNV-1a's step on a word, then an xor-shift that carries the
+    /// high bits down; each step is invertible, so one differing word always changes the tag):
+    /// byte by byte, hashing a 57 KB page was a tenth of its CPU.
     static func etag(of bytes: [UInt8], headers: [(String, String)] = []) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01B3
+        bytes.withUnsafeBytes { raw in
+            var i = 0
+            while i + 8 <= raw.count {
+                hash = (hash ^ raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0x0000_0100_0000_01B3
+                hash ^= hash >> 29
+                i += 8
+            }
+            while i < raw.count {
+                hash = (hash ^ UInt64(raw[i])) &* 0x0000_0100_0000_01B3
+                i += 1
+            }
         }
         for (name, value) in headers {
             for byte in "\n\(name): \(value)".utf8 {
