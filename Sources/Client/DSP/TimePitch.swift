@@ -50,11 +50,24 @@ public final class TimePitch: AudioProcessor {
 
     public func configure(input: AudioFormat) throws -> AudioFormat {
         channels = input.channels
-        stretcher = try makeStretcher(input)
-        interpolator = SincInterpolator(channels: input.channels, ratio: pitchRatio)
+        format = input
+        stretcher = nil
+        interpolator = nil
+        // The engines (a windowed-sinc table, the stretcher's buffers) are built when the stage is
+        // first needed: a queue configures a chain per track, and most play at rate 1, pitch 0.
+        if !isBypassed { try buildEngines() }
         apply()
         reset()
         return input
+    }
+
+    /// The format `configure` gave, for engines built later.
+    private var format: AudioFormat?
+
+    private func buildEngines() throws {
+        guard stretcher == nil, let format else { return }
+        stretcher = try makeStretcher(format)
+        interpolator = SincInterpolator(channels: format.channels, ratio: pitchRatio)
     }
 
     public var isBypassed: Bool { rate == 1 && semitones == 0 }
@@ -71,6 +84,11 @@ public final class TimePitch: AudioProcessor {
     public func set(rate newRate: Double, semitones newSemitones: Double) {
         rate = min(Self.rateRange.upperBound, max(Self.rateRange.lowerBound, newRate))
         semitones = min(Self.semitoneRange.upperBound, max(Self.semitoneRange.lowerBound, newSemitones))
+        if !isBypassed && stretcher == nil {
+            // An engine that cannot be made (libsonic failing) leaves the stage passing samples through.
+            try? buildEngines()
+            reset()
+        }
         apply()
     }
 

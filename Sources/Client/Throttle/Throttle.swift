@@ -41,14 +41,19 @@ public final class Throttle: @unchecked Sendable {
     public init(capacity: Int, lowWatermark: Int? = nil, budget: ThrottleBudget? = nil) {
         self.capacity = max(4096, capacity)
         self.lowWatermark = lowWatermark ?? self.capacity / 2
-        self.ring = UnsafeMutableRawBufferPointer.allocate(byteCount: self.capacity, alignment: 16)
+        self.ring = budget?.buffer(byteCount: self.capacity) ?? .allocate(byteCount: self.capacity, alignment: 16)
         self.budget = budget
     }
 
     deinit {
-        // What this throttle still held goes back to the budget the others share.
-        budget?.release(count)
-        ring.deallocate()
+        // What this throttle still held goes back to the budget the others share, and its memory
+        // to the next track's throttle.
+        if let budget {
+            budget.release(count)
+            budget.recycle(ring)
+        } else {
+            ring.deallocate()
+        }
     }
 
     /// Free space right now (within the shared budget, when there is one).
@@ -197,7 +202,33 @@ public final class ThrottleBudget: @unchecked Sendable {
     private let lock = ConditionLock()
     private var used = 0
 
+    /// A finished track's throttle memory, kept for the next track's (its pages are already
+    /// mapped: a queue does not fault in a new megabyte per track).
+    private var spare: UnsafeMutableRawBufferPointer?
+
     public init(limit: Int) { self.limit = max(4096, limit) }
+
+    deinit { spare?.deallocate() }
+
+    /// Memory for a throttle of `byteCount` bytes: the spare one when it fits, else new.
+    func buffer(byteCount: Int) -> UnsafeMutableRawBufferPointer {
+        let reused: UnsafeMutableRawBufferPointer? = lock.withLock {
+            guard let kept = spare, kept.count == byteCount else { return nil }
+            spare = nil
+            return kept
+        }
+        return reused ?? .allocate(byteCount: byteCount, alignment: 16)
+    }
+
+    /// Takes back a throttle's memory: kept as the spare when there is none, else freed.
+    func recycle(_ buffer: UnsafeMutableRawBufferPointer) {
+        let kept = lock.withLock { () -> Bool in
+            guard spare == nil else { return false }
+            spare = buffer
+            return true
+        }
+        if !kept { buffer.deallocate() }
+    }
 
     /// Bytes the throttles may still take.
     public var available: Int { lock.withLock { limit - used } }
