@@ -22,8 +22,8 @@ let package = Package(
                        providers: [.apt(["libmpg123-dev"])]),
         .systemLibrary(name: "CFAAD", path: "Sources/CFAAD", pkgConfig: "faad2",
                        providers: [.apt(["libfaad-dev"])]),
-        .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
-                       providers: [.apt(["libasound2-dev"])]),
+        // Headers only: libasound is loaded with dlopen when an ALSA output opens (ALSAOutput).
+        .systemLibrary(name: "CALSA", path: "Sources/CALSA", providers: [.apt(["libasound2-dev"])]),
 
         .systemLibrary(name: "CSoxr", path: "Sources/CSoxr", pkgConfig: "soxr",
                        providers: [.apt(["libsoxr-dev"])]),
@@ -32,8 +32,8 @@ let package = Package(
         // GPL-2+: only the bench program links it (see docs/DSP.md), streamplay never does.
         .systemLibrary(name: "CRubberBand", path: "Sources/CRubberBand", pkgConfig: "rubberband",
                        providers: [.apt(["librubberband-dev"])]),
-        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
-                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Headers only: libcurl is loaded with dlopen at the first https:// request (CurlLibrary).
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
         // Linux headers (epoll, eventfd, sendfile) that the Glibc module does not expose.

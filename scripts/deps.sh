@@ -6,7 +6,7 @@ PACKAGES=(
   libsqlite3-dev                                                              # streamd's library catalog
   libsoxr-dev libsonic-dev librubberband-dev                                  # DSP (rubberband: bench program only)
   sox libsox-fmt-mp3 espeak-ng lame ffmpeg                                    # media/make-media.sh
-  mpg123 python3-numpy python3-mutagen curl bc tmux time heaptrack                                 # reference clients and decoders for tests, bench (heaptrack: allocation count)
+  mpg123 python3-numpy python3-mutagen curl bc tmux time heaptrack openssl                              # reference clients and decoders for tests, bench (heaptrack: allocation count)
   icecast2                                                                    # radio: the peer server in bench/radio.sh (mpv, a radio listener in the tests, is below)
   loudgain                                                                    # writes the ReplayGain tags the --replaygain test plays by
   nginx-light                                                                 # serves `streamd package` output in the HLS test

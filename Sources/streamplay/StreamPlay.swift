@@ -37,6 +37,7 @@ struct StreamPlay {
     var crossfade: Double = 0
     var album: String?
     var search: String?
+    var caFile: String?
 
     /// The command line: every option with its help, in the order `--help` lists them.
     static var commandLine: CommandLineParser<StreamPlay> { CommandLineParser(
@@ -82,6 +83,8 @@ struct StreamPlay {
                       \.album),
             .optional("search", help: "With a streamd server's URL: play the tracks its search finds for this text, best first.",
                       \.search),
+            .optional("ca-file", help: "https: trust the certificates in this PEM file (a private server's CA); replaces the system's list.",
+                      \.caFile),
         ],
         setArgument: { command, source in command.sources.append(source) }, acceptsSeveralArguments: true) }
 }
@@ -150,6 +153,7 @@ extension StreamPlay {
         options.crossfadeSeconds = crossfade
         options.http.retryFor = retryFor
         options.http.stallTimeout = stallTimeout
+        options.http.caFile = caFile
         options.hls.maxBitrate = maxBitrate
         if let cacheDir {
             do {

@@ -10,6 +10,8 @@ public struct HTTPSourceOptions: Sendable {
     public var userAgent = "streamplay/0.1"
     /// `--cache-dir`: streamed bytes are kept here and played from here (`HTTPSource+Cache`).
     public var cache: DiskCache?
+    /// `--ca-file`: certificates (PEM) trusted for https:// besides the system's (a private server).
+    public var caFile: String?
     public init() {}
 }
 
@@ -33,7 +35,7 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
     /// The own client's keep-alive connection that `get` reuses (HLS playlists and segments).
     var session: HTTPClient?
     /// The libcurl handle `get` reuses for https:// (HLS over TLS).
-    var curlSession: CurlEasyHandle?
+    var curlSession: CurlEasy?
 
     public init(url: String, options: HTTPSourceOptions = HTTPSourceOptions()) {
         self.name = url
