@@ -45,7 +45,8 @@ final class ListenerHarness {
             var written = 0
             step = listener.pump(fd: server, now: now, readable: false, written: &written)
             readAvailable()
-            if case .wait(_, let writable, _) = step, !writable { return step }
+            // A wait with a wake time is a yield (the loop pumps again then).
+            if case .wait(_, let writable, let wakeAt) = step, !writable, wakeAt == nil { return step }
             if step == .finished || step == .failed { return step }
         }
         return step
@@ -151,6 +152,39 @@ func dechunk(_ bytes: [UInt8]) throws -> (payload: [UInt8], complete: Bool) {
         harness.drain()
         // 2550 back from 10,000 is 7450; the next frame starts at 7500.
         #expect(harness.received == Array(stream[7500...]))
+    }
+
+    @Test func firstPump_sendsAFirstSlice_thenTheRestOfTheBurstAMomentLater() throws {
+        let channel = RadioChannel(name: "t", ringCapacity: 1 << 20)
+        var stream: [UInt8] = []
+        for i in 0..<64 {
+            let bytes = Self.chunk(i, size: 1024)
+            channel.publish(bytes[...], frameStarts: [0])
+            stream += bytes
+        }
+        let harness = try ListenerHarness(channel: channel, options: Self.options(chunked: true, metaint: nil, burst: 64 * 1024),
+                                          sendBuffer: 1 << 20)
+        var written = 0
+        let first = harness.listener.pump(fd: harness.server, now: harness.now, readable: false, written: &written)
+        #expect(written == RadioListener.firstSlice, "the first pump writes the first slice only")
+        #expect(first == .wait(readable: true, writable: false, wakeAt: harness.now + RadioListener.burstDelay),
+                "and leaves the rest of the burst for a moment later")
+        written = 0
+        let second = harness.listener.pump(fd: harness.server, now: harness.now, readable: false, written: &written)
+        #expect(second == .wait(readable: true, writable: false, wakeAt: nil), "the rest of the burst, then it waits for chunks")
+        harness.readAvailable()
+        let (payload, _) = try dechunk(harness.received)
+        #expect(payload == stream, "the slice cut mid-chunk resumes exactly")
+    }
+
+    @Test func trim_shortensTheIovecsToTheLimit() {
+        let iovecs = UnsafeMutablePointer<iovec>.allocate(capacity: 3)
+        defer { iovecs.deallocate() }
+        for (i, length) in [1000, 5000, 3000].enumerated() { iovecs[i] = iovec(iov_base: nil, iov_len: length) }
+        #expect(RadioListener.trim(iovecs, count: 3, to: 4096) == 2)
+        #expect(iovecs[0].iov_len == 1000 && iovecs[1].iov_len == 3096)
+        #expect(RadioListener.trim(iovecs, count: 1, to: 4096) == 1 && iovecs[0].iov_len == 1000, "shorter than the limit: unchanged")
+        #expect(RadioListener.trim(iovecs, count: 2, to: 1000) == 1 && iovecs[0].iov_len == 1000)
     }
 
     @Test func listenerBehindTheRing_isMovedToTheLiveEdge_andCounted() throws {

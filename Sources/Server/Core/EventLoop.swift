@@ -115,7 +115,7 @@ final class EventLoop: @unchecked Sendable {
                     Epoll.drain(eventFD: wakeFD)
                     pumpLiveConnections()
                 } else if token == Self.listenToken {
-                    acceptAll()
+                    acceptPending()
                 } else {
                     let fd = Int32(truncatingIfNeeded: token & 0xFFFF_FFFF)
                     let generation = UInt32(truncatingIfNeeded: token >> 32)
@@ -129,8 +129,14 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Accepting
 
-    private func acceptAll() {
-        while true {
+    /// Connections taken per wake of the listening socket. The socket stays readable while more
+    /// wait (level-triggered, EPOLLEXCLUSIVE), so the rest go to the next wake of this loop or of
+    /// another one: a burst of connections is shared by the loops, and each loop serves the
+    /// requests of those it took between batches instead of accepting a thousand first.
+    static let acceptBatch = 32
+
+    private func acceptPending() {
+        for _ in 0..<Self.acceptBatch {
             var address = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let fd = withUnsafeMutablePointer(to: &address) { pointer in

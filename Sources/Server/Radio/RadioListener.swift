@@ -61,6 +61,16 @@ final class RadioListener: LiveExchange, @unchecked Sendable {
     /// Largest payload of one HTTP chunk, and bytes written in one pump before yielding.
     static let maxChunkPayload = 64 * 1024
     static let maxPerPump = 1 << 20
+    /// What a new listener's first pump writes before it yields: when a thousand listeners
+    /// arrive at once, each gets its first audio at once and the rest of its burst in the next
+    /// pass of the loop, instead of waiting behind the 64 KiB bursts of all that came before it.
+    static let firstSlice = 4 * 1024
+    /// How long after its first slice a new listener gets the rest of its burst: while many
+    /// connect at once, the loop answers the new ones' requests first (their first bytes), and
+    /// the bursts (the costly writes: 64 KiB each) follow a moment later.
+    static let burstDelay: UInt64 = 100_000_000
+    /// Whether the first slice went out (later pumps write up to `maxPerPump`).
+    private var sliced = false
 
     init(channel: RadioChannel, options: ListenerOptions, scratch: @escaping @Sendable (LoopWaker) -> ListenerScratch) {
         self.channel = channel
@@ -118,6 +128,8 @@ final class RadioListener: LiveExchange, @unchecked Sendable {
             var message = msghdr()
             message.msg_iov = scratch.iovecs
             message.msg_iovlen = scratch.segments.count
+            let first = !sliced
+            if first { message.msg_iovlen = Self.trim(scratch.iovecs, count: scratch.segments.count, to: Self.firstSlice) }
             let n = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
             if n < 0 {
                 if errno == EINTR { continue }
@@ -128,10 +140,31 @@ final class RadioListener: LiveExchange, @unchecked Sendable {
             total += n
             written += n
             channel.bytesOut.wrappingIncrement(by: n, ordering: .relaxed)
+            if first {
+                // The rest of the burst comes a moment later (the replay above took the
+                // trimmed write as a partial one).
+                sliced = true
+                if n < min(planned, Self.firstSlice) { return .wait(readable: true, writable: true, wakeAt: nil) }
+                return .wait(readable: true, writable: false, wakeAt: now &+ Self.burstDelay)
+            }
             if n < planned { return .wait(readable: true, writable: true, wakeAt: nil) }
         }
         // Yield to the loop's other connections; the loop wakes this one again at once.
         return .wait(readable: true, writable: false, wakeAt: now)
+    }
+
+    /// Shortens the first `count` iovecs to `limit` bytes in all; returns how many to send.
+    static func trim(_ iovecs: UnsafeMutablePointer<iovec>, count: Int, to limit: Int) -> Int {
+        var total = 0
+        for i in 0..<count {
+            let length = iovecs[i].iov_len
+            if total + length >= limit {
+                iovecs[i].iov_len = limit - total
+                return i + 1
+            }
+            total += length
+        }
+        return count
     }
 
     // MARK: Planning a write
