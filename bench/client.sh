@@ -76,4 +76,4 @@ printf '%-52s %11ss %11ss %8s\n' "seek to 2 h, whole process: vs ffmpeg -ss" "$(
 printf '%-52s %12s %12s %8s  %s\n' "heap allocations per decoded frame (heaptrack)" \
   "$(python3 -c "print('%.3f' % (($allocs_six - $allocs_short) / 13500))" 2>/dev/null || echo n/a)" "" "" \
   "(6 min vs 36 s: $allocs_six vs $allocs_short calls)"
-echo "where streamplay's memory goes: binary + Swift runtime + libcurl/libmpg123 mappings at start, plus the 1 MiB throttle, a 64,512-sample output ring (252 KiB) and mpg123's decoder state; the 4-hour file adds only its seek table when seeking"
+echo "where streamplay's memory goes: binary + Swift runtime + libmpg123/libfaad/libsoxr mappings at start (libcurl and libasound only when https:// or ALSA is used), plus the 1 MiB throttle, a 64,512-sample output ring (252 KiB) and mpg123's decoder state; the 4-hour file adds only its seek table when seeking"
