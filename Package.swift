@@ -34,6 +34,9 @@ let package = Package(
                        providers: [.apt(["librubberband-dev"])]),
         // Headers only: libcurl is loaded with dlopen at the first https:// request (CurlLibrary).
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Server only (radio channels that transcode): streamplay never links it.
+        .systemLibrary(name: "CLAME", path: "Sources/CLAME", pkgConfig: "lame",
+                       providers: [.apt(["libmp3lame-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
         // Linux headers (epoll, eventfd, sendfile) that the Glibc module does not expose.
@@ -41,7 +44,7 @@ let package = Package(
 
         .target(name: "StreamShared", path: "Sources/Shared"),
         .target(name: "StreamServer",
-                dependencies: ["StreamShared", "CLinux", "CSQLite", .product(name: "Logging", package: "swift-log"),
+                dependencies: ["StreamShared", "CLinux", "CSQLite", "CLAME", .product(name: "Logging", package: "swift-log"),
                                .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Server"),
         .target(name: "StreamClient",

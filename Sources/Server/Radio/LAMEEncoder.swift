@@ -1,0 +1,109 @@
+import Foundation
+internal import CLAME
+
+/// Why libmp3lame refused a setting or a buffer.
+public struct EncoderError: Error, CustomStringConvertible, Sendable, Equatable {
+    public var message: String
+    public var description: String { "encoder: \(message)" }
+}
+
+/// libmp3lame wrapped once: interleaved float PCM in (-1...1), constant-bitrate MPEG audio
+/// layer III frames out, one continuous stream (no Xing/Info frame, no ID3 tag), as a radio
+/// channel that transcodes sends it. Not thread-safe: one producer thread owns an encoder.
+public final class LAMEEncoder {
+    private let flags: OpaquePointer
+    public let sampleRate: Int
+    public let channels: Int
+    public let kbps: Int
+    /// Room libmp3lame may write into per call (its documented worst case: 1.25 × samples + 7200).
+    private var scratch: [UInt8] = []
+
+    /// MP3's sample rates (MPEG-1, 2 and 2.5).
+    public static let sampleRates = [8_000, 11_025, 12_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000]
+
+    /// lame_init and lame_init_params touch tables shared by every encoder of the process: one at a time.
+    private static let setupLock = NSLock()
+
+    /// An encoder for `channels` (1 or 2) at `sampleRate` (one of `sampleRates`; no resampling
+    /// inside) and `kbps` (8...320, CBR; libmp3lame takes the nearest rate the MPEG version allows).
+    /// `quality` is libmp3lame's 0 (best, slowest) ... 9, nil its default.
+    public init(sampleRate: Int, channels: Int, kbps: Int, quality: Int? = nil) throws(EncoderError) {
+        guard Self.sampleRates.contains(sampleRate) else {
+            throw EncoderError(message: "MP3 has no \(sampleRate) Hz rate")
+        }
+        guard channels == 1 || channels == 2 else { throw EncoderError(message: "MP3 carries 1 or 2 channels, not \(channels)") }
+        guard (8...320).contains(kbps) else { throw EncoderError(message: "bitrate \(kbps) kbit/s is outside 8...320") }
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.kbps = kbps
+        Self.setupLock.lock()
+        defer { Self.setupLock.unlock() }
+        guard let flags = lame_init() else { throw EncoderError(message: "lame_init failed") }
+        self.flags = flags
+        clame_quiet(flags)
+        lame_set_in_samplerate(flags, Int32(sampleRate))
+        lame_set_out_samplerate(flags, Int32(sampleRate))
+        lame_set_num_channels(flags, Int32(channels))
+        lame_set_mode(flags, channels == 1 ? MONO : JOINT_STEREO)
+        lame_set_brate(flags, Int32(kbps))
+        lame_set_VBR(flags, vbr_off)
+        if let quality { lame_set_quality(flags, Int32(min(9, max(0, quality)))) }
+        // A stream has no end to rewrite a header at, and listeners join anywhere.
+        lame_set_bWriteVbrTag(flags, 0)
+        lame_set_write_id3tag_automatic(flags, 0)
+        guard lame_init_params(flags) >= 0 else {
+            lame_close(flags)
+            throw EncoderError(message: "libmp3lame refused \(sampleRate) Hz, \(channels) ch, \(kbps) kbit/s")
+        }
+    }
+
+    deinit { lame_close(flags) }
+
+    /// Samples per channel the encoder holds back at the start of the stream (its delay).
+    public var encoderDelay: Int { Int(lame_get_encoder_delay(flags)) }
+
+    /// Samples per channel in one frame (1152 for MPEG-1, 576 for MPEG-2 and 2.5).
+    public var samplesPerFrame: Int { Int(lame_get_framesize(flags)) }
+
+    /// Encodes `samples` (interleaved, `channels` per frame; a partial last frame is dropped)
+    /// and appends the MPEG bytes that are ready to `output` (whole frames once it has started;
+    /// the encoder keeps up to about one frame and its look-ahead back).
+    public func encode(_ samples: ArraySlice<Float>, appendingTo output: inout [UInt8]) throws(EncoderError) {
+        let frames = samples.count / channels
+        guard frames > 0 else { return }
+        // Bounded calls: the output room libmp3lame asks for grows with the input.
+        var done = 0
+        while done < frames {
+            let count = min(frames - done, 8192)
+            let room = count * 5 / 4 + 7200
+            if scratch.count < room { scratch = [UInt8](repeating: 0, count: room) }
+            let from = samples.startIndex + done * channels
+            let written: Int32 = samples[from..<(from + count * channels)].withContiguousStorageIfAvailable { pcm in
+                scratch.withUnsafeMutableBufferPointer { out in
+                    // The interleaved entry point reads two channels whatever the setting: mono
+                    // goes through the planar one (its right channel is not read).
+                    channels == 2
+                        ? lame_encode_buffer_interleaved_ieee_float(flags, pcm.baseAddress, Int32(count), out.baseAddress,
+                                                                    Int32(out.count))
+                        : lame_encode_buffer_ieee_float(flags, pcm.baseAddress, pcm.baseAddress, Int32(count),
+                                                        out.baseAddress, Int32(out.count))
+                }
+            } ?? -100
+            guard written >= 0 else {
+                throw EncoderError(message: "lame_encode_buffer_interleaved_ieee_float returned \(written)")
+            }
+            output.append(contentsOf: scratch[0..<Int(written)])
+            done += count
+        }
+    }
+
+    /// Ends the stream: encodes what is held back (padded with silence to a whole frame) and
+    /// appends the last frames to `output`.
+    public func flush(appendingTo output: inout [UInt8]) {
+        if scratch.count < 7200 { scratch = [UInt8](repeating: 0, count: 7200) }
+        let written = scratch.withUnsafeMutableBufferPointer { out in
+            lame_encode_flush(flags, out.baseAddress, Int32(out.count))
+        }
+        if written > 0 { output.append(contentsOf: scratch[0..<Int(written)]) }
+    }
+}

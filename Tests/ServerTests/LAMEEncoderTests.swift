@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+@testable import StreamServer
+import StreamShared
+
+/// The libmp3lame wrapper: a sine in, MP3 out, decoded again by the mpg123 program.
+@Suite struct LAMEEncoderTests {
+    /// Interleaved sine of `hz` at `rate`, `seconds` long, amplitude 0.5, the same in every channel.
+    static func sine(hz: Double, rate: Int, channels: Int, seconds: Double) -> [Float] {
+        let frames = Int(Double(rate) * seconds)
+        var samples = [Float](repeating: 0, count: frames * channels)
+        for i in 0..<frames {
+            let value = Float(0.5 * sin(2 * Double.pi * hz * Double(i) / Double(rate)))
+            for c in 0..<channels { samples[i * channels + c] = value }
+        }
+        return samples
+    }
+
+    /// Every frame of `bytes` (none may be skipped: no Xing frame, no tag, no junk).
+    static func frames(_ bytes: [UInt8]) throws -> [AudioFrameSplitter.Frame] {
+        var splitter = AudioFrameSplitter(codec: .mpeg)
+        var offset = 0
+        var frames: [AudioFrameSplitter.Frame] = []
+        while offset < bytes.count {
+            switch try splitter.next(in: bytes[offset...], isComplete: true) {
+            case .frame(let frame):
+                frames.append(frame)
+                offset += frame.length
+            case .skip(let count):
+                Issue.record("\(count) bytes at \(offset) are no audio frame")
+                offset += count
+            case .needMore:
+                return frames
+            }
+        }
+        return frames
+    }
+
+    /// The mpg123 program's decoding of `bytes`: 16-bit samples, interleaved.
+    static func decodeWithMPG123(_ bytes: [UInt8]) throws -> [Int16] {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("lame-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let mp3 = dir.appendingPathComponent("sine.mp3"), raw = dir.appendingPathComponent("sine.raw")
+        try Data(bytes).write(to: mp3)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/mpg123")
+        process.arguments = ["-q", "-e", "s16", "-o", "raw", "-a", raw.path, mp3.path]
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "mpg123 exit status")
+        let data = try Data(contentsOf: raw)
+        return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// Frequency of channel `channel` of `samples` from its zero crossings (rising) over the middle.
+    static func frequency(_ samples: [Int16], channels: Int, channel: Int, rate: Int) -> Double {
+        let frames = samples.count / channels
+        let from = frames / 4, to = frames * 3 / 4
+        var rising = 0
+        for i in (from + 1)..<to where samples[(i - 1) * channels + channel] < 0 && samples[i * channels + channel] >= 0 {
+            rising += 1
+        }
+        return Double(rising) * Double(rate) / Double(to - from)
+    }
+
+    func roundTrip(rate: Int, channels: Int, kbps: Int, hz: Double) throws {
+        let encoder = try LAMEEncoder(sampleRate: rate, channels: channels, kbps: kbps)
+        let input = Self.sine(hz: hz, rate: rate, channels: channels, seconds: 2)
+        var mp3: [UInt8] = []
+        // In uneven pieces, as a channel feeds it.
+        var offset = 0
+        for piece in [1, 999, 4096, 17, 30_000] where offset < input.count {
+            let end = min(input.count, offset + piece * channels)
+            try encoder.encode(input[offset..<end], appendingTo: &mp3)
+            offset = end
+        }
+        try encoder.encode(input[offset...], appendingTo: &mp3)
+        encoder.flush(appendingTo: &mp3)
+        let frames = try Self.frames(mp3)
+        #expect(!frames.isEmpty)
+        for (i, frame) in frames.enumerated() {
+            #expect(frame.sampleRate == rate && frame.channels == channels, "frame \(i): \(frame.sampleRate) Hz \(frame.channels) ch")
+            #expect(frame.bitrate == kbps * 1000, "frame \(i): \(frame.bitrate) bit/s, CBR \(kbps) kbit/s asked")
+            #expect(frame.samples == encoder.samplesPerFrame)
+        }
+        let inputFrames = input.count / channels
+        let encodedSamples = frames.count * encoder.samplesPerFrame
+        // All the input, the encoder's delay, and at most the rest of a frame and one more.
+        #expect(encodedSamples >= inputFrames + encoder.encoderDelay, "\(encodedSamples) samples encoded of \(inputFrames)")
+        #expect(encodedSamples <= inputFrames + encoder.encoderDelay + 2 * encoder.samplesPerFrame + 576,
+                "\(encodedSamples) samples encoded of \(inputFrames)")
+        let decoded = try Self.decodeWithMPG123(mp3)
+        #expect(decoded.count == encodedSamples * channels, "mpg123 decoded \(decoded.count / channels) of \(encodedSamples)")
+        for channel in 0..<channels {
+            let measured = Self.frequency(decoded, channels: channels, channel: channel, rate: rate)
+            #expect(abs(measured - hz) < 3, "channel \(channel): \(measured) Hz, \(hz) Hz encoded")
+        }
+        // The level survives (0.5 peak → RMS 0.354 of full scale), over the middle second.
+        let frameCount = decoded.count / channels
+        var sum = 0.0
+        for i in (frameCount / 4)..<(frameCount * 3 / 4) { sum += pow(Double(decoded[i * channels]) / 32768, 2) }
+        let rms = (sum / Double(frameCount / 2)).squareRoot()
+        #expect(abs(rms - 0.3536) < 0.02, "RMS \(rms)")
+    }
+
+    @Test func stereo44100_at128_roundTripsThroughMPG123() throws {
+        try roundTrip(rate: 44_100, channels: 2, kbps: 128, hz: 1000)
+    }
+
+    @Test func mono22050_at64_roundTripsThroughMPG123() throws {
+        try roundTrip(rate: 22_050, channels: 1, kbps: 64, hz: 440)
+    }
+
+    @Test func stereo48000_at192_roundTripsThroughMPG123() throws {
+        try roundTrip(rate: 48_000, channels: 2, kbps: 192, hz: 2500)
+    }
+
+    @Test func refusedSettings_throw() {
+        #expect(throws: EncoderError.self) { try LAMEEncoder(sampleRate: 96_000, channels: 2, kbps: 128) }
+        #expect(throws: EncoderError.self) { try LAMEEncoder(sampleRate: 44_100, channels: 6, kbps: 128) }
+        #expect(throws: EncoderError.self) { try LAMEEncoder(sampleRate: 44_100, channels: 2, kbps: 1000) }
+    }
+
+    @Test func emptyAndPartialInput_encodeNothingAndDoNotTrap() throws {
+        let encoder = try LAMEEncoder(sampleRate: 44_100, channels: 2, kbps: 128)
+        var out: [UInt8] = []
+        try encoder.encode([], appendingTo: &out)
+        try encoder.encode([0.1], appendingTo: &out)   // half a stereo frame: dropped
+        #expect(out.isEmpty)
+    }
+}
