@@ -4,6 +4,11 @@
 # addresses). Per level and server: share of listeners receiving >= 0.99x the stream rate over
 # MEASURE seconds, p99 time to the first audio byte, server CPU per 1,000 listeners, server RSS
 # per listener. Bounded: LEVELS (default "1000 5000 10000 19500"), SETTLE (15 s), MEASURE (60 s).
+# SERVERS (default "streamd icecast2 floor"): `floor` is bench/radiofloor.c, a trivial C epoll
+# server (head and 4 KiB at once, then one send per listener per 250 ms, no source): its figures
+# in the same run are the load generator's and the kernel's share, the floor under any server's.
+# CONNECT_BATCH (16): radioload handles ready events after every so many connects (0: connects
+# all first, so the first connections' times include the load generator's connect phase).
 # Results: one JSON line per run in $OUT/results.jsonl and a table on stdout.
 # The descriptor limit of this machine's processes (ulimit -Hn) bounds the highest level.
 set -euo pipefail
@@ -11,7 +16,8 @@ cd "$(dirname "$0")/.."
 LEVELS=${LEVELS:-"1000 5000 10000 19500"}
 SETTLE=${SETTLE:-15}
 MEASURE=${MEASURE:-60}
-SERVERS=${SERVERS:-"streamd icecast2"}
+SERVERS=${SERVERS:-"streamd icecast2 floor"}
+CONNECT_BATCH=${CONNECT_BATCH:-16}
 TRACK=${TRACK:-media/out/cbr-128k-44k.mp3}
 RATE=16000            # bytes per second of a 128 kbit/s stream
 PASSWORD=benchsource
@@ -22,6 +28,7 @@ mkdir -p "$OUT"
 [[ -f $TRACK ]] || { echo "radio.sh: $TRACK missing (make media)" >&2; exit 1; }
 command -v icecast2 >/dev/null || { echo "radio.sh: icecast2 missing (scripts/deps.sh)" >&2; exit 1; }
 cc -O2 -Wall -o "$OUT/radioload" bench/radioload.c
+cc -O2 -Wall -o "$OUT/radiofloor" bench/radiofloor.c
 ulimit -n "$(ulimit -Hn)"
 echo "radio.sh: results in $OUT (fd limit $(ulimit -n))" >&2
 
@@ -67,19 +74,37 @@ XML
     echo "$pid $port /bench"
 }
 
+start_floor() {
+    local file=$OUT/floor-$1.port
+    rm -f "$file"
+    "$OUT/radiofloor" "$file" 4096 "$RATE" 250 >"$OUT/floor-$1.log" 2>&1 &
+    local pid=$!
+    for _ in $(seq 50); do [[ -s $file ]] && break; sleep 0.1; done
+    echo "$pid $(cat "$file") /floor"
+}
+
 printf '%-9s %7s %8s %9s %9s %9s %10s %12s %10s\n' server listeners held share_at ttfb_p99 req_p99 cpu/1k_% rss/listener mean_B/s
 for level in $LEVELS; do
     for server in $SERVERS; do
-        if [[ $server == streamd ]]; then read -r pid port mount < <(start_streamd "$level")
-        else read -r pid port mount < <(start_icecast "$level"); fi
+        case $server in
+            streamd) read -r pid port mount < <(start_streamd "$level") ;;
+            icecast2) read -r pid port mount < <(start_icecast "$level") ;;
+            floor) read -r pid port mount < <(start_floor "$level") ;;
+            *) echo "radio.sh: unknown server $server" >&2; exit 2 ;;
+        esac
         pids+=("$pid")
-        ffmpeg -nostdin -v error -re -stream_loop -1 -i "$TRACK" -c copy -f mp3 -content_type audio/mpeg \
-            -ice_name bench "icecast://source:$PASSWORD@127.0.0.1:$port$mount" >"$OUT/ffmpeg-$server-$level.log" 2>&1 &
-        feeder=$!
-        pids+=("$feeder")
-        sleep 5   # the source connects and fills a burst
+        if [[ $server == floor ]]; then
+            sleep 1
+            feeder=""   # no source: the floor sends filler bytes
+        else
+            ffmpeg -nostdin -v error -re -stream_loop -1 -i "$TRACK" -c copy -f mp3 -content_type audio/mpeg \
+                -ice_name bench "icecast://source:$PASSWORD@127.0.0.1:$port$mount" >"$OUT/ffmpeg-$server-$level.log" 2>&1 &
+            feeder=$!
+            pids+=("$feeder")
+            sleep 5   # the source connects and fills a burst
+        fi
         rss0=$(rss_kb "$pid")
-        "$OUT/radioload" 127.0.0.1 "$port" "$mount" "$level" "$RATE" "$SETTLE" "$MEASURE" 8 >"$OUT/load.json" &
+        "$OUT/radioload" 127.0.0.1 "$port" "$mount" "$level" "$RATE" "$SETTLE" "$MEASURE" 8 "$CONNECT_BATCH" >"$OUT/load.json" &
         load=$!
         sleep "$SETTLE"
         cpu0=$(cpu_ticks "$pid"); t0=$(date +%s.%N)
@@ -91,15 +116,15 @@ for level in $LEVELS; do
         cpu1=$(cpu_ticks "$pid" 2>/dev/null || echo "$cpu0"); t1=$(date +%s.%N)
         hz=$(getconf CLK_TCK)
         line=$(cat "$OUT/load.json")
-        kill "$feeder" "$pid" 2>/dev/null || true
-        wait "$feeder" "$pid" 2>/dev/null || true
-        python3 - "$server" "$level" "$line" "$cpu0" "$cpu1" "$t0" "$t1" "$hz" "$rss0" "$rss_peak" >>"$OUT/results.jsonl" <<'PY'
+        kill ${feeder:+"$feeder"} "$pid" 2>/dev/null || true
+        wait ${feeder:+"$feeder"} "$pid" 2>/dev/null || true
+        python3 - "$server" "$level" "$line" "$cpu0" "$cpu1" "$t0" "$t1" "$hz" "$rss0" "$rss_peak" "$CONNECT_BATCH" >>"$OUT/results.jsonl" <<'PY'
 import json, sys
-server, level, line, cpu0, cpu1, t0, t1, hz, rss0, rss = sys.argv[1:]
+server, level, line, cpu0, cpu1, t0, t1, hz, rss0, rss, batch = sys.argv[1:]
 r = json.loads(line)
 seconds = float(t1) - float(t0)
 cpu = (int(cpu1) - int(cpu0)) / int(hz) / seconds          # cores busy
-r.update(server=server, cpu_cores=round(cpu, 3),
+r.update(server=server, connect_batch=int(batch), cpu_cores=round(cpu, 3),
          cpu_percent_per_1000=round(100 * cpu / (int(level) / 1000), 2),
          rss_base_kb=int(rss0), rss_peak_kb=int(rss),
          rss_per_listener_bytes=round((int(rss) - int(rss0)) * 1024 / int(level)))

@@ -2,7 +2,7 @@
 // how many received at least 0.99x the stream's rate over the measured window, and the time to
 // the first audio byte (p50/p99/max). Loopback only. Written for bench/radio.sh.
 //
-//   radioload HOST PORT PATH COUNT RATE_BYTES_PER_S SETTLE_S MEASURE_S [SOURCE_ADDRS]
+//   radioload HOST PORT PATH COUNT RATE_BYTES_PER_S SETTLE_S MEASURE_S [SOURCE_ADDRS [CONNECT_BATCH]]
 //
 // Connections are opened all at once (non-blocking connects, spread over SOURCE_ADDRS addresses
 // 127.0.0.1..N so the ephemeral ports of one address are never short), each sends an HTTP/1.0
@@ -10,7 +10,11 @@
 // SETTLE_S seconds the byte counts are snapshot, and again MEASURE_S seconds later. One JSON
 // line on stdout. Time to first audio byte is given from connect() (includes the kernel's
 // accept queue: a burst of thousands of SYNs overflows it and waits for SYN retransmits) and
-// from the request being sent (the server's own latency).
+// from the request being sent (the server's own latency). CONNECT_BATCH (default 16): after
+// every so many connects, the events ready so far are handled (requests sent, answers read), as
+// a thousand independent clients would each send their request as soon as they are connected;
+// 0 issues every connect before handling any event, so the first connections' times include
+// the load generator's own connect phase (tens of ms at thousands).
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -50,9 +54,66 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+static struct conn *conns;
+static int ep;
+static char request[512];
+static int request_len;
+static int failed_connect, closed_early;
+static char buffer[256 * 1024];
+
+// One epoll event of connection `i`: finish the connect, send the request, read what came.
+static void handle(uint32_t i) {
+    struct conn *c = &conns[i];
+    if (c->state == 4) return;
+    if (c->state == 0) {
+        int error = 0;
+        socklen_t len = sizeof error;
+        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &error, &len);
+        if (error) { close(c->fd); c->state = 4; failed_connect++; return; }
+        c->state = 1;
+    }
+    if (c->state == 1) {
+        ssize_t w = send(c->fd, request + c->sent, (size_t)(request_len - c->sent), MSG_NOSIGNAL);
+        if (w > 0) c->sent += (int)w;
+        if (c->sent == request_len) {
+            c->state = 2;
+            c->sent_ns = now_ns();
+            struct epoll_event ev = {.events = EPOLLIN, .data.u32 = i};
+            epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+        }
+        return;
+    }
+    for (int reads = 0; reads < 4; reads++) {
+        ssize_t r = recv(c->fd, buffer, sizeof buffer, MSG_DONTWAIT);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+            close(c->fd);
+            c->state = 4;
+            closed_early++;
+            break;
+        }
+        if (r < 0) break;
+        ssize_t start = 0;
+        if (c->state == 2) {
+            if (c->head_match == 0 && r >= 12 && memcmp(buffer, "HTTP/1.", 7) == 0 && memcmp(buffer + 9, "200", 3) == 0)
+                c->status_ok = 1;
+            if (c->head_match == 0 && r >= 12 && memcmp(buffer, "ICY 200", 7) == 0) c->status_ok = 1;
+            static const char end[] = "\r\n\r\n";
+            for (; start < r && c->head_match < 4; start++) {
+                c->head_match = buffer[start] == end[c->head_match] ? c->head_match + 1 : (buffer[start] == '\r');
+            }
+            if (c->head_match == 4) c->state = 3;
+        }
+        if (c->state == 3 && r > start) {
+            if (!c->first_byte_ns) c->first_byte_ns = now_ns();
+            c->body_bytes += (uint64_t)(r - start);
+        }
+        if (r < (ssize_t)sizeof buffer) break;
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 8) {
-        fprintf(stderr, "usage: radioload HOST PORT PATH COUNT RATE SETTLE_S MEASURE_S [SOURCE_ADDRS]\n");
+        fprintf(stderr, "usage: radioload HOST PORT PATH COUNT RATE SETTLE_S MEASURE_S [SOURCE_ADDRS [CONNECT_BATCH]]\n");
         return 2;
     }
     const char *host = argv[1];
@@ -63,7 +124,9 @@ int main(int argc, char **argv) {
     double settle = atof(argv[6]);
     double measure = atof(argv[7]);
     int sources = argc > 8 ? atoi(argv[8]) : 8;
-    if (count < 1 || count > 1000000 || port < 1 || port > 65535 || rate <= 0 || sources < 1 || sources > 250 ||
+    int connect_batch = argc > 9 ? atoi(argv[9]) : 16;
+    if (connect_batch < 0 || connect_batch > 1000000 ||
+        count < 1 || count > 1000000 || port < 1 || port > 65535 || rate <= 0 || sources < 1 || sources > 250 ||
         settle < 0 || settle > 3600 || measure <= 0 || measure > 3600) {
         fprintf(stderr, "radioload: argument out of range\n");
         return 2;
@@ -78,11 +141,10 @@ int main(int argc, char **argv) {
         return 2;
     }
 
-    char request[512];
-    int request_len = snprintf(request, sizeof request, "GET %s HTTP/1.0\r\nHost: %s:%d\r\nUser-Agent: radioload\r\n\r\n",
-                               path, host, port);
-    struct conn *conns = calloc((size_t)count, sizeof *conns);
-    int ep = epoll_create1(EPOLL_CLOEXEC);
+    request_len = snprintf(request, sizeof request, "GET %s HTTP/1.0\r\nHost: %s:%d\r\nUser-Agent: radioload\r\n\r\n",
+                           path, host, port);
+    conns = calloc((size_t)count, sizeof *conns);
+    ep = epoll_create1(EPOLL_CLOEXEC);
     if (!conns || ep < 0) { perror("radioload: setup"); return 1; }
 
     struct sockaddr_in server = {0};
@@ -91,7 +153,7 @@ int main(int argc, char **argv) {
     inet_pton(AF_INET, host, &server.sin_addr);
 
     uint64_t t0 = now_ns();
-    int failed_connect = 0;
+    struct epoll_event events[1024];
     for (int i = 0; i < count; i++) {
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0) { failed_connect++; conns[i].state = 4; conns[i].fd = -1; continue; }
@@ -107,15 +169,16 @@ int main(int argc, char **argv) {
         if (r < 0 && errno != EINPROGRESS) { failed_connect++; close(fd); conns[i].state = 4; conns[i].fd = -1; continue; }
         struct epoll_event ev = {.events = EPOLLOUT | EPOLLIN, .data.u32 = (uint32_t)i};
         epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+        if (connect_batch > 0 && (i + 1) % connect_batch == 0) {
+            int n = epoll_wait(ep, events, 1024, 0);
+            for (int e = 0; e < n; e++) handle(events[e].data.u32);
+        }
     }
     uint64_t connected_ns = now_ns();
 
-    static char buffer[256 * 1024];
-    struct epoll_event events[1024];
     uint64_t mark_at = t0 + (uint64_t)(settle * 1e9);
     uint64_t end_at = mark_at + (uint64_t)(measure * 1e9);
     int marked = 0;
-    int closed_early = 0;
     while (1) {
         uint64_t now = now_ns();
         if (!marked && now >= mark_at) {
@@ -126,54 +189,7 @@ int main(int argc, char **argv) {
         int timeout = (int)(((marked ? end_at : mark_at) - now) / 1000000) + 1;
         if (timeout > 100) timeout = 100;
         int n = epoll_wait(ep, events, 1024, timeout);
-        for (int e = 0; e < n; e++) {
-            struct conn *c = &conns[events[e].data.u32];
-            if (c->state == 4) continue;
-            if (c->state == 0) {
-                int error = 0;
-                socklen_t len = sizeof error;
-                getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &error, &len);
-                if (error) { close(c->fd); c->state = 4; failed_connect++; continue; }
-                c->state = 1;
-            }
-            if (c->state == 1) {
-                ssize_t w = send(c->fd, request + c->sent, (size_t)(request_len - c->sent), MSG_NOSIGNAL);
-                if (w > 0) c->sent += (int)w;
-                if (c->sent == request_len) {
-                    c->state = 2;
-                    c->sent_ns = now_ns();
-                    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = events[e].data.u32};
-                    epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
-                }
-                continue;
-            }
-            for (int reads = 0; reads < 4; reads++) {
-                ssize_t r = recv(c->fd, buffer, sizeof buffer, MSG_DONTWAIT);
-                if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-                    close(c->fd);
-                    c->state = 4;
-                    closed_early++;
-                    break;
-                }
-                if (r < 0) break;
-                ssize_t start = 0;
-                if (c->state == 2) {
-                    if (c->head_match == 0 && r >= 12 && memcmp(buffer, "HTTP/1.", 7) == 0 && memcmp(buffer + 9, "200", 3) == 0)
-                        c->status_ok = 1;
-                    if (c->head_match == 0 && r >= 12 && memcmp(buffer, "ICY 200", 7) == 0) c->status_ok = 1;
-                    static const char end[] = "\r\n\r\n";
-                    for (; start < r && c->head_match < 4; start++) {
-                        c->head_match = buffer[start] == end[c->head_match] ? c->head_match + 1 : (buffer[start] == '\r');
-                    }
-                    if (c->head_match == 4) c->state = 3;
-                }
-                if (c->state == 3 && r > start) {
-                    if (!c->first_byte_ns) c->first_byte_ns = now_ns();
-                    c->body_bytes += (uint64_t)(r - start);
-                }
-                if (r < (ssize_t)sizeof buffer) break;
-            }
-        }
+        for (int e = 0; e < n; e++) handle(events[e].data.u32);
     }
     uint64_t t_end = now_ns();
 
