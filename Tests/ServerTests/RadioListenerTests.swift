@@ -37,9 +37,11 @@ final class ListenerHarness {
         close(client)
     }
 
-    /// Pumps and reads alternately until the listener waits for new chunks (or `limit` rounds).
+    /// Pumps and reads alternately until the listener waits for new chunks (or `limit` rounds), a
+    /// write interval after the last drain (a listener that caught up is not written sooner).
     @discardableResult
     func drain(limit: Int = 10_000) -> LiveStep {
+        now += listener.options.writeInterval
         var step = LiveStep.failed
         for _ in 0..<limit {
             var written = 0
@@ -175,6 +177,59 @@ func dechunk(_ bytes: [UInt8]) throws -> (payload: [UInt8], complete: Bool) {
         harness.readAvailable()
         let (payload, _) = try dechunk(harness.received)
         #expect(payload == stream, "the slice cut mid-chunk resumes exactly")
+    }
+
+    @Test func caughtUpListener_isWrittenAgainOnlyAfterTheWriteInterval() throws {
+        let channel = RadioChannel(name: "t", ringCapacity: 1 << 20)
+        channel.publish(Self.chunk(0, size: 8000)[...], frameStarts: [0])
+        let harness = try ListenerHarness(channel: channel, options: Self.options(chunked: false, metaint: nil),
+                                          sendBuffer: 1 << 20)
+        let start = harness.now
+        var written = 0
+        _ = harness.listener.pump(fd: harness.server, now: start, readable: false, written: &written)
+        _ = harness.listener.pump(fd: harness.server, now: start + RadioListener.burstDelay, readable: false, written: &written)
+        #expect(written == 8000, "slice and burst go out at once, whatever the interval")
+        let caughtUp = start + RadioListener.burstDelay
+        channel.publish(Self.chunk(1, size: 4000)[...], frameStarts: [0])
+        written = 0
+        let early = harness.listener.pump(fd: harness.server, now: caughtUp + 250_000_000, readable: false, written: &written)
+        #expect(written == 0, "a publish 250 ms after catching up waits")
+        #expect(early == .wait(readable: true, writable: false, wakeAt: nil), "for a later wake of the loop, no timer")
+        channel.publish(Self.chunk(2, size: 4000)[...], frameStarts: [0])
+        let due = caughtUp + RadioListener.writeInterval
+        _ = harness.listener.pump(fd: harness.server, now: due, readable: false, written: &written)
+        #expect(written == 8000, "both publishes in one write once the interval has passed")
+        harness.readAvailable()
+        #expect(harness.received == Self.chunk(0, size: 8000) + Self.chunk(1, size: 4000) + Self.chunk(2, size: 4000))
+        // The end of the channel is not held back.
+        channel.publish(Self.chunk(3, size: 100)[...], frameStarts: [0])
+        channel.end()
+        written = 0
+        let last = harness.listener.pump(fd: harness.server, now: due + 1, readable: false, written: &written)
+        #expect(written == 100 && last == .finished, "an ended channel's last bytes go out at once")
+    }
+
+    @Test func listenerBlockedOnAFullSocket_isNotHeldBackByTheWriteInterval() throws {
+        let channel = RadioChannel(name: "t", ringCapacity: 1 << 20)
+        channel.publish(Self.chunk(0, size: 1000)[...], frameStarts: [0])
+        let harness = try ListenerHarness(channel: channel, options: Self.options(chunked: false, metaint: nil), sendBuffer: 4096)
+        harness.drain()
+        let caughtUp = harness.now
+        for i in 1...40 { channel.publish(Self.chunk(i, size: 1024)[...], frameStarts: [0]) }
+        var written = 0
+        var step = harness.listener.pump(fd: harness.server, now: caughtUp + RadioListener.writeInterval, readable: false,
+                                         written: &written)
+        #expect(step == .wait(readable: true, writable: true, wakeAt: nil), "the socket filled: it waits for room")
+        // Room again a moment later (EPOLLOUT): the rest goes at once, not a write interval later.
+        var rounds = 0
+        while case .wait(_, true, _) = step, rounds < 1000 {
+            harness.readAvailable()
+            step = harness.listener.pump(fd: harness.server, now: caughtUp + RadioListener.writeInterval + 1, readable: false,
+                                         written: &written)
+            rounds += 1
+        }
+        harness.readAvailable()
+        #expect(harness.received.count == 1000 + 40 * 1024, "everything published was written while catching up")
     }
 
     @Test func trim_shortensTheIovecsToTheLimit() {

@@ -42,6 +42,11 @@ struct ListenerOptions: Sendable {
     var burst: Int
     /// Nanoseconds a listener may stay behind the ring (moved forward again and again) before it is closed.
     var lagLimit: UInt64
+    /// Once a listener has caught up with the live edge, it is written again no sooner than this:
+    /// a write's cost is mostly per call (loopback TCP, the client's wake), not per byte, so
+    /// with the producers' 250 ms tick a listener takes every other publish in one write, half the
+    /// syscalls, while its player still holds seconds of burst.
+    var writeInterval: UInt64 = RadioListener.writeInterval
 }
 
 /// A radio listener: a cursor into its channel's shared chunks. Bytes go from the chunks to the
@@ -71,6 +76,11 @@ final class RadioListener: LiveExchange, @unchecked Sendable {
     static let burstDelay: UInt64 = 100_000_000
     /// Whether the first slice went out (later pumps write up to `maxPerPump`).
     private var sliced = false
+    /// See `ListenerOptions.writeInterval`: 400 ms is every other publish of a 250 ms tick, and
+    /// keeps the writes of a 60 s window within one of 120 (a 0.99x rate check still holds).
+    static let writeInterval: UInt64 = 400_000_000
+    /// No write before this time unless the channel ended (set when a pump catches up).
+    private var nextWriteAt: UInt64 = 0
 
     init(channel: RadioChannel, options: ListenerOptions, scratch: @escaping @Sendable (LoopWaker) -> ListenerScratch) {
         self.channel = channel
@@ -114,11 +124,16 @@ final class RadioListener: LiveExchange, @unchecked Sendable {
             if laggingSince == nil { laggingSince = now }
         }
         if let since = laggingSince, now >= since, now - since > options.lagLimit { return .failed }
+        // Caught up a moment ago: the new bytes wait for a later wake and go out together.
+        if now < nextWriteAt && !channel.ended.load(ordering: .acquiring) {
+            return .wait(readable: true, writable: false, wakeAt: nil)
+        }
         var total = 0
         while total < Self.maxPerPump {
             let planned = plan(&c, scratch)
             if planned == 0 {
                 laggingSince = nil   // caught up with the live edge
+                if total > 0 && sliced { nextWriteAt = now &+ options.writeInterval }
                 if channel.ended.load(ordering: .acquiring) {
                     if options.chunked { Self.sendTerminator(fd) }
                     return .finished
