@@ -296,3 +296,57 @@ final class LockedCounter: @unchecked Sendable {
     func add() { lock.withLock { count += 1 } }
     var value: Int { lock.withLock { count } }
 }
+
+/// What changed for speed at 100,000 tracks: the search index's prefix indexes (with the
+/// migration of a version-1 database) and `/api/status`'s summary of the skipped files.
+@Suite struct LibraryStoreSpeedTests {
+    typealias Fixture = LibraryStoreTests
+
+    /// A database as streamd wrote it before the prefix indexes (schema version 1), with two tracks.
+    static func versionOneDatabase(at path: String) throws {
+        let db = try SQLiteDatabase(path: path)
+        try db.execute(LibrarySchema.migrations[0])
+        try db.execute("PRAGMA application_id = \(LibrarySchema.applicationID); PRAGMA user_version = 1")
+        try db.run("INSERT INTO meta(key, value) VALUES ('folder', '/music')")
+        for (n, title) in [(1, "Riverbank Song"), (2, "Canyon Echo")] {
+            try db.run("""
+                INSERT INTO tracks(path, size, mtime_ns, inode, title, artist, album, duration_s, codec, container,
+                  sample_rate, channels, bitrate, frames, total_samples, first_frame_offset, encoder_delay, encoder_padding, sort_title)
+                VALUES (?, 1000, 1, ?, ?, 'Old Artist', 'Old Album', 10, 'mp3', 'mp3', 44100, 2, 128000, 383, 441216, 0, 0, 0, ?)
+                """, [.text("a/\(n).mp3"), .int(Int64(n)), .text(title), .text(title)])
+        }
+        db.close()
+    }
+
+    @Test func versionOneDatabase_getsThePrefixIndexes_andKeepsItsTracksSearchable() throws {
+        let dir = try Fixture.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("catalog.db").path
+        try Self.versionOneDatabase(at: path)
+        var warnings: [String] = []
+        let store = try LibraryStore(path: path, folder: "/music") { warnings.append($0) }
+        #expect(warnings.isEmpty, "a migration is not a damaged file: \(warnings)")
+        #expect(try store.trackCount() == 2)
+        #expect(try store.search(query: "ri", limit: 10).map(\.path) == ["a/1.mp3"], "a 2-letter prefix (prefix index)")
+        #expect(try store.search(query: "riverb", limit: 10).map(\.path) == ["a/1.mp3"], "a prefix longer than the indexes")
+        #expect(try store.search(query: "old can", limit: 10).map(\.path) == ["a/2.mp3"])
+        // New tracks reach the rebuilt index through the triggers.
+        try store.apply([.track(path: "b/3.mp3", stamp: Fixture.stamp(3), analysis: Fixture.analysis(title: "Rivet", artist: "New"))])
+        #expect(try store.search(query: "riv", limit: 10).map(\.path).sorted() == ["a/1.mp3", "b/3.mp3"])
+        let db = try SQLiteDatabase(path: path, readOnly: true)
+        #expect(try db.queryOne("PRAGMA user_version") { $0.int(0) } == LibrarySchema.version)
+        let sql = try db.queryOne("SELECT sql FROM sqlite_master WHERE name = 'tracks_fts'") { $0.text(0) } ?? ""
+        #expect(sql.contains("prefix"), "\(sql)")
+    }
+
+    @Test func skippedSummary_countsEveryRow_listsTheFirstByPath() throws {
+        let store = try Fixture.sampleStore()
+        try store.apply((0..<6).map { n in
+            .skipped(path: "z/\(5 - n).txt", stamp: Fixture.stamp(20 + n), reason: "not audio", quarantined: n % 3 == 0)
+        })
+        let summary = try store.skippedSummary(limit: 3)
+        #expect(summary.count == 7 && summary.quarantined == 2, "\(summary.count) \(summary.quarantined)")
+        #expect(summary.first.map(\.path) == ["notes.txt", "z/0.txt", "z/1.txt"])
+        #expect(try store.skippedSummary(limit: 0).first.isEmpty)
+    }
+}

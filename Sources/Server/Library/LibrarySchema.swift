@@ -76,5 +76,18 @@ enum LibrarySchema {
           size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL,
           data BLOB NOT NULL);
         """,
+        // 1 → 2: the search index keeps prefix indexes of 2 to 6 characters. A prefix query
+        // ("riv"*) without one merges the doclists of every term it matches into memory before
+        // its first row, on every query: 0.5-1 ms at 100,000 tracks, three times per search;
+        // with them, the prefix's own doclist is read in rowid order and LIMIT stops it early
+        // (0.05 ms). Longer prefixes match few terms, which is cheap to merge. The index grows by
+        // about a fifth of the database (124 → 149 MB at 100,000 tracks).
+        """
+        DROP TABLE tracks_fts;
+        CREATE VIRTUAL TABLE tracks_fts USING fts5(title, artist, album, tokenize = 'unicode61 remove_diacritics 2',
+                                                   prefix = '2 3 4 5 6');
+        INSERT INTO tracks_fts(rowid, title, artist, album)
+          SELECT id, sort_title, coalesce(artist, '') || ' ' || coalesce(album_artist, ''), coalesce(album, '') FROM tracks;
+        """,
     ]
 }

@@ -360,9 +360,9 @@ public final class Catalog: @unchecked Sendable {
     /// The `/api/status` JSON object: track count, skipped and quarantined files, scans, scan progress.
     public func statusJSON() -> String {
         let state = scanProgress
-        let skips = (try? store.skipped()) ?? []
         // The first 100 by path: a library of cover pictures and notes would make this list the whole answer.
-        let items = skips.prefix(Self.statusSkippedLimit).map { skip -> String in
+        let skips = (try? store.skippedSummary(limit: Self.statusSkippedLimit)) ?? (count: 0, quarantined: 0, first: [])
+        let items = skips.first.map { skip -> String in
             var w = JSONObjectWriter()
             w.add("path", skip.path)
             w.add("reason", skip.reason)
@@ -372,7 +372,7 @@ public final class Catalog: @unchecked Sendable {
         var w = JSONObjectWriter()
         w.add("tracks", (try? store.trackCount()) ?? 0)
         w.add("skipped_count", skips.count)
-        w.add("quarantined_count", skips.filter(\.quarantined).count)
+        w.add("quarantined_count", skips.quarantined)
         w.add("scans", state.scans)
         w.add("last_scan_ms", state.lastScanMillis)
         w.add("scanning", state.scanning)
