@@ -1,23 +1,34 @@
 import Atomics
 import StreamShared
 
-/// The output thread: drains the ring into the output, paced by the device (or by the clock
+/// The output stage: drains the ring into the output, paced by the device (or by the clock
 /// with `--realtime`), counting underruns. Fades 20 ms out on pause and in on resume.
+///
+/// A sound card (or `--realtime`) gets an output thread. An output that nothing paces (null, a
+/// file) is drained inline by the decode thread, whenever the ring is full and at the end of
+/// each batch of input: a thread there would only take the samples over, and every hand-over
+/// costs a futex wake-up and a context switch on both sides (28,750 of them in four hours of
+/// MP3, a fifth of the CPU time mpg123 needs for the same decode).
 ///
 /// A queue keeps one loop (and its ring) for all its tracks: each track marks where its samples
 /// start in the ring (`beginTrack`), so the output runs on from one track into the next with no
 /// gap and no drain. A mark in another format reopens the output there, with 10 ms fades on
 /// both sides of the change.
 final class OutputLoop: @unchecked Sendable {
-    // @unchecked: the counters below are written by the output thread and read by the
-    // decode thread only after `finish()` has joined it; `marks`, `flushRequest` and
-    // `producerFinished` are guarded by `lock`; the rest are atomics.
+    // @unchecked: the counters below are written by the consuming thread (the output thread, or
+    // the decode thread when inline) and read by the decode thread only after `finish()` has
+    // joined it; `marks`, `flushRequest` and `producerFinished` are guarded by `lock`; the rest
+    // are atomics.
     private let output: AudioOutput
     let ring: SPSCRing
     private let realtime: Bool
     private let started: Monotonic
     private let isPaused: @Sendable () -> Bool
     private var thread: NativeThread?
+    /// No output thread: the decode thread drains the ring itself (`drain`).
+    let drainsInline: Bool
+    /// The first track has opened the output (and started the thread, unless inline).
+    private var outputStarted = false
     private let lock = ConditionLock()
     private var producerFinished = false
     /// A seek or a skip: the ring position before which samples are dropped, and where the
@@ -77,16 +88,19 @@ final class OutputLoop: @unchecked Sendable {
         while offset < samples.count && !hasStopped {
             let written = ring.write(UnsafeBufferPointer(rebasing: samples[offset...]))
             offset += written
-            if written == 0 { ring.waitForSpace(atLeast: min(samples.count - offset, ring.capacity / 4), timeout: 0.01) }
+            if written == 0 { waitForRoom(samples.count - offset) }
         }
     }
 
     /// Stops at once, dropping queued audio (quit while paused, errors).
     func abort() { aborted.store(true, ordering: .relaxed) }
 
+    /// - Parameter drainsInline: no output thread; the decode thread plays what it queued
+    ///   (`batchEnded`, `waitForRoom`, `finish`). Only for outputs no clock paces.
     init(output: AudioOutput, ring: SPSCRing, realtime: Bool, started: Monotonic, holdsTrackEnds: Bool = false,
-         isPaused: @escaping @Sendable () -> Bool) {
+         drainsInline: Bool = false, isPaused: @escaping @Sendable () -> Bool) {
         self.holdsTrackEnds = holdsTrackEnds
+        self.drainsInline = drainsInline && !realtime
         self.output = output
         self.ring = ring
         self.realtime = realtime
@@ -99,14 +113,18 @@ final class OutputLoop: @unchecked Sendable {
     /// a later one in another format is checked now and reopens the output when it is reached.
     func beginTrack(serial: Int, format: AudioFormat, timelineStart: Int = 0) throws {
         let mark = TrackMark(position: ring.writePosition, serial: serial, timelineStart: timelineStart, format: format)
-        if thread == nil {
+        if !outputStarted {
             try output.open(format)
+            outputStarted = true
             timelineBase.store(timelineStart, ordering: .relaxed)
             playedSinceFlush.store(0, ordering: .relaxed)
             heard.store(serial, ordering: .relaxed)
             lastFormat = format
-            lock.withLock { currentFormat = format }
+            // Set before the thread starts (its start orders it), then the consumer's own.
+            consumer = makeConsumer(format: format)
+            guard !drainsInline else { return }
             do { thread = try NativeThread(name: "streamplay-output") { [self] in run() } } catch {
+                endConsumer()
                 throw OutputError(message: "\(error)")
             }
             return
@@ -116,12 +134,12 @@ final class OutputLoop: @unchecked Sendable {
         lock.withLock { marks.append(mark) }
     }
 
-    /// The format the output thread runs at (set once before it starts; then its own).
-    private var currentFormat: AudioFormat?
-
     /// The decode thread has pushed its last samples: drain, close, and join.
     func finish() {
         lock.withLock { producerFinished = true }
+        if drainsInline {
+            while consumer != nil { drain() }
+        }
         thread?.join()
         thread = nil
         do { try output.close() } catch { if self.error == nil { self.error = error } }
@@ -219,117 +237,202 @@ final class OutputLoop: @unchecked Sendable {
         }
     }
 
-    private func run() {
-        defer { stopped.store(true, ordering: .relaxed) }
-        guard var format = lock.withLock({ currentFormat }) else { return }
-        // Small chunks keep a sound card responsive; files and null take bigger ones.
-        let chunkFrames = output.isRealtime ? 1024 : 8192
-        // The samples are used where they sit in the ring; this buffer (allocated once per
-        // channel count) only takes a frame that the ring's wrap-around splits.
-        var chunk = UnsafeMutableBufferPointer<Float>.allocate(capacity: chunkFrames * format.channels)
-        chunk.initialize(repeating: 0)
-        defer { chunk.deallocate() }
-        var wakeAmount = realtime ? chunk.count : max(chunk.count, ring.capacity * 3 / 4)
+    /// What one turn of the consuming side did.
+    private enum Turn {
+        /// Samples went to the output.
+        case played
+        /// The ring holds nothing to play now (more is coming).
+        case empty
+        /// Paused: nothing plays until the pause ends.
+        case paused
+        /// The end: the producer finished and the ring is empty, an abort, or an output error.
+        case done
+    }
+
+    /// The consuming side's state, set before it first runs: touched only by the thread that
+    /// consumes (the output thread, or the decode thread when the loop drains inline).
+    private struct Consumer {
+        var format: AudioFormat
+        var chunkFrames: Int
+        /// The samples are used where they sit in the ring; this buffer (allocated once per
+        /// channel count) only takes a frame that the ring's wrap-around splits.
+        var chunk: UnsafeMutableBufferPointer<Float>
+        /// Samples a threaded consumer waits for before it wakes.
+        var wakeAmount = 0
         var fade = Gain(volume: 1)
-        fade.sampleRate = format.sampleRate
         var fadeInLeft = 0
         var wasPaused = false
         var clockStart: Monotonic?
         var clockFrames = 0
         var starving = false
-        /// Takes the marks up to `position`; a reopened output starts with a fade-in.
-        func passMarks(upTo position: Int) -> Bool {
-            let before = format
-            do {
-                if try takeMarks(upTo: position, format: &format) {
-                    fadeInLeft = max(1, Int(Double(format.sampleRate) * Self.formatChangeFadeSeconds))
-                }
-            } catch {
-                self.error = error
-                return false
-            }
-            if format.channels != before.channels {
-                chunk.deallocate()
-                chunk = .allocate(capacity: chunkFrames * format.channels)
-                chunk.initialize(repeating: 0)
-                wakeAmount = realtime ? chunk.count : max(chunk.count, ring.capacity * 3 / 4)
-            }
-            if format.sampleRate != before.sampleRate {
-                fade.sampleRate = format.sampleRate
-                clockStart = nil
-            }
-            return true
-        }
+    }
+
+    private var consumer: Consumer?
+
+    /// Sets up the consuming side for the first track's format.
+    private func makeConsumer(format: AudioFormat) -> Consumer {
+        // Small chunks keep a sound card responsive; files and null take bigger ones.
+        let chunkFrames = output.isRealtime ? 1024 : 8192
+        let chunk = UnsafeMutableBufferPointer<Float>.allocate(capacity: chunkFrames * format.channels)
+        chunk.initialize(repeating: 0)
+        var state = Consumer(format: format, chunkFrames: chunkFrames, chunk: chunk)
+        state.wakeAmount = wakeAmount(chunk: chunk.count)
+        state.fade.sampleRate = format.sampleRate
+        return state
+    }
+
+    /// The first samples at once (ttfa); then a chunk per wake-up for a sound card, three
+    /// quarters of the ring for a file or null output (each wake-up is a futex call and a
+    /// context switch on both threads).
+    private func wakeAmount(chunk: Int) -> Int { realtime ? chunk : max(chunk, ring.capacity * 3 / 4) }
+
+    /// Consumer: the end of the consuming side (its buffer goes; nothing drains the ring any more).
+    private func endConsumer() {
+        consumer?.chunk.deallocate()
+        consumer = nil
+        stopped.store(true, ordering: .relaxed)
+    }
+
+    /// The output thread: turns until the end, sleeping while paused or while the ring is empty.
+    private func run() {
+        defer { endConsumer() }
         while true {
-            if aborted.load(ordering: .relaxed) { return }
-            if let request = lock.withLock({ () -> (boundary: Int, resumeAt: Int?)? in defer { flushRequest = nil }; return flushRequest }) {
-                ring.discard(upTo: request.boundary)
-                guard passMarks(upTo: request.boundary) else { return }
-                if let frame = request.resumeAt {
-                    timelineBase.store(frame, ordering: .relaxed)
-                    playedSinceFlush.store(0, ordering: .relaxed)
-                }
-                wasPaused = true          // a seek resumes with the same fade-in as a pause
+            switch turn() {
+            case .played: continue
+            case .paused: Monotonic.sleep(seconds: 0.01)
+            case .empty:
+                guard let state = consumer else { return }
+                ring.waitForData(atLeast: firstAudioMs == nil ? 1 : state.wakeAmount, timeout: 0.01)
+            case .done: return
             }
-            guard passMarks(upTo: ring.readPosition) else { return }
-            let paused = isPaused()
-            if paused {
-                if !wasPaused {
-                    wasPaused = true
-                    fadeOut(format: format)
-                }
+        }
+    }
+
+    /// Decode side, inline loop only: plays what the ring holds now, and returns when it is
+    /// empty (after one 10 ms nap while paused, so the caller can look at its commands).
+    func drain() {
+        guard drainsInline, consumer != nil else { return }
+        while true {
+            switch turn() {
+            case .played: continue
+            case .empty: return
+            case .paused:
                 Monotonic.sleep(seconds: 0.01)
-                clockStart = nil
-                continue
-            }
-            let readStart = ring.readPosition
-            let span = ring.readable(max: readLimit(wakeAmount, format: format))
-            let inPlace = span.count - span.count % format.channels
-            let samples = inPlace > 0 ? UnsafeMutableBufferPointer(rebasing: span[..<inPlace])
-                                      : UnsafeMutableBufferPointer(rebasing: chunk[..<ring.read(into: UnsafeMutableBufferPointer(rebasing: chunk[..<readLimit(chunk.count, format: format)]))])
-            let n = samples.count
-            if n == 0 {
-                if lock.withLock({ producerFinished }) && ring.availableToRead == 0 { return }
-                // One underrun per starvation episode of a real-time output.
-                if realtime && framesWritten > 0 && !starving && !lock.withLock({ producerFinished }) {
-                    underrunCount.wrappingIncrement(ordering: .relaxed)
-                    starving = true
-                }
-                // The first samples at once (ttfa); then a chunk per wake-up for a sound card,
-                // three quarters of the ring for a file or null output (each wake-up is a futex
-                // call and a context switch on both threads: a sixth of what chunks would cost).
-                ring.waitForData(atLeast: firstAudioMs == nil ? 1 : wakeAmount, timeout: 0.01)
-                continue
-            }
-            starving = false
-            if wasPaused {
-                // Resume with a 20 ms fade-in so there is no click.
-                wasPaused = false
-                fade.jump(to: 0)
-                fade.set(1)
-            }
-            fade.process(samples, channels: format.channels)
-            fadeAroundFormatChange(samples, from: readStart, format: format, fadeInLeft: &fadeInLeft)
-            do {
-                try output.write(UnsafeBufferPointer(samples))
-            } catch {
-                self.error = error
+                return
+            case .done:
+                endConsumer()
                 return
             }
-            if inPlace > 0 { ring.consume(n) }
-            if firstAudioMs == nil {
-                firstAudioMs = Monotonic.now.milliseconds(since: started)
-            }
-            framesWritten += n / format.channels
-            playedSinceFlush.wrappingIncrement(by: n / format.channels, ordering: .relaxed)
-            if realtime && !output.isRealtime {
-                // --realtime on a file or null output: keep to the sample clock.
-                if clockStart == nil { clockStart = .now; clockFrames = 0 }
-                clockFrames += n / format.channels
-                let due = Double(clockFrames) / Double(format.sampleRate)
-                let elapsed = clockStart?.elapsed ?? 0
-                if due > elapsed { Monotonic.sleep(seconds: due - elapsed) }
-            }
         }
+    }
+
+    /// Decode side: the end of a batch of input (no more samples come at once): an inline loop
+    /// plays them, a threaded one is woken for them.
+    func batchEnded() {
+        if drainsInline { drain() } else { ring.wakeConsumer() }
+    }
+
+    /// Decode side: the ring has no room for `wanted` more samples: an inline loop plays what
+    /// it holds, a threaded one is waited for (a quarter of the ring at a time: one wake-up per
+    /// batch, not per read; at most 10 ms, so the caller can look at its commands).
+    func waitForRoom(_ wanted: Int) {
+        if drainsInline { drain() } else { ring.waitForSpace(atLeast: min(wanted, ring.capacity / 4), timeout: 0.01) }
+    }
+
+    /// Consumer: takes the marks up to `position`; a reopened output starts with a fade-in.
+    private func passMarks(upTo position: Int, _ state: inout Consumer) -> Bool {
+        let before = state.format
+        do {
+            if try takeMarks(upTo: position, format: &state.format) {
+                state.fadeInLeft = max(1, Int(Double(state.format.sampleRate) * Self.formatChangeFadeSeconds))
+            }
+        } catch {
+            self.error = error
+            return false
+        }
+        if state.format.channels != before.channels {
+            state.chunk.deallocate()
+            state.chunk = .allocate(capacity: state.chunkFrames * state.format.channels)
+            state.chunk.initialize(repeating: 0)
+            state.wakeAmount = wakeAmount(chunk: state.chunk.count)
+        }
+        if state.format.sampleRate != before.sampleRate {
+            state.fade.sampleRate = state.format.sampleRate
+            state.clockStart = nil
+        }
+        return true
+    }
+
+    /// Consumer: one turn: a flush asked for, the marks reached, then what the ring holds (up to
+    /// a wake-up's worth) to the output.
+    private func turn() -> Turn {
+        guard var state = consumer else { return .done }
+        defer { consumer = state }
+        if aborted.load(ordering: .relaxed) { return .done }
+        if let request = lock.withLock({ () -> (boundary: Int, resumeAt: Int?)? in defer { flushRequest = nil }; return flushRequest }) {
+            ring.discard(upTo: request.boundary)
+            guard passMarks(upTo: request.boundary, &state) else { return .done }
+            if let frame = request.resumeAt {
+                timelineBase.store(frame, ordering: .relaxed)
+                playedSinceFlush.store(0, ordering: .relaxed)
+            }
+            state.wasPaused = true          // a seek resumes with the same fade-in as a pause
+        }
+        guard passMarks(upTo: ring.readPosition, &state) else { return .done }
+        let format = state.format
+        if isPaused() {
+            if !state.wasPaused {
+                state.wasPaused = true
+                fadeOut(format: format)
+            }
+            state.clockStart = nil
+            return .paused
+        }
+        let readStart = ring.readPosition
+        let span = ring.readable(max: readLimit(state.wakeAmount, format: format))
+        let inPlace = span.count - span.count % format.channels
+        let chunk = state.chunk
+        let samples = inPlace > 0 ? UnsafeMutableBufferPointer(rebasing: span[..<inPlace])
+                                  : UnsafeMutableBufferPointer(rebasing: chunk[..<ring.read(into: UnsafeMutableBufferPointer(rebasing: chunk[..<readLimit(chunk.count, format: format)]))])
+        let n = samples.count
+        if n == 0 {
+            if lock.withLock({ producerFinished }) && ring.availableToRead == 0 { return .done }
+            // One underrun per starvation episode of a real-time output.
+            if realtime && framesWritten > 0 && !state.starving && !lock.withLock({ producerFinished }) {
+                underrunCount.wrappingIncrement(ordering: .relaxed)
+                state.starving = true
+            }
+            return .empty
+        }
+        state.starving = false
+        if state.wasPaused {
+            // Resume with a 20 ms fade-in so there is no click.
+            state.wasPaused = false
+            state.fade.jump(to: 0)
+            state.fade.set(1)
+        }
+        state.fade.process(samples, channels: format.channels)
+        fadeAroundFormatChange(samples, from: readStart, format: format, fadeInLeft: &state.fadeInLeft)
+        do {
+            try output.write(UnsafeBufferPointer(samples))
+        } catch {
+            self.error = error
+            return .done
+        }
+        if inPlace > 0 { ring.consume(n) }
+        if firstAudioMs == nil {
+            firstAudioMs = Monotonic.now.milliseconds(since: started)
+        }
+        framesWritten += n / format.channels
+        playedSinceFlush.wrappingIncrement(by: n / format.channels, ordering: .relaxed)
+        if realtime && !output.isRealtime {
+            // --realtime on a file or null output: keep to the sample clock.
+            if state.clockStart == nil { state.clockStart = .now; state.clockFrames = 0 }
+            state.clockFrames += n / format.channels
+            let due = Double(state.clockFrames) / Double(format.sampleRate)
+            let elapsed = state.clockStart?.elapsed ?? 0
+            if due > elapsed { Monotonic.sleep(seconds: due - elapsed) }
+        }
+        return .played
     }
 }

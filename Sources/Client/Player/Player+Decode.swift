@@ -296,8 +296,7 @@ extension Player {
                 framesPushed += written / outputFormat.channels
                 if written == 0 {
                     if commands.withLock({ stopRequested || pendingSeek != nil }) || outputLoop.hasStopped { break }
-                    // A quarter of the ring at a time: one wake-up per batch, not per read.
-                    ring.waitForSpace(atLeast: min(samples.count - offset, ring.capacity / 4), timeout: 0.01)
+                    outputLoop.waitForRoom(samples.count - offset)
                 }
             }
         }
@@ -382,7 +381,7 @@ extension Player {
                 positionMap.record(output: outputFramesOut, source: Double(sourceFramesIn), slope: 1)
                 passThrough = false
             }
-            ring.wakeConsumer()
+            outputLoop.batchEnded()
             // Titles whose place in the stream has been read (the probe may have read it).
             if live != nil { applyTitles(through: throttle.availableRange.lowerBound, position: Double(position) / Double(sampleRate)) }
             if position >= keepUntil || streamEnded { break }

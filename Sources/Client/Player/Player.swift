@@ -190,7 +190,7 @@ public final class Player: @unchecked Sendable {
             // decoded into the ring end exactly at its wrap, so each one finds contiguous room.
             let ring = SPSCRing(capacity: Self.ringCapacity)
             outputLoop = OutputLoop(output: output, ring: ring, realtime: options.realtime || output.isRealtime,
-                                    started: started, isPaused: { [weak self] in self?.isPaused ?? false })
+                                    started: started, drainsInline: true, isPaused: { [weak self] in self?.isPaused ?? false })
         }
         let underrunsBefore = outputLoop.underruns
         let deviceUnderrunsBefore = deviceUnderruns

@@ -121,7 +121,7 @@ public final class QueuePlayer: @unchecked Sendable {
         var base = options
         base.throttleBudget = ThrottleBudget(limit: max(64 * 1024, options.bufferBytes))
         let loop = OutputLoop(output: output, ring: SPSCRing(capacity: Player.ringCapacity),
-                              realtime: options.realtime || output.isRealtime, started: .now, holdsTrackEnds: true,
+                              realtime: options.realtime || output.isRealtime, started: .now, holdsTrackEnds: true, drainsInline: true,
                               isPaused: { [weak self] in self?.currentPlayer?.isPaused ?? false })
         let crossfade = options.crossfadeSeconds > 0 ? CrossfadeLink(seconds: options.crossfadeSeconds) : nil
         var serial = 0

@@ -1,0 +1,97 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+@testable import StreamClient
+import StreamShared
+
+/// The output stage without a thread: an output no clock paces (null, a file) is drained by the
+/// thread that pushes, and a sound card keeps its own thread.
+@Suite struct OutputLoopTests {
+    /// An output that records what it is given and on which thread.
+    final class RecordingOutput: AudioOutput {
+        let isRealtime: Bool
+        var written: [Float] = []
+        var threads = Set<UInt>()
+        var closes = 0
+        init(isRealtime: Bool) { self.isRealtime = isRealtime }
+        func open(_ format: AudioFormat) throws {}
+        func write(_ samples: UnsafeBufferPointer<Float>) throws {
+            written += samples
+            threads.insert(UInt(pthread_self()))
+        }
+        func close() throws { closes += 1 }
+    }
+
+    private static let stereo = AudioFormat(sampleRate: 48_000, channels: 2)
+
+    @Test func aNullOrFileOutput_isDrainedOnThePushingThread_everySampleInOrder() throws {
+        let output = RecordingOutput(isRealtime: false)
+        let loop = OutputLoop(output: output, ring: SPSCRing(capacity: 4_096), realtime: false, started: .now,
+                              drainsInline: true, isPaused: { false })
+        #expect(loop.drainsInline)
+        try loop.beginTrack(serial: 0, format: Self.stereo)
+        // Five rings' worth, pushed in uneven pieces: the pusher has to drain to make room.
+        let samples = (0..<20_480).map { Float($0 % 30_000) / 32_768 }
+        var offset = 0
+        while offset < samples.count {
+            let piece = min(1_234, samples.count - offset)
+            samples.withUnsafeBufferPointer { loop.push(UnsafeBufferPointer(rebasing: $0[offset..<(offset + piece)])) }
+            offset += piece
+            loop.batchEnded()
+        }
+        loop.finish()
+        #expect(output.written == samples, "every sample, in order, untouched (\(output.written.count) of \(samples.count))")
+        #expect(output.threads == [UInt(pthread_self())], "written on the pushing thread only")
+        #expect(output.closes == 1)
+        #expect(loop.framesWritten == samples.count / 2)
+        #expect(loop.firstAudioMs != nil)
+        #expect(loop.hasStopped, "nothing drains the ring after finish")
+    }
+
+    @Test func aSeekFlush_dropsWhatWasQueued_whenDrainingInline() throws {
+        let output = RecordingOutput(isRealtime: false)
+        let loop = OutputLoop(output: output, ring: SPSCRing(capacity: 4_096), realtime: false, started: .now,
+                              drainsInline: true, isPaused: { false })
+        try loop.beginTrack(serial: 0, format: Self.stereo)
+        let before = [Float](repeating: 0.5, count: 2_000)
+        before.withUnsafeBufferPointer { loop.push($0) }
+        loop.flush(resumingAt: 96_000)
+        let after = [Float](repeating: 0.25, count: 4_000)
+        after.withUnsafeBufferPointer { loop.push($0) }
+        loop.finish()
+        #expect(output.written.count == after.count, "only what came after the seek plays: \(output.written.count)")
+        #expect(!output.written.contains(0.5))
+        #expect(output.written.last == 0.25, "after its fade-in, the audio as it was")
+        #expect(loop.timelineStart == 96_000)
+        #expect(loop.playedSinceFlushFrames == after.count / 2)
+    }
+
+    @Test func anAbort_endsAnInlineLoopWithoutPlayingTheRest() throws {
+        let output = RecordingOutput(isRealtime: false)
+        let loop = OutputLoop(output: output, ring: SPSCRing(capacity: 4_096), realtime: false, started: .now,
+                              drainsInline: true, isPaused: { false })
+        try loop.beginTrack(serial: 0, format: Self.stereo)
+        [Float](repeating: 0.5, count: 2_000).withUnsafeBufferPointer { loop.push($0) }
+        loop.abort()
+        loop.finish()
+        #expect(output.written.isEmpty)
+        #expect(loop.hasStopped)
+    }
+
+    @Test func aSoundCardOrRealtime_keepsTheOutputThread() throws {
+        for (device, realtime) in [(true, true), (false, true)] {
+            let output = RecordingOutput(isRealtime: device)
+            let loop = OutputLoop(output: output, ring: SPSCRing(capacity: 4_096), realtime: realtime, started: .now,
+                                  drainsInline: true, isPaused: { false })
+            #expect(!loop.drainsInline, "paced output (device \(device)): a thread of its own")
+            try loop.beginTrack(serial: 0, format: Self.stereo)
+            let samples = [Float](repeating: 0.125, count: 960)
+            samples.withUnsafeBufferPointer { loop.push($0) }
+            loop.finish()
+            #expect(output.written == samples)
+            #expect(!output.threads.contains(UInt(pthread_self())), "written by the output thread, not the pusher")
+        }
+    }
+}
