@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "StreamShared", targets: ["StreamShared"]),
         .library(name: "StreamServer", targets: ["StreamServer"]),
         .library(name: "StreamClient", targets: ["StreamClient"]),
+        .library(name: "StreamAudio", targets: ["StreamAudio"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -43,12 +44,15 @@ let package = Package(
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
 
         .target(name: "StreamShared", path: "Sources/Shared"),
+        // The decoders (libmpg123, libfaad2) and the resampler (libsoxr), wrapped once, for
+        // streamplay's pipeline and streamd's transcoding radio channels alike.
+        .target(name: "StreamAudio", dependencies: ["StreamShared", "CMPG123", "CFAAD", "CSoxr"], path: "Sources/Audio"),
         .target(name: "StreamServer",
-                dependencies: ["StreamShared", "CLinux", "CSQLite", "CLAME", .product(name: "Logging", package: "swift-log"),
+                dependencies: ["StreamShared", "StreamAudio", "CLinux", "CSQLite", "CLAME", .product(name: "Logging", package: "swift-log"),
                                .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Server"),
         .target(name: "StreamClient",
-                dependencies: ["StreamShared", "CMPG123", "CFAAD", "CALSA", "CCurl", "CSoxr", "CSonic", "CLinux",
+                dependencies: ["StreamShared", "StreamAudio", "CALSA", "CCurl", "CSonic", "CLinux",
                                .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Client"),
         .executableTarget(name: "streamd",
@@ -60,13 +64,13 @@ let package = Package(
         .executableTarget(name: "streamplay", dependencies: ["StreamClient"], path: "Sources/streamplay"),
 
         // Bench only: the GPL peer (rubberband) and the program bench/dsp.sh drives.
-        .target(name: "DSPPeers", dependencies: ["CRubberBand", "StreamClient"], path: "Sources/DSPPeers"),
+        .target(name: "DSPPeers", dependencies: ["CRubberBand", "StreamClient", "StreamAudio"], path: "Sources/DSPPeers"),
         .executableTarget(name: "dspbench", dependencies: ["StreamClient", "StreamShared", "DSPPeers"],
                           path: "Sources/dspbench"),
 
         .testTarget(name: "SharedTests", dependencies: ["StreamShared"], path: "Tests/SharedTests"),
-        .testTarget(name: "ServerTests", dependencies: ["StreamServer", "StreamShared"], path: "Tests/ServerTests"),
-        .testTarget(name: "ClientTests", dependencies: ["StreamClient", "StreamShared"], path: "Tests/ClientTests"),
+        .testTarget(name: "ServerTests", dependencies: ["StreamServer", "StreamShared", "StreamAudio"], path: "Tests/ServerTests"),
+        .testTarget(name: "ClientTests", dependencies: ["StreamClient", "StreamShared", "StreamAudio"], path: "Tests/ClientTests"),
         .testTarget(name: "EndToEndTests", dependencies: ["StreamShared"], path: "Tests/EndToEndTests"),
     ]
 )

@@ -1,5 +1,6 @@
 internal import CRubberBand
 import StreamClient
+import StreamAudio
 
 /// librubberband (GPL-2+) through its C API as a `TimeStretcher`, wrapped once, here: a peer
 /// for the bench only. streamplay does not link it, so it stays distributable.

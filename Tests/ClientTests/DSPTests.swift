@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import StreamClient
 import StreamShared
+import StreamAudio
 
 /// The DSP chain on generated tones: rate, pitch, EQ, limiter, resampler, bypass, live changes.
 @Suite struct DSPTests {

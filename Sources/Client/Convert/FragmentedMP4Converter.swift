@@ -1,4 +1,5 @@
 import StreamShared
+import StreamAudio
 
 /// AAC in fragmented MP4: the stream after the moov is a run of top-level boxes (moof, mdat,
 /// styp, sidx, free, mfra...). Each moof lists its samples; they are cut out of the following

@@ -1,4 +1,5 @@
 import StreamShared
+import StreamAudio
 
 /// The player's DSP chain: ReplayGain → rate/pitch → EQ (with limiter) → resampling to the output rate, an
 /// ordered list of `AudioProcessor`s over interleaved float PCM. At rate 1, pitch 0, a flat EQ

@@ -1,3 +1,4 @@
+import StreamAudio
 /// An equalizer setting: RBJ biquad bands (the 10-band graphic EQ is ten peaking bands at the
 /// ISO octave centres) and a preamp. Parsed from `--eq PRESET|31:+3,1k:-2,…`.
 public struct EQSettings: Sendable, Equatable, CustomStringConvertible {

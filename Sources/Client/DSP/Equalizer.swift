@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import StreamShared
+import StreamAudio
 
 /// A second-order IIR section with RBJ Audio EQ Cookbook coefficients (normalised by a0),
 /// run in Double so low bands at high rates keep their precision.

@@ -1,4 +1,5 @@
 import StreamShared
+import StreamAudio
 
 /// The ReplayGain stage of the DSP chain: one constant gain per track, set before the track's
 /// first sample (so it needs no ramp). Bypassed, bit-exact, at a factor of 1.

@@ -1,4 +1,5 @@
 internal import CSonic
+import StreamAudio
 
 /// libsonic (Apache-2.0) as a time stretcher, wrapped once, here. Sonic overlaps single pitch
 /// periods (found by AMDF), which suits speech and is very cheap.

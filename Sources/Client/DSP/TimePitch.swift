@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import StreamShared
+import StreamAudio
 
 /// Playback rate (0.1-16×, pitch kept) and pitch shift (±12 semitones, tempo kept) as one stage:
 /// a time stretcher at speed rate / p, then band-limited resampling by p = 2^(semitones/12).

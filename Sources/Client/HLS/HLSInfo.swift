@@ -1,4 +1,5 @@
 import StreamShared
+import StreamAudio
 
 /// `streamplay --info URL.m3u8`: what an HLS stream is, from its playlist and first segment.
 public enum HLSInfo {

@@ -1,4 +1,5 @@
 import StreamShared
+import StreamAudio
 
 /// `streamplay --info`: the facts about a track as one JSON object.
 public enum TrackInfo {

@@ -1,4 +1,5 @@
 import StreamShared
+import StreamAudio
 
 extension Player {
     /// A frame-exact seek table: (frame index, byte offset) pairs in order.

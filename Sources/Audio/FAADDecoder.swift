@@ -12,10 +12,10 @@ import StreamShared
 /// unless the frames really carry PS. SBR or PS that only the frames signal (implicit HE-AAC)
 /// are real and show in the first frame's NeAACDecFrameInfo: that frame fixes `format` for the
 /// rest of the stream, and a later change is an error rather than mislabelled audio.
-final class FAADDecoder {
+public final class FAADDecoder {
     private var handle: NeAACDecHandle?
     /// The output format, fixed by the first frame decoded (nil before); kept across `reset()`.
-    private(set) var format: AudioFormat?
+    public private(set) var format: AudioFormat?
     private let config: [UInt8]?
     /// Channels the header or AudioSpecificConfig declares; 1 lets libfaad2's stereo copy be folded.
     private let declaredChannels: Int
@@ -28,7 +28,7 @@ final class FAADDecoder {
     /// `audioSpecificConfig` for MP4 (NeAACDecInit2); nil for ADTS, where the first frame's
     /// header initialises the decoder (NeAACDecInit). `declaredChannels` is what the header or
     /// the config says (0 when it does not: a program config element in the frames).
-    init(audioSpecificConfig: [UInt8]? = nil, declaredChannels: Int) throws {
+    public init(audioSpecificConfig: [UInt8]? = nil, declaredChannels: Int) throws {
         config = audioSpecificConfig
         self.declaredChannels = declaredChannels
         try open()
@@ -63,12 +63,12 @@ final class FAADDecoder {
     private var initialized = false
 
     /// After a seek: a fresh decoder state (the format stays what the stream's start fixed).
-    func reset() throws { try open() }
+    public func reset() throws { try open() }
 
     /// Decodes one frame (an ADTS frame with its header, or one raw access unit) and passes its
     /// samples, in `format`, to `body`. The first frame after opening gives no samples (libfaad2
     /// keeps it back as its delay) but does fix the format.
-    func decode(frame: ArraySlice<UInt8>, _ body: (UnsafeBufferPointer<Float>, AudioFormat) -> Void) throws {
+    public func decode(frame: ArraySlice<UInt8>, _ body: (UnsafeBufferPointer<Float>, AudioFormat) -> Void) throws {
         guard let handle else { return }
         // libfaad2 declares its input `unsigned char *` but only reads it: the frame is passed
         // where it lies (no copy, no allocation per frame).
@@ -130,26 +130,26 @@ final class FAADDecoder {
 }
 
 /// AAC in ADTS: StreamShared's ADTS header and sync, then libfaad2.
-struct ADTSConverter: PacketConverter {
+public struct ADTSConverter: PacketConverter {
     private let decoder: FAADDecoder
     private var pending = PendingBytes()
     private let first: ADTSHeader
 
-    init(first: ADTSHeader) throws {
+    public init(first: ADTSHeader) throws {
         decoder = try FAADDecoder(declaredChannels: first.audioSpecificConfig.channels)
         self.first = first
     }
 
-    mutating func restart(at offset: Int) throws {
+    public mutating func restart(at offset: Int) throws {
         pending.reset()
         try decoder.reset()
     }
 
-    var decodedFormat: AudioFormat? { decoder.format }
+    public var decodedFormat: AudioFormat? { decoder.format }
 
-    mutating func append(_ bytes: [UInt8]) { pending.append(bytes) }
+    public mutating func append(_ bytes: [UInt8]) { pending.append(bytes) }
 
-    mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
+    public mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
         while true {
             let rest = pending.unread
             if rest.count < 9 && !(isComplete && rest.count >= 7) { return false }
@@ -173,7 +173,7 @@ struct ADTSConverter: PacketConverter {
 /// AAC in MP4: the sample table says where each access unit is; they are cut out of the
 /// byte stream as it passes and decoded with the track's AudioSpecificConfig. A cursor walks
 /// the tables, so no per-sample table is built.
-struct MP4Converter: PacketConverter {
+public struct MP4Converter: PacketConverter {
     private let decoder: FAADDecoder
     private let track: MP4AudioTrack
     private var cursor: MP4SampleCursor
@@ -182,22 +182,22 @@ struct MP4Converter: PacketConverter {
     private var bufferOffset = 0
 
     /// `declaredChannels`: what the AudioSpecificConfig says (`AudioSpecificConfig.channels`).
-    init(track: MP4AudioTrack, declaredChannels: Int) throws {
+    public init(track: MP4AudioTrack, declaredChannels: Int) throws {
         decoder = try FAADDecoder(audioSpecificConfig: track.decoderSpecificInfo, declaredChannels: declaredChannels)
         self.track = track
         cursor = MP4SampleCursor(track: track)
     }
 
-    mutating func restart(at offset: Int) throws {
+    public mutating func restart(at offset: Int) throws {
         buffer.removeAll(keepingCapacity: true)
         bufferOffset = offset
         cursor = MP4SampleCursor(track: track, atOrAfter: offset)
         try decoder.reset()
     }
 
-    var decodedFormat: AudioFormat? { decoder.format }
+    public var decodedFormat: AudioFormat? { decoder.format }
 
-    mutating func append(_ bytes: [UInt8]) {
+    public mutating func append(_ bytes: [UInt8]) {
         // Drop what lies before the next sample (other tracks, box headers, consumed samples).
         if let next = cursor.peek() {
             let keepFrom = min(buffer.count, max(0, next.offset - bufferOffset))
@@ -209,7 +209,7 @@ struct MP4Converter: PacketConverter {
         buffer += bytes
     }
 
-    mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
+    public mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
         guard let sample = cursor.peek() else { return false }
         let start = sample.offset - bufferOffset
         guard start >= 0 else {

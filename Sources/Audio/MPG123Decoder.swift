@@ -4,6 +4,7 @@ import StreamShared
 /// Errors from libmpg123.
 public struct DecoderError: Error, CustomStringConvertible, Sendable {
     public var message: String
+    public init(message: String) { self.message = message }
     public var description: String { "converter: \(message)" }
 }
 
@@ -14,16 +15,16 @@ public struct DecoderError: Error, CustomStringConvertible, Sendable {
 /// before rounding (the same sums scaled by 2^-15), so rounding half to even gives back exactly
 /// what `mpg123 -w` writes. mpg123's own gapless handling is off: the pipeline trims encoder
 /// delay and padding itself, so that playing from the start and after a seek use the same arithmetic.
-final class MPG123Decoder {
+public final class MPG123Decoder {
     private var handle: OpaquePointer?
-    private(set) var format: AudioFormat?
+    public private(set) var format: AudioFormat?
     /// Where mpg123 synthesises a frame when the caller offers no room of its own: allocated
     /// once, `mpg123_outblock` bytes as it is before the format is known (its upper bound).
     private let scratch: UnsafeMutableRawBufferPointer
 
     private static let initialized: Bool = mpg123_init() == MPG123_OK.rawValue
 
-    init() throws {
+    public init() throws {
         guard Self.initialized else { throw DecoderError(message: "mpg123_init failed") }
         var error: Int32 = 0
         guard let h = mpg123_new(nil, &error) else {
@@ -55,7 +56,7 @@ final class MPG123Decoder {
     }
 
     /// Starts a fresh stream (after a seek): forgets buffered bytes and the bit reservoir.
-    func reopen() throws {
+    public func reopen() throws {
         guard let handle else { return }
         mpg123_close(handle)
         guard mpg123_open_feed(handle) == MPG123_OK.rawValue else {
@@ -68,7 +69,7 @@ final class MPG123Decoder {
     /// holds a whole frame of the stream's format (`mpg123_outblock`: the player offers the
     /// output ring's free space, so the samples are written once, where the output thread reads
     /// them), else into the decoder's own buffer (the first frame, before the format is known).
-    func decode(frame: ArraySlice<UInt8>, into destination: UnsafeMutableBufferPointer<Float>? = nil,
+    public func decode(frame: ArraySlice<UInt8>, into destination: UnsafeMutableBufferPointer<Float>? = nil,
                 _ body: (UnsafeBufferPointer<Float>) -> Void) throws {
         guard let handle else { return }
         // mpg123_replace_buffer only points the decoder at the memory (no allocation, no copy).

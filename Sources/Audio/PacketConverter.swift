@@ -2,7 +2,7 @@ import StreamShared
 
 /// The converter stage as the player drives it: stream bytes in, interleaved Float PCM out,
 /// one unit at a time (an MPEG frame, or a block of WAV samples).
-protocol PacketConverter {
+public protocol PacketConverter {
     /// Forgets buffered bytes: the next bytes start at stream offset `offset` (a seek).
     mutating func restart(at offset: Int) throws
     mutating func append(_ bytes: [UInt8])
@@ -19,8 +19,8 @@ protocol PacketConverter {
 }
 
 extension PacketConverter {
-    var decodedFormat: AudioFormat? { nil }
-    var destination: (() -> UnsafeMutableBufferPointer<Float>?)? {
+    public var decodedFormat: AudioFormat? { nil }
+    public var destination: (() -> UnsafeMutableBufferPointer<Float>?)? {
         get { nil }
         set {}
     }
@@ -53,21 +53,21 @@ struct PendingBytes {
 
 /// MPEG audio: StreamShared's frame reader, then libmpg123, whose float samples go to `body`
 /// as they are (no copy, no conversion).
-struct MP3Converter: PacketConverter {
+public struct MP3Converter: PacketConverter {
     private var reader = MP3FrameReader()
     private let decoder: MPG123Decoder
-    var destination: (() -> UnsafeMutableBufferPointer<Float>?)?
+    public var destination: (() -> UnsafeMutableBufferPointer<Float>?)?
 
-    init() throws { decoder = try MPG123Decoder() }
+    public init() throws { decoder = try MPG123Decoder() }
 
-    mutating func restart(at offset: Int) throws {
+    public mutating func restart(at offset: Int) throws {
         reader.restart(at: offset)
         try decoder.reopen()
     }
 
-    mutating func append(_ bytes: [UInt8]) { reader.append(bytes) }
+    public mutating func append(_ bytes: [UInt8]) { reader.append(bytes) }
 
-    mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
+    public mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
         guard let frame = try reader.next(isComplete: isComplete) else { return false }
         try decoder.decode(frame: frame.bytes, into: destination?(), body)
         return true
@@ -76,8 +76,8 @@ struct MP3Converter: PacketConverter {
 
 /// PCM in RIFF/WAVE: no decoder, just sample conversion (8/16/24/32/64-bit integers, also with
 /// fewer valid bits than the container, 32/64-bit floats, G.711 mu-law and A-law, either byte order).
-struct WAVConverter: PacketConverter {
-    let format: WAVFormat
+public struct WAVConverter: PacketConverter {
+    public let format: WAVFormat
     /// Frames per unit handed out.
     let framesPerUnit = 4096
     private var pending = PendingBytes()
@@ -85,7 +85,7 @@ struct WAVConverter: PacketConverter {
     /// mu-law/A-law: the 256 linear values, scaled to -1...1 (built once).
     private let g711: [Float]
 
-    init(format: WAVFormat) {
+    public init(format: WAVFormat) {
         self.format = format
         switch format.kind {
         case .muLaw: g711 = (0...255).map { Float(G711.muLawToLinear(UInt8($0))) / 32768 }
@@ -94,11 +94,11 @@ struct WAVConverter: PacketConverter {
         }
     }
 
-    mutating func restart(at offset: Int) throws { pending.reset() }
+    public mutating func restart(at offset: Int) throws { pending.reset() }
 
-    mutating func append(_ bytes: [UInt8]) { pending.append(bytes) }
+    public mutating func append(_ bytes: [UInt8]) { pending.append(bytes) }
 
-    mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
+    public mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
         let unread = pending.unread
         let available = unread.count / format.blockAlign
         guard available >= framesPerUnit || (isComplete && available > 0) else { return false }
