@@ -59,8 +59,8 @@ struct Serve: ParsableCommand {
                                valueName: "NAME=PATH"))
     var live: [String] = []
 
-    @Option(help: ArgumentHelp("A radio channel at /radio/NAME playing the library track or folder PATH in real time, in path order or shuffled (repeatable).",
-                               valueName: "NAME=PATH[,shuffle]"))
+    @Option(help: ArgumentHelp("A radio channel at /radio/NAME playing the library track, folder or playlist PATH in real time, in path order or shuffled (repeatable). Tracks of mixed formats, or bitrate=KBPS, are transcoded to one MP3 stream (default 128 kbit/s).",
+                               valueName: "NAME=PATH[,shuffle][,bitrate=128]"))
     var channel: [String] = []
 
     @Option(help: ArgumentHelp("KiB a new radio listener gets at once (from a frame boundary).", valueName: "KIB"))
@@ -231,9 +231,10 @@ extension Serve {
                     // The channel's files must be in the catalog before it plays: they are
                     // brought up to date now (the rest of the library is scanned after start).
                     catalog.refresh(path: spec.path)
-                    let (tracks, format) = try ChannelTracks.resolve(spec, catalog: catalog) { warnLogger.warning("\($0)") }
-                    service.addPlaylist(name: spec.name, tracks: tracks, format: format, shuffle: spec.shuffle)
-                    logger.info("channel \(spec.name): \(tracks.count) tracks at /radio/\(spec.name)")
+                    let plan = try ChannelTracks.resolve(spec, catalog: catalog) { warnLogger.warning("\($0)") }
+                    try service.addPlaylist(name: spec.name, plan: plan, shuffle: spec.shuffle)
+                    let how = plan.transcodes ? ", transcoded to MP3 \(plan.format.sampleRate) Hz \(plan.format.kbps) kbit/s" : ""
+                    logger.info("channel \(spec.name): \(plan.tracks.count) tracks at /radio/\(spec.name)\(how)")
                 } catch {
                     FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
                     throw ExitCode(1)

@@ -130,3 +130,31 @@ import StreamShared
         #expect(out.isEmpty)
     }
 }
+
+/// `--channel NAME=PATH[,shuffle][,bitrate=KBPS]`.
+@Suite struct ChannelSpecTests {
+    @Test func options_inAnyOrder() throws {
+        #expect(try ChannelSpec.parse("a=x") == ChannelSpec(name: "a", path: "x"))
+        #expect(try ChannelSpec.parse("a=x,shuffle") == ChannelSpec(name: "a", path: "x", shuffle: true))
+        #expect(try ChannelSpec.parse("a=x,bitrate=96") == ChannelSpec(name: "a", path: "x", bitrate: 96))
+        #expect(try ChannelSpec.parse("a=x,bitrate=192,shuffle") == ChannelSpec(name: "a", path: "x", shuffle: true, bitrate: 192))
+        #expect(try ChannelSpec.parse("a=x,shuffle,bitrate=64") == ChannelSpec(name: "a", path: "x", shuffle: true, bitrate: 64))
+        // A comma that is no option stays in the path.
+        #expect(try ChannelSpec.parse("a=Best of, Vol. 2,shuffle") == ChannelSpec(name: "a", path: "Best of, Vol. 2", shuffle: true))
+    }
+
+    @Test func badBitrates_throw() {
+        for text in ["a=x,bitrate=", "a=x,bitrate=7", "a=x,bitrate=321", "a=x,bitrate=12k", "a=x,bitrate=-1", "a=x,bitrate=99999999999999999999"] {
+            #expect(throws: ChannelSpec.ParseError.self, "\(text)") { try ChannelSpec.parse(text) }
+        }
+        #expect(throws: ChannelSpec.ParseError.self) { try ChannelSpec.parse("a=,bitrate=128") }
+    }
+
+    @Test func transcodedFormat_keepsTheFirstRateWhenMP3HasIt() {
+        #expect(ChannelTracks.transcodedFormat(firstRate: 48_000, kbps: 128).sampleRate == 48_000)
+        #expect(ChannelTracks.transcodedFormat(firstRate: 22_050, kbps: 128).sampleRate == 22_050)
+        #expect(ChannelTracks.transcodedFormat(firstRate: 22_050, kbps: 192).sampleRate == 44_100, "MPEG-2 stops at 160 kbit/s")
+        #expect(ChannelTracks.transcodedFormat(firstRate: 96_000, kbps: 128).sampleRate == 44_100)
+        #expect(ChannelTracks.transcodedFormat(firstRate: 44_100, kbps: 128).channels == 2)
+    }
+}

@@ -1,8 +1,21 @@
-/// A `--channel NAME=PATH[,shuffle]` option taken apart.
+/// A `--channel NAME=PATH[,shuffle][,bitrate=KBPS]` option taken apart.
 public struct ChannelSpec: Sendable, Equatable {
     public var name: String
     public var path: String
     public var shuffle: Bool
+    /// `bitrate=KBPS`: the MP3 bitrate when the channel transcodes (nil: 128, and tracks of one
+    /// format pass through as they are; given: the channel always transcodes to it).
+    public var bitrate: Int?
+
+    public init(name: String, path: String, shuffle: Bool = false, bitrate: Int? = nil) {
+        self.name = name
+        self.path = path
+        self.shuffle = shuffle
+        self.bitrate = bitrate
+    }
+
+    /// The MP3 bitrate of a transcoding channel when `bitrate=` is not given.
+    public static let defaultBitrate = 128
 
     /// Why a `--channel` value is refused.
     public enum ParseError: Error, CustomStringConvertible, Equatable {
@@ -14,8 +27,8 @@ public struct ChannelSpec: Sendable, Equatable {
         }
     }
 
-    /// Parses `NAME=PATH[,shuffle]`. A PATH holding commas keeps them unless the last part is
-    /// a known option.
+    /// Parses `NAME=PATH[,shuffle][,bitrate=KBPS]` (the options in any order). A PATH holding
+    /// commas keeps them unless the last parts are known options.
     public static func parse(_ text: String) throws(ParseError) -> ChannelSpec {
         guard let equals = text.firstIndex(of: "=") else { throw .malformed("expected NAME=PATH, got '\(text)'") }
         let name = String(text[..<equals])
@@ -24,12 +37,25 @@ public struct ChannelSpec: Sendable, Equatable {
         }
         var path = String(text[text.index(after: equals)...])
         var shuffle = false
-        if path.hasSuffix(",shuffle") {
-            shuffle = true
-            path.removeLast(",shuffle".count)
+        var bitrate: Int?
+        while let comma = path.lastIndex(of: ",") {
+            let option = path[path.index(after: comma)...]
+            if option == "shuffle" {
+                shuffle = true
+            } else if option.hasPrefix("bitrate=") {
+                let value = option.dropFirst("bitrate=".count)
+                guard value.count <= 3, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let kbps = Int(value),
+                      (8...320).contains(kbps) else {
+                    throw .malformed("channel '\(name)': bitrate takes kbit/s from 8 to 320, got '\(value)'")
+                }
+                bitrate = kbps
+            } else {
+                break
+            }
+            path = String(path[..<comma])
         }
         guard !path.isEmpty else { throw .malformed("channel '\(name)' has no PATH") }
-        return ChannelSpec(name: name, path: path, shuffle: shuffle)
+        return ChannelSpec(name: name, path: path, shuffle: shuffle, bitrate: bitrate)
     }
 }
 

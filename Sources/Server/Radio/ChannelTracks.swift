@@ -3,8 +3,16 @@ import Glibc
 #endif
 import StreamShared
 
+/// What a channel plays and how: its tracks, the stream's format, and whether the tracks are
+/// transcoded to it (mixed formats, or a bitrate asked for) or their frames pass as they are.
+public struct ChannelPlan: Sendable {
+    public var tracks: [ChannelTrack]
+    public var format: ChannelFormat
+    public var transcodes: Bool
+}
+
 /// Builds a channel's track list from the catalog: the track or the library files under the
-/// folder a `--channel` names, in path order, keeping those that share the first one's format.
+/// folder a `--channel` names, in path order, and decides whether the channel transcodes.
 public enum ChannelTracks {
     /// Why a channel cannot play.
     public struct Failure: Error, CustomStringConvertible {
@@ -12,10 +20,11 @@ public enum ChannelTracks {
     }
 
     /// The tracks for `spec` (PATH relative to the library root, or absolute inside it: a track,
-    /// a folder, or an M3U/M3U8/PLS playlist file of the library) and the channel's format;
-    /// `warn` hears about every file left out. Throws when none is playable.
+    /// a folder, or an M3U/M3U8/PLS playlist file of the library) and the channel's format: the
+    /// tracks' own when they all share one codec, rate and channel count, else MP3 they are
+    /// transcoded to. `warn` hears about every file left out. Throws when none is playable.
     public static func resolve(_ spec: ChannelSpec, catalog: Catalog,
-                               warn: (String) -> Void) throws(Failure) -> (tracks: [ChannelTrack], format: ChannelFormat) {
+                               warn: (String) -> Void) throws(Failure) -> ChannelPlan {
         let root = catalog.resolver.root
         var wanted = spec.path.hasPrefix("/") ? spec.path : root + "/" + spec.path
         while wanted.count > 1, wanted.hasSuffix("/") { wanted.removeLast() }
@@ -47,44 +56,62 @@ public enum ChannelTracks {
             throw Failure(description: "channel \(spec.name): no library file at \(spec.path)")
         }
         var tracks: [ChannelTrack] = []
-        var format: ChannelFormat?
         for entry in entries {
             guard let track = track(for: entry) else {
-                warn("channel \(spec.name): \(entry.path) skipped: \(entry.analysis.container.rawValue) cannot be streamed as is (MP3 or ADTS AAC only)")
+                warn("channel \(spec.name): \(entry.path) skipped: \(entry.analysis.container.rawValue) has no audio a channel can play")
                 continue
-            }
-            let trackFormat = ChannelFormat(codec: track.codec, sampleRate: track.sampleRate, channels: track.channels,
-                                            kbps: track.kbps)
-            if let format {
-                guard format.codec == trackFormat.codec, format.sampleRate == trackFormat.sampleRate,
-                      format.channels == trackFormat.channels else {
-                    warn("channel \(spec.name): \(entry.path) skipped: \(describe(trackFormat)) differs from the channel's \(describe(format))")
-                    continue
-                }
-            } else {
-                format = trackFormat
             }
             tracks.append(track)
         }
-        guard let format, !tracks.isEmpty else {
+        guard let first = tracks.first else {
             throw Failure(description: "channel \(spec.name): no playable track at \(spec.path)")
         }
-        return (tracks, format)
+        // One format and no bitrate asked for: the frames pass as they are (no decoding at all).
+        if spec.bitrate == nil, let codec = first.codec, tracks.allSatisfy({
+            $0.codec == codec && $0.sampleRate == first.sampleRate && $0.channels == first.channels
+        }) {
+            return ChannelPlan(tracks: tracks, format: ChannelFormat(codec: codec, sampleRate: first.sampleRate,
+                                                                     channels: first.channels, kbps: first.kbps),
+                               transcodes: false)
+        }
+        let format = transcodedFormat(firstRate: first.sampleRate, kbps: spec.bitrate ?? ChannelSpec.defaultBitrate)
+        if spec.bitrate == nil {
+            let kinds = Set(tracks.map { describe(ChannelFormat(codec: $0.codec ?? .mpeg, sampleRate: $0.sampleRate,
+                                                                channels: $0.channels, kbps: 0), container: $0.container) })
+            warn("channel \(spec.name): tracks of \(kinds.count) formats (\(kinds.sorted().joined(separator: ", "))): "
+                 + "transcoded to MP3 \(format.sampleRate) Hz stereo \(format.kbps) kbit/s")
+        }
+        return ChannelPlan(tracks: tracks, format: format, transcodes: true)
     }
 
-    static func describe(_ format: ChannelFormat) -> String {
-        "\(format.codec == .mpeg ? "MPEG audio" : "AAC") \(format.sampleRate) Hz \(format.channels == 1 ? "mono" : "\(format.channels) channels")"
+    /// What a transcoding channel sends: MP3, stereo, at the first track's rate when MP3 has it
+    /// at that bitrate (MPEG-2 and 2.5 rates stop at 160 kbit/s), else 44.1 kHz.
+    static func transcodedFormat(firstRate: Int, kbps: Int) -> ChannelFormat {
+        var rate = LAMEEncoder.sampleRates.contains(firstRate) ? firstRate : 44_100
+        if rate < 32_000 && kbps > 160 { rate = 44_100 }
+        return ChannelFormat(codec: .mpeg, sampleRate: rate, channels: 2, kbps: kbps)
+    }
+
+    static func describe(_ format: ChannelFormat, container: Container? = nil) -> String {
+        let name = switch container {
+        case .mp4?: "AAC (MP4)"
+        case .wav?: "WAV"
+        default: format.codec == .mpeg ? "MPEG audio" : "AAC"
+        }
+        return "\(name) \(format.sampleRate) Hz \(format.channels == 1 ? "mono" : "\(format.channels) channels")"
     }
 
     /// The channel track of a catalog entry, nil for containers a radio stream cannot carry.
     static func track(for entry: CatalogEntry) -> ChannelTrack? {
         let analysis = entry.analysis
-        let codec: AudioFrameSplitter.Codec
+        let codec: AudioFrameSplitter.Codec?
         switch analysis.container {
         case .mp3: codec = .mpeg
         case .adts: codec = .adts
-        default: return nil
+        case .mp4: codec = nil
+        case .wav: codec = nil
         }
+        guard analysis.sampleRate > 0, analysis.channels > 0 else { return nil }
         let tags = analysis.tags
         let title: String
         if let artist = tags.artist, !artist.isEmpty, let name = tags.title, !name.isEmpty {
@@ -95,9 +122,12 @@ public enum ChannelTracks {
             let file = entry.path.split(separator: "/").last.map(String.init) ?? entry.path
             title = file.split(separator: ".").dropLast().joined(separator: ".")
         }
-        return ChannelTrack(path: entry.absolutePath, title: title.isEmpty ? entry.path : title, codec: codec,
+        return ChannelTrack(path: entry.absolutePath, title: title.isEmpty ? entry.path : title,
+                            container: analysis.container, codec: codec,
                             sampleRate: analysis.sampleRate, channels: analysis.channels,
                             kbps: max(1, analysis.bitrate / 1000),
-                            audioStart: analysis.seekIndex.firstFrameOffset, audioEnd: analysis.seekIndex.audioEndOffset)
+                            audioStart: analysis.seekIndex.firstFrameOffset, audioEnd: analysis.seekIndex.audioEndOffset,
+                            encoderDelay: analysis.encoderDelay, encoderPadding: analysis.encoderPadding,
+                            totalSamples: analysis.totalSamples)
     }
 }

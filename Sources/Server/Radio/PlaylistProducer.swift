@@ -3,13 +3,21 @@ import StreamShared
 
 /// Plays a channel's tracks in real time, one after the other for ever (reshuffled at every
 /// pass with `shuffle`): frames are published when the channel's clock says they are due, in
-/// chunks of one tick, and tracks join at frame boundaries.
+/// chunks of one tick, and tracks join at frame boundaries. Tracks of the channel's format pass
+/// as they are; a channel of mixed formats runs every track through its `ChannelTranscoder`
+/// (decided at start, or when a track's frames turn out to be of another format than the
+/// channel's), so the stream never changes format.
 final class PlaylistProducer: @unchecked Sendable {
     // @unchecked: the state below is used by the producer thread only; `stopped` is atomic-ish
     // through the lock.
     let channel: RadioChannel
     let tracks: [ChannelTrack]
     let shuffle: Bool
+    /// The stream's format (what listeners were told).
+    let format: ChannelFormat
+    /// Set when the channel transcodes (from the start, or from the first track whose frames
+    /// are not in `format`).
+    private var transcoder: ChannelTranscoder?
     let tickNanos: UInt64
     let preroll: Int
     let warn: @Sendable (String) -> Void
@@ -17,11 +25,13 @@ final class PlaylistProducer: @unchecked Sendable {
     private var stopped = false
     private let done = DispatchSemaphore(value: 0)
 
-    init(channel: RadioChannel, tracks: [ChannelTrack], shuffle: Bool, tickNanos: UInt64, preroll: Int,
-         warn: @escaping @Sendable (String) -> Void) {
+    init(channel: RadioChannel, tracks: [ChannelTrack], shuffle: Bool, format: ChannelFormat, transcodes: Bool,
+         tickNanos: UInt64, preroll: Int, warn: @escaping @Sendable (String) -> Void) throws(EncoderError) {
         self.channel = channel
         self.tracks = tracks
         self.shuffle = shuffle
+        self.format = format
+        transcoder = transcodes ? try ChannelTranscoder(format: format) : nil
         self.tickNanos = max(1_000_000, tickNanos)
         self.preroll = preroll
         self.warn = warn
@@ -54,6 +64,7 @@ final class PlaylistProducer: @unchecked Sendable {
         var order = playOrder()
         var position = 0
         var reader: TrackFrameReader?
+        var current: ChannelTrack?
         var builder = ChunkBuilder()
         var schedule = ChannelSchedule(origin: monotonicNanos())
         var prerolled = false
@@ -64,7 +75,7 @@ final class PlaylistProducer: @unchecked Sendable {
             let now = monotonicNanos()
             // Pre-roll: a burst's worth of stream is due at once, so the first listeners get one.
             while !prerolled || schedule.isDue(now: now) {
-                if reader == nil {
+                if current == nil {
                     if position >= order.count {
                         order = playOrder()
                         position = 0
@@ -72,7 +83,13 @@ final class PlaylistProducer: @unchecked Sendable {
                     let track = order[position]
                     position += 1
                     do {
-                        reader = try TrackFrameReader(track: track)
+                        if let transcoder {
+                            try transcoder.begin(track)
+                            reader = nil
+                        } else {
+                            reader = try TrackFrameReader(track: track)
+                        }
+                        current = track
                         framesFromReader = 0
                         builder.flush(to: channel, now: now)   // the new title starts with a new chunk
                         channel.setTitle(track.title)
@@ -83,15 +100,28 @@ final class PlaylistProducer: @unchecked Sendable {
                         continue
                     }
                 }
-                let frame: (bytes: ArraySlice<UInt8>, frame: AudioFrameSplitter.Frame)?
+                var frame: (bytes: ArraySlice<UInt8>, frame: AudioFrameSplitter.Frame)?
                 do {
-                    frame = try reader?.next()
+                    if let transcoder {
+                        frame = try transcoder.next()
+                        // A track ends when its samples are in the encoder; its frames may follow later.
+                        if frame != nil || transcoder.trackSamples > 0 { framesFromReader += 1 }
+                    } else {
+                        frame = try reader?.next()
+                        if let passed = frame, let track = current, !matches(passed.frame) {
+                            // Frames of another format than the stream's: from here on, the channel transcodes.
+                            frame = nil
+                            if try switchToTranscoding(track) { continue }
+                        }
+                        if frame != nil { framesFromReader += 1 }
+                    }
                 } catch {
-                    warn("radio \(channel.name): \(reader?.track.path ?? "?"): \(error)")
+                    warn("radio \(channel.name): \(current?.path ?? "?"): \(error)")
                     frame = nil
                 }
                 guard let frame else {
                     reader = nil
+                    current = nil
                     if framesFromReader == 0 {
                         failures += 1
                         if failures >= order.count { return idleUntilStopped() }
@@ -99,9 +129,8 @@ final class PlaylistProducer: @unchecked Sendable {
                     continue
                 }
                 failures = 0
-                framesFromReader += 1
-                let format = FrameFormat(codec: reader?.track.codec ?? .mpeg, sampleRate: frame.frame.sampleRate,
-                                         channels: frame.frame.channels)
+                let format = FrameFormat(codec: transcoder != nil ? .mpeg : reader?.track.codec ?? .mpeg,
+                                         sampleRate: frame.frame.sampleRate, channels: frame.frame.channels)
                 builder.append(frame: frame.bytes, samples: frame.frame.samples, format: format, flushingTo: channel, now: now)
                 schedule.clock.advance(samples: frame.frame.samples, rate: frame.frame.sampleRate)
                 prerollBytes += frame.bytes.count
@@ -113,6 +142,27 @@ final class PlaylistProducer: @unchecked Sendable {
             builder.flush(to: channel, now: now)
             sleepNanos(tickNanos)
         }
+    }
+
+    /// Whether a passed-through frame is in the stream's format.
+    private func matches(_ frame: AudioFrameSplitter.Frame) -> Bool {
+        frame.sampleRate == format.sampleRate && frame.channels == format.channels
+    }
+
+    /// A track whose frames are not in the stream's format: an MP3 stream goes on transcoded
+    /// (at its own rate, channels and bitrate), and the track starts again through the encoder;
+    /// false (the track is skipped) when the stream is AAC, which the channel cannot encode.
+    private func switchToTranscoding(_ track: ChannelTrack) throws -> Bool {
+        guard format.codec == .mpeg, transcoder == nil else {
+            warn("radio \(channel.name): \(track.path) skipped: its frames are not \(ChannelTracks.describe(format))")
+            return false
+        }
+        let kbps = min(320, max(8, format.kbps))
+        transcoder = try ChannelTranscoder(format: ChannelFormat(codec: .mpeg, sampleRate: format.sampleRate,
+                                                                 channels: format.channels, kbps: kbps))
+        warn("radio \(channel.name): \(track.path) is not \(ChannelTracks.describe(format)): the channel transcodes from now on")
+        try transcoder?.begin(track)
+        return true
     }
 
     private func playOrder() -> [ChannelTrack] {

@@ -21,11 +21,13 @@ public final class RadioService: @unchecked Sendable {
         self.warn = warn
     }
 
-    /// Adds a playlist channel and starts playing it.
-    public func addPlaylist(name: String, tracks: [ChannelTrack], format: ChannelFormat, shuffle: Bool) {
-        let channel = RadioChannel(name: name, ringCapacity: settings.ringBytes, format: format)
-        let producer = PlaylistProducer(channel: channel, tracks: tracks, shuffle: shuffle, tickNanos: settings.tickNanos,
-                                        preroll: settings.burstBytes, warn: warn)
+    /// Adds a playlist channel and starts playing it. Throws when the channel transcodes and
+    /// the encoder refuses its format.
+    public func addPlaylist(name: String, plan: ChannelPlan, shuffle: Bool) throws(EncoderError) {
+        let channel = RadioChannel(name: name, ringCapacity: settings.ringBytes, format: plan.format)
+        let producer = try PlaylistProducer(channel: channel, tracks: plan.tracks, shuffle: shuffle, format: plan.format,
+                                            transcodes: plan.transcodes, tickNanos: settings.tickNanos,
+                                            preroll: settings.burstBytes, warn: warn)
         lock.lock()
         channels[name] = channel
         order.append(name)

@@ -8,13 +8,20 @@ public struct ChannelTrack: Sendable, Equatable {
     public var path: String
     /// "Artist - Title" (or the title, or the file name).
     public var title: String
-    public var codec: AudioFrameSplitter.Codec
+    public var container: Container
+    /// The frame format a stream can carry as is (MP3, ADTS); nil for MP4 and WAV, which a
+    /// channel can only transcode.
+    public var codec: AudioFrameSplitter.Codec?
     public var sampleRate: Int
     public var channels: Int
     public var kbps: Int
     /// The audio frames lie in `audioStart..<audioEnd` (tags outside).
     public var audioStart: Int
     public var audioEnd: Int
+    /// Gapless facts from the analysis: priming and padding samples, and all samples before trimming.
+    public var encoderDelay: Int = 0
+    public var encoderPadding: Int = 0
+    public var totalSamples: Int = 0
 }
 
 /// Reads a track's frames in order, block by block (pread), for a channel's producer. The file
@@ -33,7 +40,10 @@ struct TrackFrameReader {
     init(track: ChannelTrack) throws {
         self.track = track
         file = try OpenFile(path: track.path)
-        splitter = AudioFrameSplitter(codec: track.codec)
+        guard let codec = track.codec else {
+            throw FormatError.unsupported(component: "radio", reason: "\(track.container.rawValue) frames cannot be sent as they are")
+        }
+        splitter = AudioFrameSplitter(codec: codec)
         bufferOffset = track.audioStart
         fileOffset = track.audioStart
     }

@@ -1,0 +1,159 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import StreamAudio
+import StreamShared
+
+/// Decodes one channel track to interleaved float PCM for a channel that transcodes: the file
+/// read block by block (pread), the codec through the same converters streamplay uses, and the
+/// gapless trim applied (MP3: LAME delay + the decoder's 529 and the padding; MP4: the edit
+/// list's or iTunSMPB's priming beyond the frame libfaad2 keeps back, and the padding), so
+/// tracks join without the encoders' silence. The file was analyzed by a worker process first.
+struct TrackDecoder {
+    let track: ChannelTrack
+    private let file: OpenFile
+    private var converter: any PacketConverter
+    /// The format the header declares; the decoder's own (AAC with SBR/PS) wins once known.
+    private let declared: AudioFormat
+    /// Next file offset to read, and where the audio ends.
+    private var readOffset: Int
+    private let end: Int
+    private var window = TrimWindow()
+    private var block: [UInt8] = []
+    static let blockSize = 64 * 1024
+
+    /// Opens and plans `track`; throws `SystemError` or `FormatError` (the file changed or is
+    /// not what the catalog saw) or `DecoderError`.
+    init(track: ChannelTrack) throws {
+        self.track = track
+        file = try OpenFile(path: track.path)
+        let stream = try TrackAnalyzer.probe(file)
+        end = min(file.size, track.audioEnd > 0 ? track.audioEnd : file.size)
+        switch stream.container {
+        case .mp3:
+            guard let first = stream.mpegFrame else {
+                throw FormatError.invalid(component: "mpeg", reason: "no first frame", offset: 0)
+            }
+            converter = try MP3Converter()
+            readOffset = first.offset + (stream.vbrHeader != nil ? first.length : 0)
+            declared = AudioFormat(sampleRate: first.header.sampleRate, channels: first.header.channels)
+            // The trim only when the LAME tag says (as mpg123 and streamplay do); its frame count is exact
+            // in the catalog's analysis.
+            if let gapless = stream.vbrHeader?.gapless, (stream.vbrHeader?.frameCount ?? 0) > 0 {
+                window.keepFrom = gapless.encoderDelay + 529
+                window.keepUntil = window.keepFrom + max(0, track.totalSamples - gapless.encoderDelay - gapless.encoderPadding)
+            }
+        case .adts:
+            guard let header = stream.adtsHeader else {
+                throw FormatError.invalid(component: "adts", reason: "no first frame", offset: 0)
+            }
+            converter = try ADTSConverter(first: header)
+            readOffset = stream.firstFrameOffset
+            declared = AudioFormat(sampleRate: header.sampleRate, channels: header.audioSpecificConfig.channels)
+        case .mp4:
+            let moovRange = try MP4Locator.moovRange(file)
+            let movie = try MP4Movie.parse(moov: try file.read(at: moovRange.lowerBound, count: moovRange.count)[...])
+            guard let audio = movie.audio, audio.codec == "mp4a", !movie.isFragmented else {
+                throw FormatError.unsupported(component: "mp4", reason: movie.isFragmented ? "fragmented MP4" : "no AAC track")
+            }
+            let asc = try AudioSpecificConfig.parse(audio.decoderSpecificInfo[...])
+            converter = try MP4Converter(track: audio, declaredChannels: asc.channels)
+            readOffset = audio.sampleLocation(0)?.offset ?? track.audioStart
+            try converter.restart(at: readOffset)
+            declared = AudioFormat(sampleRate: asc.outputSampleRate, channels: asc.channels)
+            // libfaad2 outputs nothing for the first access unit: that frame is the usual priming.
+            window.keepFrom = max(0, track.encoderDelay - asc.samplesPerFrame)
+            window.keepUntil = window.keepFrom + max(0, track.totalSamples - track.encoderDelay - track.encoderPadding)
+        case .wav:
+            guard let wav = stream.wav else {
+                throw FormatError.invalid(component: "wav", reason: "no fmt chunk", offset: 0)
+            }
+            converter = WAVConverter(format: wav.format)
+            readOffset = wav.dataOffset
+            declared = AudioFormat(sampleRate: wav.format.sampleRate, channels: wav.format.channels)
+        }
+        if stream.container != .mp4 { try converter.restart(at: readOffset) }
+        guard declared.sampleRate > 0, declared.channels > 0 else {
+            throw FormatError.invalid(component: "decoder", reason: "no sample rate or channels", offset: 0)
+        }
+    }
+
+    /// The format of the samples `decode` appends (known for certain after the first call).
+    var format: AudioFormat { converter.decodedFormat ?? declared }
+
+    /// Appends the next samples of the track (interleaved, in `format`, trimmed) to `output`;
+    /// false at the end of the track. Throws on a read error or a stream the decoder refuses.
+    mutating func decode(into output: inout [Float]) throws -> Bool {
+        let before = output.count
+        while output.count == before {
+            let isComplete = readOffset >= end
+            // The format as the decoder knows it before this unit (AAC's first unit, which fixes
+            // it, gives no samples).
+            let format = self.format
+            var window = self.window
+            let declaredRate = declared.sampleRate
+            let converted = try converter.convertNext(isComplete: isComplete) { samples in
+                window.keep(samples, format: format, declaredRate: declaredRate, into: &output)
+            }
+            self.window = window
+            if converted {
+                if window.isPastEnd { return output.count > before }
+                continue
+            }
+            if isComplete { return output.count > before }
+            try read()
+        }
+        return true
+    }
+
+    private mutating func read() throws {
+        let want = min(Self.blockSize, end - readOffset)
+        if block.count != want { block = [UInt8](repeating: 0, count: want) }
+        let offset = readOffset, fd = file.fd
+        let n = block.withUnsafeMutableBytes { raw -> Int in
+            guard let base = raw.baseAddress else { return 0 }
+            return pread(fd, base, want, off_t(offset))
+        }
+        if n < 0 {
+            if errno == EINTR { return }
+            throw SystemError(call: "pread", errno: errno)
+        }
+        if n == 0 {
+            readOffset = end          // the file shrank: its end
+            return
+        }
+        readOffset += n
+        converter.append(n == want ? block : Array(block[0..<n]))
+    }
+}
+
+/// Which decoded samples of a track are kept: the gapless window, in untrimmed samples per
+/// channel at the declared rate until the decoded rate is known (then scaled once).
+struct TrimWindow {
+    var keepFrom = 0
+    var keepUntil = Int.max
+    /// Untrimmed samples (per channel) decoded so far.
+    private(set) var position = 0
+    private var scaled = false
+
+    var isPastEnd: Bool { position >= keepUntil }
+
+    /// Appends the part of `samples` (interleaved, in `format`) inside the window to `output`.
+    mutating func keep(_ samples: UnsafeBufferPointer<Float>, format: AudioFormat, declaredRate: Int,
+                       into output: inout [Float]) {
+        if !scaled, format.sampleRate != declaredRate, declaredRate > 0 {
+            // Implicit SBR: the trim was counted at the declared rate.
+            scaled = true
+            let ratio = Double(format.sampleRate) / Double(declaredRate)
+            keepFrom = Int(Double(keepFrom) * ratio)
+            if keepUntil != Int.max { keepUntil = Int(Double(keepUntil) * ratio) }
+        }
+        let channels = max(1, format.channels)
+        let frames = samples.count / channels
+        let start = position
+        position += frames
+        let lower = max(keepFrom, start), upper = min(keepUntil, position)
+        guard lower < upper else { return }
+        output.append(contentsOf: samples[((lower - start) * channels)..<((upper - start) * channels)])
+    }
+}
