@@ -1,9 +1,10 @@
 import Foundation
 import Testing
 
-/// `--cache-dir` end to end: a track streamed from the real streamd plays again from the disk
-/// cache bit for bit with streamd stopped, a seek into cached bytes needs no server, and a
-/// damaged cache is never played.
+/// `--cache-dir` end to end: a track and a whole album streamed from the real streamd play again
+/// from the disk cache bit for bit with streamd stopped, a seek into cached bytes needs no
+/// server, a track changed on the server is fetched again (its entry is stale), and a damaged
+/// cache is never played.
 @Suite(.serialized) struct DiskCachePlayerTests {
     static func play(_ url: String, cache: String, out: String, _ extra: [String] = []) throws
         -> (status: Int32, stats: [String: Any]?, stderr: String) {
@@ -78,5 +79,58 @@ import Testing
         let played = (try? wavSamples(dir.appendingPathComponent("offline.wav").path)) ?? []
         #expect(played.count < reference.count)
         #expect(Array(reference.prefix(played.count)) == played, "what played is the start of the track, exactly")
+    }
+
+    /// Issue 15 item 6 as written: an album played from streamd, streamd stopped, the album again
+    /// from the cache alone, sample for sample the same as each track's own gapless decode.
+    @Test func album_replaysFromTheCache_bitExact_withStreamdStopped() throws {
+        let album = try QueuePlayerTests.Album(ext: "mp3")
+        let reference = try album.referenceConcatenation()
+        let cache = album.path("cache")
+        let server = try StreamdProcess(folder: album.folder, extraArguments: ["--quiet"])
+        let urls = album.names.map { "\(server.baseURL)/media/\($0)" }
+        let first = try QueuePlayerTests.play(urls + ["--cache-dir", cache, "--stats"], out: album.path("first.wav"))
+        #expect(first.samples == reference, "first play: \(first.samples.count) samples, the tracks alone \(reference.count)")
+        let firstTotals = try #require(try GaplessJoinTests.stats(first.stdout)["totals"] as? [String: Any])
+        #expect((firstTotals["bytes_downloaded"] as? Int ?? 0) > 0)
+        _ = server.stop()
+        let again = try QueuePlayerTests.play(urls + ["--cache-dir", cache, "--stats"], out: album.path("again.wav"))
+        #expect(again.samples == reference, "replay: \(again.samples.count) samples, the tracks alone \(reference.count)")
+        let stats = try GaplessJoinTests.stats(again.stdout)
+        let totals = try #require(stats["totals"] as? [String: Any])
+        #expect(totals["bytes_downloaded"] as? Int == 0, "no byte from the network: \(totals)")
+        #expect(totals["tracks_played"] as? Int == 5, "\(totals)")
+    }
+
+    /// A track replaced on the server: the cached entry's ETag no longer matches, the player's
+    /// If-Range request gets the whole new file, and what plays is the new track, not the old one.
+    @Test func trackChangedOnTheServer_isFetchedAgain_andTheNewOnePlays() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let folder = dir.appendingPathComponent("library")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let track = folder.appendingPathComponent("song.mp3")
+        try FileManager.default.copyItem(at: TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3"), to: track)
+        let cache = dir.appendingPathComponent("cache").path
+        let server = try StreamdProcess(folder: folder, extraArguments: ["--quiet"])
+        defer { server.stop() }
+        let url = "\(server.baseURL)/media/song.mp3"
+        let first = try Self.play(url, cache: cache, out: dir.appendingPathComponent("first.wav").path)
+        try #require(first.status == 0, "\(first.stderr)")
+        // Another track under the same name (other size and mtime, so another ETag).
+        try FileManager.default.removeItem(at: track)
+        try FileManager.default.copyItem(at: TestPaths.media.appendingPathComponent("vbr-v2.mp3"), to: track)
+        let newReference = dir.appendingPathComponent("new-ref.wav").path
+        let mpg123 = try #require(which("mpg123"))
+        let decoded = try runCommand(mpg123, ["-q", "-w", newReference, track.path])
+        try #require(decoded.status == 0)
+        let again = try Self.play(url, cache: cache, out: dir.appendingPathComponent("again.wav").path)
+        try #require(again.status == 0, "\(again.stderr)")
+        let downloaded = try #require(again.stats?["bytes_downloaded"] as? Int)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: track.path)[.size] as? Int)
+        #expect(downloaded >= size, "the whole new file comes from the server: \(downloaded) of \(size) bytes")
+        let played = try wavSamples(dir.appendingPathComponent("again.wav").path)
+        #expect(played == (try wavSamples(newReference)), "the new track plays: \(played.count) samples")
+        #expect(played != (try wavSamples(dir.appendingPathComponent("first.wav").path)))
     }
 }

@@ -3,16 +3,19 @@ import StreamShared
 /// The disk cache in the HTTP source (`--cache-dir`): bytes the cache holds for the URL are
 /// written into the throttle from disk, block by block, each checked against its CRC-32, and
 /// no request is made for them; the network fills the gaps (each request bounded by the next
-/// cached byte) and what it brings is stored. Requests carry `If-Range` with the cached ETag:
-/// a server whose file changed answers 200, the entry is dropped, and playback stops as for
-/// any file changed while playing (`SourceError.changed`).
+/// cached byte) and what it brings is stored. Before an entry is first played, one one-byte
+/// request checks that the server still holds that version (same ETag and size): a stale entry
+/// is dropped and the track streams anew; a server that cannot be reached within
+/// `revalidationTimeout` leaves the entry in use (replay offline). Requests carry `If-Range` with
+/// the cached ETag: a server whose file changed during playback answers 200, the entry is
+/// dropped, and playback stops as for any file changed while playing (`SourceError.changed`).
 extension HTTPSource {
     /// Plays cached bytes from `offset` until a gap, the end, a seek or a stop. nil when the
     /// cache has nothing at `offset`; else the offset reached and whether it is the resource's end.
     func serveFromCache(into throttle: Throttle, from offset: Int, control: SourceControl,
                         generation: Int) -> (offset: Int, reachedEnd: Bool)? {
         guard let cache = options.cache, let entry = cache.entry(for: name) else { return nil }
-        adoptCachedVersion(entry, control: control)
+        guard adoptCachedVersion(entry, control: control) else { return nil }
         if let total = entry.totalSize, offset >= total { return (offset, true) }
         var at = offset
         var served = false
@@ -53,13 +56,30 @@ extension HTTPSource {
         return entry.nextCachedOffset(after: offset)
     }
 
-    /// The cached entry's ETag becomes the one requests validate against (`If-Range`), and its
-    /// size the resource's.
-    private func adoptCachedVersion(_ entry: CacheEntry, control: SourceControl) {
-        if etag == nil {
-            etag = entry.etag
-            control.setTotalSize(entry.totalSize)
+    /// How long the check of a cached entry may wait for the server before the entry is played
+    /// as it is: a stopped server on loopback refuses at once, a vanished remote one must not
+    /// hold up an offline replay for the whole connect timeout.
+    static let revalidationTimeout = 1.5
+
+    /// The first time this source meets its cached entry: checks it against the server (a stale
+    /// one is dropped: false), then its ETag becomes the one requests validate against
+    /// (`If-Range`), and its size the resource's.
+    private func adoptCachedVersion(_ entry: CacheEntry, control: SourceControl) -> Bool {
+        guard etag == nil else { return true }
+        do {
+            let now = try currentVersion(timeout: Self.revalidationTimeout)
+            if now.etag != entry.etag || (entry.totalSize.map { $0 != now.size } ?? false) {
+                log?("source: the cached copy of \(name) is stale (ETag \(entry.etag) → \(now.etag ?? "none")); fetching it again")
+                options.cache?.remove(url: name)
+                return false
+            }
+        } catch {
+            // Not reachable (or not answering as before): the cached bytes are all there is.
+            log?("source: cannot revalidate the cached copy (\(error)); playing it as cached")
         }
+        etag = entry.etag
+        control.setTotalSize(entry.totalSize)
+        return true
     }
 }
 

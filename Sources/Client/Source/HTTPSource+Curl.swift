@@ -39,9 +39,16 @@ extension HTTPSource {
         return bytes
     }
 
-    func curlResourceSize() throws -> Int {
+    func curlResourceSize() throws -> Int { try curlVersion(timeout: nil).size }
+
+    /// Size and ETag from a one-byte Range request; `timeout` bounds the whole request.
+    func curlVersion(timeout: Double?) throws -> HTTPSource.Version {
         let easy = try easyHandle(for: name)
         setRange(easy, from: 0, to: 0)
+        if let timeout {
+            easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(timeout * 1000))
+            easy.set(CURLOPT_TIMEOUT_MS, Int(timeout * 1000))
+        }
         let transfer = Transfer(throttle: Throttle(capacity: 65_536), control: SourceControl(), generation: 0, offset: 0)
         easy.onHeader = { transfer.header($0) }
         let code = easy.perform()
@@ -50,7 +57,7 @@ extension HTTPSource {
         guard let size = transfer.contentRangeTotal ?? (transfer.status == 200 ? transfer.contentLength : nil) else {
             throw SourceError.network("\(name): the server did not tell the size")
         }
-        return size
+        return HTTPSource.Version(size: size, etag: transfer.etag)
     }
 
     func curlFetch(limit: Int) throws -> [UInt8] {

@@ -52,9 +52,13 @@ extension HTTPSource {
         return bytes
     }
 
-    func socketResourceSize() throws -> Int {
+    func socketResourceSize() throws -> Int { try socketVersion(timeout: nil).size }
+
+    /// Size and ETag from a one-byte Range request; `timeout` bounds the connect and the head
+    /// (else the source's own timeouts).
+    func socketVersion(timeout: Double?) throws -> HTTPSource.Version {
         let request = HTTPClient.Request(url: name, range: (0, 0))
-        let client = makeClient()
+        let client = timeout.map { HTTPClient(userAgent: options.userAgent, connectTimeout: $0, readTimeout: $0) } ?? makeClient()
         let head = try requesting(name) { () throws(HTTPClientError) in try client.open(request).head }
         guard head.status == 206 || head.status == 200 else { throw SourceError.httpStatus(head.status, url: name) }
         let size: Int?
@@ -62,7 +66,7 @@ extension HTTPSource {
             size = try head.contentRange()?.total ?? (head.status == 200 ? head.contentLength() : nil)
         } catch { throw SourceError.badResponse(url: name, why: "\(error)") }
         guard let size else { throw SourceError.network("\(name): the server did not tell the size") }
-        return size
+        return HTTPSource.Version(size: size, etag: head["ETag"])
     }
 
     func socketFetch(limit: Int) throws -> [UInt8] {

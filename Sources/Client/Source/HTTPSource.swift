@@ -65,6 +65,21 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         return try curlResourceSize()
     }
 
+    /// What the server holds at the URL now: its size and ETag.
+    public struct Version: Sendable, Equatable {
+        public var size: Int
+        public var etag: String?
+    }
+
+    /// The current version, from a one-byte Range request; `timeout` (seconds) bounds it, else
+    /// the source's own timeouts apply.
+    public func currentVersion(timeout: Double? = nil) throws -> Version {
+        if !usesCurl {
+            do { return try socketVersion(timeout: timeout) } catch HTTPClientError.redirectedToTLS { usesCurl = true }
+        }
+        return try curlVersion(timeout: timeout)
+    }
+
     /// GETs a small resource whole (a seek index); throws on a non-200 answer.
     public func fetch(limit: Int) throws -> [UInt8] {
         if !usesCurl {
