@@ -100,6 +100,10 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds between full rescans when inotify cannot watch the whole tree (no inotify, or its watch limit reached).",
                                valueName: "SECONDS"))
     var rescanInterval: Double = 300
+
+    @Option(help: ArgumentHelp("Tracks at least this long get their exact seek index built in the background after each scan, so their first seek does not wait for it (0: only when first asked for).",
+                               valueName: "SECONDS"))
+    var indexAhead: Double = Catalog.defaultIndexAheadSeconds
 }
 
 extension Serve {
@@ -147,6 +151,9 @@ extension Serve {
         guard analyzeTimeout.isFinite, (0.1...3600).contains(analyzeTimeout) else {
             throw ValidationError("--analyze-timeout must be 0.1...3600 seconds")
         }
+        guard indexAhead.isFinite, (0...604_800).contains(indexAhead) else {
+            throw ValidationError("--index-ahead must be 0...604800 seconds (a week)")
+        }
         guard rescanInterval.isFinite, (0.5...86_400).contains(rescanInterval) else {
             throw ValidationError("--rescan-interval must be 0.5...86400 seconds")
         }
@@ -180,6 +187,7 @@ extension Serve {
         let catalog = Catalog(resolver: resolver, store: store, analyzer: IsolatedAnalyzer(settings: analyzerSettings))
         catalog.warn = { warnLogger.warning("\($0)") }
         catalog.info = { warnLogger.info("\($0)") }
+        catalog.indexAheadSeconds = indexAhead > 0 ? indexAhead : nil
         // The database may sit inside the folder when asked to: the scan leaves it out.
         if let real = LibraryStore.realParentPath(databasePath), real.hasPrefix(resolver.root + "/") {
             catalog.excludedPrefix = real

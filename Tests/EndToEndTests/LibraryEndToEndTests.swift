@@ -163,6 +163,56 @@ import Glibc
         #expect(rebuilt.status == 200 && rebuilt.body != first.body)
     }
 
+    /// Polls /api/status until `condition` holds, or throws after `limit` seconds.
+    static func waitForStatus(_ server: StreamdProcess, within limit: Double, _ what: String,
+                              _ condition: ([String: Any]) -> Bool) throws {
+        let deadline = Date().addingTimeInterval(TestTiming.seconds(limit))
+        var last: [String: Any] = [:]
+        while Date() < deadline {
+            last = try server.status()
+            if condition(last) { return }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        throw TestFailure("\(what): not in /api/status within \(limit) s: \(last)")
+    }
+
+    @Test func seekIndexes_ofLongTracks_areBuiltAheadAfterTheScan_withoutARequest() throws {
+        let library = try ServerEndToEndTests.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let db = TestPaths.temporaryDatabase()
+        let minimum = 40.0
+        let server = try StreamdProcess(folder: library, extraArguments: ["--db", db, "--index-ahead", "\(Int(minimum))"])
+        let listed = try Self.tracks(server)
+        let due = listed.filter { ($0.value["duration_s"] as? Double ?? 0) >= minimum && $0.value["container"] as? String != "wav" }
+        let short = listed.filter { ($0.value["duration_s"] as? Double ?? 0) < minimum }
+        #expect(!due.isEmpty && !short.isEmpty, "the test library has tracks on both sides of \(minimum) s")
+        try Self.waitForStatus(server, within: 10, "\(due.count) indexes built ahead") {
+            $0["seek_indexes_built_ahead"] as? Int == due.count && $0["seek_indexes_cached"] as? Int == due.count
+        }
+        #expect(Isolation.lines(server.log, containing: ["index: \(due.count) built ahead"]).count == 1, "\(server.log)")
+        // The stored index is what a request gets, and it is not built again.
+        let path = try #require(due.keys.sorted().first { $0.hasSuffix(".mp3") }, "a long MP3 in the test library")
+        let answer = try Isolation.get(server, "/api/index/" + path.split(separator: "/").map {
+            $0.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? String($0)
+        }.joined(separator: "/"))
+        #expect(answer.status == 200)
+        let index = try #require(try JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any])
+        #expect((index["points"] as? [Any])?.count ?? 0 >= Int(minimum * 2) - 1, "an exact index, a point every 0.5 s")
+        #expect(try server.status()["seek_indexes_cached"] as? Int == due.count, "served from the database")
+        // A long track added later gets its index after the scan inotify starts.
+        let ext = path.split(separator: ".").last.map(String.init) ?? "mp3"
+        try Self.copy(library.appendingPathComponent(path), library.appendingPathComponent("later/long copy.\(ext)"))
+        try Self.waitForStatus(server, within: 10, "the added track's index") {
+            $0["seek_indexes_built_ahead"] as? Int == due.count + 1 && $0["seek_indexes_cached"] as? Int == due.count + 1
+        }
+        server.stop()
+        // Off: only first need builds them.
+        let off = try StreamdProcess(folder: library, extraArguments: ["--db", TestPaths.temporaryDatabase(), "--index-ahead", "0"])
+        Thread.sleep(forTimeInterval: TestTiming.seconds(0.5))
+        let status = try off.status()
+        #expect(status["seek_indexes_cached"] as? Int == 0 && status["seek_indexes_built_ahead"] as? Int == 0, "\(status)")
+    }
+
     @Test func fileRemovedWhileServed_finishes_fileTruncated_failsThatResponseOnly() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }

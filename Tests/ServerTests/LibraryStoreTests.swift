@@ -172,6 +172,28 @@ import Testing
         #expect(try store.cachedAnalysis(path: "Band/Second/2-01 Late.mp3", stamp: Self.stamp(1)) == nil)
     }
 
+    @Test func tracksWithoutAnalysis_longestFirst_notWAV_notThoseStoredForTheirStamp() throws {
+        let store = try Self.sampleStore()
+        var wav = Self.analysis(title: "Long WAV", duration: 4_000)
+        wav.container = .wav
+        try store.apply([
+            .track(path: "Long/mix.mp3", stamp: Self.stamp(20), analysis: Self.analysis(title: "Mix", duration: 3_600)),
+            .track(path: "Long/book.mp3", stamp: Self.stamp(21), analysis: Self.analysis(title: "Book", duration: 7_200)),
+            .track(path: "Long/take.wav", stamp: Self.stamp(22), analysis: wav),
+        ])
+        #expect(try store.tracksWithoutAnalysis(minSeconds: 1_800, limit: 10).map(\.path) == ["Long/book.mp3", "Long/mix.mp3"])
+        #expect(try store.tracksWithoutAnalysis(minSeconds: 1_800, limit: 1).map(\.path) == ["Long/book.mp3"])
+        #expect(try store.tracksWithoutAnalysis(minSeconds: 5, limit: 100).count == 9, "the seven songs of 10 s too")
+        var exact = Self.analysis(title: "Book", duration: 7_200)
+        exact.seekIndex.points = (0..<100).map { SeekPoint(t: Double($0) / 2, byte: $0 * 417) }
+        try store.storeAnalysis(path: "Long/book.mp3", stamp: Self.stamp(21), analysis: exact)
+        let left = try store.tracksWithoutAnalysis(minSeconds: 1_800, limit: 10)
+        #expect(left.map(\.path) == ["Long/mix.mp3"] && left.first?.stamp == Self.stamp(20))
+        // The file changed since its index was stored: due again.
+        try store.apply([.track(path: "Long/book.mp3", stamp: Self.stamp(23), analysis: Self.analysis(title: "Book", duration: 7_200))])
+        #expect(try store.tracksWithoutAnalysis(minSeconds: 1_800, limit: 10).map(\.path) == ["Long/book.mp3", "Long/mix.mp3"])
+    }
+
     @Test func onDisk_walMode_andReopened() throws {
         let dir = try Self.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: dir) }

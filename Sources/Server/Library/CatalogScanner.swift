@@ -11,7 +11,8 @@ import StreamShared
 /// cover the tree (no inotify, or the watch limit reached).
 public final class CatalogScanner: @unchecked Sendable {
     // @unchecked: `watcher` is used by the scanner thread only; `fullRequested` and `state`
-    // are behind `lock`; `wake` is an eventfd, safe to write from any thread.
+    // are behind `lock`, `indexWanted` behind `indexCondition`; `wake` is an eventfd, safe to
+    // write from any thread.
     public let catalog: Catalog
     /// Test-only: `STREAMD_TEST_MAX_WATCHES=N` acts as if the kernel's watch limit were N.
     public static let maxWatchesVariable = "STREAMD_TEST_MAX_WATCHES"
@@ -23,6 +24,9 @@ public final class CatalogScanner: @unchecked Sendable {
     private var watcher: FolderWatcher?
     private var state = WatchState()
     private var warnedLimit = false
+    /// A scan ended since the indexer last looked (guarded by `indexCondition`).
+    private var indexWanted = false
+    private let indexCondition = NSCondition()
 
     /// How changes are noticed, for `/api/status`.
     struct WatchState {
@@ -50,12 +54,37 @@ public final class CatalogScanner: @unchecked Sendable {
             return [("watch", "\"\(now.mode)\""), ("watched_folders", "\(now.folders)"),
                     ("rescan_interval_s", JSONObjectWriter.number(rescanInterval))]
         }
-        catalog.scanned = { [weak self] folders in self?.watch(folders) }
+        catalog.scanned = { [weak self] folders in
+            self?.watch(folders)
+            self?.requestIndexes()
+        }
     }
 
     /// Starts the thread: the first scan begins at once.
     public func start() {
         Thread.detachNewThread { [self] in run() }
+        Thread.detachNewThread { [self] in runIndexer() }
+    }
+
+    /// After a scan: long tracks' seek indexes are built on the indexer's thread (a scan or an
+    /// inotify event never waits for them).
+    private func requestIndexes() {
+        indexCondition.lock()
+        indexWanted = true
+        indexCondition.signal()
+        indexCondition.unlock()
+    }
+
+    /// The indexer's thread: builds what is missing after each scan; a scan that ends meanwhile
+    /// makes it look again (longest first) once the file at hand is done.
+    private func runIndexer() {
+        while true {
+            indexCondition.lock()
+            while !indexWanted { indexCondition.wait() }
+            indexWanted = false
+            indexCondition.unlock()
+            catalog.buildIndexesAhead(shouldStop: { [self] in indexCondition.withLock { indexWanted } })
+        }
     }
 
     /// Asks for a full rescan (SIGHUP); one already running finishes first.

@@ -468,6 +468,22 @@ public final class LibraryStore: @unchecked Sendable {
         }
     }
 
+    /// Listed tracks of at least `minSeconds` whose exact analysis is not stored for their
+    /// current size, mtime and inode, longest first (what is worth building before anyone asks).
+    /// WAV is left out: its seek is arithmetic.
+    public func tracksWithoutAnalysis(minSeconds: Double, limit: Int) throws(SQLiteError) -> [(path: String, stamp: FileStamp)] {
+        try read { db throws(SQLiteError) in
+            try db.query("""
+                SELECT t.path, t.size, t.mtime_ns, t.inode FROM tracks t
+                LEFT JOIN analyses a ON a.path = t.path AND a.size = t.size AND a.mtime_ns = t.mtime_ns AND a.inode = t.inode
+                WHERE a.path IS NULL AND t.duration_s >= ? AND t.container != 'wav'
+                ORDER BY t.duration_s DESC, t.path LIMIT ?
+                """, [.double(minSeconds), .int(Int64(max(0, limit)))]) { row in
+                (row.text(0), FileStamp(size: row.int(1), mtimeNanos: row.int(2), inode: UInt64(bitPattern: Int64(row.int(3)))))
+            }
+        }
+    }
+
     /// Number of exact analyses (seek indexes) cached.
     public func cachedAnalysisCount() throws(SQLiteError) -> Int {
         try read { db throws(SQLiteError) in try db.queryOne("SELECT count(*) FROM analyses") { $0.int(0) } ?? 0 }

@@ -71,6 +71,10 @@ public final class Catalog: @unchecked Sendable {
     private let lock = NSLock()
     private let scanLock = NSLock()
     private var progress = ScanProgress()
+    private var indexedAhead = 0
+    /// Files whose exact analysis a thread is building (relative paths), and its signal.
+    private var inFlight: Set<String> = []
+    private let building = NSCondition()
     /// Called with one line per file that could not be analyzed, and other trouble.
     public var warn: @Sendable (String) -> Void = { _ in }
     /// Called with progress lines (scan started, every few seconds, done).
@@ -307,10 +311,20 @@ public final class Catalog: @unchecked Sendable {
     public func analysis(forAbsolutePath path: String, file: OpenFile) throws(AnalysisFailure) -> TrackAnalysis {
         let relative = resolver.relative(path)
         let stamp = file.stamp
+        var claimed: String?
+        defer { if let claimed { release(claimed) } }
         if let relative {
             if let cached = try? store.cachedAnalysis(path: relative, stamp: stamp) { return cached }
             if let skip = try? store.skipped(path: relative), skip.stamp == stamp {
                 throw AnalysisFailure(reason: skip.reason)
+            }
+            // Another thread (the indexer, another request) is walking this file: its result is
+            // awaited rather than a second walk started.
+            if claim(relative) {
+                claimed = relative
+            } else {
+                awaitBuild(of: relative, timeout: analyzer.settings.timeout(forSize: file.size))
+                if let cached = try? store.cachedAnalysis(path: relative, stamp: stamp) { return cached }
             }
         }
         switch analyzer.analyze([(path, file.size)]).first {
@@ -344,6 +358,78 @@ public final class Catalog: @unchecked Sendable {
             throw AnalysisFailure(reason: "not analyzed")
         }
     }
+
+    /// Marks `relative` as being analyzed; false when another thread already is.
+    private func claim(_ relative: String) -> Bool {
+        building.lock()
+        defer { building.unlock() }
+        return inFlight.insert(relative).inserted
+    }
+
+    private func release(_ relative: String) {
+        building.lock()
+        inFlight.remove(relative)
+        building.broadcast()
+        building.unlock()
+    }
+
+    /// Waits (at most `timeout` seconds) until no thread analyzes `relative`.
+    private func awaitBuild(of relative: String, timeout: Double) {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        building.lock()
+        while inFlight.contains(relative) && building.wait(until: deadline) {}
+        building.unlock()
+    }
+
+    // MARK: indexes ahead
+
+    /// Tracks at least this many seconds long get their exact analysis (the seek index) built in
+    /// the background after each scan (`--index-ahead`; nil: only on first need), so their first
+    /// seek or HLS request finds it stored. Walking a file costs about 20 ms per hour of MP3, so
+    /// short tracks are left to first need and a library of songs is never read whole.
+    public var indexAheadSeconds: Double? = Catalog.defaultIndexAheadSeconds
+
+    /// The default of `indexAheadSeconds`: half an hour (mixes, audiobooks, podcasts, concerts).
+    public static let defaultIndexAheadSeconds = 1800.0
+
+    /// Builds the analyses of long tracks that have none stored for their current version,
+    /// longest first, one file at a time on one worker; returns how many were built. `shouldStop`
+    /// is asked between files. A file that fails is tried again after the next scan.
+    @discardableResult
+    public func buildIndexesAhead(shouldStop: () -> Bool = { false }) -> Int {
+        guard let minimum = indexAheadSeconds else { return 0 }
+        let due: [(path: String, stamp: FileStamp)]
+        do { due = try store.tracksWithoutAnalysis(minSeconds: minimum, limit: 100_000) } catch {
+            warn("catalog: cannot list the tracks to index: \(error)")
+            return 0
+        }
+        guard !due.isEmpty else { return 0 }
+        let started = monotonicNanos()
+        var built = 0
+        analyzer.keepingWorkers {
+            for track in due {
+                if shouldStop() { break }
+                let path = resolver.root + "/" + track.path
+                // A file changed since the scan is left to the scan that follows.
+                guard let file = try? OpenFile(path: path), file.stamp == track.stamp else { continue }
+                do {
+                    _ = try analysis(forAbsolutePath: path, file: file)
+                    built += 1
+                } catch {
+                    continue
+                }
+            }
+        }
+        lock.withLock { indexedAhead += built }
+        if built > 0 {
+            let elapsed = Int((monotonicNanos() - started) / 1_000_000)
+            info("index: \(built) built ahead (exact seek indexes of tracks of \(Int(minimum)) s or more) in \(elapsed) ms")
+        }
+        return built
+    }
+
+    /// Seek indexes built ahead since the start (for `/api/status`).
+    public var indexesBuiltAhead: Int { lock.withLock { indexedAhead } }
 
     // MARK: reading
 
@@ -383,6 +469,8 @@ public final class Catalog: @unchecked Sendable {
         w.add("analyze_timeout_s", analyzer.settings.timeoutSeconds)
         w.add("db", store.path)
         w.add("seek_indexes_cached", (try? store.cachedAnalysisCount()) ?? 0)
+        w.add("seek_indexes_built_ahead", indexesBuiltAhead)
+        w.add("index_ahead_s", indexAheadSeconds)
         for (key, value) in statusExtras() { w.addRaw(key, value) }
         w.addRaw("skipped", "[" + items.joined(separator: ",\n") + "]")
         return w.text + "\n"
