@@ -99,13 +99,25 @@ import StreamShared
         try empty.apply(try sample.tracks(offset: 0, limit: 100).rows.map { row in
             .track(path: row.path, stamp: row.stamp, analysis: Catalog.analysis(row))
         })
+        #expect(try empty.search(query: "band", limit: 10).isEmpty, "the search index is filled at the end")
+        let generation = empty.generation
         try empty.ensureOrderIndexes()
+        #expect(empty.generation != generation, "search answers changed: cached ones are stale")
         #expect(try Self.orderIndexes(emptyPath).count == 5)
         for sort in TrackSort.allCases {
             #expect(try empty.tracks(offset: 0, limit: 100, sort: sort).rows.map(\.path)
                     == sample.tracks(offset: 0, limit: 100, sort: sort).rows.map(\.path), "\(sort)")
         }
+        for query in ["band", "ope", "various", "late"] {
+            #expect(try empty.search(query: query, limit: 10).map(\.path) == sample.search(query: query, limit: 10).map(\.path), "\(query)")
+        }
+        // The trigger is back: a track added later is found at once.
+        try empty.apply([.track(path: "new.mp3", stamp: LibraryStoreTests.stamp(30), analysis: LibraryStoreTests.analysis(title: "Quokka"))])
+        #expect(try empty.search(query: "quok", limit: 10).map(\.path) == ["new.mp3"])
+        let settled = empty.generation
         try empty.ensureOrderIndexes()   // again: nothing to do
+        #expect(empty.generation == settled)
+        #expect(try empty.search(query: "quok", limit: 10).map(\.path) == ["new.mp3"])
     }
 }
 

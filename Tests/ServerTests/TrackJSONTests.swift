@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import StreamServer
 @testable import StreamShared
@@ -56,6 +57,68 @@ import Testing
             #expect(String(decoding: json.bytes, as: UTF8.self) == "[" + rows.map(Catalog.trackJSON).joined(separator: ",\n") + "]\n",
                     "\(query)")
         }
+    }
+
+    /// The item stored with a row (what pages and searches copy) is the one the column writer
+    /// writes from the row as it stands, through inserts, changes in place and removals.
+    @Test func storedItems_areTheColumnWritersItems_afterEveryChange() throws {
+        let store = try Self.awkwardStore()
+        func items(_ ids: [Int]) throws -> String {
+            String(decoding: try TrackJSON.array(items: .max) { each throws(SQLiteError) in try store.forEachTrackJSON(ids: ids, each) }.bytes,
+                   as: UTF8.self)
+        }
+        func columns(_ ids: [Int]) throws -> String {
+            String(decoding: try TrackJSON.array { each throws(SQLiteError) in try store.forEachTrack(ids: ids, each) }.bytes, as: UTF8.self)
+        }
+        var ids = try store.trackIDs(sort: .title)
+        #expect(try items(ids) == columns(ids))
+        #expect(try items(ids + [999_999]) == columns(ids), "an id no longer listed is left out")
+        // Changed in place (same path, so the same id): the stored item follows.
+        let path = "Quote \"Q\"/Back\\slash/01 Tab\there.mp3"
+        try store.apply([.track(path: path, stamp: FileStamp(size: 7, mtimeNanos: 8, inode: 9),
+                                analysis: Fixture.analysis(title: "Renamed \"again\"", artist: "Other", album: "Moved", duration: 3))])
+        ids = try store.trackIDs(sort: .title)
+        let changed = try #require(try store.track(path: path))
+        #expect(try items([changed.id]) == "[" + Catalog.trackJSON(changed) + "]\n")
+        #expect(try items(ids) == columns(ids))
+        try store.apply([.removed(path: path)])
+        #expect(try items([changed.id]) == "[]\n")
+        #expect(try items([]) == "[]\n")
+    }
+
+    /// A database whose rows have no stored items (written before they were kept) answers from
+    /// the columns, the same bytes, until `fillMissingTrackJSON` writes them.
+    @Test func missingItems_areWrittenFromTheColumns_thenFilledIn() throws {
+        let dir = try Fixture.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("catalog.db").path
+        let store = try Fixture.sampleStore(path: path)
+        let ids = try store.trackIDs(sort: .path)
+        let expected = "[" + (try store.tracks(ids: ids)).map(Catalog.trackJSON).joined(separator: ",\n") + "]\n"
+        let other = try SQLiteDatabase(path: path)
+        try other.execute("DELETE FROM track_json")
+        func items() throws -> String {
+            String(decoding: try TrackJSON.array(items: .max) { each throws(SQLiteError) in try store.forEachTrackJSON(ids: ids, each) }.bytes,
+                   as: UTF8.self)
+        }
+        #expect(try items() == expected)
+        #expect(try store.fillMissingTrackJSON(batch: 3) == ids.count, "in batches of 3")
+        #expect(try other.queryOne("SELECT count(*) FROM track_json") { $0.int(0) } == ids.count)
+        #expect(try store.fillMissingTrackJSON() == 0)
+        #expect(try items() == expected)
+    }
+
+    @Test func searchItems_areThoseOfTheRowSearch_inTheSameOrder() throws {
+        let store = try Self.awkwardStore()
+        for query in ["band", "ünï", "line", "percent", "o", "nothing-matches"] {
+            let rows = try store.search(query: query, limit: 10)
+            let json = try TrackJSON.array(items: 10) { each throws(SQLiteError) in try store.searchJSON(query: query, limit: 11, each) }
+            #expect(String(decoding: json.bytes, as: UTF8.self) == "[" + rows.map(Catalog.trackJSON).joined(separator: ",\n") + "]\n",
+                    "\(query)")
+            #expect(!json.more)
+        }
+        let two = try TrackJSON.array(items: 2) { each throws(SQLiteError) in try store.searchJSON(query: "band", limit: 3, each) }
+        #expect(two.more)
     }
 
     /// Key by key in one read transaction of its own, or inside the caller's.

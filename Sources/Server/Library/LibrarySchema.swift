@@ -89,5 +89,20 @@ enum LibrarySchema {
         INSERT INTO tracks_fts(rowid, title, artist, album)
           SELECT id, sort_title, coalesce(artist, '') || ' ' || coalesce(album_artist, ''), coalesce(album, '') FROM tracks;
         """,
+        // 2 → 3: each track's `/api/tracks` item, written with the row (`TrackJSON`), so that a
+        // page or a search answer is copied from one column per track instead of written from
+        // twenty. Any change to a track's row drops its item (the triggers), so an item is never
+        // older than its row; the writer writes it again at once, and rows without one (those
+        // of a database from before, until the next scan fills them in) are written from the
+        // columns when asked.
+        """
+        CREATE TABLE track_json(id INTEGER PRIMARY KEY, json BLOB NOT NULL);
+        CREATE TRIGGER track_json_delete AFTER DELETE ON tracks BEGIN
+          DELETE FROM track_json WHERE id = old.id;
+        END;
+        CREATE TRIGGER track_json_update AFTER UPDATE ON tracks BEGIN
+          DELETE FROM track_json WHERE id = old.id;
+        END;
+        """,
     ]
 }

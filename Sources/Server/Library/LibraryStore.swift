@@ -251,23 +251,52 @@ public final class LibraryStore: @unchecked Sendable {
         "tracks_by_year ON tracks(year, path)",
     ]
 
-    /// Before a full scan: drops the order indexes when no track is listed yet (a first scan,
-    /// whose inserts are then cheaper); true when it did.
+    /// The trigger that adds a new track to the search index (as the first migration made it).
+    /// A first scan runs without it and fills the index at its end: with its prefix indexes, the
+    /// index written row by row through 100,000 inserts cost 3 s of CPU more than the scan
+    /// without it, written at once from the table about 1 s.
+    static let searchInsertTrigger = """
+        CREATE TRIGGER tracks_fts_insert AFTER INSERT ON tracks BEGIN
+          INSERT INTO tracks_fts(rowid, title, artist, album)
+            VALUES (new.id, new.sort_title, coalesce(new.artist, '') || ' ' || coalesce(new.album_artist, ''), coalesce(new.album, ''));
+        END;
+        """
+
+    /// Before a full scan: drops the order indexes and the search index's insert trigger when no
+    /// track is listed yet (a first scan, whose inserts are then cheaper); true when it did.
+    /// Search answers nothing until that scan ends.
     public func beginBulkLoad() throws(SQLiteError) -> Bool {
         try write { db throws(SQLiteError) in
             guard try db.queryOne("SELECT EXISTS (SELECT 1 FROM tracks)", row: { $0.int(0) }) == 0 else { return false }
             for index in Self.orderIndexes {
                 try db.execute("DROP INDEX IF EXISTS \(index.prefix { $0 != " " })")
             }
+            try db.execute("DROP TRIGGER IF EXISTS tracks_fts_insert")
             return true
         }
     }
 
-    /// After a full scan: creates the order indexes that are missing (dropped by
-    /// `beginBulkLoad`, also when that scan was cut short by the process ending).
+    /// After a full scan: creates the order indexes that are missing and, when the search
+    /// index's insert trigger is (both dropped by `beginBulkLoad`, also when that scan was cut
+    /// short by the process ending), fills the search index from the table and puts it back.
     public func ensureOrderIndexes() throws(SQLiteError) {
         try write { db throws(SQLiteError) in
             for index in Self.orderIndexes { try db.execute("CREATE INDEX IF NOT EXISTS \(index)") }
+            let trigger = try db.queryOne("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'tracks_fts_insert'") {
+                $0.int(0)
+            }
+            guard trigger == 0 else { return }
+            // Search answers change: answers cached before are stale (counted before and after, as in `apply`).
+            changeCount.wrappingIncrement(ordering: .acquiringAndReleasing)
+            defer { changeCount.wrappingIncrement(ordering: .acquiringAndReleasing) }
+            try db.transaction { () throws(SQLiteError) in
+                try db.execute("""
+                    DELETE FROM tracks_fts;
+                    INSERT INTO tracks_fts(rowid, title, artist, album)
+                      SELECT id, sort_title, coalesce(artist, '') || ' ' || coalesce(album_artist, ''), coalesce(album, '') FROM tracks;
+                    """)
+                try db.execute(Self.searchInsertTrigger)
+            }
         }
     }
 
@@ -357,7 +386,52 @@ public final class LibraryStore: @unchecked Sendable {
               cover_art_bytes = excluded.cover_art_bytes, sort_title = excluded.sort_title,
               artist_id = excluded.artist_id, album_id = excluded.album_id
             """, values)
+        try writeTrackJSON(path: path, db)
         return albumID
+    }
+
+    /// Writes the `/api/tracks` item of the track at `path` from its row as it now stands (its
+    /// update trigger dropped the old one).
+    private func writeTrackJSON(path: String, _ db: SQLiteDatabase) throws(SQLiteError) {
+        var item: [UInt8] = []
+        var id: Int?
+        try db.each("SELECT \(Self.trackColumns) FROM tracks t WHERE t.path = ?", [.text(path)]) { row in
+            item.reserveCapacity(768)
+            TrackJSON.append(row, to: &item)
+            id = row.int(0)
+        }
+        guard let id else { return }
+        try db.run("INSERT OR REPLACE INTO track_json(id, json) VALUES (?, ?)", [.int(Int64(id)), .blob(item)])
+    }
+
+    /// Writes the `/api/tracks` items the tracks lack (a database from before they were kept),
+    /// `batch` rows per transaction so that other writes get their turn; returns how many.
+    @discardableResult
+    public func fillMissingTrackJSON(batch: Int = 2_048) throws(SQLiteError) -> Int {
+        var filled = 0
+        while true {
+            let count = try write { db throws(SQLiteError) in
+                try db.transaction { () throws(SQLiteError) -> Int in
+                    // Read first, written after: no insert while the statement walks the tables.
+                    var items: [(Int, [UInt8])] = []
+                    try db.each("""
+                        SELECT \(Self.trackColumns) FROM tracks t WHERE NOT EXISTS (SELECT 1 FROM track_json j WHERE j.id = t.id)
+                        LIMIT ?
+                        """, [.int(Int64(max(1, batch)))]) { row in
+                        var item: [UInt8] = []
+                        item.reserveCapacity(768)
+                        TrackJSON.append(row, to: &item)
+                        items.append((row.int(0), item))
+                    }
+                    for (id, item) in items {
+                        try db.run("INSERT OR REPLACE INTO track_json(id, json) VALUES (?, ?)", [.int(Int64(id)), .blob(item)])
+                    }
+                    return items.count
+                }
+            }
+            filled += count
+            if count < max(1, batch) { return filled }
+        }
     }
 
     private func artist(_ name: String, _ db: SQLiteDatabase) throws(SQLiteError) -> Int {
@@ -529,6 +603,38 @@ public final class LibraryStore: @unchecked Sendable {
         }
     }
 
+    /// The `/api/tracks` item (`TrackJSON`) of each track with these ids, in the order given,
+    /// handed to `body` as bytes valid until it returns; ids no longer listed are left out. An
+    /// item is the one written with the row, else written here from the row's columns.
+    public func forEachTrackJSON(ids: [Int], _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
+        guard !ids.isEmpty else { return }
+        try read { db throws(SQLiteError) in
+            try db.reading { () throws(SQLiteError) in try Self.eachTrackJSON(ids: ids, db, body) }
+        }
+    }
+
+    /// `forEachTrackJSON` on a connection, inside the caller's read transaction.
+    private static func eachTrackJSON(ids: [Int], _ db: SQLiteDatabase, _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
+        let stored = try db.prepare("SELECT json FROM track_json WHERE id = ?")
+        defer { stored.reset() }
+        var written: [UInt8] = []
+        for id in ids {
+            try stored.bind(key: Int64(id))
+            if try stored.step() {
+                body(stored.blobBytes(0))
+                continue
+            }
+            let columns = try db.prepare("SELECT \(trackColumns) FROM tracks t WHERE t.id = ?")
+            try columns.bind(key: Int64(id))
+            if try columns.step() {
+                written.removeAll(keepingCapacity: true)
+                TrackJSON.append(columns, to: &written)
+                written.withUnsafeBytes(body)
+            }
+            columns.reset()
+        }
+    }
+
     /// What a playlist line needs of the tracks with these ids (path, title, artist, duration_s),
     /// handed to `body` in the order given; ids no longer listed are left out.
     public func forEachPlaylistTrack(ids: [Int], _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
@@ -635,31 +741,43 @@ public final class LibraryStore: @unchecked Sendable {
 
     /// `search(query:limit:)` handing each row to `body` as the statement's row (`trackColumns`).
     public func search(query: String, limit: Int, _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
-        guard let match = Self.ftsQuery(query), limit > 0 else { return }
         try read { db throws(SQLiteError) in
-            let matches = try db.queryOne("SELECT count(*) FROM (SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? LIMIT ?)",
-                                          [.text(match), .int(Int64(Self.rankedMatchLimit + 1))]) { $0.int(0) } ?? 0
-            if matches <= Self.rankedMatchLimit {
-                try db.each("""
-                    SELECT \(Self.trackColumns) FROM tracks_fts JOIN tracks t ON t.id = tracks_fts.rowid
-                    WHERE tracks_fts MATCH ? ORDER BY bm25(tracks_fts, 10.0, 5.0, 3.0), t.path LIMIT ?
-                    """, [.text(match), .int(Int64(limit))], body)
-                return
-            }
-            let inOrder = """
-                SELECT \(Self.trackColumns) FROM tracks_fts JOIN tracks t ON t.id = tracks_fts.rowid
-                WHERE tracks_fts MATCH ? ORDER BY tracks_fts.rowid LIMIT ?
-                """
-            let inTitle = "{title} : (\(match))"
-            var count = 0
-            try db.each(inOrder, [.text(inTitle), .int(Int64(limit))]) { row in
-                count += 1
-                body(row)
-            }
-            if count < limit {
-                try db.each(inOrder, [.text("(\(match)) NOT (\(inTitle))"), .int(Int64(limit - count))], body)
+            try db.reading { () throws(SQLiteError) in
+                let ids = try Self.searchIDs(query: query, limit: limit, db)
+                guard !ids.isEmpty else { return }
+                try db.each("SELECT \(Self.trackColumns) FROM tracks t WHERE t.id = ?", keys: ids, body)
             }
         }
+    }
+
+    /// `search(query:limit:)` handing each track's `/api/tracks` item to `body` (`forEachTrackJSON`).
+    public func searchJSON(query: String, limit: Int, _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
+        try read { db throws(SQLiteError) in
+            try db.reading { () throws(SQLiteError) in
+                try Self.eachTrackJSON(ids: try Self.searchIDs(query: query, limit: limit, db), db, body)
+            }
+        }
+    }
+
+    /// The ids `search` answers with, best first: only the search index is read (the rows are
+    /// read by id after, one prepared statement for them all).
+    private static func searchIDs(query: String, limit: Int, _ db: SQLiteDatabase) throws(SQLiteError) -> [Int] {
+        guard let match = ftsQuery(query), limit > 0 else { return [] }
+        let matches = try db.queryOne("SELECT count(*) FROM (SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? LIMIT ?)",
+                                      [.text(match), .int(Int64(rankedMatchLimit + 1))]) { $0.int(0) } ?? 0
+        if matches <= rankedMatchLimit {
+            return try db.query("""
+                SELECT t.id FROM tracks_fts JOIN tracks t ON t.id = tracks_fts.rowid
+                WHERE tracks_fts MATCH ? ORDER BY bm25(tracks_fts, 10.0, 5.0, 3.0), t.path LIMIT ?
+                """, [.text(match), .int(Int64(limit))]) { $0.int(0) }
+        }
+        let inOrder = "SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? ORDER BY rowid LIMIT ?"
+        let inTitle = "{title} : (\(match))"
+        var ids = try db.query(inOrder, [.text(inTitle), .int(Int64(limit))]) { $0.int(0) }
+        if ids.count < limit {
+            ids += try db.query(inOrder, [.text("(\(match)) NOT (\(inTitle))"), .int(Int64(limit - ids.count))]) { $0.int(0) }
+        }
+        return ids
     }
 
     static let albumColumns = """

@@ -143,6 +143,21 @@ public final class SQLiteDatabase {
         if ownTransaction { try execute("COMMIT") }
     }
 
+    /// Runs `body` in one read transaction (one snapshot and one lock for all its statements),
+    /// or inside the caller's transaction when one is open.
+    public func reading<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        let ownTransaction = handle.map { sqlite3_get_autocommit($0) != 0 } ?? false
+        if ownTransaction { try execute("BEGIN") }
+        do {
+            let result = try body()
+            if ownTransaction { try execute("COMMIT") }
+            return result
+        } catch {
+            if ownTransaction { try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
     /// The first row of `sql`, or nil when there is none.
     public func queryOne<T>(_ sql: String, _ values: [SQLiteValue] = [], row: (Statement) -> T) throws(SQLiteError) -> T? {
         let statement = try prepare(sql)
@@ -258,6 +273,13 @@ public final class SQLiteDatabase {
         public func textBytes(_ index: Int) -> UnsafeBufferPointer<UInt8> {
             guard let bytes = sqlite3_column_text(raw, Int32(index)) else { return UnsafeBufferPointer(start: nil, count: 0) }
             return UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(raw, Int32(index))))
+        }
+
+        /// Column bytes as SQLite holds them (empty for NULL), valid until the next step or reset.
+        public func blobBytes(_ index: Int) -> UnsafeRawBufferPointer {
+            // The pointer first, then the length (SQLite's documented order).
+            guard let bytes = sqlite3_column_blob(raw, Int32(index)) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+            return UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(raw, Int32(index))))
         }
 
         /// Column bytes ([] for NULL or empty).

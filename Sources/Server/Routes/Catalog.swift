@@ -201,6 +201,8 @@ public final class Catalog: @unchecked Sendable {
         if scope == .all {
             do {
                 try store.ensureOrderIndexes()
+                let filled = try store.fillMissingTrackJSON()
+                if filled > 0 { info("scan: \(filled) tracks' API items written (a database from before they were kept)") }
             } catch {
                 warn("catalog: cannot index the library database: \(error)")
             }

@@ -182,8 +182,8 @@ struct LibraryRoutes: Sendable {
             sort = value
         }
         let page = try orders.pageIDs(store, offset: offset, limit: limit, sort: sort)
-        let json = try TrackJSON.array(reserving: page.ids.count) { each throws(SQLiteError) in
-            try store.forEachTrack(ids: page.ids, each)
+        let json = try TrackJSON.array(items: .max, reserving: page.ids.count) { each throws(SQLiteError) in
+            try store.forEachTrackJSON(ids: page.ids, each)
         }
         return JSONAnswer(bytes: json.bytes, headers: [("X-Total-Count", String(page.total))])
     }
@@ -193,8 +193,8 @@ struct LibraryRoutes: Sendable {
         let query = try Self.query(request)
         let (_, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit, offsetAllowed: false)
         // One row more than asked tells whether there are more.
-        let json = try TrackJSON.array(limit: limit, reserving: limit) { each throws(SQLiteError) in
-            try store.search(query: query, limit: limit + 1, each)
+        let json = try TrackJSON.array(items: limit, reserving: limit) { each throws(SQLiteError) in
+            try store.searchJSON(query: query, limit: limit + 1, each)
         }
         return JSONAnswer(bytes: json.bytes, headers: [("X-More", json.more ? "true" : "false")])
     }

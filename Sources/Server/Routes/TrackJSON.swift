@@ -29,6 +29,29 @@ enum TrackJSON {
         return (out, more)
     }
 
+    /// A JSON array of the items `produce` hands over, already written (`LibraryStore.forEachTrackJSON`):
+    /// each is copied whole. Otherwise as `array(limit:reserving:_:)`.
+    static func array(items limit: Int = .max, reserving rows: Int = 100,
+                      _ produce: ((UnsafeRawBufferPointer) -> Void) throws(SQLiteError) -> Void)
+        throws(SQLiteError) -> (bytes: [UInt8], more: Bool) {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + min(rows, 1000) * 600)
+        out.append(UInt8(ascii: "["))
+        var count = 0
+        var more = false
+        try produce { item in
+            guard count < limit else {
+                more = true
+                return
+            }
+            if count > 0 { out.append(contentsOf: [UInt8(ascii: ","), UInt8(ascii: "\n")]) }
+            out.append(contentsOf: item)
+            count += 1
+        }
+        out.append(contentsOf: [UInt8(ascii: "]"), UInt8(ascii: "\n")])
+        return (out, more)
+    }
+
     /// One item: the members of `Catalog.trackJSON`, in its order.
     static func append(_ s: SQLiteDatabase.Statement, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
