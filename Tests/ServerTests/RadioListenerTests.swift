@@ -47,8 +47,11 @@ final class ListenerHarness {
             var written = 0
             step = listener.pump(fd: server, now: now, readable: false, written: &written)
             readAvailable()
-            // A wait with a wake time is a yield (the loop pumps again then).
-            if case .wait(_, let writable, let wakeAt) = step, !writable, wakeAt == nil { return step }
+            // A wait with a wake time is a yield or a timer (the loop pumps again then).
+            if case .wait(_, let writable, let wakeAt) = step, !writable {
+                guard let wakeAt else { return step }
+                now = max(now, wakeAt)
+            }
             if step == .finished || step == .failed { return step }
         }
         return step
@@ -172,7 +175,13 @@ func dechunk(_ bytes: [UInt8]) throws -> (payload: [UInt8], complete: Bool) {
         #expect(first == .wait(readable: true, writable: false, wakeAt: harness.now + RadioListener.burstDelay),
                 "and leaves the rest of the burst for a moment later")
         written = 0
-        let second = harness.listener.pump(fd: harness.server, now: harness.now, readable: false, written: &written)
+        let early = harness.listener.pump(fd: harness.server, now: harness.now + 1_000_000, readable: false, written: &written)
+        #expect(written == 0, "a wake of the loop before the delay (a publish) does not send the rest early")
+        #expect(early == .wait(readable: true, writable: false, wakeAt: harness.now + RadioListener.burstDelay),
+                "and the burst's timer stays set")
+        let second = harness.listener.pump(fd: harness.server, now: harness.now + RadioListener.burstDelay, readable: false,
+                                           written: &written)
+        #expect(written >= 64 * 1024 - RadioListener.firstSlice, "the rest of the burst (and its chunk framing) when it is due")
         #expect(second == .wait(readable: true, writable: false, wakeAt: nil), "the rest of the burst, then it waits for chunks")
         harness.readAvailable()
         let (payload, _) = try dechunk(harness.received)
@@ -230,6 +239,44 @@ func dechunk(_ bytes: [UInt8]) throws -> (payload: [UInt8], complete: Bool) {
         }
         harness.readAvailable()
         #expect(harness.received.count == 1000 + 40 * 1024, "everything published was written while catching up")
+    }
+
+    @Test func responseHead_goesOutWithTheFirstSlice_inOneWrite() throws {
+        let channel = RadioChannel(name: "t", ringCapacity: 1 << 20)
+        var stream: [UInt8] = []
+        for i in 0..<16 {
+            let bytes = Self.chunk(i, size: 1024)
+            channel.publish(bytes[...], frameStarts: [0])
+            stream += bytes
+        }
+        let harness = try ListenerHarness(channel: channel, options: Self.options(chunked: false, metaint: nil), sendBuffer: 1 << 20)
+        let head = Array("HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\n\r\n".utf8)
+        #expect(harness.listener.takeHead(head), "a listener sends its head itself")
+        var written = 0
+        let first = harness.listener.pump(fd: harness.server, now: harness.now, readable: false, written: &written)
+        #expect(written == head.count + RadioListener.firstSlice, "head and first slice in the first write")
+        #expect(first == .wait(readable: true, writable: false, wakeAt: harness.now + RadioListener.burstDelay))
+        harness.readAvailable()
+        #expect(harness.received == head + stream[0..<RadioListener.firstSlice], "the head, then the audio")
+        #expect(channel.bytesOut.load(ordering: .relaxed) == RadioListener.firstSlice, "bytes out counts audio only")
+        harness.drain()
+        #expect(harness.received == head + stream)
+    }
+
+    @Test func responseHead_partlyWritten_resumes_andAnEmptyChannelStillGetsIt() throws {
+        let channel = RadioChannel(name: "t", ringCapacity: 1 << 20)
+        let harness = try ListenerHarness(channel: channel, options: Self.options(chunked: true, metaint: nil), sendBuffer: 4096)
+        // Longer than the socket takes at once, and nothing published yet.
+        let head = Array("HTTP/1.1 200 OK\r\nX-Pad: ".utf8) + [UInt8](repeating: 0x61, count: 30_000) + Array("\r\n\r\n".utf8)
+        #expect(harness.listener.takeHead(head))
+        let step = harness.drain()
+        #expect(harness.received == head, "the whole head, though no audio is there to send with it")
+        #expect(step == .wait(readable: true, writable: false, wakeAt: nil))
+        let bytes = Self.chunk(1, size: 3000)
+        channel.publish(bytes[...], frameStarts: [0])
+        harness.drain()
+        let (payload, _) = try dechunk(Array(harness.received[head.count...]))
+        #expect(payload == bytes, "then the audio, chunked")
     }
 
     @Test func trim_shortensTheIovecsToTheLimit() {

@@ -89,6 +89,11 @@ final class Connection {
     func write(now: UInt64) throws -> WriteOutcome {
         guard var out = outgoing else { return .finished }
         defer { outgoing = out }
+        // A live exchange may send the head itself, with its first bytes.
+        if out.headSent == 0, let live = out.live, live.takeHead(out.head) {
+            out.headSent = out.head.count
+            return .live
+        }
         // Head first.
         if !out.lookaheadFetched {
             out.lookahead = out.body?.nextPart()

@@ -26,6 +26,9 @@ public enum LiveStep: Sendable, Equatable {
 /// listener writing from a channel's ring, or a source whose request body streams in. Only the
 /// connection's event-loop thread calls it.
 public protocol LiveExchange: AnyObject, Sendable {
+    /// Offered the response head before `start`; true when the exchange sends it itself, with its
+    /// first bytes (one write and one TCP segment instead of two, and one wake of the client).
+    func takeHead(_ head: [UInt8]) -> Bool
     /// Called once, after the head went out. `leftover` holds the bytes read past the request
     /// head (the start of a request body).
     func start(waker: LoopWaker, leftover: [UInt8], now: UInt64)
@@ -34,4 +37,9 @@ public protocol LiveExchange: AnyObject, Sendable {
     func pump(fd: Int32, now: UInt64, readable: Bool, written: inout Int) -> LiveStep
     /// Called once when the connection closes, for whatever reason.
     func stop()
+}
+
+extension LiveExchange {
+    /// By default the connection sends the head, and the exchange starts once it is out.
+    public func takeHead(_ head: [UInt8]) -> Bool { false }
 }

@@ -18,7 +18,7 @@ final class ListenerScratch: @unchecked Sendable {
     static let inputSize = 2048
 
     init() {
-        iovecs = .allocate(capacity: Self.maxSegments)
+        iovecs = .allocate(capacity: Self.maxSegments + 1)   // and the response head, on a first write
         headers = .allocate(capacity: Self.maxSegments * Self.headerSlot)
         input = .allocate(byteCount: Self.inputSize, alignment: 8)
         segments.reserveCapacity(Self.maxSegments)

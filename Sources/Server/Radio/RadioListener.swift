@@ -79,13 +79,25 @@ final class RadioListener: LiveExchange, @unchecked Sendable {
     /// See `ListenerOptions.writeInterval`: 400 ms is every other publish of a 250 ms tick, and
     /// keeps the writes of a 60 s window within one of 120 (a 0.99x rate check still holds).
     static let writeInterval: UInt64 = 400_000_000
-    /// No write before this time unless the channel ended (set when a pump catches up).
+    /// No write before this time unless the channel ended (set by the first slice, to the time
+    /// the rest of the burst is due, and when a pump catches up).
     private var nextWriteAt: UInt64 = 0
+    /// The first slice is out and the rest of the burst waits for `nextWriteAt`.
+    private var burstPending = false
+    /// The response head, sent with the first slice in one sendmsg (emptied once it is out).
+    private var head: [UInt8] = []
+    private var headSent = 0
 
     init(channel: RadioChannel, options: ListenerOptions, scratch: @escaping @Sendable (LoopWaker) -> ListenerScratch) {
         self.channel = channel
         self.options = options
         self.scratchFor = scratch
+    }
+
+    func takeHead(_ head: [UInt8]) -> Bool {
+        self.head = head
+        headSent = 0
+        return true
     }
 
     func start(waker: LoopWaker, leftover: [UInt8], now: UInt64) {
@@ -103,6 +115,7 @@ final class RadioListener: LiveExchange, @unchecked Sendable {
         if joined { channel.listenerLeft() }
         joined = false
         cursor = nil
+        head = []
     }
 
     func pump(fd: Int32, now: UInt64, readable: Bool, written: inout Int) -> LiveStep {
@@ -124,14 +137,18 @@ final class RadioListener: LiveExchange, @unchecked Sendable {
             if laggingSince == nil { laggingSince = now }
         }
         if let since = laggingSince, now >= since, now - since > options.lagLimit { return .failed }
-        // Caught up a moment ago: the new bytes wait for a later wake and go out together.
+        // The rest of the burst is not due yet (its timer stays set: a publish's wake of the loop
+        // must not send it early, in the middle of a storm of new listeners), or the listener
+        // caught up a moment ago (the new bytes wait for a later wake and go out together).
         if now < nextWriteAt && !channel.ended.load(ordering: .acquiring) {
-            return .wait(readable: true, writable: false, wakeAt: nil)
+            return .wait(readable: true, writable: false, wakeAt: burstPending ? nextWriteAt : nil)
         }
+        burstPending = false
         var total = 0
         while total < Self.maxPerPump {
-            let planned = plan(&c, scratch)
-            if planned == 0 {
+            var planned = plan(&c, scratch)
+            let headLeft = head.count - headSent
+            if planned == 0 && headLeft == 0 {
                 laggingSince = nil   // caught up with the live edge
                 if total > 0 && sliced { nextWriteAt = now &+ options.writeInterval }
                 if channel.ended.load(ordering: .acquiring) {
@@ -140,29 +157,49 @@ final class RadioListener: LiveExchange, @unchecked Sendable {
                 }
                 return .wait(readable: true, writable: false, wakeAt: nil)
             }
-            var message = msghdr()
-            message.msg_iov = scratch.iovecs
-            message.msg_iovlen = scratch.segments.count
-            let first = !sliced
-            if first { message.msg_iovlen = Self.trim(scratch.iovecs, count: scratch.segments.count, to: Self.firstSlice) }
-            let n = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+            var count = scratch.segments.count
+            let first = !sliced && planned > 0
+            if first {
+                count = Self.trim(scratch.iovecs, count: count, to: Self.firstSlice)
+                planned = min(planned, Self.firstSlice)
+            }
+            let n = head.withUnsafeBytes { raw -> Int in
+                if headLeft > 0, let base = raw.baseAddress {
+                    // The head goes first, in the slot before the planned iovecs.
+                    memmove(scratch.iovecs + 1, scratch.iovecs, count * MemoryLayout<iovec>.stride)
+                    scratch.iovecs[0] = Glibc.iovec(iov_base: UnsafeMutableRawPointer(mutating: base + headSent), iov_len: headLeft)
+                    count += 1
+                }
+                var message = msghdr()
+                message.msg_iov = scratch.iovecs
+                message.msg_iovlen = count
+                return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+            }
             if n < 0 {
                 if errno == EINTR { continue }
                 if errno == EAGAIN || errno == EWOULDBLOCK { return .wait(readable: true, writable: true, wakeAt: nil) }
                 return .failed
             }
-            account(&c, sent: n, scratch)
+            let headPart = min(n, headLeft)
+            headSent += headPart
+            if headSent == head.count && headLeft > 0 {
+                head = []
+                headSent = 0
+            }
+            let audio = n - headPart
+            account(&c, sent: audio, scratch)
             total += n
             written += n
-            channel.bytesOut.wrappingIncrement(by: n, ordering: .relaxed)
+            channel.bytesOut.wrappingIncrement(by: audio, ordering: .relaxed)
+            if n < headLeft + planned { return .wait(readable: true, writable: true, wakeAt: nil) }
             if first {
                 // The rest of the burst comes a moment later (the replay above took the
                 // trimmed write as a partial one).
                 sliced = true
-                if n < min(planned, Self.firstSlice) { return .wait(readable: true, writable: true, wakeAt: nil) }
-                return .wait(readable: true, writable: false, wakeAt: now &+ Self.burstDelay)
+                burstPending = true
+                nextWriteAt = now &+ Self.burstDelay
+                return .wait(readable: true, writable: false, wakeAt: nextWriteAt)
             }
-            if n < planned { return .wait(readable: true, writable: true, wakeAt: nil) }
         }
         // Yield to the loop's other connections; the loop wakes this one again at once.
         return .wait(readable: true, writable: false, wakeAt: now)
