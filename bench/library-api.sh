@@ -8,6 +8,11 @@
 #       two words, 100 rows) and one fixed query;
 #       /api/tracks pages of 100 at random offsets (bench/wrk/tracks.lua), path order and all
 #       sort orders, and the first page alone;
+#   - the peer, in the same run with the same wrk settings: nginx-light (2 workers, as streamd has
+#     2 event loops) serving a static file of the same bytes as one 100-row page: the ceiling of
+#     a 57 KB answer on this machine (no database, no JSON, sendfile);
+#   - for every run, the load average, streamd's CPU (utime+stime from /proc over the run: % of a
+#     core and µs per request) and wrk's (GNU time), since wrk shares the cores with the server;
 #   - the page in headless Chromium (Tests/browser/check_page.py): HTML size, the first matching
 #     row after typing a query (budget 300 ms), an album played from track to track.
 # usage: bench/library-api.sh [TRACKS]   (LIBRARY=DIR reuses/creates the library there; STREAMD=binary)
@@ -46,20 +51,67 @@ done
 total=$(curl -sI "$BASE/api/tracks?limit=1" | tr -d '\r' | sed -n 's/^X-Total-Count: //Ip')
 echo "library: $total tracks in $LIBRARY, scanned in $(( ($(date +%s%N) - start) / 1000000 )) ms; streamd $BIN, $(nproc) cores"
 
-# One wrk run: prints "name  p50  p99  req/s  errors".
+# The peer: nginx serving one page's bytes as a static file (the same size and content type).
+NGINX_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+mkdir -p "$WORK/nginx/root"
+curl -sf "$BASE/api/tracks?offset=$((total / 2))&limit=100" -o "$WORK/nginx/root/page.json"
+user_line=""; [ "$(id -u)" = 0 ] && user_line="user root;"
+cat >"$WORK/nginx/nginx.conf" <<CONF
+$user_line
+worker_processes 2;
+daemon off;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
+events { worker_connections 1024; }
+http {
+    types { application/json json; }
+    access_log off; sendfile on; tcp_nodelay on; keepalive_requests 1000000;
+    client_body_temp_path $WORK/nginx/body; proxy_temp_path $WORK/nginx/proxy; fastcgi_temp_path $WORK/nginx/fastcgi;
+    uwsgi_temp_path $WORK/nginx/uwsgi; scgi_temp_path $WORK/nginx/scgi;
+    server { listen 127.0.0.1:$NGINX_PORT; root $WORK/nginx/root; }
+}
+CONF
+nginx -p "$WORK/nginx" -e "$WORK/nginx/error.log" -c "$WORK/nginx/nginx.conf" </dev/null >/dev/null 2>&1 &
+NGINX=$!
+trap 'kill $PID $NGINX 2>/dev/null; wait $PID $NGINX 2>/dev/null; rm -rf "$WORK"' EXIT
+for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$NGINX_PORT/page.json" && break; sleep 0.1; done
+curl -sf -o /dev/null "http://127.0.0.1:$NGINX_PORT/page.json" || { echo "nginx did not start: $(tail -3 "$WORK/nginx/error.log")" >&2; exit 1; }
+
+# CPU ticks (utime+stime) of a process and its threads; for nginx, of its workers too.
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+nginx_ticks() {
+  local sum=0 p
+  for p in $NGINX $(pgrep -P "$NGINX" || true); do sum=$((sum + $(ticks "$p"))); done
+  echo "$sum"
+}
+HZ=$(getconf CLK_TCK)
+
+# One wrk run: prints "name  p50  p99  req/s  errors", then the load and the CPU of the server
+# (streamd, or nginx with SERVER=nginx) and of wrk.
 run() {
   local name=$1; shift
-  local out
-  out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$@" 2>&1)
-  local p50 p99 rps errors
+  local out load before after elapsed
+  load=$(awk '{ print $1 }' /proc/loadavg)
+  if [ "${SERVER:-streamd}" = nginx ]; then before=$(nginx_ticks); else before=$(ticks "$PID"); fi
+  elapsed=$(date +%s%N)
+  out=$(/usr/bin/time -f 'wrkcpu %U %S' wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$@" 2>&1)
+  elapsed=$(( $(date +%s%N) - elapsed ))
+  if [ "${SERVER:-streamd}" = nginx ]; then after=$(nginx_ticks); else after=$(ticks "$PID"); fi
+  local p50 p99 rps errors requests
   p50=$(awk '$1 == "50%" { print $2 }' <<<"$out")
   p99=$(awk '$1 == "99%" { print $2 }' <<<"$out")
   rps=$(awk '/^Requests\/sec:/ { print $2 }' <<<"$out")
+  requests=$(awk '/requests in/ { print $1 }' <<<"$out")
   errors=$(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr '\n' ' ' || true)
   printf '%-44s p50 %-9s p99 %-9s %9s req/s %s\n' "$name" "$p50" "$p99" "$rps" "${errors:-no errors}"
+  awk -v load="$load" -v server="${SERVER:-streamd}" -v ticks=$((after - before)) -v hz="$HZ" -v ns="$elapsed" \
+      -v requests="${requests:-0}" -v wrk="$(awk '/^wrkcpu/ { print $2 + $3 }' <<<"$out")" 'BEGIN {
+    s = ns / 1e9; cpu = ticks / hz
+    printf "    load %s; %s CPU %.0f %% of a core, %.0f us/request; wrk CPU %.0f %% of a core\n",
+      load, server, 100 * cpu / s, (requests > 0 ? 1e6 * cpu / requests : 0), 100 * wrk / s }'
 }
 
-echo "wrk: one connection alone (a quiet request's latency), then $CONNECTIONS connections, 2 threads, $DURATION s each"
+echo "wrk: one connection alone (a quiet request's latency), then $CONNECTIONS connections, 2 threads, $DURATION s each; $(uptime)"
 WRK_LIMIT=100 run "/api/search, a new query each request, 1 conn" -t1 -c1 -s bench/wrk/search.lua "$BASE"
 WRK_TOTAL=$total WRK_LIMIT=100 run "/api/tracks, 100 rows, random offsets, 1 conn" -t1 -c1 -s bench/wrk/tracks.lua "$BASE"
 WRK_LIMIT=100 run "/api/search, a new query each request" -s bench/wrk/search.lua "$BASE"
@@ -69,6 +121,8 @@ WRK_TOTAL=$total WRK_LIMIT=100 WRK_SORTS=path,title,artist,album,duration,year \
   run "/api/tracks, 100 rows, random offsets+sorts" -s bench/wrk/tracks.lua "$BASE"
 run "/api/tracks?limit=100 (first page)" "$BASE/api/tracks?offset=0&limit=100"
 run "/api/albums?limit=48 (the page's grid)" "$BASE/api/albums?offset=0&limit=48"
+SERVER=nginx run "peer: nginx, a static page of $(wc -c <"$WORK/nginx/root/page.json") bytes" "http://127.0.0.1:$NGINX_PORT/page.json"
+echo "streamd peak RSS: $(awk '/^VmHWM/ { print $2 / 1024 " MB" }' "/proc/$PID/status")"
 
 echo "page: $(curl -s "$BASE/" | wc -c) bytes of HTML"
 query=$(curl -s "$BASE/api/tracks?offset=$((total / 2))&limit=1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["title"])')

@@ -10,7 +10,7 @@ PACKAGES=(
   mpg123 python3-numpy python3-mutagen curl bc tmux time heaptrack openssl                              # reference clients and decoders for tests, bench (heaptrack: allocation count)
   icecast2                                                                    # radio: the peer server in bench/radio.sh (mpv, a radio listener in the tests, is below)
   loudgain                                                                    # writes the ReplayGain tags the --replaygain test plays by
-  nginx-light                                                                 # serves `streamd package` output in the HLS test
+  nginx-light                                                                 # serves `streamd package` output in the HLS test; the peer of bench/library-api.sh
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good      # gst-launch-1.0, souphttpsrc against streamd
   gstreamer1.0-plugins-bad                                                    # hlsdemux2/faad: a strict HLS client in tests
   gstreamer1.0-plugins-base-apps                                              # gst-discoverer-1.0

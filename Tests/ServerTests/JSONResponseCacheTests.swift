@@ -1,5 +1,6 @@
 import Testing
 @testable import StreamServer
+import StreamShared
 
 /// The library API's answer cache: hits only for the same target and catalog generation, least
 /// recently used out first, oversized answers never kept.
@@ -43,18 +44,32 @@ import Testing
     /// Hashed 8 bytes at a time: a change of any one byte, at any place and in any bit of its
     /// word, changes the tag.
     @Test func etag_changesWithAnyOneByte() {
+        // 103 bytes: three rounds of the four lanes, a word and three bytes after them.
         let body = (0..<103).map { UInt8(truncatingIfNeeded: $0 &* 37) }
         var tags: Set<String> = [JSONResponse.etag(of: body)]
         for position in body.indices {
-            for flip: UInt8 in [0x01, 0x80] {
+            for flip: UInt8 in [0x01, 0x02, 0x10, 0x80] {
                 var changed = body
                 changed[position] ^= flip
                 tags.insert(JSONResponse.etag(of: changed))
             }
         }
-        #expect(tags.count == 1 + body.count * 2)
+        #expect(tags.count == 1 + body.count * 4)
         #expect(JSONResponse.etag(of: body) == JSONResponse.etag(of: Array(body)))
         #expect(JSONResponse.etag(of: []) != JSONResponse.etag(of: [0]))
+    }
+
+    /// Words exchanged between lanes, or moved within one, change the tag too.
+    @Test func etag_changesWhenWordsMove() {
+        var generator = SplitMix64(seed: 7)
+        let body = (0..<4096).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        var tags: Set<String> = [JSONResponse.etag(of: body)]
+        for (a, b) in [(0, 1), (0, 4), (3, 7), (100, 257), (500, 501)] {
+            var moved = body
+            for k in 0..<8 { moved.swapAt(a * 8 + k, b * 8 + k) }
+            tags.insert(JSONResponse.etag(of: moved))
+        }
+        #expect(tags.count == 6)
     }
 
     @Test func etag_coversTheHeaders() {

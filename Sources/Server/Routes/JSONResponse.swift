@@ -28,20 +28,43 @@ extension HTTPResponse {
 enum JSONResponse {
     /// `"j-<64-bit hash of the bytes>-<length>"`: equal bytes give equal tags, so the tag is strong.
     /// With `headers`, their names and values are hashed after the bytes (a list's `X-Total-Count`).
-    /// The bytes go in 8 at a time (FNV-1a's step on a word, then an xor-shift that carries the
-    /// high bits down; each step is invertible, so one differing word always changes the tag):
-    /// byte by byte, hashing a 57 KB page was a tenth of its CPU.
+    /// The bytes go in 8 at a time on four independent lanes (word i on lane i mod 4: FNV-1a's
+    /// step on a word, then an xor-shift that carries the high bits down), folded into one at the
+    /// end; every step is invertible, so one differing word always changes the tag. One lane was
+    /// a chain of dependent multiplies, 8 % of an uncached page's CPU; four run side by side.
     static func etag(of bytes: [UInt8], headers: [(String, String)] = []) -> String {
+        let prime: UInt64 = 0x0000_0100_0000_01B3
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         bytes.withUnsafeBytes { raw in
+            var lanes: (UInt64, UInt64, UInt64, UInt64) = (hash, hash ^ 1, hash ^ 2, hash ^ 3)
             var i = 0
+            while i + 32 <= raw.count {
+                lanes.0 = (lanes.0 ^ raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* prime
+                lanes.1 = (lanes.1 ^ raw.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self)) &* prime
+                lanes.2 = (lanes.2 ^ raw.loadUnaligned(fromByteOffset: i + 16, as: UInt64.self)) &* prime
+                lanes.3 = (lanes.3 ^ raw.loadUnaligned(fromByteOffset: i + 24, as: UInt64.self)) &* prime
+                lanes.0 ^= lanes.0 >> 29
+                lanes.1 ^= lanes.1 >> 29
+                lanes.2 ^= lanes.2 >> 29
+                lanes.3 ^= lanes.3 >> 29
+                i += 32
+            }
+            // Folded with a step before each xor: a plain xor of two lanes would let the same
+            // change in either (a flipped top bit stays one flipped bit pattern) give one tag.
+            hash = lanes.0
+            for lane in [lanes.1, lanes.2, lanes.3] {
+                hash = hash &* prime
+                hash ^= hash >> 29
+                hash = (hash ^ lane) &* prime
+                hash ^= hash >> 29
+            }
             while i + 8 <= raw.count {
-                hash = (hash ^ raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0x0000_0100_0000_01B3
+                hash = (hash ^ raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* prime
                 hash ^= hash >> 29
                 i += 8
             }
             while i < raw.count {
-                hash = (hash ^ UInt64(raw[i])) &* 0x0000_0100_0000_01B3
+                hash = (hash ^ UInt64(raw[i])) &* prime
                 i += 1
             }
         }
