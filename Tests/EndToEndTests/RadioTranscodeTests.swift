@@ -209,6 +209,42 @@ import StreamShared
         #expect(try connection.request("GET", "/api/channels").status == 200)
     }
 
+    /// A channel of one format passes its frames as they are; when a track's file turns out, at
+    /// its turn, to be of another rate and channel count (it was replaced after the catalog read
+    /// it), the channel goes on transcoding to its own format instead of changing it mid-stream.
+    @Test(.timeLimit(.scaledMinutes(3))) func trackOfAnotherFormatArriving_switchesTheChannelToTranscoding() throws {
+        let same: [(name: String, hz: Double, seconds: Double, encode: [String])] = [
+            ("a.mp3", 440, 2, ["-ac", "2", "-ar", "44100", "-c:a", "libmp3lame", "-b:a", "128k"]),
+            ("b.mp3", 660, 2, ["-ac", "2", "-ar", "44100", "-c:a", "libmp3lame", "-b:a", "128k"]),
+        ]
+        let library = try Self.makeLibrary(same)
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--channel", "sw=mix", "--burst-kb", "16"])
+        defer { server.stop() }
+        let socket = try ClientSocket(port: server.port)
+        socket.send("GET /radio/sw HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        var bytes = socket.readUntilEnd(quiet: 1, limit: 1).bytes
+        #expect(!server.log.contains("transcodes"), "one format: frames pass as they are")
+        // b.mp3 becomes 22.05 kHz mono (a new file renamed over it).
+        let ffmpeg = try #require(which("ffmpeg"))
+        let replacement = library.appendingPathComponent("b-new.mp3")
+        let made = try runCommand(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=880:duration=2",
+                                           "-ac", "1", "-ar", "22050", "-c:a", "libmp3lame", "-b:a", "64k", replacement.path])
+        #expect(made.status == 0)
+        #expect(rename(replacement.path, library.appendingPathComponent("mix/b.mp3").path) == 0)
+        bytes += socket.readUntilEnd(quiet: 3, limit: TestTiming.seconds(9)).bytes
+        #expect(Self.logShows("the channel transcodes from now on", server), "\(server.log)")
+        guard let split = bytes.firstRange(of: Array("\r\n\r\n".utf8)) else { throw TestFailure("no response head") }
+        let audio = Array(bytes[split.upperBound...])
+        let (frames, end) = try Self.frames(audio)
+        #expect(audio.count - end < 1500, "not frames back to back: stopped at \(end) of \(audio.count)")
+        let formats = Set(frames.map { "\($0.sampleRate) Hz \($0.channels) ch" })
+        #expect(formats == ["44100 Hz 2 ch"], "\(formats)")
+        // The new b is heard (through the encoder), as is a.
+        let heard = Set(Self.segments(try Self.decode(audio), tones: [440, 660, 880]).filter { $0.end - $0.start > 22_050 }.map(\.hz))
+        #expect(heard.isSuperset(of: [440, 880]), "\(heard)")
+    }
+
     /// Whether the server's log shows `text` within 5 s (its stderr is read by another thread,
     /// which may come after what the server sent the listener).
     static func logShows(_ text: String, _ server: StreamdProcess) -> Bool {

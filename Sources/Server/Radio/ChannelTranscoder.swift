@@ -25,10 +25,14 @@ final class ChannelTranscoder {
     /// Samples (per channel, at the track's rate) decoded from the current track.
     private(set) var trackSamples = 0
 
+    static let quality = 3
+
     /// A transcoder to `format` (MPEG audio; 1 or 2 channels; one of MP3's rates).
     init(format: ChannelFormat) throws(EncoderError) {
         self.format = format
-        encoder = try LAMEEncoder(sampleRate: format.sampleRate, channels: format.channels, kbps: format.kbps)
+        // Quality 3, libmp3lame's own default (what `lame` and ffmpeg use unless told otherwise).
+        encoder = try LAMEEncoder(sampleRate: format.sampleRate, channels: format.channels, kbps: format.kbps,
+                                  quality: Self.quality)
         resampler = SoxrResampler(outputRate: format.sampleRate)
     }
 

@@ -37,11 +37,12 @@ struct TrackDecoder {
             converter = try MP3Converter()
             readOffset = first.offset + (stream.vbrHeader != nil ? first.length : 0)
             declared = AudioFormat(sampleRate: first.header.sampleRate, channels: first.header.channels)
-            // The trim only when the LAME tag says (as mpg123 and streamplay do); its frame count is exact
-            // in the catalog's analysis.
-            if let gapless = stream.vbrHeader?.gapless, (stream.vbrHeader?.frameCount ?? 0) > 0 {
+            // The trim only when the LAME tag says (as mpg123 and streamplay do), counted from the
+            // file's own Xing frame count (the file as it is now, not as the catalog saw it).
+            if let gapless = stream.vbrHeader?.gapless, let frames = stream.vbrHeader?.frameCount, frames > 0 {
+                let (total, overflow) = frames.multipliedReportingOverflow(by: first.header.samplesPerFrame)
                 window.keepFrom = gapless.encoderDelay + 529
-                window.keepUntil = window.keepFrom + max(0, track.totalSamples - gapless.encoderDelay - gapless.encoderPadding)
+                if !overflow { window.keepUntil = window.keepFrom + max(0, total - gapless.encoderDelay - gapless.encoderPadding) }
             }
         case .adts:
             guard let header = stream.adtsHeader else {
