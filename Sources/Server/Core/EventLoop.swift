@@ -304,7 +304,7 @@ final class EventLoop: @unchecked Sendable {
                 return
             case .paced(let wake):
                 connection.writeBlocked = false
-                connection.outgoing?.wakeAt = wake
+                setWake(connection, wake)
                 return
             case .live:
                 connection.writeBlocked = false
@@ -439,7 +439,7 @@ final class EventLoop: @unchecked Sendable {
         case .wait(let readable, let writable, let wakeAt):
             connection.outgoing?.liveWantsInput = readable
             connection.writeBlocked = writable
-            connection.outgoing?.wakeAt = wakeAt
+            setWake(connection, wakeAt)
         case .finished:
             if let done = connection.outgoing { logAccess(connection, done, now: now) }
             stopLive(connection)
@@ -497,23 +497,25 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Timers
 
+    /// Sets when the connection's response is due again, and queues the time (once per change).
+    private func setWake(_ connection: Connection, _ wake: UInt64?) {
+        guard connection.outgoing != nil, connection.outgoing?.wakeAt != wake else { return }
+        connection.outgoing?.wakeAt = wake
+        if let wake { timers.push(.init(time: wake, fd: connection.fd, generation: connection.generation)) }
+    }
+
+    /// Wake times of the connections (pacing, a live exchange's timer); see `TimerHeap`.
+    private var timers = TimerHeap()
+
     private func nextTimeoutMillis(now: UInt64) -> Int32 {
-        // A coarse tick bounds the work of checking timers; pacing needs finer steps.
+        // A coarse tick bounds the work of checking timers; pacing needs finer steps. No scan of
+        // the connections here: with tens of thousands of listeners, a loop that wakes often
+        // would spend its time in it.
         var earliest: UInt64 = now + 1_000_000_000
-        var sweepDue = UInt64.max
-        for connection in connections.values {
-            if connection.outgoing != nil {
-                if let wake = connection.outgoing?.wakeAt { earliest = min(earliest, wake) }
-                sweepDue = min(sweepDue, connection.deliveryCheckedAt + settings.writeTimeout / 4)
-            } else if let deadline = connection.lingerDeadline {
-                sweepDue = min(sweepDue, deadline)
-            } else {
-                sweepDue = min(sweepDue, connection.headDeadline ?? .max, connection.idleDeadline ?? .max)
-            }
-        }
-        // Deadlines are handled by the sweep, which runs at most every 250 ms: waking sooner
-        // for one would spin.
-        earliest = min(earliest, max(sweepDue, lastSweep + Self.sweepInterval + 1_000_000))
+        if let wake = timers.earliest { earliest = min(earliest, wake) }
+        // Deadlines (head, idle, linger, write timeout) are handled by the sweep, at most every
+        // 250 ms: waking sooner for one would spin.
+        if !connections.isEmpty { earliest = min(earliest, lastSweep + Self.sweepInterval + 1_000_000) }
         if stopRequested.load(ordering: .relaxed) { earliest = min(earliest, now + 50_000_000) }
         // Rounded up: rounding down wakes the loop just before the time and makes it spin.
         return Int32(min(1000, ((earliest > now ? earliest - now : 0) + 999_999) / 1_000_000))
@@ -523,12 +525,13 @@ final class EventLoop: @unchecked Sendable {
     private static let sweepInterval: UInt64 = 250_000_000
 
     private func checkTimers(now: UInt64) {
-        for connection in Array(connections.values) {
-            if let wake = connection.outgoing?.wakeAt, wake <= now {
-                connection.outgoing?.wakeAt = nil
-                progress(connection)
-                if isOpen(connection) { updateInterest(connection) }
-            }
+        for entry in timers.popDue(now: now) {
+            // Stale entries (the connection closed, or its wake time changed) are dropped here.
+            guard let connection = connections[entry.fd], connection.generation == entry.generation,
+                  let wake = connection.outgoing?.wakeAt, wake <= now else { continue }
+            connection.outgoing?.wakeAt = nil
+            progress(connection)
+            if isOpen(connection) { updateInterest(connection) }
         }
         // Timeouts need only second precision: sweep at most a few times a second.
         guard now - lastSweep > Self.sweepInterval else { return }
