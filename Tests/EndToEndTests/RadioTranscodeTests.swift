@@ -245,6 +245,37 @@ import StreamShared
         #expect(heard.isSuperset(of: [440, 880]), "\(heard)")
     }
 
+    /// A 5.1 AAC track is mixed down by its speakers: the centre on both sides, the front left
+    /// on the left only (libfaad2 puts the channels out in its own order, not the file's).
+    @Test(.timeLimit(.scaledMinutes(3))) func surroundTrack_isMixedDownBySpeaker() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-surround-\(getpid())-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("s"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ffmpeg = try #require(which("ffmpeg"))
+        // 880 Hz on the front left, 440 Hz on the centre, silence elsewhere (ffmpeg's 5.1: FL FR FC LFE BL BR).
+        let made = try runCommand(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=880:duration=4:sample_rate=48000",
+                                           "-f", "lavfi", "-i", "sine=frequency=440:duration=4:sample_rate=48000",
+                                           "-f", "lavfi", "-i", "anullsrc=r=48000:cl=mono", "-filter_complex",
+                                           "[2:a]atrim=duration=4,asplit=4[z1][z2][z3][z4];[0:a][z1][1:a][z2][z3][z4]join=inputs=6:channel_layout=5.1[a]",
+                                           "-map", "[a]", "-c:a", "aac", "-b:a", "256k", dir.appendingPathComponent("s/surround.m4a").path])
+        #expect(made.status == 0, "\(String(decoding: made.stderr, as: UTF8.self))")
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet", "--channel", "s=s"])
+        defer { server.stop() }
+        let (_, body) = try RadioEndToEndTests.listen(port: server.port, path: "/radio/s", seconds: 3)
+        let file = dir.appendingPathComponent("heard.mp3")
+        try Data(try RadioEndToEndTests.dechunk(body)).write(to: file)
+        let decoded = try runCommand(ffmpeg, ["-v", "error", "-i", file.path, "-ac", "2", "-ar", "44100", "-f", "f32le", "-"])
+        let stereo = decoded.stdout.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        let frames = stereo.count / 2
+        #expect(frames > 44_100 * 3, "\(frames) frames")
+        let from = frames / 4, to = from + 8820
+        let left = (from..<to).map { stereo[2 * $0] }, right = (from..<to).map { stereo[2 * $0 + 1] }
+        let leftCentre = Self.amplitude(left[...], hz: 440), rightCentre = Self.amplitude(right[...], hz: 440)
+        let leftFront = Self.amplitude(left[...], hz: 880), rightFront = Self.amplitude(right[...], hz: 880)
+        #expect(leftCentre > 0.02 && abs(leftCentre - rightCentre) < 0.1 * leftCentre, "centre: L \(leftCentre) R \(rightCentre)")
+        #expect(leftFront > 0.03 && rightFront < 0.05 * leftFront, "front left: L \(leftFront) R \(rightFront)")
+    }
+
     /// Whether the server's log shows `text` within 5 s (its stderr is read by another thread,
     /// which may come after what the server sent the listener).
     static func logShows(_ text: String, _ server: StreamdProcess) -> Bool {

@@ -158,3 +158,51 @@ import StreamShared
         #expect(ChannelTracks.transcodedFormat(firstRate: 44_100, kbps: 128).channels == 2)
     }
 }
+
+/// A transcoding channel's stereo mix of tracks with more (or fewer) channels.
+@Suite struct DownmixTests {
+    static func mix(_ speakers: [Speaker], _ frame: [Float], to outputs: Int = 2) -> [Float] {
+        var out: [Float] = []
+        Downmix(speakers: speakers, outputChannels: outputs).apply(frame, into: &out)
+        return out
+    }
+
+    @Test func monoAndStereo_keepTheirLevel() {
+        #expect(Self.mix(Speaker.defaultLayout(channels: 1), [0.5]) == [0.5, 0.5])
+        #expect(Self.mix(Speaker.defaultLayout(channels: 2), [0.25, -0.75]) == [0.25, -0.75])
+    }
+
+    @Test func aac51_centreGoesToBothSides_andTheLFEIsLeftOut() {
+        let aac = Speaker.aac(channels: 6)
+        // libfaad2's order (measured on ffmpeg's 5.1 AAC): L, R, C, Ls, Rs, LFE.
+        let centre = Self.mix(aac, [0, 0, 1, 0, 0, 0])
+        #expect(abs(centre[0] - centre[1]) < 1e-6 && centre[0] > 0.25, "\(centre)")
+        let left = Self.mix(aac, [1, 0, 0, 0, 0, 0])
+        #expect(left[0] > 0.3 && left[1] == 0, "front left only on the left: \(left)")
+        let rightSurround = Self.mix(aac, [0, 0, 0, 0, 1, 0])
+        #expect(rightSurround[0] == 0 && rightSurround[1] > 0.2, "\(rightSurround)")
+        #expect(Self.mix(aac, [0, 0, 0, 0, 0, 1]) == [0, 0], "LFE")
+        // Full scale everywhere cannot clip.
+        let loud = Self.mix(aac, [1, 1, 1, 1, 1, 1])
+        #expect(loud.allSatisfy { $0 <= 1.0001 }, "\(loud)")
+    }
+
+    @Test func wav51_isLeftRightFirst_andAMaskReordersIt() {
+        let wav = Speaker.wav(channels: 6, mask: nil)
+        #expect(wav == [.left, .right, .center, .lfe, .leftSurround, .rightSurround])
+        let left = Self.mix(wav, [1, 0, 0, 0, 0, 0])
+        #expect(left[0] > 0.3 && left[1] == 0, "\(left)")
+        // Quadraphonic by its mask: FL FR BL BR.
+        let quad = Speaker.wav(channels: 4, mask: 0x33)
+        #expect(quad == [.left, .right, .leftSurround, .rightSurround])
+        let back = Self.mix(quad, [0, 0, 0, 1])
+        #expect(back[0] == 0 && back[1] > 0.3, "\(back)")
+        // A mask naming fewer speakers than channels: the rest are unknown and left out.
+        #expect(Speaker.wav(channels: 3, mask: 0x3) == [.left, .right, .other])
+    }
+
+    @Test func unknownLayouts_keepTheFirstTwo_andMonoOutputAverages() {
+        #expect(Self.mix([.other, .other, .other], [0.5, -0.5, 1]) == [0.5, -0.5])
+        #expect(Self.mix(Speaker.defaultLayout(channels: 2), [0.5, -0.25], to: 1) == [0.125])
+    }
+}

@@ -83,27 +83,22 @@ final class ChannelTranscoder {
         try encoder.encode(stereo[...], appendingTo: &encoded)
     }
 
-    /// `samples` of `channels` as the channel's channel count: mono is copied to both sides,
-    /// more than two channels keep the first two (front left and right in WAV's order).
+    /// `samples` of `channels` as the channel's channel count, by the track's speaker layout.
     private func remix(_ samples: [Float], channels: Int, into output: inout [Float]) {
         output.removeAll(keepingCapacity: true)
-        let target = format.channels
-        if channels == target {
+        if channels == format.channels {
             output.append(contentsOf: samples)
             return
         }
-        let frames = samples.count / max(1, channels)
-        output.reserveCapacity(frames * target)
-        for i in 0..<frames {
-            let base = i * channels
-            if target == 1 {
-                output.append(channels >= 2 ? (samples[base] + samples[base + 1]) * 0.5 : samples[base])
-            } else {
-                output.append(samples[base])
-                output.append(channels >= 2 ? samples[base + 1] : samples[base])
-            }
+        let layout = decoder?.speakers(channels: channels) ?? Speaker.defaultLayout(channels: channels)
+        if matrixLayout != layout {
+            matrix = Downmix(speakers: layout, outputChannels: format.channels)
+            matrixLayout = layout
         }
+        matrix?.apply(samples, into: &output)
     }
+    private var matrix: Downmix?
+    private var matrixLayout: [Speaker] = []
 
     /// The next whole frame of the encoded bytes, if one is there.
     private func takeFrame() throws -> (bytes: ArraySlice<UInt8>, frame: AudioFrameSplitter.Frame)? {
@@ -125,5 +120,104 @@ final class ChannelTranscoder {
             }
         }
         return nil
+    }
+}
+
+/// Where a channel of a track is meant to be heard.
+enum Speaker: Equatable {
+    case left, right, center, lfe, leftSurround, rightSurround, backCenter, other
+
+    /// WAVE_FORMAT_EXTENSIBLE's order (the bits of its channel mask, lowest first), and what a
+    /// plain WAV of that many channels means (the same defaults as Windows and ffmpeg).
+    static func wav(channels: Int, mask: UInt32?) -> [Speaker] {
+        let bits: [(UInt32, Speaker)] = [(0x1, .left), (0x2, .right), (0x4, .center), (0x8, .lfe), (0x10, .leftSurround),
+                                         (0x20, .rightSurround), (0x40, .left), (0x80, .right), (0x100, .backCenter),
+                                         (0x200, .leftSurround), (0x400, .rightSurround)]
+        let defaults: [Int: UInt32] = [1: 0x4, 2: 0x3, 3: 0x7, 4: 0x33, 5: 0x37, 6: 0x3F, 7: 0x13F, 8: 0x63F]
+        guard let mask = mask.flatMap({ $0 == 0 ? nil : $0 }) ?? defaults[channels] else {
+            return defaultLayout(channels: channels)
+        }
+        var layout = bits.filter { mask & $0.0 != 0 }.map(\.1)
+        if layout.count > channels { layout.removeLast(layout.count - channels) }
+        while layout.count < channels { layout.append(.other) }
+        return layout
+    }
+
+    /// AAC's channel configurations as libfaad2 puts them out: it moves the front pair before
+    /// the centre and the LFE last (5.1 measured: L, R, C, Ls, Rs, LFE).
+    static func aac(channels: Int) -> [Speaker] {
+        switch channels {
+        case 3: return [.left, .right, .center]
+        case 4: return [.left, .right, .center, .backCenter]
+        case 5: return [.left, .right, .center, .leftSurround, .rightSurround]
+        case 6: return [.left, .right, .center, .leftSurround, .rightSurround, .lfe]
+        case 8: return [.left, .right, .center, .leftSurround, .rightSurround, .leftSurround, .rightSurround, .lfe]
+        default: return defaultLayout(channels: channels)
+        }
+    }
+
+    /// Mono is the centre, two channels left and right, more: left, right, then unknown.
+    static func defaultLayout(channels: Int) -> [Speaker] {
+        switch channels {
+        case 1: return [.center]
+        case 2: return [.left, .right]
+        default: return [.left, .right] + Array(repeating: .other, count: max(0, channels - 2))
+        }
+    }
+}
+
+/// A fixed mix of a track's speakers into stereo (or mono): centre and surrounds at -3 dB into
+/// their side (ITU-R BS.775), the LFE left out, the rows scaled so a full-scale input cannot clip.
+struct Downmix {
+    let inputChannels: Int
+    let outputChannels: Int
+    /// `outputChannels` rows of `inputChannels` gains.
+    private(set) var gains: [[Float]]
+
+    init(speakers: [Speaker], outputChannels: Int) {
+        inputChannels = speakers.count
+        self.outputChannels = outputChannels
+        let half: Float = 0.70710677
+        var left = [Float](repeating: 0, count: speakers.count), right = left
+        for (i, speaker) in speakers.enumerated() {
+            switch speaker {
+            case .left: left[i] = 1
+            case .right: right[i] = 1
+            case .center, .backCenter:
+                left[i] = speakers.count == 1 ? 1 : half
+                right[i] = speakers.count == 1 ? 1 : half
+            case .leftSurround: left[i] = half
+            case .rightSurround: right[i] = half
+            case .lfe, .other: break
+            }
+        }
+        // A layout with only unknown channels: the first two are left and right.
+        if left.allSatisfy({ $0 == 0 }) && right.allSatisfy({ $0 == 0 }), speakers.count >= 2 {
+            left[0] = 1
+            right[1] = 1
+        }
+        func normalized(_ row: [Float]) -> [Float] {
+            let sum = row.reduce(0, +)
+            return sum > 1 ? row.map { $0 / sum } : row
+        }
+        if outputChannels == 1 {
+            gains = [normalized(zip(left, right).map { ($0 + $1) / 2 })]
+        } else {
+            gains = [normalized(left), normalized(right)]
+        }
+    }
+
+    /// Appends `samples` (interleaved, `inputChannels` a frame) mixed to `output`.
+    func apply(_ samples: [Float], into output: inout [Float]) {
+        let frames = samples.count / max(1, inputChannels)
+        output.reserveCapacity(output.count + frames * outputChannels)
+        for i in 0..<frames {
+            let base = i * inputChannels
+            for row in gains {
+                var sum: Float = 0
+                for c in 0..<inputChannels { sum += row[c] * samples[base + c] }
+                output.append(sum)
+            }
+        }
     }
 }

@@ -19,6 +19,10 @@ struct TrackDecoder {
     private var readOffset: Int
     private let end: Int
     private var window = TrimWindow()
+    /// The container as probed now (the file may have changed since the catalog read it).
+    private let container: Container
+    /// WAVE_FORMAT_EXTENSIBLE's speaker mask.
+    private var wavMask: UInt32?
     private var block: [UInt8] = []
     static let blockSize = 64 * 1024
 
@@ -28,6 +32,7 @@ struct TrackDecoder {
         self.track = track
         file = try OpenFile(path: track.path)
         let stream = try TrackAnalyzer.probe(file)
+        container = stream.container
         end = min(file.size, track.audioEnd > 0 ? track.audioEnd : file.size)
         switch stream.container {
         case .mp3:
@@ -70,12 +75,23 @@ struct TrackDecoder {
                 throw FormatError.invalid(component: "wav", reason: "no fmt chunk", offset: 0)
             }
             converter = WAVConverter(format: wav.format)
+            wavMask = wav.format.channelMask
             readOffset = wav.dataOffset
             declared = AudioFormat(sampleRate: wav.format.sampleRate, channels: wav.format.channels)
         }
         if stream.container != .mp4 { try converter.restart(at: readOffset) }
         guard declared.sampleRate > 0, declared.channels > 0 else {
             throw FormatError.invalid(component: "decoder", reason: "no sample rate or channels", offset: 0)
+        }
+    }
+
+    /// What each of `channels` decoded channels is (the container's convention; a count other
+    /// than declared, like AAC's parametric stereo, is plain mono/stereo).
+    func speakers(channels: Int) -> [Speaker] {
+        switch container {
+        case .wav where channels == declared.channels: return Speaker.wav(channels: channels, mask: wavMask)
+        case .mp4, .adts: return Speaker.aac(channels: channels)
+        default: return Speaker.defaultLayout(channels: channels)
         }
     }
 
