@@ -213,6 +213,31 @@ import Glibc
         #expect(status["seek_indexes_cached"] as? Int == 0 && status["seek_indexes_built_ahead"] as? Int == 0, "\(status)")
     }
 
+    @Test func seekIndex_ofATrackAClientStartsReading_isBuiltBeforeItsFirstSeek() throws {
+        let library = try ServerEndToEndTests.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library, extraArguments: ["--index-ahead", "0"])
+        #expect(try server.status()["seek_indexes_cached"] as? Int == 0)
+        let connection = try RawConnection(port: server.port, timeout: 20)
+        let head = try connection.request("GET", "/media/vbr-v2.mp3", headers: ["Range": "bytes=0-4095"])
+        #expect(head.status == 206)
+        try Self.waitForStatus(server, within: 5, "the played track's index") {
+            $0["seek_indexes_cached"] as? Int == 1 && $0["seek_indexes_built_on_play"] as? Int == 1
+        }
+        // Read again, or a WAV (whose seek is arithmetic): nothing more is built.
+        #expect(try connection.request("GET", "/media/vbr-v2.mp3", headers: ["Range": "bytes=4096-8191"]).status == 206)
+        #expect(try Isolation.get(server, "/media/pcm16.wav").status == 200)
+        Thread.sleep(forTimeInterval: TestTiming.seconds(0.5))
+        let status = try server.status()
+        #expect(status["seek_indexes_cached"] as? Int == 1 && status["seek_indexes_built_on_play"] as? Int == 1, "\(status)")
+        // The seek finds it stored: the same index a first-need build gives.
+        let index = try Isolation.get(server, "/api/index/vbr-v2.mp3")
+        #expect(index.status == 200)
+        #expect(try server.status()["seek_indexes_cached"] as? Int == 1)
+        let fresh = try StreamdProcess(folder: library, extraArguments: ["--index-ahead", "0"])
+        #expect(try Isolation.get(fresh, "/api/index/vbr-v2.mp3").body == index.body)
+    }
+
     @Test func fileRemovedWhileServed_finishes_fileTruncated_failsThatResponseOnly() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }

@@ -11,7 +11,7 @@ import StreamShared
 /// cover the tree (no inotify, or the watch limit reached).
 public final class CatalogScanner: @unchecked Sendable {
     // @unchecked: `watcher` is used by the scanner thread only; `fullRequested` and `state`
-    // are behind `lock`, `indexWanted` behind `indexCondition`; `wake` is an eventfd, safe to
+    // are behind `lock`, `indexWanted` and `playedPaths` behind `indexCondition`; `wake` is an eventfd, safe to
     // write from any thread.
     public let catalog: Catalog
     /// Test-only: `STREAMD_TEST_MAX_WATCHES=N` acts as if the kernel's watch limit were N.
@@ -26,6 +26,8 @@ public final class CatalogScanner: @unchecked Sendable {
     private var warnedLimit = false
     /// A scan ended since the indexer last looked (guarded by `indexCondition`).
     private var indexWanted = false
+    /// Tracks a client started reading, whose index the indexer builds first (at most 256 wait).
+    private var playedPaths: [String] = []
     private let indexCondition = NSCondition()
 
     /// How changes are noticed, for `/api/status`.
@@ -58,6 +60,7 @@ public final class CatalogScanner: @unchecked Sendable {
             self?.watch(folders)
             self?.requestIndexes()
         }
+        catalog.indexRequested = { [weak self] path in self?.requestIndex(path) }
     }
 
     /// Starts the thread: the first scan begins at once.
@@ -75,16 +78,49 @@ public final class CatalogScanner: @unchecked Sendable {
         indexCondition.unlock()
     }
 
-    /// The indexer's thread: builds what is missing after each scan; a scan that ends meanwhile
-    /// makes it look again (longest first) once the file at hand is done.
+    /// A client started reading the track at `path` (absolute): its index comes next.
+    private func requestIndex(_ path: String) {
+        indexCondition.lock()
+        if playedPaths.count < 256 { playedPaths.append(path) }
+        indexCondition.signal()
+        indexCondition.unlock()
+    }
+
+    /// The indexer's thread: the tracks clients started reading, then what is missing after each
+    /// scan; a track started or a scan ended meanwhile makes it look again (played tracks first,
+    /// then the longest) once the file at hand is done. One worker serves a run of work, and
+    /// stops when the work is done.
     private func runIndexer() {
         while true {
-            indexCondition.lock()
-            while !indexWanted { indexCondition.wait() }
-            indexWanted = false
-            indexCondition.unlock()
-            catalog.buildIndexesAhead(shouldStop: { [self] in indexCondition.withLock { indexWanted } })
+            waitForIndexWork()
+            catalog.analyzer.keepingWorkers {
+                while true {
+                    var worked = false
+                    while let path = indexCondition.withLock({ playedPaths.isEmpty ? nil : playedPaths.removeFirst() }) {
+                        catalog.buildIndex(forAbsolutePath: path)
+                        worked = true
+                    }
+                    let ahead = indexCondition.withLock { () -> Bool in
+                        defer { indexWanted = false }
+                        return indexWanted
+                    }
+                    if ahead {
+                        catalog.buildIndexesAhead(shouldStop: { [self] in
+                            indexCondition.withLock { indexWanted || !playedPaths.isEmpty }
+                        })
+                        worked = true
+                    }
+                    if !worked { break }
+                }
+            }
         }
+    }
+
+    /// Waits until a track was started or a scan ended.
+    private func waitForIndexWork() {
+        indexCondition.lock()
+        while !indexWanted && playedPaths.isEmpty { indexCondition.wait() }
+        indexCondition.unlock()
     }
 
     /// Asks for a full rescan (SIGHUP); one already running finishes first.

@@ -72,6 +72,9 @@ public final class Catalog: @unchecked Sendable {
     private let scanLock = NSLock()
     private var progress = ScanProgress()
     private var indexedAhead = 0
+    private var indexedOnPlay = 0
+    /// Tracks handed to the indexer by `prefetchIndex` in this run.
+    private var prefetched: Set<String> = []
     /// Files whose exact analysis a thread is building (relative paths), and its signal.
     private var inFlight: Set<String> = []
     private let building = NSCondition()
@@ -430,6 +433,34 @@ public final class Catalog: @unchecked Sendable {
         return built
     }
 
+    /// Called (on an event loop: it must be quick) when a client starts reading a file
+    /// (`/media/`): the indexer builds its exact analysis next, unless it is stored, so the
+    /// client's first seek finds it. A song's walk takes a few ms; the worker's start (about 30 ms)
+    /// is most of what a first-need request waits for. Once per path per run.
+    public func prefetchIndex(forAbsolutePath path: String) {
+        guard let request = indexRequested, let relative = resolver.relative(path) else { return }
+        let first = lock.withLock { () -> Bool in
+            if prefetched.count >= 100_000 { prefetched.removeAll() }
+            return prefetched.insert(relative).inserted
+        }
+        if first { request(path) }
+    }
+
+    /// Set by the scanner: hands a path to its indexer thread (nil: nothing prefetches).
+    var indexRequested: ((String) -> Void)?
+
+    /// The indexer's work for a played track: its analysis, unless stored, or WAV (whose seek is
+    /// arithmetic), or not a listed track.
+    func buildIndex(forAbsolutePath path: String) {
+        guard let relative = resolver.relative(path), let row = try? store.track(path: relative),
+              row.container != "wav", let file = try? OpenFile(path: path), file.stamp == row.stamp else { return }
+        if (try? store.cachedAnalysis(path: relative, stamp: row.stamp)) != nil { return }
+        if (try? analysis(forAbsolutePath: path, file: file)) != nil { lock.withLock { indexedOnPlay += 1 } }
+    }
+
+    /// Indexes built because a client started reading the track (for `/api/status`).
+    public var indexesBuiltOnPlay: Int { lock.withLock { indexedOnPlay } }
+
     /// Seek indexes built ahead since the start (for `/api/status`).
     public var indexesBuiltAhead: Int { lock.withLock { indexedAhead } }
 
@@ -472,6 +503,7 @@ public final class Catalog: @unchecked Sendable {
         w.add("db", store.path)
         w.add("seek_indexes_cached", (try? store.cachedAnalysisCount()) ?? 0)
         w.add("seek_indexes_built_ahead", indexesBuiltAhead)
+        w.add("seek_indexes_built_on_play", indexesBuiltOnPlay)
         w.add("index_ahead_s", indexAheadSeconds)
         for (key, value) in statusExtras() { w.addRaw(key, value) }
         w.addRaw("skipped", "[" + items.joined(separator: ",\n") + "]")

@@ -138,6 +138,8 @@ public final class Router: Sendable {
             return .error(404, "not found")
         }
         let contentType = catalog.contentType(forAbsolutePath: absolute)
+        // The client may seek next: its exact index is built meanwhile (once per track and run).
+        catalog.prefetchIndex(forAbsolutePath: absolute)
         return FileResponder.respond(to: request, file: file, contentType: contentType, framing: framing)
     }
 
