@@ -33,6 +33,28 @@ import StreamShared
         for name in ["a", "f", "g", "h", "i", "j", "k"] { #expect(cache.lookup(name, generation: 0) != nil, "\(name) kept") }
     }
 
+    /// Admission on the second request: a target answered once is not kept, the second time it
+    /// is; a target whose entry went stale with the catalog is kept again at once.
+    @Test func admitOnSecondRequest_keepsOnlyTargetsAskedAgain() {
+        let cache = JSONResponseCache(capacityBytes: 1000, admitOnSecondRequest: true)
+        cache.insert("/api/search?q=ri", generation: 1, Self.entry(10))
+        #expect(cache.lookup("/api/search?q=ri", generation: 1) == nil, "first answer not kept")
+        cache.insert("/api/search?q=ri", generation: 1, Self.entry(10))
+        #expect(cache.lookup("/api/search?q=ri", generation: 1) != nil, "second answer kept")
+        // One-off targets do not push the kept one out, however many there are.
+        for n in 0..<500 { cache.insert("/api/tracks?offset=\(n)", generation: 1, Self.entry(100)) }
+        #expect(cache.lookup("/api/search?q=ri", generation: 1) != nil)
+        #expect(cache.lookup("/api/tracks?offset=7", generation: 1) == nil)
+        // Stale after a change: the next answer is kept at once.
+        #expect(cache.lookup("/api/search?q=ri", generation: 2) == nil)
+        cache.insert("/api/search?q=ri", generation: 2, Self.entry(12))
+        #expect(cache.lookup("/api/search?q=ri", generation: 2)?.body.count == 12)
+        // The memory of one-off targets is bounded: it starts over when full.
+        for n in 0..<(JSONResponseCache.seenOnceLimit + 10) { cache.insert("/x?\(n)", generation: 2, Self.entry(1)) }
+        cache.insert("/x?5", generation: 2, Self.entry(1))
+        #expect(cache.lookup("/x?5", generation: 2) == nil, "forgotten when the memory started over")
+    }
+
     @Test func oversizedAnswers_areNotKept() {
         let cache = JSONResponseCache(capacityBytes: 800)
         cache.insert("big", generation: 0, Self.entry(101))

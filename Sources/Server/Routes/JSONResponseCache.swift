@@ -21,12 +21,22 @@ final class JSONResponseCache: @unchecked Sendable {
 
     private let lock = NSLock()
     private let capacityBytes: Int
+    private let admitOnSecondRequest: Bool
     private var entries: [String: (generation: UInt64, entry: Entry, used: UInt64)] = [:]
     private var bytes = 0
     private var clock: UInt64 = 0
+    /// Hashes of the targets answered once and not kept (with `admitOnSecondRequest`).
+    private var seenOnce: Set<Int> = []
+    /// Targets `seenOnce` remembers at most (8 bytes each); when full it starts over.
+    static let seenOnceLimit = 16_384
 
-    init(capacityBytes: Int) {
+    /// With `admitOnSecondRequest`, an answer is kept only when its target was answered before
+    /// (and not kept): pages at random offsets and queries nobody repeats would otherwise fill
+    /// the cache and push out the answers that are asked again (the first pages, the common
+    /// prefixes typed into the search box), each such answer costing its copy for nothing.
+    init(capacityBytes: Int, admitOnSecondRequest: Bool = false) {
         self.capacityBytes = capacityBytes
+        self.admitOnSecondRequest = admitOnSecondRequest
     }
 
     func lookup(_ target: String, generation: UInt64) -> Entry? {
@@ -35,6 +45,8 @@ final class JSONResponseCache: @unchecked Sendable {
             guard found.generation == generation else {
                 entries[target] = nil
                 bytes -= found.entry.body.count
+                // It was asked again before: its new answer is kept at once.
+                if admitOnSecondRequest { remember(target) }
                 return nil
             }
             clock += 1
@@ -43,10 +55,22 @@ final class JSONResponseCache: @unchecked Sendable {
         }
     }
 
-    /// Keeps `entry` unless it alone is more than an eighth of the capacity.
+    private func remember(_ target: String) {
+        if seenOnce.count >= Self.seenOnceLimit { seenOnce.removeAll(keepingCapacity: true) }
+        seenOnce.insert(target.hashValue)
+    }
+
+    /// Keeps `entry` unless it alone is more than an eighth of the capacity (or, with
+    /// `admitOnSecondRequest`, its target is new).
     func insert(_ target: String, generation: UInt64, _ entry: Entry) {
         guard entry.body.count <= capacityBytes / 8 else { return }
         lock.withLock {
+            if admitOnSecondRequest && entries[target] == nil {
+                guard seenOnce.remove(target.hashValue) != nil else {
+                    remember(target)
+                    return
+                }
+            }
             if let old = entries[target] { bytes -= old.entry.body.count }
             clock += 1
             entries[target] = (generation, entry, clock)

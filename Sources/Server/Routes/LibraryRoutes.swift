@@ -10,8 +10,9 @@ import StreamShared
 struct LibraryRoutes: Sendable {
     let catalog: Catalog
     let orders = TrackOrderCache()
-    /// Recent JSON answers by target, valid while the catalog is unchanged (16 MiB).
-    let responses = JSONResponseCache(capacityBytes: 16 << 20)
+    /// Recent JSON answers by target, valid while the catalog is unchanged (16 MiB), kept from
+    /// a target's second request on.
+    let responses = JSONResponseCache(capacityBytes: 16 << 20, admitOnSecondRequest: true)
     var store: LibraryStore { catalog.store }
     var resolver: PathResolver { catalog.resolver }
 
