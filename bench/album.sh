@@ -101,24 +101,21 @@ PY
   printf '  joins: %s samples added over %d joins, album %s to the concatenated per-track decodes (target 0)\n' \
     "${joins% *}" $((TRACKS - 1)) "${joins#* }"
 done
-# Time to first audio of a replay from the disk cache with streamd running: the entry is checked
-# first with one one-byte request (ETag and size), then played from disk.
-for ext in mp3 m4a; do
-  for i in $(seq 7); do
-    measure "cache-live-$ext-$i" "$BIN/streamplay" "$BASE/media/album/01.$ext" --output null --duration 0.05 --stats \
-      --cache-dir "$TMP/cache-$ext"
+# Time to first audio of a replay from the disk cache (7 runs per format): LABEL names the runs,
+# WHEN is printed.
+replays() {
+  local label=$1 when=$2
+  for ext in mp3 m4a; do
+    for i in $(seq 7); do
+      measure "$label-$ext-$i" "$BIN/streamplay" "$BASE/media/album/01.$ext" --output null --duration 0.05 --stats \
+        --cache-dir "$TMP/cache-$ext"
+    done
+    printf '%s: replay from the disk cache, %s: ttfa_ms best %s, median %s of 7 (target <= 5 ms)\n' "$ext" "$when" \
+      "$(for i in $(seq 7); do ttfa "$label-$ext-$i"; done | best)" "$(for i in $(seq 7); do ttfa "$label-$ext-$i"; done | median)"
   done
-  printf '%s: replay from the disk cache, streamd running (one revalidation request): ttfa_ms best %s, median %s of 7 (target <= 5 ms)\n' "$ext" \
-    "$(for i in $(seq 7); do ttfa "cache-live-$ext-$i"; done | best)" "$(for i in $(seq 7); do ttfa "cache-live-$ext-$i"; done | median)"
-done
-# Time to first audio of a replay from the disk cache, with streamd stopped (no byte may come from
-# the network; the revalidation is refused at once).
+}
+# streamd running: the entry is checked first with one one-byte request (ETag and size).
+replays cache-live "streamd running (one revalidation request)"
+# streamd stopped: no byte may come from the network (the revalidation is refused at once).
 kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
-for ext in mp3 m4a; do
-  for i in $(seq 7); do
-    measure "cache-$ext-$i" "$BIN/streamplay" "$BASE/media/album/01.$ext" --output null --duration 0.05 --stats \
-      --cache-dir "$TMP/cache-$ext"
-  done
-  printf '%s: replay from the disk cache, streamd stopped: ttfa_ms best %s, median %s of 7 (target <= 5 ms)\n' "$ext" \
-    "$(for i in $(seq 7); do ttfa "cache-$ext-$i"; done | best)" "$(for i in $(seq 7); do ttfa "cache-$ext-$i"; done | median)"
-done
+replays cache "streamd stopped"
