@@ -138,6 +138,14 @@ import StreamShared
         #expect(server.log.contains("transcoded to MP3 44100 Hz stereo 128 kbit/s"), "\(server.log)")
         let audio = try RadioEndToEndTests.dechunk(body)
 
+        // The status page and the live HLS tell the channel's one format.
+        let connection = try RawConnection(port: server.port)
+        let status = String(decoding: try connection.request("GET", "/api/channels").body, as: UTF8.self)
+        #expect(status.contains("\"sample_rate\":44100") && status.contains("\"channels\":2")
+                && status.contains("\"bitrate_kbps\":128"), "\(status)")
+        let playlist = String(decoding: try connection.request("GET", "/radio/mix/index.m3u8").body, as: UTF8.self)
+        #expect(playlist.contains("#EXTINF") && !playlist.contains("#EXT-X-DISCONTINUITY"), "\(playlist)")
+
         // One format from the first byte to the last: 44.1 kHz stereo 128 kbit/s frames back to back.
         let (frames, end) = try Self.frames(audio)
         #expect(audio.count - end < 1500, "not frames back to back: stopped at \(end) of \(audio.count)")
