@@ -95,3 +95,38 @@ import StreamShared
         }
     }
 }
+
+/// Float → 16-bit as the WAV and ALSA outputs write it.
+@Suite struct Int16ConversionTests {
+    /// The conversion as it was written before it was made branch-free: the reference.
+    private static func reference(_ x: Float) -> Int16 {
+        let scaled = (x * 32768).rounded(.toNearestOrEven)
+        return Int16(max(-32768, min(32767, scaled)))
+    }
+
+    @Test func branchFree_equalsRoundHalfToEvenThenClip_onEveryKindOfValue() {
+        var cases: [Float] = [0, -0, 1, -1, 2, -2, 0.999_99, -1.000_01, .infinity, -.infinity, .nan,
+                              .leastNonzeroMagnitude, -.leastNonzeroMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude]
+        // Every tie between two 16-bit values, and the values just beside them.
+        for k in stride(from: -65_538, through: 65_538, by: 1) {
+            let tie = (Float(k) + 0.5) / 32768
+            cases += [tie, tie.nextUp, tie.nextDown]
+        }
+        var generator = SplitMix64(seed: 13)
+        for _ in 0..<200_000 { cases.append(Float(Double(generator.next() % 3_000_001) / 1_000_000 - 1.5)) }
+        var mismatches: [String] = []
+        for x in cases where int16Sample(x) != Self.reference(x) {
+            if mismatches.count < 5 { mismatches.append("\(x): \(int16Sample(x)) vs \(Self.reference(x))") }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches)")
+        #expect(int16Sample(0.5 / 32768) == 0 && int16Sample(1.5 / 32768) == 2 && int16Sample(-2.5 / 32768) == -2, "ties to even")
+        #expect(int16Sample(1) == 32767 && int16Sample(-1) == -32768 && int16Sample(.nan) == 32767)
+    }
+
+    @Test func bulkConversion_isLittleEndian_andStopsAtTheShorterBuffer() {
+        let samples: [Float] = [0.25, -0.5, 1, -1, 0]
+        var out = [Int16](repeating: 7, count: 6)
+        samples.withUnsafeBufferPointer { input in out.withUnsafeMutableBufferPointer { convertToInt16LE(input, into: $0) } }
+        #expect(out.map { Int16(littleEndian: $0) } == [8192, -16384, 32767, -32768, 0, 7])
+    }
+}

@@ -59,10 +59,11 @@ public final class ALSAOutput: AudioOutput {
 
     public func write(_ samples: UnsafeBufferPointer<Float>) throws {
         guard let pcm, let alsa else { throw OutputError(message: "ALSA output used before open") }
-        scratch.removeAll(keepingCapacity: true)
-        for x in samples { scratch.append(int16Sample(x)) }
+        // S16_LE, converted in one vectorised pass into a buffer kept between writes.
+        if scratch.count < samples.count { scratch = [Int16](repeating: 0, count: samples.count) }
+        scratch.withUnsafeMutableBufferPointer { convertToInt16LE(samples, into: $0) }
         var offset = 0
-        let frames = scratch.count / channels
+        let frames = samples.count / channels
         while offset < frames {
             let written = scratch.withUnsafeBufferPointer { buffer in
                 alsa.pcmWritei(pcm, buffer.baseAddress.map { $0 + offset * channels }, snd_pcm_uframes_t(frames - offset))
