@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+@testable import StreamServer
+import StreamShared
+
+/// The transcoding path without the clock: each track's samples come out of the decoder
+/// exactly as long as the audio the file was made from (gapless trims), and the MP3 stream
+/// holds all of them at the channel's rate.
+@Suite struct ChannelTranscoderTests {
+    /// A channel track for `path`, from the same analysis the catalog makes.
+    static func track(_ path: String) throws -> ChannelTrack {
+        let file = try OpenFile(path: path)
+        let analysis = try TrackAnalyzer.analyze(file)
+        return ChannelTrack(path: path, title: path, container: analysis.container,
+                            codec: analysis.container == .mp3 ? .mpeg : analysis.container == .adts ? .adts : nil,
+                            sampleRate: analysis.sampleRate, channels: analysis.channels, kbps: analysis.bitrate / 1000,
+                            audioStart: analysis.seekIndex.firstFrameOffset, audioEnd: analysis.seekIndex.audioEndOffset,
+                            encoderDelay: analysis.encoderDelay, encoderPadding: analysis.encoderPadding,
+                            totalSamples: analysis.totalSamples)
+    }
+
+    @Test func everyTracksSamples_exactlyOnce_inOneStream() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("transcoder-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // name, seconds, rate, ffmpeg options: what the decoder must give back, sample for sample.
+        let tracks: [(String, Double, Int, [String])] = [
+            ("a.mp3", 2.5, 44_100, ["-ac", "2", "-c:a", "libmp3lame", "-b:a", "128k"]),
+            ("b.mp3", 2.0, 22_050, ["-ac", "1", "-c:a", "libmp3lame", "-b:a", "64k"]),
+            ("c.m4a", 2.0, 48_000, ["-ac", "2", "-c:a", "aac", "-b:a", "128k"]),
+            ("d.wav", 2.0, 96_000, ["-ac", "2", "-c:a", "pcm_s16le"]),
+        ]
+        let transcoder = try ChannelTranscoder(format: ChannelFormat(codec: .mpeg, sampleRate: 44_100, channels: 2, kbps: 128))
+        var frames = 0
+        var expectedOut = 0.0
+        for (name, seconds, rate, options) in tracks {
+            let path = dir.appendingPathComponent(name).path
+            let ffmpeg = Process()
+            ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+            ffmpeg.arguments = ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=500:sample_rate=\(rate):duration=\(seconds)",
+                                "-ar", "\(rate)"] + options + [path]
+            try ffmpeg.run()
+            ffmpeg.waitUntilExit()
+            #expect(ffmpeg.terminationStatus == 0)
+            try transcoder.begin(try Self.track(path))
+            while let frame = try transcoder.next() {
+                #expect(frame.frame.sampleRate == 44_100 && frame.frame.channels == 2 && frame.frame.bitrate == 128_000)
+                frames += 1
+            }
+            // The gapless window: exactly the samples ffmpeg was given (LAME tag, edit list, WAV size).
+            #expect(transcoder.trackSamples == Int(seconds * Double(rate)), "\(name): \(transcoder.trackSamples) samples decoded")
+            expectedOut += seconds * 44_100
+        }
+        // Everything fed is in the stream after the encoder's delay (576), but for what is still
+        // held at the end: libmp3lame's look-ahead, the frame the splitter has not seen the end of,
+        // the resampler's filter (measured: 3.4 frames short of the input). Never more than fed.
+        let out = Double(frames * 1152)
+        #expect(out >= expectedOut - 4 * 1152 && out <= expectedOut + 576, "\(Int(out)) samples out for \(Int(expectedOut)) in")
+    }
+}
