@@ -39,6 +39,14 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 rss_kb() { awk '/VmRSS/{print $2}' "/proc/$1/status"; }
+# Bytes the channel itself has published (streamd's /api/channels stream_bytes; -1 for the
+# others): over the window, the source's own rate, so a source that stalled (ffmpeg reopening
+# the looped file on a loaded machine) is told apart from listeners that fell short.
+stream_bytes() {
+    [[ $1 == streamd ]] || { echo -1; return; }
+    curl -s --max-time 2 "http://127.0.0.1:$2/api/channels" |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["stream_bytes"])' 2>/dev/null || echo -1
+}
 
 start_streamd() {   # prints "PID PORT MOUNT"
     local log=$OUT/streamd-$1.log lib=$OUT/lib
@@ -107,27 +115,28 @@ for level in $LEVELS; do
         "$OUT/radioload" 127.0.0.1 "$port" "$mount" "$level" "$RATE" "$SETTLE" "$MEASURE" 8 "$CONNECT_BATCH" >"$OUT/load.json" &
         load=$!
         sleep "$SETTLE"
-        cpu0=$(cpu_ticks "$pid"); t0=$(date +%s.%N)
+        cpu0=$(cpu_ticks "$pid"); t0=$(date +%s.%N); sb0=$(stream_bytes "$server" "$port")
         rss_peak=0
         while kill -0 "$load" 2>/dev/null; do
             r=$(rss_kb "$pid" 2>/dev/null || echo 0); (( r > rss_peak )) && rss_peak=$r
             sleep 2
         done
-        cpu1=$(cpu_ticks "$pid" 2>/dev/null || echo "$cpu0"); t1=$(date +%s.%N)
+        cpu1=$(cpu_ticks "$pid" 2>/dev/null || echo "$cpu0"); t1=$(date +%s.%N); sb1=$(stream_bytes "$server" "$port")
         hz=$(getconf CLK_TCK)
         line=$(cat "$OUT/load.json")
         kill ${feeder:+"$feeder"} "$pid" 2>/dev/null || true
         wait ${feeder:+"$feeder"} "$pid" 2>/dev/null || true
-        python3 - "$server" "$level" "$line" "$cpu0" "$cpu1" "$t0" "$t1" "$hz" "$rss0" "$rss_peak" "$CONNECT_BATCH" >>"$OUT/results.jsonl" <<'PY'
+        python3 - "$server" "$level" "$line" "$cpu0" "$cpu1" "$t0" "$t1" "$hz" "$rss0" "$rss_peak" "$CONNECT_BATCH" "$sb0" "$sb1" >>"$OUT/results.jsonl" <<'PY'
 import json, sys
-server, level, line, cpu0, cpu1, t0, t1, hz, rss0, rss, batch = sys.argv[1:]
+server, level, line, cpu0, cpu1, t0, t1, hz, rss0, rss, batch, sb0, sb1 = sys.argv[1:]
 r = json.loads(line)
 seconds = float(t1) - float(t0)
 cpu = (int(cpu1) - int(cpu0)) / int(hz) / seconds          # cores busy
 r.update(server=server, connect_batch=int(batch), cpu_cores=round(cpu, 3),
          cpu_percent_per_1000=round(100 * cpu / (int(level) / 1000), 2),
          rss_base_kb=int(rss0), rss_peak_kb=int(rss),
-         rss_per_listener_bytes=round((int(rss) - int(rss0)) * 1024 / int(level)))
+         rss_per_listener_bytes=round((int(rss) - int(rss0)) * 1024 / int(level)),
+         source_rate=round((int(sb1) - int(sb0)) / seconds) if int(sb0) >= 0 and int(sb1) >= 0 else None)
 print(json.dumps(r))
 PY
         tail -1 "$OUT/results.jsonl" | python3 -c '
