@@ -361,6 +361,40 @@ final class LockedCounter: @unchecked Sendable {
         #expect(sql.contains("prefix"), "\(sql)")
     }
 
+    /// Beyond `rankedMatchLimit` matches: the title matches first, then the others, each group
+    /// in catalog order; up to it, bm25 (a title hit first too). With more title matches than
+    /// are ranked, and with fewer.
+    @Test func search_beyondTheRankedLimit_titleMatchesFirst_inCatalogOrder() throws {
+        let store = try LibraryStore(path: ":memory:", folder: "/music")
+        // 0..<260 "River n" titles; 260..<400 "Song n" by "River Band"; 400..<450 neither.
+        try store.apply((0..<450).map { n in
+            let inTitle = n < 260
+            let byArtist = n >= 260 && n < 400
+            return .track(path: String(format: "t/%04d.mp3", n), stamp: Fixture.stamp(n),
+                          analysis: Fixture.analysis(title: inTitle ? "River \(n)" : "Song \(n)", artist: byArtist ? "River Band" : "Other"))
+        })
+        func numbers(_ query: String, _ limit: Int) throws -> [Int] {
+            try store.search(query: query, limit: limit).map { Int($0.path.dropFirst(2).prefix(4))! }
+        }
+        #expect(try numbers("riv", 100) == Array(0..<100), "more title matches than are ranked: the first by catalog order")
+        #expect(try numbers("riv", 300) == Array(0..<260) + Array(260..<300), "then the artist matches")
+        #expect(try numbers("riv", 1000) == Array(0..<400))
+        // "so" is in 190 titles (Song n) and no artist yet: few enough to be ranked.
+        #expect(Set(try numbers("so", 1000)) == Set(260..<450))
+        // Then 40 tracks by "Song Birds": fewer title matches than are ranked, more matches in all.
+        try store.apply((0..<40).map { n in
+            .track(path: String(format: "u/%04d.mp3", n), stamp: Fixture.stamp(500 + n),
+                   analysis: Fixture.analysis(title: "Quiet \(n)", artist: "Song Birds"))
+        })
+        let mixed = try store.search(query: "so", limit: 250).map(\.path)
+        #expect(mixed.count == 230 && mixed.prefix(190).allSatisfy { $0.hasPrefix("t/") } && mixed.suffix(40).allSatisfy { $0.hasPrefix("u/") },
+                "230 matches: the 190 title matches, then the 40 by artist")
+        // 200 matches or fewer are ranked: a title hit before an artist hit.
+        let ranked = try store.search(query: "quiet", limit: 10).map(\.path)
+        #expect(ranked.count == 10 && ranked.allSatisfy { $0.hasPrefix("u/") })
+        #expect(try store.search(query: "band", limit: 1000).count == 140)
+    }
+
     @Test func skippedSummary_countsEveryRow_listsTheFirstByPath() throws {
         let store = try Fixture.sampleStore()
         try store.apply((0..<6).map { n in
