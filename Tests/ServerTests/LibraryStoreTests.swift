@@ -349,6 +349,13 @@ final class LockedCounter: @unchecked Sendable {
         let store = try LibraryStore(path: path, folder: "/music") { warnings.append($0) }
         #expect(warnings.isEmpty, "a migration is not a damaged file: \(warnings)")
         #expect(try store.trackCount() == 2)
+        // The new index is filled at the end of the next full scan, not before the server listens.
+        #expect(try store.search(query: "ri", limit: 10).isEmpty)
+        try store.apply([.track(path: "b/0.mp3", stamp: Fixture.stamp(9), analysis: Fixture.analysis(title: "Riverside"))])
+        try store.apply([.removed(path: "b/0.mp3")])
+        let generation = store.generation
+        try store.ensureOrderIndexes()
+        #expect(store.generation != generation, "search answers changed")
         #expect(try store.search(query: "ri", limit: 10).map(\.path) == ["a/1.mp3"], "a 2-letter prefix (prefix index)")
         #expect(try store.search(query: "riverb", limit: 10).map(\.path) == ["a/1.mp3"], "a prefix longer than the indexes")
         #expect(try store.search(query: "old can", limit: 10).map(\.path) == ["a/2.mp3"])

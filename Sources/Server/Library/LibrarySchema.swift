@@ -81,13 +81,15 @@ enum LibrarySchema {
         // its first row, on every query: 0.5-1 ms at 100,000 tracks, three times per search;
         // with them, the prefix's own doclist is read in rowid order and LIMIT stops it early
         // (0.05 ms). Longer prefixes match few terms, which is cheap to merge. The index grows by
-        // about a fifth of the database (124 → 149 MB at 100,000 tracks).
+        // about a fifth of the database (124 → 149 MB at 100,000 tracks). The new index starts
+        // empty without its insert trigger, as in a first scan: the end of the next full scan
+        // fills it from the tracks (`LibraryStore.ensureOrderIndexes`), after the server listens
+        // (filling it here took 2.6 s before listening at 100,000 tracks).
         """
         DROP TABLE tracks_fts;
         CREATE VIRTUAL TABLE tracks_fts USING fts5(title, artist, album, tokenize = 'unicode61 remove_diacritics 2',
                                                    prefix = '2 3 4 5 6');
-        INSERT INTO tracks_fts(rowid, title, artist, album)
-          SELECT id, sort_title, coalesce(artist, '') || ' ' || coalesce(album_artist, ''), coalesce(album, '') FROM tracks;
+        DROP TRIGGER IF EXISTS tracks_fts_insert;
         """,
         // 2 → 3: each track's `/api/tracks` item, written with the row (`TrackJSON`), so that a
         // page or a search answer is copied from one column per track instead of written from

@@ -111,6 +111,13 @@ public final class LibraryStore: @unchecked Sendable {
                 try db.execute("PRAGMA user_version = \(LibrarySchema.version)")
             }
         }
+        // Without tracks, nothing waits for the end of a scan to be indexed (a new database).
+        let trigger = try db.queryOne("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'tracks_fts_insert'") {
+            $0.int(0)
+        }
+        if trigger == 0, try db.queryOne("SELECT EXISTS (SELECT 1 FROM tracks)", row: { $0.int(0) }) == 0 {
+            try db.execute(searchInsertTrigger)
+        }
         let recorded = try db.queryOne("SELECT value FROM meta WHERE key = 'folder'") { $0.text(0) }
         if recorded != folder {
             if let recorded {
