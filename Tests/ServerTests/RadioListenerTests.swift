@@ -174,6 +174,8 @@ func dechunk(_ bytes: [UInt8]) throws -> (payload: [UInt8], complete: Bool) {
         #expect(written == RadioListener.firstSlice, "the first pump writes the first slice only")
         #expect(first == .wait(readable: true, writable: false, wakeAt: harness.now + RadioListener.burstDelay),
                 "and leaves the rest of the burst for a moment later")
+        #expect(harness.listener.quietUntil == harness.now + RadioListener.burstDelay,
+                "wakes of the loop before then are skipped; the timer pumps it")
         written = 0
         let early = harness.listener.pump(fd: harness.server, now: harness.now + 1_000_000, readable: false, written: &written)
         #expect(written == 0, "a wake of the loop before the delay (a publish) does not send the rest early")
@@ -199,6 +201,8 @@ func dechunk(_ bytes: [UInt8]) throws -> (payload: [UInt8], complete: Bool) {
         _ = harness.listener.pump(fd: harness.server, now: start + RadioListener.burstDelay, readable: false, written: &written)
         #expect(written == 8000, "slice and burst go out at once, whatever the interval")
         let caughtUp = start + RadioListener.burstDelay
+        #expect(harness.listener.quietUntil == caughtUp + RadioListener.writeInterval,
+                "the loop may skip this listener on wakes until the interval has passed")
         channel.publish(Self.chunk(1, size: 4000)[...], frameStarts: [0])
         written = 0
         let early = harness.listener.pump(fd: harness.server, now: caughtUp + 250_000_000, readable: false, written: &written)
@@ -212,7 +216,9 @@ func dechunk(_ bytes: [UInt8]) throws -> (payload: [UInt8], complete: Bool) {
         #expect(harness.received == Self.chunk(0, size: 8000) + Self.chunk(1, size: 4000) + Self.chunk(2, size: 4000))
         // The end of the channel is not held back.
         channel.publish(Self.chunk(3, size: 100)[...], frameStarts: [0])
+        #expect(harness.listener.quietUntil > due + 1, "caught up again: quiet for a while")
         channel.end()
+        #expect(harness.listener.quietUntil == 0, "an ended channel's wake is never skipped")
         written = 0
         let last = harness.listener.pump(fd: harness.server, now: due + 1, readable: false, written: &written)
         #expect(written == 100 && last == .finished, "an ended channel's last bytes go out at once")

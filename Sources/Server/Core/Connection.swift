@@ -32,6 +32,9 @@ final class Connection {
     /// `lingerBudget` bytes are dropped.
     var lingerDeadline: UInt64?
     var lingerBudget = 0
+    /// The live exchange while it runs (also in `outgoing`; here so a wake of the loop can ask
+    /// it `quietUntil` without touching the response state).
+    var liveExchange: (any LiveExchange)?
     /// The epoll events currently registered.
     var interest: UInt32 = 0
     var requestsServed = 0

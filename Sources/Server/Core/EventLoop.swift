@@ -422,6 +422,7 @@ final class EventLoop: @unchecked Sendable {
         if connection.outgoing?.liveStarted == false {
             connection.outgoing?.liveStarted = true
             liveConnections[connection.fd] = connection
+            connection.liveExchange = live
             // Idle and head timers do not apply to a live exchange; it keeps its own.
             connection.headDeadline = nil
             connection.idleDeadline = nil
@@ -457,13 +458,15 @@ final class EventLoop: @unchecked Sendable {
     private func pumpLiveConnections() {
         guard !liveConnections.isEmpty else { return }
         let now = monotonicNanos()
-        for connection in Array(liveConnections.values) where !connection.writeBlocked && isOpen(connection) {
+        for connection in Array(liveConnections.values)
+        where !connection.writeBlocked && (connection.liveExchange?.quietUntil ?? 0) <= now && isOpen(connection) {
             runLive(connection, now: now)
             if isOpen(connection) { updateInterest(connection) }
         }
     }
 
     private func stopLive(_ connection: Connection) {
+        connection.liveExchange = nil
         guard liveConnections.removeValue(forKey: connection.fd) != nil else { return }
         connection.outgoing?.live?.stop()
     }

@@ -37,9 +37,15 @@ public protocol LiveExchange: AnyObject, Sendable {
     func pump(fd: Int32, now: UInt64, readable: Bool, written: inout Int) -> LiveStep
     /// Called once when the connection closes, for whatever reason.
     func stop()
+    /// Until this time (monotonic ns) a mere wake of the loop finds nothing to do here (a radio
+    /// listener between writes), so the loop skips the pump; input, EPOLLOUT and the exchange's
+    /// own `wakeAt` still pump it. Asked at every such wake, so it must be cheap.
+    var quietUntil: UInt64 { get }
 }
 
 extension LiveExchange {
     /// By default the connection sends the head, and the exchange starts once it is out.
     public func takeHead(_ head: [UInt8]) -> Bool { false }
+    /// By default every wake of the loop pumps the exchange.
+    public var quietUntil: UInt64 { 0 }
 }

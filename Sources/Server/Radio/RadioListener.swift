@@ -94,6 +94,10 @@ final class RadioListener: LiveExchange, @unchecked Sendable {
         self.scratchFor = scratch
     }
 
+    /// Between writes (the rest of a burst not due, or caught up a moment ago) a publish's wake
+    /// has nothing for this listener, unless the channel ended (its last bytes go at once).
+    var quietUntil: UInt64 { channel.ended.load(ordering: .relaxed) ? 0 : nextWriteAt }
+
     func takeHead(_ head: [UInt8]) -> Bool {
         self.head = head
         headSent = 0
