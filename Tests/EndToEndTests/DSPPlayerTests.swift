@@ -71,39 +71,21 @@ import Glibc
 
     /// `]` and `}` on the terminal: rate up a step, pitch up a semitone, shown on the status line.
     @Test(.timeLimit(.scaledMinutes(5))) func terminal_rateAndPitchKeys() throws {
-        let tmux = try #require(which("tmux"), "tmux is installed by make deps")
         let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
-        let session = "streamplay-dsp-\(getpid())"
         let dir = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let capture = dir.appendingPathComponent("screen.txt").path
-        func tmuxCommand(_ arguments: String) { _ = system("\(tmux) \(arguments) </dev/null >/dev/null 2>&1") }
-        func screen() -> String {
-            _ = system("\(tmux) capture-pane -p -t \(session) > \(capture) 2>/dev/null </dev/null")
-            return (try? String(contentsOfFile: capture, encoding: .utf8)) ?? ""
-        }
         let command = "\(PlayerTests.streamplay) \(server.baseURL)/media/mono-48k.mp3 --output null --realtime --eq bass; echo EXIT=$?; sleep 30"
-        tmuxCommand("new-session -d -s \(session) -x 160 -y 10 '\(command)'")
-        defer { tmuxCommand("kill-session -t \(session)") }
-        /// The screen once it shows `text`, or as it is after `seconds` (times the test time scale).
-        func screen(showing text: String, within seconds: Double) -> String {
-            let deadline = Date().addingTimeInterval(TestTiming.seconds(seconds))
-            var shown = screen()
-            while !shown.contains(text), Date() < deadline {
-                Thread.sleep(forTimeInterval: 0.1)
-                shown = screen()
-            }
-            return shown
-        }
-        let before = screen(showing: "eq 31:+6", within: 2)
+        let terminal = try TerminalSession("dsp", command: command, width: 160, scratch: dir)
+        defer { terminal.stop() }
+        let before = terminal.screen(within: 2, showing: "eq 31:+6")
         #expect(before.contains("rate 1×") && before.contains("pitch 0") && before.contains("eq 31:+6"), "status line: \(before)")
-        tmuxCommand("send-keys -t \(session) ']' ']' '}' '}' '{'")
-        let after = screen(showing: "pitch +1 st", within: 0.8)
+        terminal.send("']' ']' '}' '}' '{'")
+        let after = terminal.screen(within: 0.8, showing: "pitch +1 st")
         #expect(after.contains("rate 1.25×"), "two steps up from 1×: \(after)")
         #expect(after.contains("pitch +1 st"), "up two, down one: \(after)")
-        tmuxCommand("send-keys -t \(session) q")
+        terminal.send("q")
         // q drains what is queued (up to 64 Ki samples, 1.4 s of this mono track) before exiting.
-        let end = screen(showing: "EXIT=", within: 5)
+        let end = terminal.screen(within: 5, showing: "EXIT=")
         #expect(end.contains("EXIT=0"), "\(end)")
     }
 }

@@ -95,49 +95,38 @@ import Glibc
     }
 
     @Test(.timeLimit(.scaledMinutes(5))) func terminal_nAndP_moveThroughTheQueue() throws {
-        let tmux = try #require(which("tmux"), "tmux is installed by make deps")
         try Self.withServer { server in
-            let session = "streamplay-queue-\(getpid())"
             let dir = try PlayerTests.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
-            let capture = dir.appendingPathComponent("screen.txt").path
-            func tmuxCommand(_ arguments: String) { _ = system("\(tmux) \(arguments) </dev/null >/dev/null 2>&1") }
-            func screen() -> String {
-                _ = system("\(tmux) capture-pane -p -t \(session) > \(capture) 2>/dev/null </dev/null")
-                return (try? String(contentsOfFile: capture, encoding: .utf8)) ?? ""
-            }
-            func statusLine() -> String { screen().split(separator: "\n").last { $0.contains("/3  ") }.map(String.init) ?? "" }
-            func waitFor(_ text: String, seconds: Double, or other: String? = nil) -> String {
-                let deadline = Date().addingTimeInterval(TestTiming.seconds(seconds))
-                var line = statusLine()
-                while !line.contains(text) && !(other.map(line.contains) ?? false) && Date() < deadline {
-                    Thread.sleep(forTimeInterval: 0.1)
-                    line = statusLine()
-                }
-                return line
-            }
             // Each track loops (--loop track), so the queue stays where the keys put it.
             let command = "\(PlayerTests.streamplay) \(server.baseURL)/ --loop track --output null --realtime; echo EXIT=$?; sleep 30"
-            tmuxCommand("new-session -d -s \(session) -x 160 -y 10 '\(command)'")
-            defer { tmuxCommand("kill-session -t \(session)") }
+            let terminal = try TerminalSession("queue", command: command, width: 160, scratch: dir)
+            defer { terminal.stop() }
+            func screen() -> String { terminal.screen() }
+            func statusLine(_ shown: String) -> String { shown.split(separator: "\n").last { $0.contains("/3  ") }.map(String.init) ?? "" }
+            func waitFor(_ text: String, seconds: Double, or other: String? = nil) -> String {
+                statusLine(terminal.screen(within: seconds) { shown in
+                    let line = statusLine(shown)
+                    return line.contains(text) || (other.map(line.contains) ?? false)
+                })
+            }
             let first = waitFor("1/3  Queue Band - Alpha", seconds: 10)
             #expect(first.contains("1/3  Queue Band - Alpha"), "\(screen())")
-            tmuxCommand("send-keys -t \(session) n")
+            terminal.send("n")
             #expect(waitFor("2/3  Queue Band - Beta", seconds: 5).contains("2/3  Queue Band - Beta"), "n: \(screen())")
-            tmuxCommand("send-keys -t \(session) n")
+            terminal.send("n")
             #expect(waitFor("3/3  Queue Band - Gamma Ray", seconds: 5).contains("3/3"), "n: \(screen())")
-            tmuxCommand("send-keys -t \(session) p")
+            terminal.send("p")
             #expect(waitFor("2/3  Queue Band - Beta", seconds: 5).contains("2/3"), "p within 3 s goes back: \(screen())")
             // More than 3 s into the track (it loops, the position keeps growing), p restarts it.
             Thread.sleep(forTimeInterval: 3.5)
-            tmuxCommand("send-keys -t \(session) p")
+            terminal.send("p")
             let restarted = waitFor("2/3  Queue Band - Beta  0:00", seconds: 5, or: "2/3  Queue Band - Beta  0:01")
             #expect(restarted.contains("2/3  Queue Band - Beta  0:00") || restarted.contains("2/3  Queue Band - Beta  0:01"),
                     "p after 3 s restarts: \(screen())")
-            tmuxCommand("send-keys -t \(session) q")
-            let deadline = Date().addingTimeInterval(TestTiming.seconds(5))
-            while !screen().contains("EXIT=") && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
-            #expect(screen().contains("EXIT=0"), "q quits with status 0: \(screen())")
+            terminal.send("q")
+            let final = terminal.screen(within: 5, showing: "EXIT=")
+            #expect(final.contains("EXIT=0"), "q quits with status 0: \(final)")
         }
     }
 }

@@ -117,55 +117,33 @@ final class PlayerRun: @unchecked Sendable {
     /// The stream itself, and a .pls naming it (a queue of one: `1/1  Title  0:03/live`).
     @Test(.timeLimit(.scaledMinutes(5)), arguments: [false, true])
     func terminal_showsLiveAndTheTitle_andTheSeekKeySaysItCannot(throughPlaylist: Bool) throws {
-        let tmux = try #require(which("tmux"), "tmux is installed by make deps")
         let library = try RadioEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--channel", "main=ch"])
         defer { server.stop() }
-        let session = "streamplay-radio-\(getpid())-\(throughPlaylist ? "pls" : "url")"
         let dir = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let capture = dir.appendingPathComponent("screen.txt").path
-        func tmuxCommand(_ arguments: String) { _ = system("\(tmux) \(arguments) </dev/null >/dev/null 2>&1") }
-        func screen() -> String {
-            _ = system("\(tmux) capture-pane -p -t \(session) > \(capture) 2>/dev/null </dev/null")
-            return (try? String(contentsOfFile: capture, encoding: .utf8)) ?? ""
-        }
-        func screen(within seconds: Double, showing text: String) -> String {
-            let deadline = Date().addingTimeInterval(TestTiming.seconds(seconds))
-            var shown = screen()
-            while !shown.contains(text) && Date() < deadline {
-                Thread.sleep(forTimeInterval: 0.1)
-                shown = screen()
-            }
-            return shown
-        }
         let pls = dir.appendingPathComponent("station.pls")
         try "[playlist]\nNumberOfEntries=1\nFile1=\(server.baseURL)/radio/main\n".write(to: pls, atomically: true, encoding: .utf8)
         let source = throughPlaylist ? pls.path : "\(server.baseURL)/radio/main"
         let command = "\(PlayerTests.streamplay) \(source) --output null --realtime; echo EXIT=$?; sleep 30"
-        tmuxCommand("new-session -d -s \(session) -x 200 -y 10 '\(command)'")
-        defer { tmuxCommand("kill-session -t \(session)") }
+        let terminal = try TerminalSession("radio-\(throughPlaylist ? "pls" : "url")", command: command, width: 200, scratch: dir)
+        defer { terminal.stop() }
         if throughPlaylist {
             // The status line names the URL until the first ICY title arrives.
-            var playing = screen()
-            let deadline = Date().addingTimeInterval(TestTiming.seconds(10))
-            while !playing.contains("1/1  Alpha - One") && !playing.contains("1/1  Beta - Two") && Date() < deadline {
-                Thread.sleep(forTimeInterval: 0.1)
-                playing = screen()
-            }
+            let playing = terminal.screen(within: 10) { $0.contains("1/1  Alpha - One") || $0.contains("1/1  Beta - Two") }
             let line = playing.split(separator: "\n").first { $0.contains("1/1  ") }.map(String.init) ?? playing
             #expect(line.hasPrefix("1/1  Alpha - One  0:") || line.hasPrefix("1/1  Beta - Two  0:"), "\(playing)")
             #expect(line.contains("/live  playing"), "\(playing)")
         } else {
-            let playing = screen(within: 10, showing: "main: ")
+            let playing = terminal.screen(within: 10, showing: "main: ")
             #expect(playing.contains(" / live  main: Alpha - One") || playing.contains(" / live  main: Beta - Two"), "\(playing)")
         }
-        tmuxCommand("send-keys -t \(session) Right")
-        let refused = screen(within: 3, showing: "[live stream: cannot seek]")
+        terminal.send("Right")
+        let refused = terminal.screen(within: 3, showing: "[live stream: cannot seek]")
         #expect(refused.contains("[live stream: cannot seek]"), "\(refused)")
-        tmuxCommand("send-keys -t \(session) q")
-        let final = screen(within: 3, showing: "EXIT=")
+        terminal.send("q")
+        let final = terminal.screen(within: 3, showing: "EXIT=")
         #expect(final.contains("EXIT=0"), "q quits with status 0: \(final)")
     }
 
