@@ -251,7 +251,7 @@ final class PacedSource: @unchecked Sendable {
             #expect(process.terminationStatus == 0, "\(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
 
             // curl -T - (chunked upload after Expect: 100-continue) of a 3-second track.
-            let track = try #require(FileManager.default.enumerator(atPath: TestPaths.media.path) != nil ? file : nil)
+            let track = file
             let curl = try #require(which("curl"))
             let upload = Process()
             upload.executableURL = URL(fileURLWithPath: curl)
