@@ -33,6 +33,18 @@ import Testing
         #expect(try ICYMetadata.title(in: block[1...]) == "a;b;c;d")
     }
 
+    /// Found by the fuzzer: a `;` with a combining mark after it is one Character, so a quote
+    /// before it was kept when the cleaning looked at Characters; readers look at bytes.
+    @Test func quoteBeforeASemicolonWithACombiningMark_cannotEndTheValue() throws {
+        let title = "a';\u{301}b'\r\n;c"
+        let block = ICYMetadata.encode(title: title)
+        #expect(try ICYMetadata.title(in: block[1...]) == "a;\u{301}b\r\n;c")
+        // The fuzzer's input: invalid UTF-8 (replacement characters), a CR, then bytes.
+        let fuzzed = String(decoding: [UInt8](repeating: 0xF3, count: 42) + [0x0D, 0xFF, 0xE1, 0x27, 0x3B, 0xCC, 0x81, 0x27], as: UTF8.self)
+        let fuzzedBlock = ICYMetadata.encode(title: fuzzed)
+        #expect(try ICYMetadata.title(in: fuzzedBlock[1...]) != nil)
+    }
+
     @Test func longTitle_isCutAtACharacterBoundary() throws {
         let title = String(repeating: "é", count: 3000)   // 6000 bytes
         let block = ICYMetadata.encode(title: title)

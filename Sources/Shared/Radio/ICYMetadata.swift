@@ -18,8 +18,7 @@ public enum ICYMetadata {
     public static func encode(fields: [(String, String)]) -> [UInt8] {
         var text: [UInt8] = []
         for (key, value) in fields {
-            // NULs first (they would end the text), then the quote terminators they may have hidden.
-            let cleaned = Array(String(value.filter { $0 != "\0" }).replacingQuoteTerminators().utf8)
+            let cleaned = cleanedValue(value)
             let prefix = Array(key.utf8) + Array("='".utf8)
             let suffix = Array("';".utf8)
             let room = maxTextBytes - text.count - prefix.count - suffix.count
@@ -35,6 +34,22 @@ public enum ICYMetadata {
 
     /// The "nothing changed" block.
     public static let empty: [UInt8] = [0]
+
+    /// The UTF-8 of a value as a block may carry it: without NULs (they would end the text) and
+    /// without the quotes before every `;` (`'';` too), so it cannot end the value early. Done on
+    /// bytes, as readers scan them: on Characters, a `;` that a combining mark follows is another
+    /// Character, and its `';` went through (found by the fuzzer).
+    static func cleanedValue(_ value: String) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(value.utf8.count)
+        for byte in value.utf8 where byte != 0 {
+            if byte == UInt8(ascii: ";") {
+                while out.last == UInt8(ascii: "'") { out.removeLast() }
+            }
+            out.append(byte)
+        }
+        return out
+    }
 
     /// Cuts UTF-8 bytes to at most `limit` without splitting a character.
     static func truncatedUTF8(_ bytes: [UInt8], to limit: Int) -> [UInt8] {
@@ -154,20 +169,5 @@ public struct ICYDemuxer: Sendable {
             }
         }
         return pieces
-    }
-}
-
-extension String {
-    /// The text with the quotes before every `;` dropped (`'';` too), so it cannot end an ICY
-    /// value early.
-    fileprivate func replacingQuoteTerminators() -> String {
-        var out = ""
-        for character in self {
-            if character == ";" {
-                while out.last == "'" { out.removeLast() }
-            }
-            out.append(character)
-        }
-        return out
     }
 }
