@@ -11,22 +11,7 @@ enum TrackJSON {
     static func array(limit: Int = .max, reserving rows: Int = 100,
                       _ produce: ((SQLiteDatabase.Statement) -> Void) throws(SQLiteError) -> Void)
         throws(SQLiteError) -> (bytes: [UInt8], more: Bool) {
-        var out: [UInt8] = []
-        out.reserveCapacity(64 + min(rows, 1000) * 600)
-        out.append(UInt8(ascii: "["))
-        var count = 0
-        var more = false
-        try produce { row in
-            guard count < limit else {
-                more = true
-                return
-            }
-            if count > 0 { out.append(contentsOf: [UInt8(ascii: ","), UInt8(ascii: "\n")]) }
-            append(row, to: &out)
-            count += 1
-        }
-        out.append(contentsOf: [UInt8(ascii: "]"), UInt8(ascii: "\n")])
-        return (out, more)
+        try joined(limit: limit, reserving: rows, produce) { row, out in append(row, to: &out) }
     }
 
     /// A JSON array of the items `produce` hands over, already written (`LibraryStore.forEachTrackJSON`):
@@ -34,18 +19,27 @@ enum TrackJSON {
     static func array(items limit: Int = .max, reserving rows: Int = 100,
                       _ produce: ((UnsafeRawBufferPointer) -> Void) throws(SQLiteError) -> Void)
         throws(SQLiteError) -> (bytes: [UInt8], more: Bool) {
+        try joined(limit: limit, reserving: rows, produce) { item, out in out.append(contentsOf: item) }
+    }
+
+    /// The array both forms write: "[", the first `limit` elements `write` appends, separated by
+    /// ",\n", then "]\n"; `more` when `produce` offered another.
+    private static func joined<Element>(limit: Int, reserving rows: Int,
+                                        _ produce: ((Element) -> Void) throws(SQLiteError) -> Void,
+                                        write: @escaping (Element, inout [UInt8]) -> Void)
+        throws(SQLiteError) -> (bytes: [UInt8], more: Bool) {
         var out: [UInt8] = []
         out.reserveCapacity(64 + min(rows, 1000) * 600)
         out.append(UInt8(ascii: "["))
         var count = 0
         var more = false
-        try produce { item in
+        try produce { element in
             guard count < limit else {
                 more = true
                 return
             }
             if count > 0 { out.append(contentsOf: [UInt8(ascii: ","), UInt8(ascii: "\n")]) }
-            out.append(contentsOf: item)
+            write(element, &out)
             count += 1
         }
         out.append(contentsOf: [UInt8(ascii: "]"), UInt8(ascii: "\n")])
