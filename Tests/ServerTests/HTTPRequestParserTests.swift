@@ -17,6 +17,45 @@ import Testing
         #expect(req.keepAlive)
     }
 
+    /// Query values are read from the bytes: the first pair of that exact name, "" for a name
+    /// without `=`, the value up to the next `&` (an `=` inside it kept), never a longer or
+    /// shorter name that shares a prefix.
+    @Test func queryValues_matchWholeNames() throws {
+        func request(_ target: String) -> HTTPRequest {
+            HTTPRequest(method: "GET", target: target, minorVersion: 1, headers: [])
+        }
+        let r = request("/api/search?lim=1&limit=20&&q=a%20b=c&flag&limit=30&empty=&caf%C3%A9=x&ü=y")
+        #expect(r.path == "/api/search")
+        #expect(r.query == "lim=1&limit=20&&q=a%20b=c&flag&limit=30&empty=&caf%C3%A9=x&ü=y")
+        #expect(r.queryValue("limit") == "20")
+        #expect(r.queryValue("lim") == "1")
+        #expect(r.queryValue("li") == nil)
+        #expect(r.queryValue("limits") == nil)
+        #expect(r.queryValue("q") == "a%20b=c")
+        #expect(r.queryValue("flag") == "")
+        #expect(r.queryValue("empty") == "")
+        #expect(r.queryValue("caf%C3%A9") == "x")
+        #expect(r.queryValue("ü") == "y")
+        #expect(request("/a").queryValue("q") == nil && request("/a").query == nil && request("/a").path == "/a")
+        #expect(request("/a?").queryValue("q") == nil && request("/a?").query == "")
+        #expect(request("/a?q").queryValue("q") == "")
+        #expect(request("/a?x=1&q=").queryValue("q") == "")
+        #expect(request("/a?q=1?2").queryValue("q") == "1?2" && request("/a?q=1?2").path == "/a")
+    }
+
+    /// Header names match whatever their case, and only letters fold: '-' is not '\r' or 'M'.
+    @Test func headerNames_matchWithoutCase() throws {
+        let r = HTTPRequest(method: "GET", target: "/", minorVersion: 1,
+                            headers: [("cOnTeNt-TyPe", "a"), ("X-Thing", "b"), ("x-thing", "c"), ("X\rThing", "d"), ("@", "e")])
+        #expect(r.header("Content-Type") == "a")
+        #expect(r.header("content-type") == "a")
+        #expect(r.headerValues("X-THING") == ["b", "c"])
+        #expect(r.header("XmThing") == nil)
+        #expect(r.header("X-Thin") == nil && r.header("X-Things") == nil)
+        #expect(r.header("`") == nil, "'@' | 0x20 is '`', but neither is a letter")
+        #expect(r.header("@") == "e")
+    }
+
     @Test func incompleteHead_needsMore() throws {
         #expect(try parser.parse(bytes("GET / HTTP/1.1\r\nHost: x\r\n")) == nil)
         #expect(try parser.parse(bytes("GET / HT")) == nil)

@@ -86,6 +86,37 @@ import Testing
         #expect(try items([]) == "[]\n")
     }
 
+    /// Runs of consecutive ids (a page in path order) are read with one range scan: a run with
+    /// a row whose stored item is missing, a removed id inside it, ids past the end, short runs
+    /// and ids going down all give the items the column writer gives, in the order asked.
+    @Test func storedItems_readInRuns_areTheColumnWritersItems() throws {
+        let dir = try Fixture.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("catalog.db").path
+        let store = try Fixture.sampleStore(path: path)
+        let ids = try store.trackIDs(sort: .path).sorted()
+        try #require(ids.count == 7 && ids == Array(ids[0]...ids[6]), "the sample's ids are consecutive")
+        func items(_ ids: [Int]) throws -> String {
+            String(decoding: try TrackJSON.array(items: .max) { each throws(SQLiteError) in try store.forEachTrackJSON(ids: ids, each) }.bytes,
+                   as: UTF8.self)
+        }
+        func columns(_ ids: [Int]) throws -> String {
+            String(decoding: try TrackJSON.array { each throws(SQLiteError) in try store.forEachTrack(ids: ids, each) }.bytes, as: UTF8.self)
+        }
+        let other = try SQLiteDatabase(path: path)
+        try other.run("DELETE FROM track_json WHERE id = ?", [.int(Int64(ids[2]))])
+        let removed = try #require(try store.tracks(ids: [ids[4]]).first)
+        try store.apply([.removed(path: removed.path)])
+        let past = ids[6] + 1
+        for asked in [ids, ids + [past, past + 1, past + 2, past + 3], [ids[0], ids[1]] + Array(ids[3...]), Array(ids.reversed()),
+                      [ids[5], ids[6], ids[0], ids[1], ids[2], ids[3], ids[4]], [ids[1], ids[2], ids[3]]] {
+            let answered = try items(asked)
+            #expect(answered == (try columns(asked)), "\(asked)")
+            #expect(!answered.contains(removed.title ?? "\u{0}"), "a removed track is left out")
+        }
+        #expect(try items(ids).components(separatedBy: "\"id\":").count - 1 == 6, "six of seven are still listed")
+    }
+
     /// A database whose rows have no stored items (written before they were kept) answers from
     /// the columns, the same bytes, until `fillMissingTrackJSON` writes them.
     @Test func missingItems_areWrittenFromTheColumns_thenFilledIn() throws {

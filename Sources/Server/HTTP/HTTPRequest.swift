@@ -45,14 +45,21 @@ public struct HTTPRequest: Sendable, Equatable {
 
     /// The first value of a header, matched case-insensitively.
     public func header(_ name: String) -> String? {
-        let wanted = name.lowercased()
-        return headers.first { $0.name.lowercased() == wanted }?.value
+        headers.first { Self.sameName($0.name, name) }?.value
     }
 
     /// All values of a header (for fields that may repeat), in order.
     public func headerValues(_ name: String) -> [String] {
-        let wanted = name.lowercased()
-        return headers.filter { $0.name.lowercased() == wanted }.map(\.value)
+        headers.filter { Self.sameName($0.name, name) }.map(\.value)
+    }
+
+    /// Field names compared ASCII case-insensitively, byte by byte: no lowercased copies on
+    /// every lookup of every request.
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
+        return a.utf8.elementsEqual(b.utf8) { x, y in
+            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) &- UInt8(ascii: "a") < 26)
+        }
     }
 
     /// Whether the connection stays open after the response (RFC 9112 section 9.3).
@@ -66,21 +73,32 @@ public struct HTTPRequest: Sendable, Equatable {
 
     /// The path part of the target, before any `?`.
     public var path: Substring {
-        target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return target[...] }
+        return target[..<mark]
     }
 
     /// The query string after `?`, if any.
     public var query: Substring? {
-        guard let mark = target.firstIndex(of: "?") else { return nil }
-        return target[target.index(after: mark)...]
+        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
+        return target[target.utf8.index(after: mark)...]
     }
 
-    /// Value of one `name=value` pair of the query (first match, not percent-decoded).
+    /// Value of one `name=value` pair of the query (first match, not percent-decoded); "" for a
+    /// pair without `=`. Scans the bytes: `&` and `=` are ASCII, so their places are valid
+    /// string indices.
     public func queryValue(_ name: String) -> String? {
         guard let query else { return nil }
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            if parts.first.map(String.init) == name { return parts.count > 1 ? String(parts[1]) : "" }
+        let bytes = query.utf8
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.endIndex
+            let equals = bytes[start..<end].firstIndex(of: UInt8(ascii: "="))
+            if start < end, bytes[start..<(equals ?? end)].elementsEqual(name.utf8) {
+                guard let equals else { return "" }
+                return String(query[bytes.index(after: equals)..<end])
+            }
+            if end == bytes.endIndex { break }
+            start = bytes.index(after: end)
         }
         return nil
     }

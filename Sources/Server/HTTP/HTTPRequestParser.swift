@@ -261,7 +261,7 @@ public struct HTTPRequestParser: Sendable {
     /// its authority and an origin-form path; `*` only for OPTIONS and authority form only for CONNECT.
     static func parseTarget(_ target: String, method: String) throws(HTTPParseError) -> Target {
         // A fragment is never sent (RFC 9112 section 3.2); '#' here means a broken client.
-        if target.contains("#") { throw .badRequest("fragment in the request target") }
+        if target.utf8.contains(UInt8(ascii: "#")) { throw .badRequest("fragment in the request target") }
         if target.hasPrefix("/") { return Target(path: target) }
         if target == "*" {
             guard method == "OPTIONS" else { throw .badRequest("'*' target is for OPTIONS only") }

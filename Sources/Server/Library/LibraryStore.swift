@@ -620,26 +620,69 @@ public final class LibraryStore: @unchecked Sendable {
         }
     }
 
-    /// `forEachTrackJSON` on a connection, inside the caller's read transaction.
+    /// `forEachTrackJSON` on a connection, inside the caller's read transaction. A run of
+    /// consecutive ids (a page in path order, where ids follow the scan's walk) is read with one
+    /// range scan instead of a B-tree descent per row.
     private static func eachTrackJSON(ids: [Int], _ db: SQLiteDatabase, _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
+        var fallback: [UInt8] = []
+        var start = 0
+        while start < ids.count {
+            var end = start + 1
+            while end < ids.count, ids[end] == ids[end - 1] &+ 1 { end += 1 }
+            if end - start >= minimumRangeRun {
+                try eachStoredJSON(first: ids[start], last: ids[end - 1], db, fallback: &fallback, body)
+            } else {
+                for id in ids[start..<end] { try oneTrackJSON(id: id, db, fallback: &fallback, body) }
+            }
+            start = end
+        }
+    }
+
+    /// Runs shorter than this are looked up id by id.
+    static let minimumRangeRun = 4
+
+    /// The items of ids `first...last` in order, from one scan of `track_json`; an id without a
+    /// stored item is written from its row.
+    private static func eachStoredJSON(first: Int, last: Int, _ db: SQLiteDatabase, fallback: inout [UInt8],
+                                       _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
+        let range = try db.prepare("SELECT id, json FROM track_json WHERE id BETWEEN ? AND ? ORDER BY id")
+        defer { range.reset() }
+        try range.bind([.int(Int64(first)), .int(Int64(last))])
+        var rowID = try range.step() ? range.int(0) : Int.max
+        for id in first...last {
+            if rowID == id {
+                body(range.blobBytes(1))
+                rowID = try range.step() ? range.int(0) : Int.max
+            } else {
+                try writtenTrackJSON(id: id, db, into: &fallback, body)
+            }
+        }
+    }
+
+    /// The item of one id: the stored one, else written from its row.
+    private static func oneTrackJSON(id: Int, _ db: SQLiteDatabase, fallback: inout [UInt8],
+                                     _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
         let stored = try db.prepare("SELECT json FROM track_json WHERE id = ?")
         defer { stored.reset() }
-        var written: [UInt8] = []
-        for id in ids {
-            try stored.bind(key: Int64(id))
-            if try stored.step() {
-                body(stored.blobBytes(0))
-                continue
-            }
-            let columns = try db.prepare("SELECT \(trackColumns) FROM tracks t WHERE t.id = ?")
-            try columns.bind(key: Int64(id))
-            if try columns.step() {
-                written.removeAll(keepingCapacity: true)
-                TrackJSON.append(columns, to: &written)
-                written.withUnsafeBytes(body)
-            }
-            columns.reset()
+        try stored.bind(key: Int64(id))
+        if try stored.step() {
+            body(stored.blobBytes(0))
+            return
         }
+        try writtenTrackJSON(id: id, db, into: &fallback, body)
+    }
+
+    /// The item written from the track's columns (a row whose stored item is missing); nothing
+    /// when the track is no longer listed.
+    private static func writtenTrackJSON(id: Int, _ db: SQLiteDatabase, into written: inout [UInt8],
+                                         _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
+        let columns = try db.prepare("SELECT \(trackColumns) FROM tracks t WHERE t.id = ?")
+        defer { columns.reset() }
+        try columns.bind(key: Int64(id))
+        guard try columns.step() else { return }
+        written.removeAll(keepingCapacity: true)
+        TrackJSON.append(columns, to: &written)
+        written.withUnsafeBytes(body)
     }
 
     /// What a playlist line needs of the tracks with these ids (path, title, artist, duration_s),

@@ -54,7 +54,7 @@ public struct PathResolver: Sendable {
 
     /// Checks a decoded relative path: no empty, `.` or `..` segments, no NUL, no backslash.
     public static func isSafeRelativePath(_ path: String) -> Bool {
-        guard !path.isEmpty, !path.utf8.contains(0), !path.contains("\\") else { return false }
+        guard !path.isEmpty, !path.utf8.contains(0), !path.utf8.contains(UInt8(ascii: "\\")) else { return false }
         for segment in path.split(separator: "/", omittingEmptySubsequences: false) {
             if segment.isEmpty || segment == "." || segment == ".." { return false }
         }
