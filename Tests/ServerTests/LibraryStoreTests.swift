@@ -402,6 +402,25 @@ final class LockedCounter: @unchecked Sendable {
         #expect(try store.search(query: "band", limit: 1000).count == 140)
     }
 
+    /// Past the ranked limit, with fewer title matches than the page holds and the other matches
+    /// before them in catalog order: the title matches still come first, then the others from
+    /// the start of the catalog, read on past the first 201 matches, none twice.
+    @Test func search_titleMatchesFirst_whenTheOthersComeEarlierInTheCatalog() throws {
+        let store = try LibraryStore(path: ":memory:", folder: "/music")
+        // 0..<300 "Song n" by "Lake Band" (artist matches), 300..<360 "Lake n" by "Other" (title matches).
+        try store.apply((0..<360).map { n in
+            .track(path: String(format: "t/%04d.mp3", n), stamp: Fixture.stamp(n),
+                   analysis: Fixture.analysis(title: n < 300 ? "Song \(n)" : "Lake \(n)", artist: n < 300 ? "Lake Band" : "Other"))
+        })
+        func numbers(_ query: String, _ limit: Int) throws -> [Int] {
+            try store.search(query: query, limit: limit).map { Int($0.path.dropFirst(2).prefix(4)) ?? -1 }
+        }
+        #expect(try numbers("lak", 100) == Array(300..<360) + Array(0..<40))
+        #expect(try numbers("lak", 290) == Array(300..<360) + Array(0..<230), "past the first 201 matches read")
+        #expect(try numbers("lak", 1000) == Array(300..<360) + Array(0..<300))
+        #expect(try numbers("lake ba", 1000) == Array(0..<300), "two words: only the artist matches hold both")
+    }
+
     @Test func skippedSummary_countsEveryRow_listsTheFirstByPath() throws {
         let store = try Fixture.sampleStore()
         try store.apply((0..<6).map { n in

@@ -813,21 +813,33 @@ public final class LibraryStore: @unchecked Sendable {
     /// read by id after, one prepared statement for them all).
     private static func searchIDs(query: String, limit: Int, _ db: SQLiteDatabase) throws(SQLiteError) -> [Int] {
         guard let match = ftsQuery(query), limit > 0 else { return [] }
-        let matches = try db.queryOne("SELECT count(*) FROM (SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? LIMIT ?)",
-                                      [.text(match), .int(Int64(rankedMatchLimit + 1))]) { $0.int(0) } ?? 0
-        if matches <= rankedMatchLimit {
+        let inOrder = "SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? ORDER BY rowid LIMIT ?"
+        // The first matches in catalog order tell whether there are few enough to rank, and are
+        // the first of the others once the title hits are placed.
+        var asked = rankedMatchLimit + 1
+        var matches = try db.query(inOrder, [.text(match), .int(Int64(asked))]) { $0.int(0) }
+        if matches.count <= rankedMatchLimit {
             return try db.query("""
                 SELECT t.id FROM tracks_fts JOIN tracks t ON t.id = tracks_fts.rowid
                 WHERE tracks_fts MATCH ? ORDER BY bm25(tracks_fts, 10.0, 5.0, 3.0), t.path LIMIT ?
                 """, [.text(match), .int(Int64(limit))]) { $0.int(0) }
         }
-        let inOrder = "SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? ORDER BY rowid LIMIT ?"
-        let inTitle = "{title} : (\(match))"
-        var ids = try db.query(inOrder, [.text(inTitle), .int(Int64(limit))]) { $0.int(0) }
-        if ids.count < limit {
-            ids += try db.query(inOrder, [.text("(\(match)) NOT (\(inTitle))"), .int(Int64(limit - ids.count))]) { $0.int(0) }
+        var ids = try db.query(inOrder, [.text("{title} : (\(match))"), .int(Int64(limit))]) { $0.int(0) }
+        guard ids.count < limit else { return ids }
+        // Fewer title hits than the page holds: these are all of them, so the rest of the page is
+        // the other matches in catalog order, read on from where the first read stopped (one
+        // pass of the index instead of a second query that negates the first).
+        let titleHits = Set(ids)
+        let after = "SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? AND rowid > ? ORDER BY rowid LIMIT ?"
+        while true {
+            for id in matches where !titleHits.contains(id) {
+                ids.append(id)
+                if ids.count == limit { return ids }
+            }
+            guard matches.count == asked, let last = matches.last else { return ids }
+            asked = max(limit, 256)
+            matches = try db.query(after, [.text(match), .int(Int64(last)), .int(Int64(asked))]) { $0.int(0) }
         }
-        return ids
     }
 
     static let albumColumns = """
