@@ -192,6 +192,33 @@ import StreamShared
         }
     }
 
+    /// streamd stopped (SIGSTOP, as Ctrl-Z does) for 7 s and continued: the channel goes on from
+    /// then at its rate and says so, instead of publishing the 7 missed seconds at once, which
+    /// would push its listeners 7 s behind the live edge in one go.
+    @Test(.timeLimit(.scaledMinutes(2))) func stoppedServer_goesOnFromNow_withoutACatchUpBurst() throws {
+        try Self.withServer { server in
+            let socket = try ClientSocket(port: server.port)
+            socket.send("GET /radio/main HTTP/1.1\r\nHost: x\r\n\r\n")
+            _ = socket.readUntilEnd(quiet: 3, limit: 3)   // the burst, then the stream at its rate
+            let pid = server.process.processIdentifier
+            kill(pid, SIGSTOP)
+            Thread.sleep(forTimeInterval: 7)
+            kill(pid, SIGCONT)
+            let seconds = 3.0
+            let (after, _) = socket.readUntilEnd(quiet: seconds, limit: seconds)
+            // At the rate: 3 s of stream, and what a 400 ms write interval and the tick hold back.
+            let most = Self.rate * (seconds + 1.5)
+            #expect(Double(after.count) < most, "\(after.count) bytes in the \(seconds) s after a 7 s stop (at most \(Int(most)))")
+            #expect(Double(after.count) > Self.rate * (seconds - 1.5), "\(after.count) bytes: the stream went on")
+            var logged = false
+            for _ in 0..<20 where !logged {
+                logged = server.log.contains("stalled for")
+                if !logged { Thread.sleep(forTimeInterval: 0.1) }
+            }
+            #expect(logged, "the stall is logged: \(server.log.suffix(500))")
+        }
+    }
+
     @Test(.timeLimit(.scaledMinutes(2))) func statusPages_describeTheChannel() throws {
         try Self.withServer { server in
             let listener = try ClientSocket(port: server.port)

@@ -55,4 +55,29 @@ import StreamShared
         schedule.lead(by: schedule.clock.nanos)
         #expect(schedule.isDue(now: 10_000_000_000))
     }
+
+    /// A stall past the limit (an hour here) makes the schedule go on from now: one frame is due,
+    /// not an hour of them; a late tick within the limit still catches up.
+    @Test func resume_afterAStall_goesOnFromNow() throws {
+        let start: UInt64 = 5_000_000_000
+        var schedule = ChannelSchedule(origin: start)
+        var now = start
+        while schedule.isDue(now: now) { schedule.clock.advance(samples: 1152, rate: 44_100) }
+        now += 1_000_000_000
+        #expect(schedule.resume(now: now, ifBehindBy: 5_000_000_000) == nil, "a second late: catch up")
+        now += 3_600_000_000_000
+        let resumed = schedule.resume(now: now, ifBehindBy: 5_000_000_000)
+        let skipped = try #require(resumed)
+        #expect(skipped > 3_600_000_000_000 && skipped < 3_601_100_000_000, "\(skipped)")
+        var frames = 0
+        while schedule.isDue(now: now) {
+            schedule.clock.advance(samples: 1152, rate: 44_100)
+            frames += 1
+        }
+        #expect(frames == 1)
+        #expect(schedule.resume(now: now, ifBehindBy: 5_000_000_000) == nil)
+        now += 250_000_000
+        while schedule.isDue(now: now) { schedule.clock.advance(samples: 1152, rate: 44_100) }
+        #expect(abs(schedule.drift(now: now)) < 30_000_000, "on the wall clock again")
+    }
 }

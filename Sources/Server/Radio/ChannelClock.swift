@@ -46,6 +46,17 @@ struct ChannelSchedule: Sendable {
         origin = origin >= nanos ? origin - nanos : 0
     }
 
+    /// After a stall longer than `limit` (the process was stopped, or starved of CPU), the
+    /// schedule goes on from `now` instead of publishing all the missed time at once: a catch-up
+    /// of minutes would flood every listener past its lag limit and, on a transcoding channel,
+    /// encode them in one go. Returns the time skipped, or nil when the stream was not that late.
+    mutating func resume(now: UInt64, ifBehindBy limit: UInt64) -> UInt64? {
+        let behind = -drift(now: now)
+        guard behind > Int64(clamping: limit) else { return nil }
+        origin = now &- clock.nanos
+        return UInt64(behind)
+    }
+
     /// How far the stream is ahead (+) or behind (-) the wall clock at `now`, in nanoseconds.
     func drift(now: UInt64) -> Int64 {
         Int64(bitPattern: (origin &+ clock.nanos) &- now)

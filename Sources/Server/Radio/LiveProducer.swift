@@ -158,7 +158,7 @@ final class LiveProducer: @unchecked Sendable {
                 }
                 buffer.removeFirst(head)
                 // A source that fell far behind the clock (it paused) starts again from now.
-                if schedule.drift(now: now) < -2_000_000_000 { schedule.origin = now &- schedule.clock.nanos }
+                _ = schedule.resume(now: now, ifBehindBy: 2_000_000_000)
                 var published = 0
                 while published < pending.count, schedule.isDue(now: now) {
                     let (bytes, frame) = pending[published]

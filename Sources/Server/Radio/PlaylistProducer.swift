@@ -54,6 +54,11 @@ final class PlaylistProducer: @unchecked Sendable {
         done.wait()
     }
 
+    /// How late the channel may fall (the thread starved, the process stopped) and still catch
+    /// up by publishing the missed frames at once; later than this, it goes on from now. Listeners'
+    /// players hold a few seconds: past that they have run dry anyway.
+    static let stallLimit: UInt64 = 5_000_000_000
+
     private var isStopped: Bool {
         lock.lock()
         defer { lock.unlock() }
@@ -73,6 +78,9 @@ final class PlaylistProducer: @unchecked Sendable {
         var framesFromReader = 0
         while !isStopped {
             let now = monotonicNanos()
+            if prerolled, let skipped = schedule.resume(now: now, ifBehindBy: Self.stallLimit) {
+                warn("radio \(channel.name): the channel stalled for \(skipped / 1_000_000) ms; it goes on from now")
+            }
             // Pre-roll: a burst's worth of stream is due at once, so the first listeners get one.
             while !prerolled || schedule.isDue(now: now) {
                 if current == nil {
