@@ -31,7 +31,7 @@ final class PacedSource: @unchecked Sendable {
         // From the first frame: a tag at the real rate would be seconds of silence on the air.
         let whole = Array(try Data(contentsOf: file))
         let tag = (try? ID3v2.totalSize(atStartOf: whole[...])) ?? 0
-        let bytes = Array(whole[min(whole.count, tag ?? 0)...])
+        let bytes = Array(whole[min(whole.count, tag)...])
         let fd = socket.fd
         Thread.detachNewThread { [self] in
             var offset = 0

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import StreamShared
 
 /// A file of the disk cache, opened for positioned reads and writes (`pread`/`pwrite`), closed
 /// when released. Every call retries EINTR and throws `FileError` with the call and errno.
@@ -36,23 +37,11 @@ final class CacheFile {
 
     /// Up to `count` bytes at `offset`; fewer at the end of the file.
     func read(at offset: Int, count: Int) throws -> [UInt8] {
-        guard count > 0 else { return [] }
-        var out = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let n = out.withUnsafeMutableBytes { raw -> Int in
-                guard let base = raw.baseAddress else { return 0 }
-                return pread(fd, base + done, count - done, off_t(offset + done))
-            }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileError(path: path, call: "pread", errno: errno)
-            }
-            if n == 0 { break }
-            done += n
+        do {
+            return try PositionalRead.bytes(fd, at: offset, count: count)
+        } catch {
+            throw FileError(path: path, call: "pread", errno: error.errno)
         }
-        out.removeLast(count - done)
-        return out
     }
 
     /// Writes all of `bytes` at `offset`.

@@ -50,38 +50,19 @@ public final class LocalFile: RandomAccessBytes, @unchecked Sendable {
     /// file); returns how many. The file source reads into one buffer this way, allocating nothing.
     public func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(FileError) -> Int {
         guard offset >= 0, offset < size, let base = buffer.baseAddress else { return 0 }
-        let wanted = min(buffer.count, size - offset)
-        var done = 0
-        while done < wanted {
-            let n = pread(fd, base + done, wanted - done, off_t(offset + done))
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileError(path: path, call: "pread", errno: errno)
-            }
-            if n == 0 { break }   // the file shrank under us
-            done += n
+        do {
+            return try PositionalRead.fill(fd, UnsafeMutableRawBufferPointer(start: base, count: min(buffer.count, size - offset)), at: offset)
+        } catch {
+            throw FileError(path: path, call: "pread", errno: error.errno)
         }
-        return done
     }
 
     public func read(at offset: Int, count: Int) throws -> [UInt8] {
         guard offset >= 0, offset < size, count > 0 else { return [] }
-        let wanted = min(count, size - offset)
-        var result = [UInt8](repeating: 0, count: wanted)
-        var done = 0
-        while done < wanted {
-            let n = result.withUnsafeMutableBytes { raw -> Int in
-                guard let base = raw.baseAddress else { return 0 }
-                return pread(fd, base + done, wanted - done, off_t(offset + done))
-            }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileError(path: path, call: "pread", errno: errno)
-            }
-            if n == 0 { break }   // the file shrank under us
-            done += n
+        do {
+            return try PositionalRead.bytes(fd, at: offset, count: min(count, size - offset))
+        } catch {
+            throw FileError(path: path, call: "pread", errno: error.errno)
         }
-        if done < wanted { result.removeLast(wanted - done) }
-        return result
     }
 }

@@ -116,15 +116,8 @@ public final class PlaylistFolder: @unchecked Sendable {
     private func read(_ file: OpenFile, name: String) throws(PlaylistError) -> PlaylistFile {
         let limit = PlaylistLimits().maxBytes
         guard file.size <= limit else { throw .tooLarge(bytes: file.size, limit: limit) }
-        var bytes = [UInt8](repeating: 0, count: file.size)
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { raw in pread(file.fd, raw.baseAddress.map { $0 + done }, raw.count - done, off_t(done)) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            done += n
-        }
-        bytes.removeLast(bytes.count - done)       // a file cut short while read: what was there
+        // A file cut short while read gives what was there; one that cannot be read, no entries.
+        let bytes = (try? PositionalRead.bytes(file.fd, at: 0, count: file.size)) ?? []
         let dot = name.lastIndex(of: ".").map { name[name.index(after: $0)...] }
         return try PlaylistParser.parse(bytes[...], encoding: PlaylistTextEncoding(fileExtension: dot.map(String.init)))
     }

@@ -7,23 +7,11 @@ import StreamShared
 extension OpenFile: RandomAccessBytes {
     public func read(at offset: Int, count: Int) throws -> [UInt8] {
         guard offset >= 0, offset < size, count > 0 else { return [] }
-        let wanted = min(count, size - offset)
-        var result = [UInt8](repeating: 0, count: wanted)
-        var done = 0
-        while done < wanted {
-            let n = result.withUnsafeMutableBytes { raw -> Int in
-                guard let base = raw.baseAddress else { return 0 }
-                return pread(fd, base + done, wanted - done, off_t(offset + done))
-            }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw SystemError(call: "pread", errno: errno)
-            }
-            if n == 0 { break }
-            done += n
+        do {
+            return try PositionalRead.bytes(fd, at: offset, count: min(count, size - offset))
+        } catch {
+            throw SystemError(call: "pread", errno: error.errno)
         }
-        if done < wanted { result.removeLast(wanted - done) }
-        return result
     }
 
     /// Size, mtime and inode of the opened file.
