@@ -13,6 +13,15 @@
 #     a 57 KB answer on this machine (no database, no JSON, sendfile);
 #   - for every run, the load average, streamd's CPU (utime+stime from /proc over the run: % of a
 #     core and µs per request) and wrk's (GNU time), since wrk shares the cores with the server;
+#   - open loop (bench/apiload.c, compiled here with cc -O2): wrk keeps 64 requests in flight, so
+#     its latency is 64 / throughput; apiload sends requests due at a fixed rate (1/rate apart,
+#     round-robin over the same 64 keep-alive connections) and times each from when it was due,
+#     so a request that waited for a busy connection or a stalled server is charged that wait.
+#     Pages at random offsets at APILOAD_PAGE_RATES (1000 2000 4000 req/s) against streamd and
+#     against nginx's static page, new searches at APILOAD_SEARCH_RATES (250 500 1000), each
+#     APILOAD_SECONDS (10) s: achieved rate, p50/p90/p99/p99.9/max, errors, the load, the
+#     server's CPU per request, and how late apiload itself released requests (the machine's
+#     scheduling, included in the latencies);
 #   - the page in headless Chromium (Tests/browser/check_page.py): HTML size, the first matching
 #     row after typing a query (budget 300 ms), an album played from track to track.
 # usage: bench/library-api.sh [TRACKS]   (LIBRARY=DIR reuses/creates the library there; STREAMD=binary)
@@ -123,6 +132,75 @@ run "/api/tracks?limit=100 (first page)" "$BASE/api/tracks?offset=0&limit=100"
 run "/api/albums?limit=48 (the page's grid)" "$BASE/api/albums?offset=0&limit=48"
 SERVER=nginx run "peer: nginx, a static page of $(wc -c <"$WORK/nginx/root/page.json") bytes" "http://127.0.0.1:$NGINX_PORT/page.json"
 echo "streamd peak RSS: $(awk '/^VmHWM/ { print $2 / 1024 " MB" }' "/proc/$PID/status")"
+
+# Open loop (bench/apiload.c): requests due at a fixed rate, whatever the server does, over
+# CONNECTIONS keep-alive connections; latency counted from when each request was due. Pages at
+# random offsets and new searches (the generators of bench/wrk/*.lua, as target lists), and
+# nginx's static page at the pages' rates.
+cc -O2 -Wall -o "$WORK/apiload" bench/apiload.c
+python3 - "$WORK" "$total" <<'PY'
+import random, sys
+work, total = sys.argv[1], int(sys.argv[2])
+r = random.Random(1)
+words = ("amber blue cedar dawn echo falcon garden harbor island jasmine kestrel lantern meadow "
+         "night orchid pepper quartz river silver thunder umber velvet willow xenon yellow zephyr "
+         "anchor bridge canyon delta ember forest glacier horizon ivory juniper kindle lagoon "
+         "marble nectar ocean prairie quiet raven summit tundra unity valley winter yonder zenith").split()
+def prefix():
+    w = r.choice(words)
+    return w[:r.randint(2, len(w))]
+with open(f"{work}/pages.txt", "w") as f:
+    for _ in range(100000):
+        f.write(f"/api/tracks?offset={r.randint(0, max(0, total - 100))}&limit=100&sort=path\n")
+with open(f"{work}/searches.txt", "w") as f:
+    for _ in range(100000):
+        q = prefix() + ("+" + prefix() if r.random() < 0.5 else "")
+        f.write(f"/api/search?q={q}&limit=100\n")
+with open(f"{work}/static.txt", "w") as f:
+    f.write("/page.json\n")
+PY
+cat >"$WORK/apiload-line.py" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1])
+name, load, server = sys.argv[2:5]
+cpu, seconds = int(sys.argv[5]) / int(sys.argv[6]), int(sys.argv[7]) / 1e9
+done = r["achieved_rate"] * r["duration_s"]
+def ms(key):
+    v = r[key]
+    return f"{v * 1000:.0f} us" if v < 1 else f"{v:.1f} ms" if v < 1000 else f"{v / 1000:.2f} s"
+print(f"{name:<30} {r['rate']:>5.0f}/s: {r['achieved_rate']:6.0f} req/s  p50 {ms('p50_ms'):>8}  p90 {ms('p90_ms'):>8}  "
+      f"p99 {ms('p99_ms'):>8}  p99.9 {ms('p999_ms'):>8}  max {ms('max_ms'):>8}  "
+      f"errors {r['errors']}, non-2xx {r['non_2xx']}, unfinished {r['unfinished']}")
+print(f"    load {load}; {server} CPU {100 * cpu / seconds:.0f} % of a core, {1e6 * cpu / max(done, 1):.0f} us/request; "
+      f"apiload CPU {100 * r['cpu_s'] / seconds:.0f} % of a core, released late by p99 {ms('release_lag_p99_ms')} "
+      f"(max {ms('release_lag_max_ms')})")
+PY
+APILOAD_SECONDS=${APILOAD_SECONDS:-10}
+PAGE_RATES=${APILOAD_PAGE_RATES:-1000 2000 4000}
+SEARCH_RATES=${APILOAD_SEARCH_RATES:-250 500 1000}
+SEED=0
+# One apiload run: "name  rate: achieved, p50 p90 p99 p99.9 max, errors", then the load, the
+# server's CPU (SERVER=nginx: nginx's) per request, and apiload's own lateness and CPU.
+open_run() {
+  local name=$1 port=$2 targets=$3 rate=$4
+  local load before after elapsed out
+  load=$(awk '{ print $1 }' /proc/loadavg)
+  if [ "${SERVER:-streamd}" = nginx ]; then before=$(nginx_ticks); else before=$(ticks "$PID"); fi
+  elapsed=$(date +%s%N)
+  SEED=$((SEED + 1))    # another draw of targets each run: no answer left cached by the run before
+  out=$("$WORK/apiload" 127.0.0.1 "$port" "$targets" "$rate" "$APILOAD_SECONDS" "$CONNECTIONS" "$SEED")
+  elapsed=$(( $(date +%s%N) - elapsed ))
+  if [ "${SERVER:-streamd}" = nginx ]; then after=$(nginx_ticks); else after=$(ticks "$PID"); fi
+  python3 "$WORK/apiload-line.py" "$out" "$name" "$load" "${SERVER:-streamd}" $((after - before)) "$HZ" "$elapsed"
+}
+echo "apiload (open loop): fixed rates over $CONNECTIONS connections, $APILOAD_SECONDS s each (+ up to 1 s to drain); latency from each request's due time; $(uptime)"
+for rate in $PAGE_RATES; do
+  open_run "/api/tracks, random offsets" "${BASE##*:}" "$WORK/pages.txt" "$rate"
+  SERVER=nginx open_run "peer: nginx, the static page" "$NGINX_PORT" "$WORK/static.txt" "$rate"
+done
+for rate in $SEARCH_RATES; do
+  open_run "/api/search, a new query each" "${BASE##*:}" "$WORK/searches.txt" "$rate"
+done
 
 echo "page: $(curl -s "$BASE/" | wc -c) bytes of HTML"
 query=$(curl -s "$BASE/api/tracks?offset=$((total / 2))&limit=1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["title"])')
