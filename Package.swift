@@ -56,7 +56,7 @@ let package = Package(
                                .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Client"),
         .executableTarget(name: "streamd",
-                          dependencies: ["StreamServer",
+                          dependencies: ["StreamServer", "CLinux",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                          .product(name: "Logging", package: "swift-log")],
                           path: "Sources/streamd"),

@@ -13,6 +13,8 @@
 #include <spawn.h>
 #include <pthread.h>
 #include <sys/inotify.h>
+#include <malloc.h>
+#include <stdlib.h>
 
 // accept4 is declared only under _GNU_SOURCE; declare it here so the module does not need it.
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
@@ -31,4 +33,11 @@ extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *
 extern int pipe2(int pipefd[2], int flags);
 // pthread_setname_np (thread names shown by top -H and debuggers), _GNU_SOURCE only as well.
 extern int pthread_setname_np(pthread_t thread, const char *name);
+
+// At most `count` malloc arenas unless MALLOC_ARENA_MAX says otherwise. glibc gives threads that
+// allocate at once arenas of their own (up to 8 per core) and seldom returns their freed pages;
+// streamd's event loops and scanner threads would otherwise each keep their high-water mark.
+static inline void clinux_limit_malloc_arenas(int count) {
+    if (getenv("MALLOC_ARENA_MAX") == NULL) mallopt(M_ARENA_MAX, count);
+}
 #endif
