@@ -16,7 +16,9 @@
 // response is read whole (Content-Length, chunked, or until close); non-2xx answers count in
 // the percentiles and in non_2xx, broken connections in errors (the connection is reopened).
 // The generator's own lateness (a due request released after its time while its connection
-// was idle) is reported apart as release_lag; it is included in the latencies.
+// was idle) is reported apart as release_lag; it is included in the latencies. service_p50/p99
+// are timed from each request's send instead, as a closed-loop tool times them (no wait for a
+// busy connection, no lateness of the generator): for comparing with wrk.
 // One JSON line on stdout. Bounded: fixed arrays (RATE x DURATION_S <= MAX_REQUESTS), a fixed
 // response-head buffer per connection, one receive buffer.
 #define _GNU_SOURCE
@@ -30,6 +32,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -50,8 +53,10 @@ struct conn {
     int fd;
     int state;
     uint32_t generation;      // bumped on reopen, so events of the old socket are dropped
+    uint32_t events;          // what epoll watches now (a change costs a syscall)
     uint64_t next_k;          // the next request this connection sends (k, k + CONNECTIONS, ...)
     uint64_t k;               // the request in flight
+    uint64_t sent_ns;         // when it was sent
     char request[MAX_TARGET_LEN + 256];
     int request_len, request_sent;
     char head[HEAD_MAX];
@@ -65,6 +70,7 @@ struct conn {
 
 static struct conn conns[MAX_CONNECTIONS];
 static uint32_t latency_us[MAX_REQUESTS];
+static uint32_t service_us[MAX_REQUESTS];   // from the request's send to its answer: what wrk times
 static uint64_t lag_hist[LAG_BUCKETS];
 static char targets[TARGET_BYTES];
 static uint32_t target_at[MAX_TARGETS];
@@ -76,7 +82,7 @@ static struct sockaddr_in server;
 static char host_header[64];
 static double rate;
 static uint64_t t0, seed;
-static uint64_t samples, completed_in_window, window_end, errors, non_2xx, reconnects, lag_count, lag_max;
+static uint64_t samples, services, completed_in_window, window_end, errors, non_2xx, reconnects, lag_count, lag_max;
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -107,6 +113,8 @@ static void record(uint64_t latency_ns) {
 }
 
 static void watch(int i, uint32_t events) {
+    if (conns[i].events == events) return;
+    conns[i].events = events;
     struct epoll_event ev = {.events = events, .data.u64 = ((uint64_t)conns[i].generation << 32) | (uint32_t)i};
     epoll_ctl(ep, EPOLL_CTL_MOD, conns[i].fd, &ev);
 }
@@ -127,6 +135,7 @@ static int open_conn(int i) {
     int one = 1;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->state = IDLE;
+    c->events = EPOLLIN;
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ((uint64_t)c->generation << 32) | (uint32_t)i};
     epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev);
     return 0;
@@ -146,6 +155,7 @@ static void start(int i, uint64_t k) {
     c->request_sent = 0;
     c->head_len = 0;
     c->state = SENDING;
+    c->sent_ns = now_ns();
     try_send(i);
 }
 
@@ -173,6 +183,10 @@ static void try_send(int i) {
 static void finish(int i, uint64_t now) {
     struct conn *c = &conns[i];
     record(now - due(c->k));
+    if (services < MAX_REQUESTS) {
+        uint64_t us = (now - c->sent_ns) / 1000;
+        service_us[services++] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+    }
     if (now <= window_end) completed_in_window++;
     if (c->status < 200 || c->status > 299) non_2xx++;
     c->state = IDLE;
@@ -364,6 +378,7 @@ int main(int argc, char **argv) {
     server.sin_port = htons((uint16_t)port);
     if (inet_pton(AF_INET, host, &server.sin_addr) != 1) { fprintf(stderr, "apiload: HOST must be an IPv4 address\n"); return 2; }
     snprintf(host_header, sizeof host_header, "%s:%d", host, port);
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);   // wake at the due time, not up to 50 µs after it
     ep = epoll_create1(EPOLL_CLOEXEC);
     if (ep < 0) { perror("apiload: epoll"); return 1; }
     for (int i = 0; i < connections; i++) {
@@ -426,10 +441,13 @@ int main(int argc, char **argv) {
         for (; k < total; k += (uint64_t)connections) { record(end - due(k)); unfinished++; }
     }
     qsort(latency_us, (size_t)samples, sizeof *latency_us, cmp_u32);
+    qsort(service_us, (size_t)services, sizeof *service_us, cmp_u32);
+#define SERVICE(q) (services ? service_us[(size_t)((double)(services - 1) * (q))] / 1000.0 : -1.0)
 #define PCT(q) (samples ? latency_us[(size_t)((double)(samples - 1) * (q))] / 1000.0 : -1.0)
-    uint64_t seen = 0, lag_p99 = 0;
-    for (int b = 0; b < LAG_BUCKETS; b++) {
+    uint64_t seen = 0, lag_p50 = 0, lag_p99 = 0;
+    for (int b = 0, got50 = 0; b < LAG_BUCKETS; b++) {
         seen += lag_hist[b];
+        if (lag_count && !got50 && seen * 2 >= lag_count) { lag_p50 = (uint64_t)b; got50 = 1; }
         if (lag_count && seen * 100 >= lag_count * 99) { lag_p99 = (uint64_t)b; break; }
     }
     double sum = 0;
@@ -438,12 +456,12 @@ int main(int argc, char **argv) {
     getrusage(RUSAGE_SELF, &usage);
     printf("{\"connections\":%d,\"rate\":%.0f,\"duration_s\":%.1f,\"requests\":%llu,\"achieved_rate\":%.1f,"
            "\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"max_ms\":%.3f,\"mean_ms\":%.3f,"
-           "\"errors\":%llu,\"non_2xx\":%llu,\"unfinished\":%llu,\"reconnects\":%llu,\"release_lag_p99_ms\":%.3f,\"release_lag_max_ms\":%.3f,"
+           "\"errors\":%llu,\"non_2xx\":%llu,\"unfinished\":%llu,\"reconnects\":%llu,\"service_p50_ms\":%.3f,\"service_p99_ms\":%.3f,\"release_lag_p50_ms\":%.3f,\"release_lag_p99_ms\":%.3f,\"release_lag_max_ms\":%.3f,"
            "\"cpu_s\":%.2f,\"elapsed_s\":%.2f}\n",
            connections, rate, duration, (unsigned long long)total, (double)completed_in_window / duration,
            PCT(0.5), PCT(0.9), PCT(0.99), PCT(0.999), samples ? latency_us[samples - 1] / 1000.0 : -1.0,
            samples ? sum / (double)samples / 1000.0 : -1.0, (unsigned long long)errors, (unsigned long long)non_2xx,
-           (unsigned long long)unfinished, (unsigned long long)reconnects, lag_p99 / 1000.0, lag_max / 1000.0,
+           (unsigned long long)unfinished, (unsigned long long)reconnects, SERVICE(0.5), SERVICE(0.99), lag_p50 / 1000.0, lag_p99 / 1000.0, lag_max / 1000.0,
            usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6,
            (double)(end - t0) / 1e9);
     return 0;

@@ -172,15 +172,17 @@ print(f"{name:<30} {r['rate']:>5.0f}/s: {r['achieved_rate']:6.0f} req/s  p50 {ms
       f"p99 {ms('p99_ms'):>8}  p99.9 {ms('p999_ms'):>8}  max {ms('max_ms'):>8}  "
       f"errors {r['errors']}, non-2xx {r['non_2xx']}, unfinished {r['unfinished']}")
 print(f"    load {load}; {server} CPU {100 * cpu / seconds:.0f} % of a core, {1e6 * cpu / max(done, 1):.0f} us/request; "
-      f"apiload CPU {100 * r['cpu_s'] / seconds:.0f} % of a core, released late by p99 {ms('release_lag_p99_ms')} "
-      f"(max {ms('release_lag_max_ms')})")
+      f"timed from the send (as wrk does) p50 {ms('service_p50_ms')} p99 {ms('service_p99_ms')}")
+print(f"    apiload CPU {100 * r['cpu_s'] / seconds:.0f} % of a core; it released requests late by p50 "
+      f"{ms('release_lag_p50_ms')} p99 {ms('release_lag_p99_ms')} max {ms('release_lag_max_ms')} (counted in the latencies)")
 PY
 APILOAD_SECONDS=${APILOAD_SECONDS:-10}
 PAGE_RATES=${APILOAD_PAGE_RATES:-1000 2000 4000}
 SEARCH_RATES=${APILOAD_SEARCH_RATES:-250 500 1000}
 SEED=0
 # One apiload run: "name  rate: achieved, p50 p90 p99 p99.9 max, errors", then the load, the
-# server's CPU (SERVER=nginx: nginx's) per request, and apiload's own lateness and CPU.
+# server's CPU (SERVER=nginx: nginx's) per request, the latencies timed from the send instead of
+# the due time, and apiload's own lateness and CPU.
 open_run() {
   local name=$1 port=$2 targets=$3 rate=$4
   local load before after elapsed out
