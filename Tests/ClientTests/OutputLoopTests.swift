@@ -94,6 +94,50 @@ import StreamShared
             #expect(!output.threads.contains(UInt(pthread_self())), "written by the output thread, not the pusher")
         }
     }
+
+    /// An output whose every write fails.
+    final class FailingOutput: AudioOutput {
+        struct Broken: Error {}
+        let isRealtime = true
+        func open(_ format: AudioFormat) throws {}
+        func write(_ samples: UnsafeBufferPointer<Float>) throws { throw Broken() }
+        func close() throws {}
+    }
+
+    /// Polls `done` for at most 60 s (a hang guard only: it holds after a few milliseconds).
+    private static func wait(until done: () -> Bool) {
+        let deadline = Monotonic.now.adding(seconds: 60)
+        while !done() && Monotonic.now < deadline { Monotonic.sleep(seconds: 0.001) }
+    }
+
+    /// A queue's players read the first-audio time and the output's error while the shared loop's
+    /// thread runs on into the next track, never joined between tracks (ThreadSanitizer reported
+    /// these reads racing with the output thread's writes when they were plain properties).
+    @Test func aThreadedQueueLoop_showsFirstAudioAndErrors_whileItsThreadRuns() throws {
+        let output = RecordingOutput(isRealtime: true)
+        let loop = OutputLoop(output: output, ring: SPSCRing(capacity: 4_096), realtime: true, started: .now,
+                              holdsTrackEnds: true, isPaused: { false })
+        try loop.beginTrack(serial: 0, format: Self.stereo)
+        // 30 ms: more than the 10 ms a queue's loop holds back until the producer finishes.
+        [Float](repeating: 0.125, count: 2_880).withUnsafeBufferPointer { loop.push($0) }
+        loop.batchEnded()
+        Self.wait { loop.firstAudioMs != nil }
+        #expect(loop.firstAudioMs.map { $0 >= 0 } == true, "the first sample's time, seen before finish()")
+        #expect(loop.error == nil)
+        #expect(!loop.hasStopped, "the thread still runs (the producer has not finished)")
+        loop.finish()
+        #expect(output.written.count == 2_880)
+
+        let failing = OutputLoop(output: FailingOutput(), ring: SPSCRing(capacity: 4_096), realtime: true, started: .now,
+                                 holdsTrackEnds: true, isPaused: { false })
+        try failing.beginTrack(serial: 0, format: Self.stereo)
+        [Float](repeating: 0.125, count: 2_880).withUnsafeBufferPointer { failing.push($0) }
+        failing.batchEnded()
+        Self.wait { failing.error != nil }
+        #expect(failing.error is FailingOutput.Broken, "the write's error, seen before finish()")
+        #expect(failing.firstAudioMs == nil, "nothing was played")
+        failing.finish()
+    }
 }
 
 /// Float → 16-bit as the WAV and ALSA outputs write it.

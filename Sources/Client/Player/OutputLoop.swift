@@ -15,10 +15,11 @@ import StreamShared
 /// gap and no drain. A mark in another format reopens the output there, with 10 ms fades on
 /// both sides of the change.
 final class OutputLoop: @unchecked Sendable {
-    // @unchecked: the counters below are written by the consuming thread (the output thread, or
-    // the decode thread when inline) and read by the decode thread only after `finish()` has
-    // joined it; `marks`, `flushRequest` and `producerFinished` are guarded by `lock`; the rest
-    // are atomics.
+    // @unchecked: `framesWritten` is written by the consuming thread (the output thread, or the
+    // decode thread when inline) and read by the decode thread only after `finish()` has joined
+    // it; `marks`, `flushRequest`, `producerFinished` and `failure` are guarded by `lock`; the
+    // rest are atomics (a queue's players read the first-audio time and the error while its
+    // output thread runs on into the next track).
     private let output: AudioOutput
     let ring: SPSCRing
     private let realtime: Bool
@@ -43,9 +44,22 @@ final class OutputLoop: @unchecked Sendable {
     /// The format of the last track begun (decode side).
     private(set) var lastFormat: AudioFormat?
     private(set) var framesWritten = 0
-    private(set) var firstAudioMs: Double?
+    /// Milliseconds from `started` to the first sample written, as the Double's bit pattern
+    /// (`noAudioYet` before it): set once by the consuming thread, read by the decode side.
+    private let firstAudioBits = ManagedAtomic<UInt64>(OutputLoop.noAudioYet)
+    /// A NaN payload no arithmetic produces, so it never collides with a real time.
+    private static let noAudioYet = UInt64.max
+    /// Milliseconds from `started` to the first sample the output took (nil before it).
+    var firstAudioMs: Double? {
+        let bits = firstAudioBits.load(ordering: .acquiring)
+        return bits == Self.noAudioYet ? nil : Double(bitPattern: bits)
+    }
     private let underrunCount = ManagedAtomic<Int>(0)
-    private(set) var error: Error?
+    private var failure: Error?
+    /// The output's error, set by the consuming thread (or `finish`); nil while it plays.
+    var error: Error? { lock.withLock { failure } }
+    /// Keeps the first error only.
+    private func fail(_ error: Error) { lock.withLock { if failure == nil { failure = error } } }
     /// Frames played since the last flush or track start, and where that put the timeline (in frames).
     private let playedSinceFlush = ManagedAtomic<Int>(0)
     private let timelineBase = ManagedAtomic<Int>(0)
@@ -142,7 +156,7 @@ final class OutputLoop: @unchecked Sendable {
         }
         thread?.join()
         thread = nil
-        do { try output.close() } catch { if self.error == nil { self.error = error } }
+        do { try output.close() } catch { fail(error) }
     }
 
     /// Drops queued audio (a seek) and restarts the played position at `frame`; the ring's
@@ -347,7 +361,7 @@ final class OutputLoop: @unchecked Sendable {
                 state.fadeInLeft = max(1, Int(Double(state.format.sampleRate) * Self.formatChangeFadeSeconds))
             }
         } catch {
-            self.error = error
+            fail(error)
             return false
         }
         if state.format.channels != before.channels {
@@ -416,12 +430,12 @@ final class OutputLoop: @unchecked Sendable {
         do {
             try output.write(UnsafeBufferPointer(samples))
         } catch {
-            self.error = error
+            fail(error)
             return .done
         }
         if inPlace > 0 { ring.consume(n) }
-        if firstAudioMs == nil {
-            firstAudioMs = Monotonic.now.milliseconds(since: started)
+        if firstAudioBits.load(ordering: .relaxed) == Self.noAudioYet {
+            firstAudioBits.store(Monotonic.now.milliseconds(since: started).bitPattern, ordering: .releasing)
         }
         framesWritten += n / format.channels
         playedSinceFlush.wrappingIncrement(by: n / format.channels, ordering: .relaxed)
