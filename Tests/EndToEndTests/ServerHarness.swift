@@ -21,10 +21,12 @@ enum TestPaths {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
-    /// The generated library; tests that need it fail clearly when it is missing.
+    /// The generated library; tests that need it fail clearly when it is missing. Resolved, since
+    /// FileManager's enumerator does not descend into a root that is a symlink (a worktree's
+    /// `media/out` pointing at another checkout's media found no files at all).
     static var media: URL {
-        if let dir = ProcessInfo.processInfo.environment["STREAM_MEDIA_DIR"] { return URL(fileURLWithPath: dir) }
-        return packageRoot.appendingPathComponent("media/out")
+        if let dir = ProcessInfo.processInfo.environment["STREAM_MEDIA_DIR"] { return URL(fileURLWithPath: dir).resolvingSymlinksInPath() }
+        return packageRoot.appendingPathComponent("media/out").resolvingSymlinksInPath()
     }
 
     /// ../shared/tools/pcm-compare beside the checkout, when present.
