@@ -421,6 +421,30 @@ final class LockedCounter: @unchecked Sendable {
         #expect(try numbers("lake ba", 1000) == Array(0..<300), "two words: only the artist matches hold both")
     }
 
+    /// A search index in many segments (one per transaction here) is merged into one, and every
+    /// answer stays the same.
+    @Test func compactSearchIndex_mergesSegments_answersUnchanged() throws {
+        let dir = try Fixture.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("catalog.db").path
+        let store = try LibraryStore(path: path, folder: "/music")
+        // FTS5 would merge small segments as they come; with that off, each transaction's stays
+        // (as the larger segments of a first scan's 100,000 rows stay; below 16, when FTS5 merges anyway).
+        try SQLiteDatabase(path: path).execute("INSERT INTO tracks_fts(tracks_fts, rank) VALUES('automerge', 0)")
+        for n in 0..<12 {
+            try store.apply([.track(path: String(format: "t/%04d.mp3", n), stamp: Fixture.stamp(n),
+                                    analysis: Fixture.analysis(title: "River \(n) Song", artist: n % 2 == 0 ? "Band" : "Other"))])
+        }
+        let before = try store.searchIndexSegments()
+        #expect(before > LibraryStore.maxSearchSegments, "\(before) segments after 12 transactions")
+        let queries = ["riv", "river so", "ba", "oth", "so ban", "1"]
+        let answers = try queries.map { try store.search(query: $0, limit: 100).map(\.path) }
+        #expect(try store.compactSearchIndex())
+        #expect(try store.searchIndexSegments() == 1)
+        #expect(try queries.map { try store.search(query: $0, limit: 100).map(\.path) } == answers)
+        #expect(try !store.compactSearchIndex(), "one segment: nothing to do")
+    }
+
     @Test func skippedSummary_countsEveryRow_listsTheFirstByPath() throws {
         let store = try Fixture.sampleStore()
         try store.apply((0..<6).map { n in
