@@ -10,21 +10,21 @@ import StreamShared
     }
 
     @Test func hit_sameTargetAndGeneration() {
-        let cache = JSONResponseCache(capacityBytes: 1000)
+        let cache = JSONResponseCache(capacityBytes: 1 << 16)
         cache.insert("/api/albums", generation: 4, Self.entry(10))
         #expect(cache.lookup("/api/albums", generation: 4)?.body.count == 10)
         #expect(cache.lookup("/api/albums?limit=5", generation: 4) == nil)
     }
 
     @Test func anotherGeneration_isAMiss_andDropsTheEntry() {
-        let cache = JSONResponseCache(capacityBytes: 1000)
+        let cache = JSONResponseCache(capacityBytes: 1 << 16)
         cache.insert("/api/tracks", generation: 1, Self.entry(10))
         #expect(cache.lookup("/api/tracks", generation: 2) == nil)
         #expect(cache.lookup("/api/tracks", generation: 1) == nil, "dropped, not kept for the old generation")
     }
 
     @Test func leastRecentlyUsed_goesFirst_downToThreeQuarters() {
-        let cache = JSONResponseCache(capacityBytes: 1000)
+        let cache = JSONResponseCache(capacityBytes: 10 * JSONResponseCache.cost("a", Self.entry(100)))
         let names = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]
         for name in names { cache.insert(name, generation: 0, Self.entry(100)) }      // exactly full
         _ = cache.lookup("a", generation: 0)                                            // a is now the most recent
@@ -36,7 +36,7 @@ import StreamShared
     /// Admission on the second request: a target answered once is not kept, the second time it
     /// is; a target whose entry went stale with the catalog is kept again at once.
     @Test func admitOnSecondRequest_keepsOnlyTargetsAskedAgain() {
-        let cache = JSONResponseCache(capacityBytes: 1000, admitOnSecondRequest: true)
+        let cache = JSONResponseCache(capacityBytes: 1 << 16, admitOnSecondRequest: true)
         cache.insert("/api/search?q=ri", generation: 1, Self.entry(10))
         #expect(cache.lookup("/api/search?q=ri", generation: 1) == nil, "first answer not kept")
         cache.insert("/api/search?q=ri", generation: 1, Self.entry(10))
@@ -56,11 +56,25 @@ import StreamShared
     }
 
     @Test func oversizedAnswers_areNotKept() {
-        let cache = JSONResponseCache(capacityBytes: 800)
-        cache.insert("big", generation: 0, Self.entry(101))
-        #expect(cache.lookup("big", generation: 0) == nil)
+        let cache = JSONResponseCache(capacityBytes: 8 * JSONResponseCache.cost("fits", Self.entry(100)))
+        cache.insert("big!", generation: 0, Self.entry(101))
+        #expect(cache.lookup("big!", generation: 0) == nil)
         cache.insert("fits", generation: 0, Self.entry(100))
         #expect(cache.lookup("fits", generation: 0) != nil)
+    }
+
+    /// Small answers under long targets (an empty search result, junk parameters up to the 8 KB
+    /// request line): the targets count against the capacity, so their number stays bounded.
+    /// Counted by bodies alone, 16 MiB held millions of 3-byte answers and their 8 KB keys.
+    @Test func longTargets_countAgainstTheCapacity() {
+        let capacity = 64 * 1024
+        let cache = JSONResponseCache(capacityBytes: capacity)
+        let pad = String(repeating: "x", count: 4000)
+        let targets = (0..<200).map { "/api/search?q=\($0)&pad=\(pad)" }
+        for target in targets { cache.insert(target, generation: 0, Self.entry(3)) }
+        let kept = targets.filter { cache.lookup($0, generation: 0) != nil }.count
+        #expect(kept >= 1, "small answers are still kept")
+        #expect(kept <= capacity / 4000, "kept \(kept) entries of 4 KB targets in a \(capacity)-byte cache")
     }
 
     /// Hashed 8 bytes at a time: a change of any one byte, at any place and in any bit of its

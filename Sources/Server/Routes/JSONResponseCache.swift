@@ -2,7 +2,8 @@ import Foundation
 
 /// Recent JSON answers of the library API by request target, each valid only for the catalog
 /// generation it was built from (`LibraryStore.generation`), least recently used evicted first
-/// beyond `capacityBytes`. A page the library page or a client asks again (the first albums,
+/// beyond `capacityBytes` (counted with each target and a fixed overhead: an answer of three
+/// bytes under an 8 KB target must not count as three). A page the library page or a client asks again (the first albums,
 /// a prefix typed by several listeners) is then sent without reading the database or writing
 /// JSON again; a change to the catalog makes every entry stale at once.
 final class JSONResponseCache: @unchecked Sendable {
@@ -39,12 +40,21 @@ final class JSONResponseCache: @unchecked Sendable {
         self.admitOnSecondRequest = admitOnSecondRequest
     }
 
+    /// Bytes an entry counts for beyond its body: the dictionary slot, the headers and the tag.
+    static let entryOverhead = 256
+
+    /// What keeping `entry` under `target` costs against the capacity: its body, its key (up to
+    /// the 8 KB request line, whatever the answer's size) and `entryOverhead`.
+    static func cost(_ target: String, _ entry: Entry) -> Int {
+        entry.body.count + target.utf8.count + entryOverhead
+    }
+
     func lookup(_ target: String, generation: UInt64) -> Entry? {
         lock.withLock {
             guard let found = entries[target] else { return nil }
             guard found.generation == generation else {
                 entries[target] = nil
-                bytes -= found.entry.body.count
+                bytes -= Self.cost(target, found.entry)
                 // It was asked again before: its new answer is kept at once.
                 if admitOnSecondRequest { remember(target) }
                 return nil
@@ -63,7 +73,8 @@ final class JSONResponseCache: @unchecked Sendable {
     /// Keeps `entry` unless it alone is more than an eighth of the capacity (or, with
     /// `admitOnSecondRequest`, its target is new).
     func insert(_ target: String, generation: UInt64, _ entry: Entry) {
-        guard entry.body.count <= capacityBytes / 8 else { return }
+        let cost = Self.cost(target, entry)
+        guard cost <= capacityBytes / 8 else { return }
         lock.withLock {
             if admitOnSecondRequest && entries[target] == nil {
                 guard seenOnce.remove(target.hashValue) != nil else {
@@ -71,17 +82,17 @@ final class JSONResponseCache: @unchecked Sendable {
                     return
                 }
             }
-            if let old = entries[target] { bytes -= old.entry.body.count }
+            if let old = entries[target] { bytes -= Self.cost(target, old.entry) }
             clock += 1
             entries[target] = (generation, entry, clock)
-            bytes += entry.body.count
+            bytes += cost
             // Evict the least recently used: a scan of the few hundred entries that fit, once per
             // eviction batch (down to three quarters, so a full cache does not scan on every insert).
             if bytes > capacityBytes {
                 let ordered = entries.sorted { $0.value.used < $1.value.used }
                 for (key, value) in ordered where bytes > capacityBytes * 3 / 4 {
                     entries[key] = nil
-                    bytes -= value.entry.body.count
+                    bytes -= Self.cost(key, value.entry)
                 }
             }
         }
