@@ -13,6 +13,9 @@ public final class SoxrResampler: AudioProcessor {
 
     public init(outputRate: Int?) { self.outputRate = outputRate }
 
+    /// The output rates it converts to; input rates below them are refused too (see `configure`).
+    public static let rates = 1_000...768_000
+
     deinit { if let handle { soxr_delete(handle) } }
 
     public func configure(input: AudioFormat) throws -> AudioFormat {
@@ -20,7 +23,10 @@ public final class SoxrResampler: AudioProcessor {
         handle = nil
         channels = input.channels
         guard let outputRate, outputRate != input.sampleRate else { ratio = 1; return input }
-        guard (1_000...768_000).contains(outputRate), input.sampleRate > 0 else {
+        // The input rate has the output's floor: the output of a call is the input times the
+        // ratio, so a WAV header's 1 Hz (which RIFF allows) would turn one 4096-frame block into
+        // 180 million frames at 44.1 kHz (1.4 GB).
+        guard Self.rates.contains(outputRate), input.sampleRate >= Self.rates.lowerBound else {
             throw DSPError("cannot resample \(input.sampleRate) Hz to \(outputRate) Hz")
         }
         // 'High quality' (20-bit, soxr's default recipe): passband to 91.3% of Nyquist, so

@@ -171,6 +171,15 @@ import StreamAudio
         }
     }
 
+    /// An input rate below the output floor (a WAV header may say 1 Hz) is refused: the output
+    /// of a call grows with the ratio, 44,100 times the input at 1 Hz → 44.1 kHz.
+    @Test func absurdInputRate_isRefused() throws {
+        let resampler = SoxrResampler(outputRate: 44_100)
+        #expect(throws: DSPError.self) { try resampler.configure(input: AudioFormat(sampleRate: 1, channels: 2)) }
+        #expect(throws: DSPError.self) { try resampler.configure(input: AudioFormat(sampleRate: 999, channels: 2)) }
+        #expect(try resampler.configure(input: AudioFormat(sampleRate: 1_000, channels: 2)).sampleRate == 44_100)
+    }
+
     @Test func newTrackRate_rebuildsTheResampler() throws {
         let chain = DSPChain(outputRate: 48_000)
         #expect(try chain.configure(input: AudioFormat(sampleRate: 44_100, channels: 2)).sampleRate == 48_000)

@@ -57,4 +57,43 @@ import StreamShared
         let out = Double(frames * 1152)
         #expect(out >= expectedOut - 4 * 1152 && out <= expectedOut + 576, "\(Int(out)) samples out for \(Int(expectedOut)) in")
     }
+
+    /// A 16-bit stereo WAV of a 500 Hz tone with `rate` in its header (RIFF allows any rate).
+    static func wav(rate: Int, frames: Int) -> [UInt8] {
+        func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
+        func le16(_ v: Int) -> [UInt8] { (0..<2).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
+        var data: [UInt8] = []
+        for i in 0..<frames {
+            let sample = Int(8000 * sin(2 * Double.pi * 500 * Double(i) / Double(max(rate, 1))))
+            data += le16(sample) + le16(sample)
+        }
+        let fmt = le16(1) + le16(2) + le32(rate) + le32(rate * 4) + le16(4) + le16(16)
+        return Array("RIFF".utf8) + le32(4 + 8 + fmt.count + 8 + data.count) + Array("WAVE".utf8)
+            + Array("fmt ".utf8) + le32(fmt.count) + fmt + Array("data".utf8) + le32(data.count) + data
+    }
+
+    /// A track whose header says 1 Hz is refused by the resampler (one 4096-frame block would
+    /// have become 180 million frames at 44.1 kHz, 1.4 GB), and the next track, at the rate of
+    /// the one before it, is resampled again rather than fed to the encoder at its own rate.
+    @Test func absurdRate_isRefused_andTheNextTrackIsStillResampled() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("transcoder-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let good = dir.appendingPathComponent("good.wav").path, bad = dir.appendingPathComponent("bad.wav").path
+        try Data(Self.wav(rate: 48_000, frames: 96_000)).write(to: URL(fileURLWithPath: good))
+        try Data(Self.wav(rate: 1, frames: 8_192)).write(to: URL(fileURLWithPath: bad))
+        let transcoder = try ChannelTranscoder(format: ChannelFormat(codec: .mpeg, sampleRate: 44_100, channels: 2, kbps: 128))
+        func frames(of path: String) throws -> Int {
+            try transcoder.begin(try Self.track(path))
+            var count = 0
+            while try transcoder.next() != nil { count += 1 }
+            return count
+        }
+        let first = try frames(of: good)
+        #expect(throws: (any Error).self, "a 1 Hz track is refused") { _ = try frames(of: bad) }
+        let again = try frames(of: good)
+        // 2 s at 44.1 kHz is 76.6 frames of 1152; unresampled 48 kHz samples would make 83.3.
+        #expect(first >= 70 && first <= 80, "\(first) frames for the first 2 s")
+        #expect(again >= 73 && again <= 80, "\(again) frames for 2 s after the refused track (83 if not resampled)")
+    }
 }

@@ -76,6 +76,9 @@ final class ChannelTranscoder {
             var tail: [Float] = []
             resampler.flush(into: &tail)
             if !tail.isEmpty { try encoder.encode(tail[...], appendingTo: &encoded) }
+            // Unset until configured: a refused rate leaves the resampler without a filter, and
+            // the next track at the old rate must configure it again, not pass unresampled.
+            resamplerInputRate = 0
             _ = try resampler.configure(input: AudioFormat(sampleRate: input.sampleRate, channels: format.channels))
             resamplerInputRate = input.sampleRate
         }
