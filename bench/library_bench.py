@@ -48,6 +48,22 @@ class Server:
         with urllib.request.urlopen(self.base + "/api/status", timeout=30) as r:
             return json.load(r)
 
+    def search(self, query):
+        with urllib.request.urlopen(self.base + "/api/search?q=" + query, timeout=30) as r:
+            return json.load(r)
+
+    def wait_first_scan_searching(self, query, every=0.25):
+        """wait_scans(1), asking /api/search every `every` s meanwhile: (status at the end,
+        seconds from exec to the first answer that was not empty, tracks listed then)."""
+        first = None
+        while True:
+            s = self.status()
+            if s["scans"] >= 1 and not s["scanning"]:
+                return s, first
+            if first is None and self.search(query):
+                first = (time.monotonic() - self.started, self.status()["tracks"])
+            time.sleep(every)
+
     def wait_scans(self, count, timeout=3600):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -99,10 +115,12 @@ def main():
         warm_cache(files)
         # 1. First full scan, page cache warm.
         server = Server(db)
-        s = server.wait_scans(1)
+        s, searching = server.wait_first_scan_searching("amber")
         scan_s = s["last_scan_ms"] / 1000
-        print("first scan: %d tracks listed, %d files read in %.2f s = %.0f tracks/s (listening after %.0f ms)"
-              % (s["tracks"], s["scan_read"], scan_s, s["tracks"] / scan_s, server.listening_ms))
+        print("first scan: %d tracks listed, %d files read in %.2f s = %.0f tracks/s (listening after %.0f ms; %d companion files passed by)"
+              % (s["tracks"], s["scan_read"], scan_s, s["tracks"] / scan_s, server.listening_ms, s.get("ignored_count", 0)))
+        print("  search (asked every 0.25 s) first answered %s"
+              % ("%.2f s after exec, %d tracks listed then" % searching if searching else "only after the scan"))
         print("  streamd peak RSS during the first scan: %.1f MB" % (server.peak_rss_kb() / 1024))
         server.stop()
         workers = s["analyzer_workers"]

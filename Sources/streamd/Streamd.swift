@@ -192,6 +192,9 @@ extension Serve {
         catalog.warn = { warnLogger.warning("\($0)") }
         catalog.info = { warnLogger.info("\($0)") }
         catalog.indexAheadSeconds = indexAhead > 0 ? indexAhead : nil
+        if let chunk = ProcessInfo.processInfo.environment[Catalog.chunkSizeVariable].flatMap({ Int($0) }), chunk > 0 {
+            catalog.chunkSize = chunk
+        }
         // The database may sit inside the folder when asked to: the scan leaves it out.
         if let real = LibraryStore.realParentPath(databasePath), real.hasPrefix(resolver.root + "/") {
             catalog.excludedPrefix = real

@@ -67,6 +67,8 @@ import Glibc
         for name in ["trap-me.mp3", "hang-me.mp3"] {
             try FileManager.default.copyItem(at: library.appendingPathComponent("vbr-v2.mp3"), to: library.appendingPathComponent(name))
         }
+        // Named like audio, yet text: an ordinary skip (notes.txt is not even tried).
+        try Data("not a sound\n".utf8).write(to: library.appendingPathComponent("text-named.mp3"))
         let started = Date()
         let server = try StreamdProcess(folder: library, extraArguments: ["--analyze-timeout", "1"],
                                         environment: ["STREAMD_TEST_ANALYZER_FAULT": "trap:trap-me.mp3,hang:hang-me.mp3"])
@@ -91,9 +93,11 @@ import Glibc
                 "the runtime's message, when it gives one, is kept: \(trap.reason)")
         let hang = try #require(skipped["hang-me.mp3"])
         #expect(hang.quarantined && hang.reason == "analysis timed out after 1 s", "\(hang)")
-        #expect(skipped["notes.txt"]?.quarantined == false, "not audio is an ordinary skip")
+        #expect(skipped["text-named.mp3"]?.quarantined == false, "not audio is an ordinary skip")
+        #expect(skipped["notes.txt"] == nil, "a note is a companion file, not a skipped one")
         let status = try Self.status(server)
         #expect(status["quarantined_count"] as? Int == 2 && status["tracks"] as? Int == expected.count)
+        #expect(status["skipped_count"] as? Int == 3 && status["ignored_count"] as? Int == 1, "\(status)")
         // One warning line per bad file, naming it and the cause.
         Thread.sleep(forTimeInterval: 0.2)
         #expect(Self.lines(server.log, containing: ["trap-me.mp3", "analyzer crashed (signal 4)", "quarantined"]).count == 1, "\(server.log)")

@@ -42,7 +42,7 @@ import Glibc
         let first = try StreamdProcess(folder: library, extraArguments: ["--db", db])
         let listed = try Self.tracks(first)
         #expect(listed.count == TestPaths.mediaFiles().count)
-        #expect(try first.status()["scan_to_read"] as? Int == listed.count + 1, "every file read once (notes.txt too; escape.mp3 leads outside)")
+        #expect(try first.status()["scan_to_read"] as? Int == listed.count, "every track read once (not notes.txt; escape.mp3 leads outside)")
         first.stop()
 
         // Offline: one file changed, one added, one removed.
@@ -268,5 +268,72 @@ import Glibc
         // The server goes on serving.
         #expect(try Isolation.get(server, "/media/vbr-v2.mp3").status == 200)
         try Self.waitUntil(server, within: 2, "the removed file") { $0["cbr-128k-44k.mp3"] == nil }
+    }
+
+    /// A first scan made slow (each analysis 300 ms more, the files written 4 at a time): the
+    /// tracks already written are found by `/api/search` while `/api/status` still says scanning.
+    @Test func search_duringASlowFirstScan_findsTheTracksAlreadyScanned() throws {
+        let library = try ServerEndToEndTests.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        // More to read after the generated tracks (their paths sort last): the scan lasts seconds.
+        for n in 0..<24 {
+            try Self.copy(library.appendingPathComponent("vbr-v2.mp3"), library.appendingPathComponent("zz-later/\(n).mp3"))
+        }
+        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet"],
+                                        environment: ["STREAMD_TEST_ANALYZER_FAULT": "delay:300", "STREAMD_TEST_SCAN_CHUNK": "4"],
+                                        waitForScan: false)
+        try Self.waitForStatus(server, within: 30, "a first chunk written") { ($0["tracks"] as? Int ?? 0) >= 4 }
+        // A word of the title of a track already listed (its own row, not the file name).
+        let listed = try Self.tracks(server)
+        let titled = listed.values.compactMap { item -> (path: String, word: String)? in
+            guard let path = item["path"] as? String, let title = item["title"] as? String,
+                  let word = title.split(whereSeparator: { !$0.isLetter && !$0.isNumber }).first(where: { $0.count >= 3 }) else { return nil }
+            return (path, String(word))
+        }.sorted { $0.path < $1.path }
+        let wanted = try #require(titled.first, "a listed track with a title: \(listed.keys.sorted())")
+        let query = wanted.word.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? wanted.word
+        let found = try #require(try Isolation.json(Isolation.get(server, "/api/search?q=\(query)")) as? [[String: Any]])
+        let status = try server.status()
+        #expect(status["scanning"] as? Bool == true && status["scans"] as? Int == 0,
+                "the first scan is still running (else the test proves nothing): \(status)")
+        #expect(found.contains { $0["path"] as? String == wanted.path }, "'\(wanted.word)' finds \(wanted.path): \(found.map { $0["path"] ?? "" })")
+    }
+
+    /// Cover pictures, booklets, notes, logs, cue sheets and the desktop's files beside the
+    /// tracks are not "skipped" files: counted in `ignored_count`, never analyzed; a file named
+    /// like audio that is not is still skipped. The folder's cover and playlist files are still found.
+    @Test func companionFiles_areIgnoredAndCounted_notSkipped_coverAndPlaylistsStillFound() throws {
+        let library = try LibraryAPITests.makeLibrary()   // has Ordered Artist/Ordered Album/Cover.JPG
+        defer { try? FileManager.default.removeItem(at: library) }
+        let album = library.appendingPathComponent("Ordered Artist/Ordered Album")
+        for name in ["booklet.pdf", "rip.log", "album.cue", "info.nfo", "Thumbs.db", "desktop.ini", "back.png"] {
+            try Data("companion \(name)\n".utf8).write(to: album.appendingPathComponent(name))
+        }
+        try Data("#EXTM3U\n#EXTINF:1,Ordered Artist - First Xenops\nc.mp3\nb.mp3\n".utf8)
+            .write(to: album.appendingPathComponent("album.m3u8"))
+        try Data("not a sound\n".utf8).write(to: album.appendingPathComponent("text-named.mp3"))
+        let server = try StreamdProcess(folder: library)
+        let status = try server.status()
+        // notes.txt, Cover.JPG, the seven above and the playlist.
+        #expect(status["ignored_count"] as? Int == 10, "\(status)")
+        #expect(status["skipped_count"] as? Int == 1, "\(status)")
+        let skipped = try #require(status["skipped"] as? [[String: Any]])
+        #expect(skipped.map { $0["path"] as? String } == ["Ordered Artist/Ordered Album/text-named.mp3"], "\(skipped)")
+        #expect(status["scan_to_read"] as? Int == TestPaths.mediaFiles().count + 5, "the tracks and the text-named file only")
+        // The cover comes from the folder, the playlist file is listed and served.
+        let ordered = try LibraryAPITests.album(server, titled: "Ordered Album")
+        let cover = try Isolation.get(server, "/api/cover/\(try #require(ordered["id"] as? Int))")
+        #expect(cover.status == 200 && cover.header("Content-Type") == "image/jpeg")
+        let playlists = try #require(try Isolation.json(Isolation.get(server, "/api/playlists")) as? [[String: Any]])
+        let listed = try #require(playlists.first { $0["path"] as? String == "Ordered Artist/Ordered Album/album.m3u8" }, "\(playlists)")
+        #expect(listed["entries"] as? Int == 2)
+        // A companion file asked for directly is not audio, without a worker and without a record.
+        #expect(try Isolation.get(server, "/api/index/Ordered%20Artist/Ordered%20Album/booklet.pdf").status == 422)
+        #expect(try server.status()["skipped_count"] as? Int == 1)
+        // One added later (inotify) is passed by too.
+        try Data([0xFF, 0xD8, 0xFF, 0xD9]).write(to: album.appendingPathComponent("folder.jpg"))
+        try Self.copy(library.appendingPathComponent("vbr-v2.mp3"), album.appendingPathComponent("added.mp3"))
+        try Self.waitUntil(server, within: 2, "a track added beside a new picture") { $0["Ordered Artist/Ordered Album/added.mp3"] != nil }
+        #expect(try server.status()["skipped_count"] as? Int == 1)
     }
 }

@@ -38,7 +38,7 @@ import Testing
                                read: { chunk in
                                    chunks.append(chunk.map(\.path))
                                    try? store.apply(chunk.map { .skipped(path: $0.path, stamp: $0.stamp, reason: "test", quarantined: false) })
-                               }, progress: { _, _ in })
+                               }, progress: { _, _, _ in })
         let removed = prefix.map { walk.scan(relative: $0) } ?? walk.scanAll()
         return (chunks, removed, walk)
     }

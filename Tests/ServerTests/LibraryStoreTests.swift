@@ -368,6 +368,102 @@ final class LockedCounter: @unchecked Sendable {
         #expect(sql.contains("prefix"), "\(sql)")
     }
 
+    static func hasInsertTrigger(_ path: String) throws -> Bool {
+        let db = try SQLiteDatabase(path: path, readOnly: true)
+        return try db.queryOne("SELECT count(*) FROM sqlite_master WHERE name = 'tracks_fts_insert'") { $0.int(0) } == 1
+    }
+
+    static func searchIndexRows(_ path: String) throws -> Int {
+        let db = try SQLiteDatabase(path: path, readOnly: true)
+        return try db.queryOne("SELECT count(*) FROM tracks_fts") { $0.int(0) } ?? -1
+    }
+
+    /// A first scan runs without the search index's insert trigger, yet each write adds its own
+    /// tracks to the index: found at once, also when a delete frees an id the next insert takes
+    /// again, and after a restart in the middle (the scan cut short carries on where it stopped).
+    @Test func firstScan_writesAreSearchableAtOnce_throughDeletesAndARestart() throws {
+        let dir = try Fixture.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("catalog.db").path
+        func chunk(_ range: Range<Int>) -> [LibraryChange] {
+            range.map { .track(path: String(format: "c/%03d.mp3", $0), stamp: Fixture.stamp($0),
+                               analysis: Fixture.analysis(title: "Kestrel \($0)", artist: "Artist \($0 % 3)")) }
+        }
+        do {
+            let store = try LibraryStore(path: path, folder: "/music")
+            #expect(try store.beginBulkLoad())
+            #expect(try !Self.hasInsertTrigger(path), "the first scan runs without the insert trigger")
+            try store.apply(chunk(0..<10))
+            #expect(try store.search(query: "kestrel", limit: 100).count == 10, "the first chunk is searchable at once")
+            // The last track goes and a new one comes in the same write: it is given the freed id.
+            let last = try #require(try store.track(path: "c/009.mp3")?.id)
+            try store.apply([.removed(path: "c/009.mp3"),
+                             .track(path: "c/new.mp3", stamp: Fixture.stamp(99), analysis: Fixture.analysis(title: "Osprey"))])
+            #expect(try store.track(path: "c/new.mp3")?.id == last, "SQLite gives the freed id again")
+            #expect(try store.search(query: "osprey", limit: 10).map(\.path) == ["c/new.mp3"])
+            #expect(try store.search(query: "kestrel", limit: 100).count == 9)
+            // A track that becomes a skipped file, then a new track, the same way.
+            try store.apply([.skipped(path: "c/new.mp3", stamp: Fixture.stamp(100), reason: "not audio", quarantined: false),
+                             .track(path: "c/newer.mp3", stamp: Fixture.stamp(101), analysis: Fixture.analysis(title: "Harrier"))])
+            #expect(try store.search(query: "osprey", limit: 10).isEmpty)
+            #expect(try store.search(query: "harrier", limit: 10).map(\.path) == ["c/newer.mp3"])
+            // A track changed meanwhile (its update trigger indexes it) stays one row of the index.
+            try store.apply([.track(path: "c/000.mp3", stamp: Fixture.stamp(200), analysis: Fixture.analysis(title: "Kestrel zero"))])
+            #expect(try store.search(query: "zero", limit: 10).map(\.path) == ["c/000.mp3"])
+        }
+        // The process ends in the middle of the scan; the next one carries on.
+        let store = try LibraryStore(path: path, folder: "/music")
+        #expect(try !Self.hasInsertTrigger(path))
+        try store.apply(chunk(10..<20))
+        #expect(try store.search(query: "kestrel", limit: 100).count == 19)
+        #expect(try Self.searchIndexRows(path) == 20, "each track once in the index")
+        try store.ensureOrderIndexes()
+        #expect(try Self.hasInsertTrigger(path), "the trigger is back after the scan")
+        #expect(try Self.searchIndexRows(path) == 20)
+        try store.apply([.track(path: "d/later.mp3", stamp: Fixture.stamp(300), analysis: Fixture.analysis(title: "Kestrel later"))])
+        #expect(try store.search(query: "kestrel", limit: 100).count == 20)
+        #expect(try store.trackCount() == 21)
+    }
+
+    /// A search index left empty (a database migrated to schema 2) is filled before the scan's
+    /// walk, in batches, each moving the catalog generation.
+    @Test func searchBacklog_isWorkedOffInBatches() throws {
+        let dir = try Fixture.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("catalog.db").path
+        do {
+            let store = try LibraryStore(path: path, folder: "/music")
+            for start in stride(from: 0, to: LibraryStore.searchBacklogBatch + 500, by: 2_048) {
+                try store.apply((start..<min(start + 2_048, LibraryStore.searchBacklogBatch + 500)).map {
+                    .track(path: String(format: "t/%05d.mp3", $0), stamp: Fixture.stamp($0), analysis: Fixture.analysis(title: "Song \($0)"))
+                })
+            }
+            #expect(try store.indexSearchBacklog() == 0, "the trigger keeps the index: no backlog")
+        }
+        let db = try SQLiteDatabase(path: path)
+        try db.execute("DROP TRIGGER tracks_fts_insert; DELETE FROM tracks_fts;")
+        db.close()
+        let store = try LibraryStore(path: path, folder: "/music")
+        #expect(try store.search(query: "song", limit: 5).isEmpty)
+        let generation = store.generation
+        #expect(try store.indexSearchBacklog() == LibraryStore.searchBacklogBatch + 500)
+        #expect(store.generation != generation, "search answers changed")
+        #expect(try store.search(query: "song 8500", limit: 5).map(\.path) == ["t/08500.mp3"])
+        #expect(try store.indexSearchBacklog() == 0)
+        try store.ensureOrderIndexes()
+        #expect(try Self.hasInsertTrigger(path) && Self.searchIndexRows(path) == LibraryStore.searchBacklogBatch + 500)
+    }
+
+    /// The count `/api/status` shows follows every write, though it is counted once per generation.
+    @Test func trackCount_followsTheWrites() throws {
+        let store = try Fixture.sampleStore()
+        #expect(try store.trackCount() == 7 && store.trackCount() == 7)
+        try store.apply([.track(path: "x.mp3", stamp: Fixture.stamp(50), analysis: Fixture.analysis(title: "X"))])
+        #expect(try store.trackCount() == 8)
+        try store.apply([.removed(path: "x.mp3"), .removed(path: "loose.mp3")])
+        #expect(try store.trackCount() == 6)
+    }
+
     /// Beyond `rankedMatchLimit` matches: the title matches first, then the others, each group
     /// in catalog order; up to it, bm25 (a title hit first too). With more title matches than
     /// are ranked, and with fewer.

@@ -9,7 +9,8 @@ import StreamShared
 public enum AnalyzerWorker {
     /// The hidden subcommand that runs the worker loop.
     public static let subcommand = "analyze-worker"
-    /// Test-only: `trap:NAME,hang:NAME` makes the worker trap or spin on files of that name.
+    /// Test-only: `trap:NAME,hang:NAME` makes the worker trap or spin on files of that name;
+    /// `delay:MS` makes every analysis take MS milliseconds more (a slow disk, a slow scan).
     public static let faultVariable = "STREAMD_TEST_ANALYZER_FAULT"
 
     /// Serves requests until stdin ends; returns the process exit status.
@@ -73,10 +74,11 @@ public enum AnalyzerWorker {
         return true
     }
 
-    /// The test-only fault hook: file names that make the worker trap or hang.
+    /// The test-only fault hook: file names that make the worker trap or hang, a delay for all.
     struct Faults {
         var trapNames: Set<String> = []
         var hangNames: Set<String> = []
+        var delayMillis = 0
 
         init(_ spec: String) {
             for item in spec.split(separator: ",") {
@@ -85,12 +87,14 @@ public enum AnalyzerWorker {
                 switch parts[0] {
                 case "trap": trapNames.insert(String(parts[1]))
                 case "hang": hangNames.insert(String(parts[1]))
+                case "delay": delayMillis = min(10_000, max(0, Int(parts[1]) ?? 0))
                 default: continue
                 }
             }
         }
 
         func inject(for path: String) {
+            if delayMillis > 0 { usleep(UInt32(delayMillis) * 1000) }
             let name = path.split(separator: "/").last.map(String.init) ?? path
             if trapNames.contains(name) {
                 // The very trap issue 12 found: a Double too large for Int.

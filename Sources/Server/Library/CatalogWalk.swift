@@ -38,6 +38,8 @@ final class KnownFileCursor {
 /// held whole: new and changed files are handed to `read` a chunk at a time, the known files
 /// the walk did not meet are removed at the end. Files reached through a symbolic link (inside
 /// the library; they come out of order) are set apart and compared one by one at the end.
+/// Companion files (`CompanionFiles`: cover pictures, notes, playlists) are counted and passed
+/// by: never read, never listed, and a catalog row left from before is removed like a gone file.
 final class CatalogWalk {
     let root: String
     let excludedPrefix: String?
@@ -47,8 +49,9 @@ final class CatalogWalk {
     private let read: ([(path: String, stamp: FileStamp)]) -> Void
     /// Returns once what `read` was given is in the catalog (it may write on another thread).
     private let awaitWrites: () -> Void
-    /// Called with the counts so far (files found, files to read) every few hundred files.
-    private let progress: (_ found: Int, _ toRead: Int) -> Void
+    /// Called with the counts so far (files found, files to read, companion files passed by)
+    /// every few hundred files.
+    private let progress: (_ found: Int, _ toRead: Int, _ ignored: Int) -> Void
 
     private var pending: [(path: String, stamp: FileStamp)] = []
     private var removed: [String] = []
@@ -57,12 +60,14 @@ final class CatalogWalk {
     private(set) var folders: [String] = []
     private(set) var found = 0
     private(set) var toRead = 0
+    /// Companion files met (`CompanionFiles`), not counted in `found`.
+    private(set) var ignored = 0
     private(set) var failure: SQLiteError?
 
     init(root: String, excludedPrefix: String?, store: LibraryStore, under prefix: String?, chunkSize: Int,
          read: @escaping ([(path: String, stamp: FileStamp)]) -> Void,
          awaitWrites: @escaping () -> Void = {},
-         progress: @escaping (_ found: Int, _ toRead: Int) -> Void) {
+         progress: @escaping (_ found: Int, _ toRead: Int, _ ignored: Int) -> Void) {
         self.root = root
         self.excludedPrefix = excludedPrefix
         self.store = store
@@ -140,6 +145,10 @@ final class CatalogWalk {
             walk(path, depth: depth, ordered: inOrder)
         } else if info.st_mode & S_IFMT == S_IFREG {
             let relative = String(path.dropFirst(root.count + 1))
+            if CompanionFiles.isCompanion(relative) {
+                ignored += 1
+                return
+            }
             let stamp = Catalog.stamp(info)
             if inOrder { file(relative, stamp) } else { strays[relative] = stamp }
         }
@@ -160,7 +169,7 @@ final class CatalogWalk {
             }
             found += 1
             if changed { queue(relative, stamp) }
-            if found % 256 == 0 { progress(found, toRead) }
+            if found % 256 == 0 { progress(found, toRead, ignored) }
         } catch {
             failure = error
         }
@@ -174,7 +183,7 @@ final class CatalogWalk {
 
     private func flush() {
         guard !pending.isEmpty else { return }
-        progress(found, toRead)
+        progress(found, toRead, ignored)
         read(pending)
         pending.removeAll(keepingCapacity: true)
     }
@@ -205,7 +214,7 @@ final class CatalogWalk {
             }
         }
         flush()
-        progress(found, toRead)
+        progress(found, toRead, ignored)
         return strays.isEmpty ? removed : removed.filter { strays[$0] == nil }
     }
 }

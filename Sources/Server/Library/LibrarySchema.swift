@@ -82,9 +82,9 @@ enum LibrarySchema {
         // with them, the prefix's own doclist is read in rowid order and LIMIT stops it early
         // (0.05 ms). Longer prefixes match few terms, which is cheap to merge. The index grows by
         // about a fifth of the database (124 → 149 MB at 100,000 tracks). The new index starts
-        // empty without its insert trigger, as in a first scan: the end of the next full scan
-        // fills it from the tracks (`LibraryStore.ensureOrderIndexes`), after the server listens
-        // (filling it here took 2.6 s before listening at 100,000 tracks).
+        // empty without its insert trigger, as in a first scan: the next full scan fills it from
+        // the tracks before its walk (`LibraryStore.indexSearchBacklog`), after the server
+        // listens (filling it here took 2.6 s before listening at 100,000 tracks).
         """
         DROP TABLE tracks_fts;
         CREATE VIRTUAL TABLE tracks_fts USING fts5(title, artist, album, tokenize = 'unicode61 remove_diacritics 2',

@@ -28,6 +28,16 @@ public final class LibraryStore: @unchecked Sendable {
     private let changeCount = ManagedAtomic<UInt64>(0)
     private var artistIDs: [String: Int] = [:]
     private var albumIDs: [String: Int] = [:]
+    /// While the search index's insert trigger is off (a first scan; a scan after the migration
+    /// to schema 2): every track with an id up to this one is in the search index, those above
+    /// are added by one statement per write (`indexSearchBacklog`), in the write's transaction,
+    /// so that search finds a track one chunk after the scan wrote it. nil while the trigger
+    /// keeps the index. Also in `meta`, so that a scan cut short carries on from it. Used under
+    /// `writeLock` only.
+    private var searchIndexedThrough: Int?
+    /// The track count and the `generation` it was read at (`trackCount`).
+    private let countCache = NSLock()
+    private var cachedCount: (generation: UInt64, count: Int)?
 
     /// Opens the database at `path` for the library `folder` (":memory:" for one that lives
     /// as long as the process). `warn` hears about a database moved aside or wiped.
@@ -42,6 +52,7 @@ public final class LibraryStore: @unchecked Sendable {
             warn("library: \(path) is not a usable streamd database (\(error.message)); moved to \(aside), building a new one")
             writer = try Self.openWriter(path: path, folder: folder, warn: warn)
         }
+        searchIndexedThrough = try Self.searchWatermark(writer)
         // Every reader opened (and its WAL files with it) up front: the server's descriptor
         // count stays what it was at start, whatever the load.
         if !inMemory {
@@ -111,12 +122,12 @@ public final class LibraryStore: @unchecked Sendable {
                 try db.execute("PRAGMA user_version = \(LibrarySchema.version)")
             }
         }
-        // Without tracks, nothing waits for the end of a scan to be indexed (a new database).
-        let trigger = try db.queryOne("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'tracks_fts_insert'") {
-            $0.int(0)
-        }
-        if trigger == 0, try db.queryOne("SELECT EXISTS (SELECT 1 FROM tracks)", row: { $0.int(0) }) == 0 {
-            try db.execute(searchInsertTrigger)
+        // Without tracks, nothing waits to be indexed (a new database).
+        if try !hasSearchInsertTrigger(db), try db.queryOne("SELECT EXISTS (SELECT 1 FROM tracks)", row: { $0.int(0) }) == 0 {
+            try db.transaction { () throws(SQLiteError) in
+                try db.execute(searchInsertTrigger)
+                try db.run("DELETE FROM meta WHERE key = ?", [.text(searchWatermarkKey)])
+            }
         }
         let recorded = try db.queryOne("SELECT value FROM meta WHERE key = 'folder'") { $0.text(0) }
         if recorded != folder {
@@ -259,9 +270,11 @@ public final class LibraryStore: @unchecked Sendable {
     ]
 
     /// The trigger that adds a new track to the search index (as the first migration made it).
-    /// A first scan runs without it and fills the index at its end: with its prefix indexes, the
-    /// index written row by row through 100,000 inserts cost 3 s of CPU more than the scan
-    /// without it, written at once from the table about 1 s.
+    /// A first scan runs without it and adds each chunk's tracks in one statement instead
+    /// (`indexSearchBacklog`): with its prefix indexes, the index written row by row through
+    /// 100,000 inserts cost 3 s of CPU more than the scan without it (each row's statement
+    /// flushes FTS5's pending terms as a segment of their own), one INSERT … SELECT per chunk of
+    /// 2,048 about 1 s, the same as one for the whole table at the end.
     static let searchInsertTrigger = """
         CREATE TRIGGER tracks_fts_insert AFTER INSERT ON tracks BEGIN
           INSERT INTO tracks_fts(rowid, title, artist, album)
@@ -269,40 +282,126 @@ public final class LibraryStore: @unchecked Sendable {
         END;
         """
 
+    /// Whether the search index's insert trigger is in place.
+    private static func hasSearchInsertTrigger(_ db: SQLiteDatabase) throws(SQLiteError) -> Bool {
+        try db.queryOne("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'tracks_fts_insert'") { $0.int(0) } != 0
+    }
+
+    /// Where `searchIndexedThrough` is kept in `meta`.
+    static let searchWatermarkKey = "search_indexed_through"
+
+    /// `searchIndexedThrough` as the database says: nil with the insert trigger, else the stored
+    /// id (0 when none is: a database migrated to schema 2, or a first scan of before), never above
+    /// the largest track id (a smaller id freed by a delete is given again to the next insert).
+    private static func searchWatermark(_ db: SQLiteDatabase) throws(SQLiteError) -> Int? {
+        guard try !hasSearchInsertTrigger(db) else { return nil }
+        let stored = try db.queryOne("SELECT value FROM meta WHERE key = ?", [.text(searchWatermarkKey)]) { $0.text(0) }
+        let top = try db.queryOne("SELECT coalesce(max(id), 0) FROM tracks") { $0.int(0) } ?? 0
+        return min(stored.flatMap { Int($0) } ?? 0, top)
+    }
+
+    /// After a delete from `tracks` with the insert trigger off: the next insert may be given a
+    /// freed id at or below `searchIndexedThrough`, so it comes down to the largest id left.
+    private func lowerSearchWatermark(_ db: SQLiteDatabase) throws(SQLiteError) {
+        guard let through = searchIndexedThrough, db.changes > 0 else { return }
+        let top = try db.queryOne("SELECT coalesce(max(id), 0) FROM tracks") { $0.int(0) } ?? 0
+        searchIndexedThrough = min(through, top)
+    }
+
+    /// Adds the tracks above `searchIndexedThrough` to the search index, at most `limit`, in
+    /// the caller's transaction (`transaction`, which puts the watermark back on a rollback);
+    /// returns how many. Replacing, so a row the update trigger indexed meanwhile is not doubled.
+    private func indexSearchBacklog(limit: Int, _ db: SQLiteDatabase) throws(SQLiteError) -> Int {
+        guard let through = searchIndexedThrough else { return 0 }
+        let batch = try db.queryOne("SELECT max(id), count(*) FROM (SELECT id FROM tracks WHERE id > ? ORDER BY id LIMIT ?)",
+                                    [.int(Int64(through)), .int(Int64(max(1, limit)))]) { ($0.optionalInt(0), $0.int(1)) }
+        guard let batch, let last = batch.0 else { return 0 }
+        try db.run("""
+            INSERT OR REPLACE INTO tracks_fts(rowid, title, artist, album)
+              SELECT id, sort_title, coalesce(artist, '') || ' ' || coalesce(album_artist, ''), coalesce(album, '')
+              FROM tracks WHERE id > ? AND id <= ?
+            """, [.int(Int64(through)), .int(Int64(last))])
+        try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [.text(Self.searchWatermarkKey), .text(String(last))])
+        searchIndexedThrough = last
+        return batch.1
+    }
+
+    /// `db.transaction(body)`; a rollback puts `searchIndexedThrough` back as it was.
+    private func transaction<T>(_ db: SQLiteDatabase, _ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        let saved = searchIndexedThrough
+        do {
+            return try db.transaction(body)
+        } catch {
+            searchIndexedThrough = saved
+            throw error
+        }
+    }
+
+    /// Tracks added to the search index per transaction when a backlog is worked off
+    /// (`indexSearchBacklog()`): about 0.1 s of the writer each.
+    static let searchBacklogBatch = 8_192
+
     /// Before a full scan: drops the order indexes and the search index's insert trigger when no
     /// track is listed yet (a first scan, whose inserts are then cheaper); true when it did.
-    /// Search answers nothing until that scan ends.
+    /// Each write of the scan then adds its tracks to the search index in its own transaction,
+    /// so search finds what is written while the scan goes on.
     public func beginBulkLoad() throws(SQLiteError) -> Bool {
         try write { db throws(SQLiteError) in
             guard try db.queryOne("SELECT EXISTS (SELECT 1 FROM tracks)", row: { $0.int(0) }) == 0 else { return false }
-            for index in Self.orderIndexes {
-                try db.execute("DROP INDEX IF EXISTS \(index.prefix { $0 != " " })")
+            try transaction(db) { () throws(SQLiteError) in
+                for index in Self.orderIndexes {
+                    try db.execute("DROP INDEX IF EXISTS \(index.prefix { $0 != " " })")
+                }
+                try db.execute("DROP TRIGGER IF EXISTS tracks_fts_insert")
+                try db.execute("DELETE FROM tracks_fts")
+                try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '0')", [.text(Self.searchWatermarkKey)])
+                searchIndexedThrough = 0
             }
-            try db.execute("DROP TRIGGER IF EXISTS tracks_fts_insert")
             return true
+        }
+    }
+
+    /// Adds the tracks the search index lacks while its insert trigger is off (a first scan cut
+    /// short, or a database migrated to schema 2, whose index starts empty), `searchBacklogBatch`
+    /// per transaction: what a full scan does before its walk, so that search answers within a
+    /// second or two of the start rather than at the walk's end. Returns how many were added.
+    @discardableResult
+    public func indexSearchBacklog() throws(SQLiteError) -> Int {
+        var added = 0
+        while true {
+            // Search answers change: counted before and after, as in `apply`.
+            changeCount.wrappingIncrement(ordering: .acquiringAndReleasing)
+            let count: Int
+            do {
+                count = try write { db throws(SQLiteError) in
+                    try transaction(db) { () throws(SQLiteError) in try indexSearchBacklog(limit: Self.searchBacklogBatch, db) }
+                }
+            } catch {
+                changeCount.wrappingIncrement(ordering: .acquiringAndReleasing)
+                throw error
+            }
+            changeCount.wrappingIncrement(ordering: .acquiringAndReleasing)
+            added += count
+            if count < Self.searchBacklogBatch { return added }
         }
     }
 
     /// After a full scan: creates the order indexes that are missing and, when the search
     /// index's insert trigger is (both dropped by `beginBulkLoad`, also when that scan was cut
-    /// short by the process ending), fills the search index from the table and puts it back.
+    /// short by the process ending), adds the tracks the search index still lacks and puts the
+    /// trigger back.
     public func ensureOrderIndexes() throws(SQLiteError) {
         try write { db throws(SQLiteError) in
             for index in Self.orderIndexes { try db.execute("CREATE INDEX IF NOT EXISTS \(index)") }
-            let trigger = try db.queryOne("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'tracks_fts_insert'") {
-                $0.int(0)
-            }
-            guard trigger == 0 else { return }
+            guard searchIndexedThrough != nil else { return }
             // Search answers change: answers cached before are stale (counted before and after, as in `apply`).
             changeCount.wrappingIncrement(ordering: .acquiringAndReleasing)
             defer { changeCount.wrappingIncrement(ordering: .acquiringAndReleasing) }
-            try db.transaction { () throws(SQLiteError) in
-                try db.execute("""
-                    DELETE FROM tracks_fts;
-                    INSERT INTO tracks_fts(rowid, title, artist, album)
-                      SELECT id, sort_title, coalesce(artist, '') || ' ' || coalesce(album_artist, ''), coalesce(album, '') FROM tracks;
-                    """)
+            try transaction(db) { () throws(SQLiteError) in
+                _ = try indexSearchBacklog(limit: Int(Int32.max), db)
                 try db.execute(Self.searchInsertTrigger)
+                try db.run("DELETE FROM meta WHERE key = ?", [.text(Self.searchWatermarkKey)])
+                searchIndexedThrough = nil
             }
         }
     }
@@ -317,7 +416,7 @@ public final class LibraryStore: @unchecked Sendable {
         changeCount.wrappingIncrement(ordering: .acquiringAndReleasing)
         defer { changeCount.wrappingIncrement(ordering: .acquiringAndReleasing) }
         try write { db throws(SQLiteError) in
-            try db.transaction { () throws(SQLiteError) in
+            try transaction(db) { () throws(SQLiteError) in
                 var touched = Set<Int>()
                 for change in changes {
                     switch change {
@@ -328,17 +427,22 @@ public final class LibraryStore: @unchecked Sendable {
                     case .skipped(let path, let stamp, let reason, let quarantined):
                         if let old = try albumOf(path, db) { touched.insert(old) }
                         try db.run("DELETE FROM tracks WHERE path = ?", [.text(path)])
+                        try lowerSearchWatermark(db)
                         try db.run("INSERT OR REPLACE INTO skipped(path, size, mtime_ns, inode, reason, quarantined) VALUES (?, ?, ?, ?, ?, ?)",
                                    [.text(path), .int(Int64(stamp.size)), .int(Int64(stamp.mtimeNanos)),
                                     .int(Int64(bitPattern: stamp.inode)), .text(reason), .int(quarantined ? 1 : 0)])
                     case .removed(let path):
                         if let old = try albumOf(path, db) { touched.insert(old) }
                         try db.run("DELETE FROM tracks WHERE path = ?", [.text(path)])
+                        try lowerSearchWatermark(db)
                         try db.run("DELETE FROM skipped WHERE path = ?", [.text(path)])
                         try db.run("DELETE FROM analyses WHERE path = ?", [.text(path)])
                     }
                 }
                 try refreshAlbums(touched, db)
+                // A first scan's chunk (2,048 tracks) is indexed whole; a larger backlog is worked
+                // off by `indexSearchBacklog()` at the scan's start, not inside one write.
+                _ = try indexSearchBacklog(limit: Self.searchBacklogBatch, db)
             }
         }
     }
@@ -570,9 +674,15 @@ public final class LibraryStore: @unchecked Sendable {
         try read { db throws(SQLiteError) in try db.queryOne("SELECT count(*) FROM analyses") { $0.int(0) } ?? 0 }
     }
 
-    /// Number of listed tracks.
+    /// Number of listed tracks: counted once per catalog `generation` (`count(*)` walks a whole
+    /// index, 1-2 ms at 100,000 tracks, and `/api/status` asks on every call). A count read while
+    /// the generation moved is not kept: it may be of either state.
     public func trackCount() throws(SQLiteError) -> Int {
-        try read { db throws(SQLiteError) in try db.queryOne("SELECT count(*) FROM tracks") { $0.int(0) } ?? 0 }
+        let before = generation
+        if let cached = countCache.withLock({ cachedCount }), cached.generation == before { return cached.count }
+        let count = try read { db throws(SQLiteError) in try db.queryOne("SELECT count(*) FROM tracks") { $0.int(0) } ?? 0 }
+        if generation == before { countCache.withLock { cachedCount = (before, count) } }
+        return count
     }
 
     /// A page of tracks in `sort` order (always ending on the path: stable across pages), and the total.

@@ -72,6 +72,8 @@ public final class Catalog: @unchecked Sendable {
     public var info: @Sendable (String) -> Void = { _ in }
     /// Files read per batch written to the database.
     public var chunkSize = 2048
+    /// Test-only: `STREAMD_TEST_SCAN_CHUNK=N` sets `chunkSize` (a small library then spans chunks).
+    public static let chunkSizeVariable = "STREAMD_TEST_SCAN_CHUNK"
     /// Absolute paths the walk leaves out (the database and its WAL files, when they sit inside the folder).
     public var excludedPrefix: String?
 
@@ -93,6 +95,10 @@ public final class Catalog: @unchecked Sendable {
         public var toRead = 0
         public var read = 0
         public var removed = 0
+        /// Companion files (cover pictures, notes, playlists: `CompanionFiles`) the walk passed by.
+        public var ignored = 0
+        /// `ignored` of the last full scan that ran to its end.
+        public var lastIgnored = 0
         public var scans = 0
         public var lastScanMillis = 0
         public var startedNanos: UInt64 = 0
@@ -153,6 +159,7 @@ public final class Catalog: @unchecked Sendable {
                 progress.toRead = 0
                 progress.read = 0
                 progress.removed = 0
+                progress.ignored = 0
             }
         case .path(let relative):
             guard !PathResolver.isHidden(relative) else { return }
@@ -172,16 +179,24 @@ public final class Catalog: @unchecked Sendable {
                                    read(chunk[...], tally: &tally, writer: writer)
                                },
                                awaitWrites: { writer.drain() },
-                               progress: { [self] found, toRead in
+                               progress: { [self] found, toRead, ignored in
                                    guard scope == .all else { return }
                                    lock.withLock {
                                        progress.found = found
                                        progress.toRead = toRead
+                                       progress.ignored = ignored
                                    }
                                })
         if scope == .all {
             do {
-                if try store.beginBulkLoad() { info("scan: first scan; the list orders' indexes are built at its end") }
+                if try store.beginBulkLoad() {
+                    info("scan: first scan; the list orders' indexes are built at its end")
+                } else {
+                    // A search index left behind (a first scan cut short, the migration to
+                    // schema 2) catches up before the walk, so search answers in a second or two.
+                    let added = try store.indexSearchBacklog()
+                    if added > 0 { info("scan: \(added) tracks added to the search index") }
+                }
             } catch {
                 warn("catalog: cannot prepare the library database: \(error)")
             }
@@ -209,11 +224,14 @@ public final class Catalog: @unchecked Sendable {
         let elapsed = Int((monotonicNanos() - started) / 1_000_000)
         lock.withLock {
             progress.removed = removed.count
+            progress.ignored = walk.ignored
+            progress.lastIgnored = walk.ignored
             progress.scans += 1
             progress.lastScanMillis = elapsed
         }
         if walk.toRead > 0 || !removed.isEmpty {
-            info("scan: done in \(elapsed) ms: \(walk.found) files, \(walk.toRead) new or changed read, \(removed.count) gone")
+            info("scan: done in \(elapsed) ms: \(walk.found) files, \(walk.toRead) new or changed read, \(removed.count) gone, "
+                 + "\(walk.ignored) companion files (covers, notes, playlists) passed by")
         }
     }
 
@@ -240,7 +258,7 @@ public final class Catalog: @unchecked Sendable {
                 changes.append(.track(path: file.path, stamp: file.stamp, analysis: analysis))
             case .rejected(let why):
                 changes.append(.skipped(path: file.path, stamp: file.stamp, reason: why, quarantined: false))
-                // Cover pictures and notes are ordinary: the first few are named, then counted.
+                // Companion files never get here; a folder of other files still costs a few lines only.
                 tally.rejected += 1
                 if tally.rejected <= Self.namedSkipsPerScan { warn("catalog: skipping \(resolver.root)/\(file.path): \(why)") }
             case .quarantined(let why):
@@ -302,6 +320,8 @@ public final class Catalog: @unchecked Sendable {
     /// is corrected when the quick scan's figures differ, as an ADTS estimate may). A file
     /// quarantined at this size and mtime is not tried again.
     public func analysis(forAbsolutePath path: String, file: OpenFile) throws(AnalysisFailure) -> TrackAnalysis {
+        // A cover picture or a note is not sent to a worker, nor recorded as skipped.
+        if CompanionFiles.isCompanion(path) { throw AnalysisFailure(reason: Self.companionReason) }
         let relative = resolver.relative(path)
         let stamp = file.stamp
         var claimed: String?
@@ -375,6 +395,9 @@ public final class Catalog: @unchecked Sendable {
     }
 
     // MARK: indexes ahead
+
+    /// Why a companion file (`CompanionFiles`) has no analysis.
+    static let companionReason = "not audio (a cover picture, note, log, cue sheet or playlist, by its extension)"
 
     /// Tracks at least this many seconds long get their exact analysis (the seek index) built in
     /// the background after each scan (`--index-ahead`; nil: only on first need), so their first
@@ -464,7 +487,7 @@ public final class Catalog: @unchecked Sendable {
         return result
     }
 
-    /// The `/api/status` JSON object: track count, skipped and quarantined files, scans, scan progress.
+    /// The `/api/status` JSON object: track count, skipped, quarantined and ignored files, scans, scan progress.
     public func statusJSON() -> String {
         let state = scanProgress
         // The first 100 by path: a library of cover pictures and notes would make this list the whole answer.
@@ -479,6 +502,8 @@ public final class Catalog: @unchecked Sendable {
         var w = JSONObjectWriter()
         w.add("tracks", (try? store.trackCount()) ?? 0)
         w.add("skipped_count", skips.count)
+        // Until a full scan has ended, the first one's count so far.
+        w.add("ignored_count", state.scans > 0 ? state.lastIgnored : state.ignored)
         w.add("quarantined_count", skips.quarantined)
         w.add("scans", state.scans)
         w.add("last_scan_ms", state.lastScanMillis)
