@@ -6,7 +6,7 @@
 // in that second, as the users sending them would see it, where a closed-loop tool like wrk
 // sends only CONNECTIONS requests into the stall). Written for bench/library-api.sh.
 //
-//   apiload HOST PORT TARGETS_FILE RATE DURATION_S [CONNECTIONS [SEED [DRAIN_S]]]
+//   apiload HOST PORT TARGETS_FILE RATE DURATION_S [CONNECTIONS [SEED [DRAIN_S [THREADS]]]]
 //
 // TARGETS_FILE: one request target a line ("/api/search?q=riv"); used round-robin (SEED 0, the
 // default) or drawn at random per request from SEED. Requests are due from the start for
@@ -19,13 +19,17 @@
 // was idle) is reported apart as release_lag; it is included in the latencies. service_p50/p99
 // are timed from each request's send instead, as a closed-loop tool times them (no wait for a
 // busy connection, no lateness of the generator): for comparing with wrk.
-// One JSON line on stdout. Bounded: fixed arrays (RATE x DURATION_S <= MAX_REQUESTS), a fixed
+// THREADS (default 2) share the connections (connection i to thread i mod THREADS), each with its
+// own epoll: on a busy machine one thread's scheduling delays would stall all 64 connections
+// (one thread held streamd to ~4,000 uncached pages/s where two kept 6,000/s). One JSON line on
+// stdout. Bounded: fixed arrays (RATE x DURATION_S <= MAX_REQUESTS), a fixed
 // response-head buffer per connection, one receive buffer.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +43,7 @@
 #include <unistd.h>
 
 #define MAX_CONNECTIONS 1024
+#define MAX_THREADS 8
 #define MAX_REQUESTS 8000000     // latencies kept (4 bytes each): 32 MB at most
 #define MAX_TARGETS 200000
 #define TARGET_BYTES (8 * 1024 * 1024)
@@ -49,7 +54,10 @@
 enum { IDLE, SENDING, HEAD, BODY, DEAD };
 enum { BODY_LENGTH, BODY_CHUNK_SIZE, BODY_CHUNK_DATA, BODY_CHUNK_CRLF, BODY_TRAILER, BODY_UNTIL_CLOSE };
 
+struct worker;
+
 struct conn {
+    struct worker *w;         // the thread that owns it
     int fd;
     int state;
     uint32_t generation;      // bumped on reopen, so events of the old socket are dropped
@@ -57,6 +65,7 @@ struct conn {
     uint64_t next_k;          // the next request this connection sends (k, k + CONNECTIONS, ...)
     uint64_t k;               // the request in flight
     uint64_t sent_ns;         // when it was sent
+    uint64_t idle_since;      // when its last answer ended (or it was opened)
     char request[MAX_TARGET_LEN + 256];
     int request_len, request_sent;
     char head[HEAD_MAX];
@@ -68,21 +77,30 @@ struct conn {
     int close_after;
 };
 
+// One thread's share: connections first, first + threads, ...; its own epoll, counters and a
+// region of the latency arrays (merged after the run).
+struct worker {
+    int ep, first;
+    uint64_t base, cap, samples, services;
+    uint64_t completed_in_window, errors, non_2xx, reconnects, lag_count, lag_max;
+    uint64_t lag_hist[LAG_BUCKETS];
+    char buffer[256 * 1024];
+};
+
 static struct conn conns[MAX_CONNECTIONS];
-static uint32_t latency_us[MAX_REQUESTS];
-static uint32_t service_us[MAX_REQUESTS];   // from the request's send to its answer: what wrk times
-static uint64_t lag_hist[LAG_BUCKETS];
+static struct worker workers[MAX_THREADS];
+static uint32_t latency_us[MAX_REQUESTS + MAX_CONNECTIONS];
+static uint32_t service_us[MAX_REQUESTS + MAX_CONNECTIONS];   // from the send to the answer: what wrk times
 static char targets[TARGET_BYTES];
 static uint32_t target_at[MAX_TARGETS];
 static int target_count;
-static char buffer[256 * 1024];
 
-static int ep, connections;
+// Set before the threads start, read-only after.
+static int connections, threads;
 static struct sockaddr_in server;
 static char host_header[64];
 static double rate;
-static uint64_t t0, seed;
-static uint64_t samples, services, completed_in_window, window_end, errors, non_2xx, reconnects, lag_count, lag_max;
+static uint64_t t0, seed, total, window_end, stop_at;
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -106,17 +124,20 @@ static uint64_t mix(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-static void record(uint64_t latency_ns) {
-    if (samples >= MAX_REQUESTS) return;
-    uint64_t us = latency_ns / 1000;
-    latency_us[samples++] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+static uint32_t micros(uint64_t ns) { return ns / 1000 > UINT32_MAX ? UINT32_MAX : (uint32_t)(ns / 1000); }
+
+// A request's latency from its due time, in its thread's region (room for every request of its
+// connections: each is recorded once, answered or unfinished).
+static void record(struct conn *c, uint64_t latency_ns) {
+    struct worker *w = c->w;
+    if (w->samples < w->cap) latency_us[w->base + w->samples++] = micros(latency_ns);
 }
 
 static void watch(int i, uint32_t events) {
     if (conns[i].events == events) return;
     conns[i].events = events;
     struct epoll_event ev = {.events = events, .data.u64 = ((uint64_t)conns[i].generation << 32) | (uint32_t)i};
-    epoll_ctl(ep, EPOLL_CTL_MOD, conns[i].fd, &ev);
+    epoll_ctl(conns[i].w->ep, EPOLL_CTL_MOD, conns[i].fd, &ev);
 }
 
 // Opens (or reopens) connection i: a blocking connect (loopback answers at once); every send and
@@ -135,9 +156,10 @@ static int open_conn(int i) {
     int one = 1;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->state = IDLE;
+    c->idle_since = now_ns();
     c->events = EPOLLIN;
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ((uint64_t)c->generation << 32) | (uint32_t)i};
-    epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev);
+    epoll_ctl(c->w->ep, EPOLL_CTL_ADD, c->fd, &ev);
     return 0;
 }
 
@@ -160,8 +182,8 @@ static void start(int i, uint64_t k) {
 }
 
 static void fail(int i) {
-    errors++;
-    reconnects++;
+    conns[i].w->errors++;
+    conns[i].w->reconnects++;
     open_conn(i);
 }
 
@@ -179,20 +201,20 @@ static void try_send(int i) {
     c->state = HEAD;
 }
 
-// After a response: the connection's next request goes out now if it is already due.
+// A whole answer: its latencies; the connection is idle (its next request goes out in the
+// thread's loop, at once if it is already due).
 static void finish(int i, uint64_t now) {
     struct conn *c = &conns[i];
-    record(now - due(c->k));
-    if (services < MAX_REQUESTS) {
-        uint64_t us = (now - c->sent_ns) / 1000;
-        service_us[services++] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
-    }
-    if (now <= window_end) completed_in_window++;
-    if (c->status < 200 || c->status > 299) non_2xx++;
+    struct worker *w = c->w;
+    record(c, now - due(c->k));
+    if (w->services < w->cap) service_us[w->base + w->services++] = micros(now - c->sent_ns);
+    if (now <= window_end) w->completed_in_window++;
+    if (c->status < 200 || c->status > 299) w->non_2xx++;
     c->state = IDLE;
+    c->idle_since = now;
     if (c->close_after) {
-        reconnects++;
-        if (open_conn(i) < 0) return;
+        w->reconnects++;
+        open_conn(i);
     }
 }
 
@@ -285,12 +307,13 @@ static ssize_t body(struct conn *c, const char *p, ssize_t n, int *done) {
 // Reads what connection i has: the head, then the body; a response may end mid-buffer.
 static void readable(int i, uint64_t now) {
     struct conn *c = &conns[i];
+    char *buffer = c->w->buffer;
     for (;;) {
-        ssize_t r = recv(c->fd, buffer, sizeof buffer, MSG_DONTWAIT);
+        ssize_t r = recv(c->fd, buffer, sizeof c->w->buffer, MSG_DONTWAIT);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 && errno == EAGAIN) return;
         if (r == 0 && c->state == BODY && c->body_mode == BODY_UNTIL_CLOSE) { finish(i, now); return; }
-        if (r == 0 && c->state == IDLE) { reconnects++; open_conn(i); return; }   // an idle keep-alive closed
+        if (r == 0 && c->state == IDLE) { c->w->reconnects++; open_conn(i); return; }   // an idle keep-alive closed
         if (r <= 0 || c->state == IDLE || c->state == SENDING) { fail(i); return; }
         ssize_t at = 0;
         while (at < r) {
@@ -325,7 +348,7 @@ static void readable(int i, uint64_t now) {
                 if (at < r) { fail(i); return; }    // bytes nobody asked for
             }
         }
-        if (r < (ssize_t)sizeof buffer) return;
+        if (r < (ssize_t)sizeof c->w->buffer) return;
     }
 }
 
@@ -348,9 +371,55 @@ static int load_targets(const char *path) {
     return target_count ? 0 : -4;
 }
 
+// One thread: sends each of its idle connections' next request once it is due, reads answers,
+// sleeps until the next due time or an event. Stops at stop_at or when all its requests are done.
+static void *run(void *arg) {
+    struct worker *w = arg;
+    struct epoll_event events[256];
+    for (;;) {
+        uint64_t now = now_ns(), wake = stop_at;
+        int busy = 0;
+        for (int i = w->first; i < connections; i += threads) {
+            struct conn *c = &conns[i];
+            if (c->state == IDLE && c->next_k < total) {
+                uint64_t d = due(c->next_k);
+                if (d <= now) {
+                    if (c->idle_since <= d) {   // idle when it fell due: any wait was the generator's own
+                        uint64_t lag = (now - d) / 1000;
+                        if (lag > w->lag_max) w->lag_max = lag;
+                        w->lag_hist[lag < LAG_BUCKETS - 1 ? lag : LAG_BUCKETS - 1]++;
+                        w->lag_count++;
+                    }
+                    start(i, c->next_k);
+                } else if (d < wake) {
+                    wake = d;
+                }
+            }
+            if (c->state == SENDING || c->state == HEAD || c->state == BODY || (c->state == IDLE && c->next_k < total))
+                busy = 1;
+        }
+        if (now >= stop_at || !busy) break;
+        struct timespec timeout = {0, 0};
+        if (wake > now) {
+            timeout.tv_sec = (time_t)((wake - now) / 1000000000ull);
+            timeout.tv_nsec = (long)((wake - now) % 1000000000ull);
+        }
+        int n = epoll_pwait2(w->ep, events, 256, &timeout, NULL);
+        now = now_ns();
+        for (int e = 0; e < n; e++) {
+            int i = (int)(uint32_t)events[e].data.u64;
+            struct conn *c = &conns[i];
+            if ((uint32_t)(events[e].data.u64 >> 32) != c->generation || c->state == DEAD) continue;
+            if (c->state == SENDING && (events[e].events & EPOLLOUT)) try_send(i);
+            if (events[e].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) readable(i, now);
+        }
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     if (argc < 6) {
-        fprintf(stderr, "usage: apiload HOST PORT TARGETS_FILE RATE DURATION_S [CONNECTIONS [SEED [DRAIN_S]]]\n");
+        fprintf(stderr, "usage: apiload HOST PORT TARGETS_FILE RATE DURATION_S [CONNECTIONS [SEED [DRAIN_S [THREADS]]]]\n");
         return 2;
     }
     const char *host = argv[1];
@@ -360,11 +429,12 @@ int main(int argc, char **argv) {
     connections = argc > 6 ? atoi(argv[6]) : 64;
     seed = argc > 7 ? strtoull(argv[7], NULL, 10) : 0;
     double drain = argc > 8 ? atof(argv[8]) : 1;
+    threads = argc > 9 ? atoi(argv[9]) : 2;
     if (port < 1 || port > 65535 || !(rate > 0) || rate > 1e6 || !(duration > 0) || duration > 3600 ||
         connections < 1 || connections > MAX_CONNECTIONS || !(drain >= 0) || drain > 60 ||
-        rate * duration > MAX_REQUESTS) {
-        fprintf(stderr, "apiload: argument out of range (RATE x DURATION_S <= %d, CONNECTIONS <= %d)\n",
-                MAX_REQUESTS, MAX_CONNECTIONS);
+        rate * duration > MAX_REQUESTS || threads < 1 || threads > MAX_THREADS || threads > connections) {
+        fprintf(stderr, "apiload: argument out of range (RATE x DURATION_S <= %d, CONNECTIONS <= %d, "
+                "THREADS <= %d and <= CONNECTIONS)\n", MAX_REQUESTS, MAX_CONNECTIONS, MAX_THREADS);
         return 2;
     }
     int loaded = load_targets(argv[3]);
@@ -379,57 +449,35 @@ int main(int argc, char **argv) {
     if (inet_pton(AF_INET, host, &server.sin_addr) != 1) { fprintf(stderr, "apiload: HOST must be an IPv4 address\n"); return 2; }
     snprintf(host_header, sizeof host_header, "%s:%d", host, port);
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);   // wake at the due time, not up to 50 µs after it
-    ep = epoll_create1(EPOLL_CLOEXEC);
-    if (ep < 0) { perror("apiload: epoll"); return 1; }
+    for (int t = 0; t < threads; t++) {
+        workers[t].first = t;
+        workers[t].ep = epoll_create1(EPOLL_CLOEXEC);
+        if (workers[t].ep < 0) { perror("apiload: epoll"); return 1; }
+    }
     for (int i = 0; i < connections; i++) {
+        conns[i].w = &workers[i % threads];
         conns[i].fd = -1;
+        conns[i].next_k = (uint64_t)i;
         if (open_conn(i) < 0) { fprintf(stderr, "apiload: connect %s: %s\n", host_header, strerror(errno)); return 1; }
     }
 
-    t0 = now_ns();
-    uint64_t total = 0;                       // requests due within DURATION_S
+    t0 = now_ns() + 2000000;                  // the threads' start: 2 ms to get them running
     window_end = t0 + (uint64_t)(duration * 1e9);
-    while (due(total) < window_end) total++;
-    for (int i = 0; i < connections; i++) conns[i].next_k = (uint64_t)i;
-    uint64_t stop_at = window_end + (uint64_t)(drain * 1e9);
-    uint64_t released = 0;                    // requests due so far
-    struct epoll_event events[256];
-    uint64_t now = t0;
-    for (;;) {
-        now = now_ns();
-        // Release every request now due; an idle connection sends its own at once, a busy one
-        // sends it when its answer is complete (below).
-        for (; released < total && due(released) <= now; released++) {
-            int i = (int)(released % (uint64_t)connections);
-            if (conns[i].state == IDLE && conns[i].next_k == released) {
-                uint64_t lag = (now - due(released)) / 1000;
-                if (lag > lag_max) lag_max = lag;
-                lag_hist[lag < LAG_BUCKETS - 1 ? lag : LAG_BUCKETS - 1]++;
-                lag_count++;
-                start(i, released);
-            }
-        }
-        int busy = 0;
-        for (int i = 0; i < connections; i++) {
-            struct conn *c = &conns[i];
-            if (c->state == IDLE && c->next_k < total && due(c->next_k) <= now) start(i, c->next_k);
-            if (c->state == SENDING || c->state == HEAD || c->state == BODY || (c->state == IDLE && c->next_k < total)) busy = 1;
-        }
-        if (now >= stop_at || (!busy && released >= total)) break;
-        uint64_t wake = released < total ? due(released) : stop_at;
-        if (wake > stop_at) wake = stop_at;
-        struct timespec timeout = {0, 0};
-        if (wake > now) { timeout.tv_sec = (time_t)((wake - now) / 1000000000ull); timeout.tv_nsec = (long)((wake - now) % 1000000000ull); }
-        int n = epoll_pwait2(ep, events, 256, &timeout, NULL);
-        now = now_ns();
-        for (int e = 0; e < n; e++) {
-            int i = (int)(uint32_t)events[e].data.u64;
-            struct conn *c = &conns[i];
-            if ((uint32_t)(events[e].data.u64 >> 32) != c->generation || c->state == DEAD) continue;
-            if (c->state == SENDING && (events[e].events & EPOLLOUT)) try_send(i);
-            if (events[e].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) readable(i, now);
-        }
+    while (due(total) < window_end) total++;  // requests due within DURATION_S
+    stop_at = window_end + (uint64_t)(drain * 1e9);
+    uint64_t base = 0;
+    for (int t = 0; t < threads; t++) {
+        uint64_t mine = (uint64_t)((connections - t + threads - 1) / threads);
+        workers[t].base = base;
+        workers[t].cap = mine * (total / (uint64_t)connections + 1);
+        base += workers[t].cap;
     }
+    pthread_t ids[MAX_THREADS];
+    for (int t = 1; t < threads; t++) {
+        if (pthread_create(&ids[t], NULL, run, &workers[t]) != 0) { fprintf(stderr, "apiload: no thread\n"); return 1; }
+    }
+    run(&workers[0]);
+    for (int t = 1; t < threads; t++) pthread_join(ids[t], NULL);
     uint64_t end = now_ns();
 
     // What was never answered: the request in flight on each connection and the ones still
@@ -438,8 +486,26 @@ int main(int argc, char **argv) {
     for (int i = 0; i < connections; i++) {
         struct conn *c = &conns[i];
         uint64_t k = (c->state == SENDING || c->state == HEAD || c->state == BODY) ? c->k : c->next_k;
-        for (; k < total; k += (uint64_t)connections) { record(end - due(k)); unfinished++; }
+        for (; k < total; k += (uint64_t)connections) { record(c, end - due(k)); unfinished++; }
     }
+    // Merge the threads' regions and counters.
+    uint64_t samples = 0, services = 0, completed_in_window = 0, errors = 0, non_2xx = 0, reconnects = 0;
+    uint64_t lag_count = 0, lag_max = 0;
+    for (int t = 0; t < threads; t++) {
+        struct worker *w = &workers[t];
+        memmove(latency_us + samples, latency_us + w->base, (size_t)w->samples * sizeof *latency_us);
+        memmove(service_us + services, service_us + w->base, (size_t)w->services * sizeof *service_us);
+        samples += w->samples;
+        services += w->services;
+        completed_in_window += w->completed_in_window;
+        errors += w->errors;
+        non_2xx += w->non_2xx;
+        reconnects += w->reconnects;
+        lag_count += w->lag_count;
+        if (w->lag_max > lag_max) lag_max = w->lag_max;
+        if (t > 0) for (int b = 0; b < LAG_BUCKETS; b++) workers[0].lag_hist[b] += w->lag_hist[b];
+    }
+    uint64_t *lag_hist = workers[0].lag_hist;
     qsort(latency_us, (size_t)samples, sizeof *latency_us, cmp_u32);
     qsort(service_us, (size_t)services, sizeof *service_us, cmp_u32);
 #define SERVICE(q) (services ? service_us[(size_t)((double)(services - 1) * (q))] / 1000.0 : -1.0)
@@ -454,11 +520,11 @@ int main(int argc, char **argv) {
     for (uint64_t s = 0; s < samples; s++) sum += latency_us[s];
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
-    printf("{\"connections\":%d,\"rate\":%.0f,\"duration_s\":%.1f,\"requests\":%llu,\"achieved_rate\":%.1f,"
+    printf("{\"connections\":%d,\"threads\":%d,\"rate\":%.0f,\"duration_s\":%.1f,\"requests\":%llu,\"achieved_rate\":%.1f,"
            "\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"max_ms\":%.3f,\"mean_ms\":%.3f,"
            "\"errors\":%llu,\"non_2xx\":%llu,\"unfinished\":%llu,\"reconnects\":%llu,\"service_p50_ms\":%.3f,\"service_p99_ms\":%.3f,\"release_lag_p50_ms\":%.3f,\"release_lag_p99_ms\":%.3f,\"release_lag_max_ms\":%.3f,"
            "\"cpu_s\":%.2f,\"elapsed_s\":%.2f}\n",
-           connections, rate, duration, (unsigned long long)total, (double)completed_in_window / duration,
+           connections, threads, rate, duration, (unsigned long long)total, (double)completed_in_window / duration,
            PCT(0.5), PCT(0.9), PCT(0.99), PCT(0.999), samples ? latency_us[samples - 1] / 1000.0 : -1.0,
            samples ? sum / (double)samples / 1000.0 : -1.0, (unsigned long long)errors, (unsigned long long)non_2xx,
            (unsigned long long)unfinished, (unsigned long long)reconnects, SERVICE(0.5), SERVICE(0.99), lag_p50 / 1000.0, lag_p99 / 1000.0, lag_max / 1000.0,

@@ -15,11 +15,11 @@
 #     core and µs per request) and wrk's (GNU time), since wrk shares the cores with the server;
 #   - open loop (bench/apiload.c, compiled here with cc -O2): wrk keeps 64 requests in flight, so
 #     its latency is 64 / throughput; apiload sends requests due at a fixed rate (1/rate apart,
-#     round-robin over the same 64 keep-alive connections) and times each from when it was due,
-#     so a request that waited for a busy connection or a stalled server is charged that wait.
-#     Pages at random offsets at APILOAD_PAGE_RATES (1000 2000 4000 req/s) against streamd and
-#     against nginx's static page, new searches at APILOAD_SEARCH_RATES (250 500 1000), each
-#     APILOAD_SECONDS (10) s: achieved rate, p50/p90/p99/p99.9/max, errors, the load, the
+#     round-robin over the same 64 keep-alive connections, 2 threads as wrk -t2) and times each
+#     from when it was due, so a request that waited for a busy connection or a stalled server
+#     is charged that wait. Pages at random offsets at APILOAD_PAGE_RATES (1000 2000 4000 8000
+#     req/s) against streamd and against nginx's static page, new searches at
+#     APILOAD_SEARCH_RATES (250 500 1000 2000), each APILOAD_SECONDS (8) s (about 2 minutes in all): achieved rate, p50/p90/p99/p99.9/max, errors, the load, the
 #     server's CPU per request, and how late apiload itself released requests (the machine's
 #     scheduling, included in the latencies);
 #   - the page in headless Chromium (Tests/browser/check_page.py): HTML size, the first matching
@@ -137,7 +137,7 @@ echo "streamd peak RSS: $(awk '/^VmHWM/ { print $2 / 1024 " MB" }' "/proc/$PID/s
 # CONNECTIONS keep-alive connections; latency counted from when each request was due. Pages at
 # random offsets and new searches (the generators of bench/wrk/*.lua, as target lists), and
 # nginx's static page at the pages' rates.
-cc -O2 -Wall -o "$WORK/apiload" bench/apiload.c
+cc -O2 -Wall -pthread -o "$WORK/apiload" bench/apiload.c
 python3 - "$WORK" "$total" <<'PY'
 import random, sys
 work, total = sys.argv[1], int(sys.argv[2])
@@ -176,9 +176,9 @@ print(f"    load {load}; {server} CPU {100 * cpu / seconds:.0f} % of a core, {1e
 print(f"    apiload CPU {100 * r['cpu_s'] / seconds:.0f} % of a core; it released requests late by p50 "
       f"{ms('release_lag_p50_ms')} p99 {ms('release_lag_p99_ms')} max {ms('release_lag_max_ms')} (counted in the latencies)")
 PY
-APILOAD_SECONDS=${APILOAD_SECONDS:-10}
-PAGE_RATES=${APILOAD_PAGE_RATES:-1000 2000 4000}
-SEARCH_RATES=${APILOAD_SEARCH_RATES:-250 500 1000}
+APILOAD_SECONDS=${APILOAD_SECONDS:-8}
+PAGE_RATES=${APILOAD_PAGE_RATES:-1000 2000 4000 8000}
+SEARCH_RATES=${APILOAD_SEARCH_RATES:-250 500 1000 2000}
 SEED=0
 # One apiload run: "name  rate: achieved, p50 p90 p99 p99.9 max, errors", then the load, the
 # server's CPU (SERVER=nginx: nginx's) per request, the latencies timed from the send instead of
@@ -190,12 +190,12 @@ open_run() {
   if [ "${SERVER:-streamd}" = nginx ]; then before=$(nginx_ticks); else before=$(ticks "$PID"); fi
   elapsed=$(date +%s%N)
   SEED=$((SEED + 1))    # another draw of targets each run: no answer left cached by the run before
-  out=$("$WORK/apiload" 127.0.0.1 "$port" "$targets" "$rate" "$APILOAD_SECONDS" "$CONNECTIONS" "$SEED")
+  out=$("$WORK/apiload" 127.0.0.1 "$port" "$targets" "$rate" "$APILOAD_SECONDS" "$CONNECTIONS" "$SEED" 1 2)
   elapsed=$(( $(date +%s%N) - elapsed ))
   if [ "${SERVER:-streamd}" = nginx ]; then after=$(nginx_ticks); else after=$(ticks "$PID"); fi
   python3 "$WORK/apiload-line.py" "$out" "$name" "$load" "${SERVER:-streamd}" $((after - before)) "$HZ" "$elapsed"
 }
-echo "apiload (open loop): fixed rates over $CONNECTIONS connections, $APILOAD_SECONDS s each (+ up to 1 s to drain); latency from each request's due time; $(uptime)"
+echo "apiload (open loop): fixed rates over $CONNECTIONS connections, 2 threads, $APILOAD_SECONDS s each (+ up to 1 s to drain); latency from each request's due time; $(uptime)"
 for rate in $PAGE_RATES; do
   open_run "/api/tracks, random offsets" "${BASE##*:}" "$WORK/pages.txt" "$rate"
   SERVER=nginx open_run "peer: nginx, the static page" "$NGINX_PORT" "$WORK/static.txt" "$rate"
