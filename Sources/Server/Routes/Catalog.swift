@@ -321,7 +321,7 @@ public final class Catalog: @unchecked Sendable {
     /// The exact analysis (every frame, full seek index) of `file` at `path`: from the database
     /// when it holds one for these very bytes, else from a worker, then stored (the track's row
     /// is corrected when the quick scan's figures differ, as an ADTS estimate may). A file
-    /// quarantined at this size and mtime is not tried again.
+    /// quarantined, or listed but rejected by the full walk, at this size and mtime is not tried again.
     public func analysis(forAbsolutePath path: String, file: OpenFile) throws(AnalysisFailure) -> TrackAnalysis {
         // A cover picture or a note is not sent to a worker, nor recorded as skipped.
         if CompanionFiles.isCompanion(path) { throw AnalysisFailure(reason: Self.companionReason) }
@@ -334,6 +334,7 @@ public final class Catalog: @unchecked Sendable {
             if let skip = try? store.skipped(path: relative), skip.stamp == stamp {
                 throw AnalysisFailure(reason: skip.reason)
             }
+            if let reason = rejection(of: relative, stamp: stamp) { throw AnalysisFailure(reason: reason) }
             // Another thread (the indexer, another request) is walking this file: its result is
             // awaited rather than a second walk started.
             if claim(relative) {
@@ -341,6 +342,7 @@ public final class Catalog: @unchecked Sendable {
             } else {
                 awaitBuild(of: relative, timeout: analyzer.settings.timeout(forSize: file.size))
                 if let cached = try? store.cachedAnalysis(path: relative, stamp: stamp) { return cached }
+                if let reason = rejection(of: relative, stamp: stamp) { throw AnalysisFailure(reason: reason) }
             }
         }
         switch analyzer.analyze([(path, file.size)]).first {
@@ -359,9 +361,15 @@ public final class Catalog: @unchecked Sendable {
             }
             return analysis
         case .rejected(let why):
-            // Recorded (unless the quick scan listed it), so asking again costs no worker.
-            if let relative, (try? store.track(path: relative)) == nil {
-                write([.skipped(path: relative, stamp: stamp, reason: why, quarantined: false)])
+            // Recorded, so asking again costs no worker: as skipped, or, when the quick scan
+            // listed the track (its headers read well, its frames do not), in memory.
+            if let relative {
+                if (try? store.track(path: relative)) == nil {
+                    write([.skipped(path: relative, stamp: stamp, reason: why, quarantined: false)])
+                } else {
+                    rememberRejection(of: relative, stamp: stamp, reason: why)
+                    warn("catalog: \(relative): no exact seek index: \(why); not tried again until the file changes")
+                }
             }
             throw AnalysisFailure(reason: why)
         case .quarantined(let why):
@@ -372,6 +380,25 @@ public final class Catalog: @unchecked Sendable {
             throw AnalysisFailure(reason: why)
         case nil:
             throw AnalysisFailure(reason: "not analyzed")
+        }
+    }
+
+    /// Listed tracks whose exact analysis was rejected, with the version rejected: without this,
+    /// every seek index or HLS request for one, and the indexer after every scan (inotify's
+    /// too), had a worker walk the whole file again (160 ms for a 3.6 MB MP3 that loses sync).
+    private var rejected: [String: (stamp: FileStamp, reason: String)] = [:]
+    /// Rejections remembered at most; past it they start over (each costs one more walk).
+    static let rejectedLimit = 10_000
+
+    /// Why the full walk rejected this version of the listed track, if it did.
+    private func rejection(of relative: String, stamp: FileStamp) -> String? {
+        lock.withLock { rejected[relative].flatMap { $0.stamp == stamp ? $0.reason : nil } }
+    }
+
+    private func rememberRejection(of relative: String, stamp: FileStamp, reason: String) {
+        lock.withLock {
+            if rejected.count >= Self.rejectedLimit { rejected.removeAll() }
+            rejected[relative] = (stamp, reason)
         }
     }
 
@@ -413,7 +440,8 @@ public final class Catalog: @unchecked Sendable {
 
     /// Builds the analyses of long tracks that have none stored for their current version,
     /// longest first, one file at a time on one worker; returns how many were built. `shouldStop`
-    /// is asked between files. A file that fails is tried again after the next scan.
+    /// is asked between files. A file that fails is tried again after the next scan, unless the
+    /// walk rejected it (then only once it changes).
     @discardableResult
     public func buildIndexesAhead(shouldStop: () -> Bool = { false }) -> Int {
         guard let minimum = indexAheadSeconds else { return 0 }
