@@ -49,8 +49,10 @@ public struct SkippedFile: Sendable, Equatable {
 /// by a background scanner that reads headers only, in worker processes (`IsolatedAnalyzer`).
 /// Exact seek indexes are built on first need and cached in the database.
 public final class Catalog: @unchecked Sendable {
-    // @unchecked: mutable state is behind `lock`; scans are serialised by `scanLock`; the
-    // closures are set before the scanner starts.
+    // @unchecked: mutable state is behind `lock` (`inFlight` behind `building`); scans are
+    // serialised by `scanLock`; the closures (`indexRequested` too, called on event loops) and
+    // the settings (`chunkSize`, `excludedPrefix`, `indexAheadSeconds`) are set before the
+    // scanner and the server start, and only read after.
     public let resolver: PathResolver
     /// Runs the analyzer out of process: a file that crashes or hangs it costs that file only.
     public let analyzer: IsolatedAnalyzer
