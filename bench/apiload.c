@@ -23,12 +23,13 @@
 // own epoll: on a busy machine one thread's scheduling delays would stall all 64 connections
 // (one thread held streamd to ~4,000 uncached pages/s where two kept 6,000/s). One JSON line on
 // stdout. Bounded: fixed arrays (RATE x DURATION_S <= MAX_REQUESTS), a fixed
-// response-head buffer per connection, one receive buffer.
+// response-head buffer per connection, one receive buffer per thread.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -140,8 +141,20 @@ static void watch(int i, uint32_t events) {
     epoll_ctl(conns[i].w->ep, EPOLL_CTL_MOD, conns[i].fd, &ev);
 }
 
-// Opens (or reopens) connection i: a blocking connect (loopback answers at once); every send and
-// recv after it is MSG_DONTWAIT.
+// Watches connection i's new socket, idle.
+static void opened(int i) {
+    struct conn *c = &conns[i];
+    int one = 1;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    c->state = IDLE;
+    c->idle_since = now_ns();
+    c->events = EPOLLIN;
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ((uint64_t)c->generation << 32) | (uint32_t)i};
+    epoll_ctl(c->w->ep, EPOLL_CTL_ADD, c->fd, &ev);
+}
+
+// Reopens connection i after the server closed it: a blocking connect (loopback answers at
+// once); every send and recv is MSG_DONTWAIT.
 static int open_conn(int i) {
     struct conn *c = &conns[i];
     if (c->fd >= 0) close(c->fd);
@@ -153,13 +166,38 @@ static int open_conn(int i) {
         c->state = DEAD;
         return -1;
     }
-    int one = 1;
-    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    c->state = IDLE;
-    c->idle_since = now_ns();
-    c->events = EPOLLIN;
-    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ((uint64_t)c->generation << 32) | (uint32_t)i};
-    epoll_ctl(c->w->ep, EPOLL_CTL_ADD, c->fd, &ev);
+    opened(i);
+    return 0;
+}
+
+// Opens every connection at once (non-blocking connects, then waits up to 5 s for all), as wrk
+// does. Opened one after the other, each connect finds the server idle: streamd's loops wait on
+// the listening socket with EPOLLEXCLUSIVE, the same loop is woken every time and all 64
+// connections end up on one of its two loops.
+static int open_all(void) {
+    static struct pollfd pending[MAX_CONNECTIONS];
+    for (int i = 0; i < connections; i++) {
+        struct conn *c = &conns[i];
+        c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (c->fd < 0) return -1;
+        if (connect(c->fd, (struct sockaddr *)&server, sizeof server) < 0 && errno != EINPROGRESS) return -1;
+        pending[i] = (struct pollfd){.fd = c->fd, .events = POLLOUT};
+    }
+    uint64_t give_up = now_ns() + 5000000000ull;
+    for (int left = connections; left > 0;) {
+        if (now_ns() > give_up) { errno = ETIMEDOUT; return -1; }
+        if (poll(pending, (nfds_t)connections, 100) < 0 && errno != EINTR) return -1;
+        for (int i = 0; i < connections; i++) {
+            if (pending[i].fd < 0 || !pending[i].revents) continue;
+            int error = 0;
+            socklen_t len = sizeof error;
+            getsockopt(pending[i].fd, SOL_SOCKET, SO_ERROR, &error, &len);
+            if (error) { errno = error; return -1; }
+            pending[i].fd = -1;    // poll skips it from now on
+            left--;
+            opened(i);
+        }
+    }
     return 0;
 }
 
@@ -456,10 +494,9 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < connections; i++) {
         conns[i].w = &workers[i % threads];
-        conns[i].fd = -1;
         conns[i].next_k = (uint64_t)i;
-        if (open_conn(i) < 0) { fprintf(stderr, "apiload: connect %s: %s\n", host_header, strerror(errno)); return 1; }
     }
+    if (open_all() < 0) { fprintf(stderr, "apiload: connect %s: %s\n", host_header, strerror(errno)); return 1; }
 
     t0 = now_ns() + 2000000;                  // the threads' start: 2 ms to get them running
     window_end = t0 + (uint64_t)(duration * 1e9);

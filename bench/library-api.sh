@@ -173,9 +173,24 @@ print(f"{name:<30} {r['rate']:>5.0f}/s: {r['achieved_rate']:6.0f} req/s  p50 {ms
       f"errors {r['errors']}, non-2xx {r['non_2xx']}, unfinished {r['unfinished']}")
 print(f"    load {load}; {server} CPU {100 * cpu / seconds:.0f} % of a core, {1e6 * cpu / max(done, 1):.0f} us/request; "
       f"timed from the send (as wrk does) p50 {ms('service_p50_ms')} p99 {ms('service_p99_ms')}")
+before = dict(x.split(":") for x in sys.argv[8].split())
+after = dict(x.split(":") for x in sys.argv[9].split())
+used = sorted((int(v) - int(before.get(k, v)) for k, v in after.items()), reverse=True)
+split = " / ".join(f"{100 * u / max(sum(used), 1):.0f} %" for u in used[:2])
+print(f"    the work of its two busiest {'workers' if server == 'nginx' else 'threads (the event loops)'}: {split}")
 print(f"    apiload CPU {100 * r['cpu_s'] / seconds:.0f} % of a core; it released requests late by p50 "
       f"{ms('release_lag_p50_ms')} p99 {ms('release_lag_p99_ms')} max {ms('release_lag_max_ms')} (counted in the latencies)")
 PY
+# "tid:ticks" of each streamd thread, or of each nginx worker: how the work split between the
+# two event loops (a connection stays on the loop that accepted it).
+thread_ticks() {
+  local t
+  if [ "${SERVER:-streamd}" = nginx ]; then
+    for t in $(pgrep -P "$NGINX" || true); do echo -n "$t:$(ticks "$t") "; done
+  else
+    for t in /proc/"$PID"/task/*; do echo -n "${t##*/}:$(awk '{ print $14 + $15 }' "$t/stat" 2>/dev/null || echo 0) "; done
+  fi
+}
 APILOAD_SECONDS=${APILOAD_SECONDS:-8}
 PAGE_RATES=${APILOAD_PAGE_RATES:-1000 2000 4000 8000}
 SEARCH_RATES=${APILOAD_SEARCH_RATES:-250 500 1000 2000}
@@ -188,12 +203,16 @@ open_run() {
   local load before after elapsed out
   load=$(awk '{ print $1 }' /proc/loadavg)
   if [ "${SERVER:-streamd}" = nginx ]; then before=$(nginx_ticks); else before=$(ticks "$PID"); fi
+  local threads_before threads_after
+  threads_before=$(thread_ticks)
   elapsed=$(date +%s%N)
   SEED=$((SEED + 1))    # another draw of targets each run: no answer left cached by the run before
   out=$("$WORK/apiload" 127.0.0.1 "$port" "$targets" "$rate" "$APILOAD_SECONDS" "$CONNECTIONS" "$SEED" 1 2)
   elapsed=$(( $(date +%s%N) - elapsed ))
   if [ "${SERVER:-streamd}" = nginx ]; then after=$(nginx_ticks); else after=$(ticks "$PID"); fi
-  python3 "$WORK/apiload-line.py" "$out" "$name" "$load" "${SERVER:-streamd}" $((after - before)) "$HZ" "$elapsed"
+  threads_after=$(thread_ticks)
+  python3 "$WORK/apiload-line.py" "$out" "$name" "$load" "${SERVER:-streamd}" $((after - before)) "$HZ" "$elapsed" \
+    "$threads_before" "$threads_after"
 }
 echo "apiload (open loop): fixed rates over $CONNECTIONS connections, 2 threads, $APILOAD_SECONDS s each (+ up to 1 s to drain); latency from each request's due time; $(uptime)"
 for rate in $PAGE_RATES; do
