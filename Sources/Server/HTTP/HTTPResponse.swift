@@ -32,10 +32,14 @@ public final class OpenFile: @unchecked Sendable {
         self.fd = fd
         self.size = Int(info.st_size)
         self.mtime = Int(info.st_mtim.tv_sec)
-        let nanos = UInt64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ UInt64(info.st_mtim.tv_nsec)
+        // Wrapping arithmetic on signed seconds, as the catalog's stamps are made: a file dated
+        // before 1970 (ext4 keeps times from 1901) has negative seconds, on which a checked
+        // UInt64 conversion trapped, in a request for the file and in the analyzer worker. The
+        // tag takes such a time as 0, as `FileStamp.etag` and the API's items do.
+        let nanos = Int(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int(info.st_mtim.tv_nsec)
         self.inode = UInt64(info.st_ino)
-        self.mtimeNanos = Int(truncatingIfNeeded: nanos)
-        self.etag = "\"\(String(UInt64(info.st_ino), radix: 16))-\(String(info.st_size, radix: 16))-\(String(nanos, radix: 16))\""
+        self.mtimeNanos = nanos
+        self.etag = FileStamp(size: Int(info.st_size), mtimeNanos: nanos, inode: UInt64(info.st_ino)).etag
     }
 
     deinit { close(fd) }

@@ -212,7 +212,9 @@ public final class PlaylistFolder: @unchecked Sendable {
     static func mtimeNanos(_ path: String) -> Int? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
-        return Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec)
+        // Wrapping: past 2262 (ext4 keeps times to 2446) the nanoseconds overflow 64 bits, and a
+        // checked multiply trapped on a playlist's date.
+        return Int(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int(info.st_mtim.tv_nsec)
     }
 
     private func walk(_ folder: String, depth: Int, paths: inout [String], stamps: inout [String: Int]) {
