@@ -155,7 +155,10 @@ import StreamShared
 
         // Real time: after the burst (256 KiB at once), the channel's clock sends 16,000 bytes a second.
         let paced = Double(audio.count - 256 * 1024) / seconds
-        #expect(abs(paced / 16_000 - 1) < 0.1, "\(Int(paced)) bytes/s after the burst, 16,000 expected")
+        #expect(abs(paced / 16_000 - 1) < 0.1, """
+            \(Int(paced)) bytes/s after the burst, 16,000 expected; \
+            stalls logged: \(server.log.split(separator: "\n").filter { $0.contains("stalled") })
+            """)
 
         // Each track's tone, whole, in path order; every stretch inside the received audio lasts
         // as long as its track, within two MP3 frames (plus the 5 ms analysis step).
