@@ -63,6 +63,33 @@ import Testing
         #expect(Self.readAll(entry, from: 2 * Self.block + 5) == Array(body[(2 * Self.block + 5)...]))
     }
 
+    /// An entry whose index file is dated past 2262 (ext4 keeps times to 2446; a clock set
+    /// wrong writes them): its nanoseconds overflow 64 bits, which trapped when the cache was
+    /// opened. It opens, the entry reads back, and later uses go on with the clock of now.
+    @Test func indexDatedPast2262_opens_andTheClockStaysNow() throws {
+        let dir = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let body = Self.bytes(2 * Self.block)
+        do {
+            let cache = try DiskCache(directory: dir, capacityBytes: 1 << 20, blockSize: Self.block)
+            let entry = try #require(cache.entry(for: "http://h/a.mp3", etag: "\"v1\"", totalSize: body.count))
+            entry.store(body[...], at: 0)
+        }
+        let index = try #require(try FileManager.default.contentsOfDirectory(atPath: dir).first { $0.hasSuffix(".idx") })
+        let future = timespec(tv_sec: 10_413_792_000, tv_nsec: 0)          // 2300-01-01
+        #expect(utimensat(AT_FDCWD, dir + "/" + index, [future, future], 0) == 0)
+        #expect(CacheFile.modificationTime(dir + "/" + index) == .max, "the last time that fits")
+        let reopened = try DiskCache(directory: dir, capacityBytes: 1 << 20, blockSize: Self.block)
+        let entry = try #require(reopened.entry(for: "http://h/a.mp3"))
+        #expect(Self.readAll(entry, from: 0) == body)
+        let other = try #require(reopened.entry(for: "http://h/b.mp3", etag: "\"v1\"", totalSize: body.count))
+        other.store(body[...], at: 0)
+        #expect(Self.readAll(other, from: 0) == body)
+        // Used again, the entry is stamped with the clock of now, not of 2262.
+        let now = DiskCache.now()
+        #expect(CacheFile.modificationTime(dir + "/" + index) <= now + 1_000_000_000, "stamped now")
+    }
+
     @Test func sparseRanges_afterSeeks() throws {
         let dir = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -96,11 +96,16 @@ final class CacheFile {
         return names
     }
 
-    /// Modification time in nanoseconds since the epoch (the entry's last use), 0 when unknown.
+    /// Modification time in nanoseconds since the epoch (the entry's last use), 0 when unknown;
+    /// `Int64.max` for a time past 2262, whose nanoseconds do not fit (a checked multiply trapped
+    /// there: ext4 keeps times to 2446, and a clock set wrong writes them).
     static func modificationTime(_ path: String) -> Int64 {
         var info = stat()
         guard stat(path, &info) == 0 else { return 0 }
-        return Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        let (whole, overflow) = Int64(info.st_mtim.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
+        let (nanos, carry) = whole.addingReportingOverflow(Int64(info.st_mtim.tv_nsec))
+        guard !overflow, !carry else { return info.st_mtim.tv_sec < 0 ? 0 : .max }
+        return nanos
     }
 
     /// Sets the modification time to `nanoseconds` since the epoch: when the entry was last used.

@@ -48,7 +48,9 @@ public final class DiskCache: @unchecked Sendable {
             }
             let stored = parsed.blocks.values.reduce(0) { $0 + $1.length }
             state.sizes[key] = stored
-            state.lastUse[key] = CacheFile.modificationTime(indexPath)
+            // A last use in the future (a clock that was set wrong) counts as now: the LRU clock
+            // goes on from the latest, and must not start near its end.
+            state.lastUse[key] = min(CacheFile.modificationTime(indexPath), Self.now())
             state.total += stored
         }
         state.clock = state.lastUse.values.max() ?? 0
