@@ -127,13 +127,12 @@ struct TrackDecoder {
         let want = min(Self.blockSize, end - readOffset)
         if block.count != want { block = [UInt8](repeating: 0, count: want) }
         let offset = readOffset, fd = file.fd
-        let n = block.withUnsafeMutableBytes { raw -> Int in
-            guard let base = raw.baseAddress else { return 0 }
-            return pread(fd, base, want, off_t(offset))
-        }
-        if n < 0 {
-            if errno == EINTR { return }
-            throw SystemError(call: "pread", errno: errno)
+        let n = try block.withUnsafeMutableBytes { raw in
+            do throws(PositionalReadError) {
+                return try PositionalRead.fill(fd, raw, at: offset)
+            } catch {
+                throw SystemError(call: "pread", errno: error.errno)
+            }
         }
         if n == 0 {
             readOffset = end          // the file shrank: its end

@@ -97,11 +97,13 @@ struct TrackFrameReader {
         let start = buffer.count
         buffer += [UInt8](repeating: 0, count: want)
         let offset = fileOffset
-        let n = buffer.withUnsafeMutableBytes { raw -> Int in
-            guard let base = raw.baseAddress else { return 0 }
-            return pread(file.fd, base + start, want, off_t(offset))
+        let n = try buffer.withUnsafeMutableBytes { raw in
+            do throws(PositionalReadError) {
+                return try PositionalRead.fill(file.fd, UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + want)]), at: offset)
+            } catch {
+                throw SystemError(call: "pread", errno: error.errno)
+            }
         }
-        if n < 0 { throw SystemError(call: "pread", errno: errno) }
         buffer.removeLast(want - n)
         fileOffset += n
         if n == 0 { fileOffset = end }   // the file shrank: treat as its end
