@@ -292,6 +292,13 @@ extension Serve {
         config.idleTimeout = idleTimeout
         config.accessLog = !quiet
         let server = HTTPServer(configuration: config, logger: logger, handler: router.handle)
+        // Set before the loops start (they read it): the scanner's fields, then the connections.
+        let scannerFields = catalog.statusExtras
+        catalog.statusExtras = { [weak server] () -> [(String, String)] in
+            let perLoop: [Int] = server?.loopConnectionCounts ?? []
+            let list = "[" + perLoop.map { String($0) }.joined(separator: ",") + "]"
+            return scannerFields() + [("connections", String(server?.connectionCount ?? 0)), ("connections_per_loop", list)]
+        }
 
         // Signals are taken synchronously by this thread: block them before the loops start.
         var signals = sigset_t()

@@ -41,6 +41,30 @@ import Glibc
         #expect(response.body == (try Self.bytes(of: library.appendingPathComponent("cbr-128k-44k.mp3"))))
     }
 
+    /// A burst of connections is shared out between the event loops (the listening socket tends
+    /// to wake the same loop every time, which then kept them all): 40 connections opened at
+    /// once end up split evenly, and each one is served by whichever loop took it.
+    @Test func burstOfConnections_isSharedBetweenTheLoops() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library, extraArguments: ["--threads", "2", "--quiet"])
+        var sockets: [ClientSocket] = []
+        for _ in 0..<40 { sockets.append(try ClientSocket(port: server.port)) }
+        var perLoop: [Int] = []
+        for _ in 0..<100 {
+            perLoop = try server.status()["connections_per_loop"] as? [Int] ?? []
+            if perLoop.reduce(0, +) >= 41 { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(perLoop.count == 2 && perLoop.reduce(0, +) >= 41, "\(perLoop)")
+        #expect((perLoop.max() ?? 0) - (perLoop.min() ?? 0) <= 2, "connections per loop: \(perLoop)")
+        for socket in sockets { socket.send("GET /api/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") }
+        for socket in sockets {
+            let (bytes, _) = socket.readUntilEnd(quiet: 5, limit: 20)
+            #expect(String(decoding: bytes.prefix(12), as: UTF8.self) == "HTTP/1.1 200")
+        }
+    }
+
     @Test func rangesAnd416() throws {
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }

@@ -4,6 +4,7 @@ import Glibc
 import CLinux
 import Atomics
 import Logging
+import Foundation
 
 /// Answers one parsed request. Called on an event-loop thread, so it must not block for long.
 public typealias RequestHandler = @Sendable (HTTPRequest) -> HTTPResponse
@@ -48,6 +49,17 @@ final class EventLoop: @unchecked Sendable {
     private var cachedDate = ""
     /// Receive buffer for every read of this loop's connections (one thread, so one buffer).
     private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+    /// Connections this loop serves or has been handed and not yet taken: what the loops compare
+    /// when one accepts, so a burst of connections is shared out instead of kept by the loop that
+    /// woke (the listening socket wakes one loop at a time, and often the same one).
+    let ownedCount = ManagedAtomic<Int>(0)
+    /// The server's loops, this one included; set before any loop runs, then only read.
+    var siblings: [EventLoop] = []
+    /// Connections another loop accepted for this one: the descriptor and the peer's address;
+    /// both under `handoffLock`, and `handoffClosed` once the loop has taken its last ones.
+    private let handoffLock = NSLock()
+    private var handedOver: [(fd: Int32, peer: String)] = []
+    private var handoffClosed = false
 
     static let wakeToken: UInt64 = UInt64.max
     static let listenToken: UInt64 = UInt64.max - 1
@@ -95,6 +107,7 @@ final class EventLoop: @unchecked Sendable {
                     closeConnection(connection)
                 }
                 if connections.isEmpty || now >= drainDeadline.load(ordering: .relaxed) {
+                    takeHandedOver(last: true)
                     for connection in Array(connections.values) { closeConnection(connection) }
                     return
                 }
@@ -113,6 +126,7 @@ final class EventLoop: @unchecked Sendable {
                 let token = event.data.u64
                 if token == Self.wakeToken {
                     Epoll.drain(eventFD: wakeFD)
+                    takeHandedOver()
                     pumpLiveConnections()
                 } else if token == Self.listenToken {
                     acceptPending()
@@ -163,12 +177,58 @@ final class EventLoop: @unchecked Sendable {
             }
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            let generation = nextGeneration
-            nextGeneration = nextGeneration == UInt32.max ? 1 : nextGeneration + 1
-            let connection = Connection(fd: fd, generation: generation, peer: Self.describe(address))
-            connection.headDeadline = monotonicNanos() + settings.headTimeout
-            connections[fd] = connection
-            setInterest(connection, Epoll.readable, add: true)
+            let peer = Self.describe(address)
+            // The loop with the fewest connections serves it (this one on a tie).
+            let mine = ownedCount.load(ordering: .relaxed)
+            if let other = siblings.min(by: { $0.ownedCount.load(ordering: .relaxed) < $1.ownedCount.load(ordering: .relaxed) }),
+               other !== self, other.ownedCount.load(ordering: .relaxed) < mine, other.take(fd: fd, peer: peer) {
+                continue
+            }
+            ownedCount.wrappingIncrement(ordering: .relaxed)
+            register(fd: fd, peer: peer)
+        }
+    }
+
+    private func register(fd: Int32, peer: String) {
+        let generation = nextGeneration
+        nextGeneration = nextGeneration == UInt32.max ? 1 : nextGeneration + 1
+        let connection = Connection(fd: fd, generation: generation, peer: peer)
+        connection.headDeadline = monotonicNanos() + settings.headTimeout
+        connections[fd] = connection
+        setInterest(connection, Epoll.readable, add: true)
+    }
+
+    /// Called by another loop: queues a connection it accepted for this one and wakes it; false
+    /// when this loop is stopping (the caller keeps the connection).
+    private func take(fd: Int32, peer: String) -> Bool {
+        handoffLock.lock()
+        guard !handoffClosed, !stopRequested.load(ordering: .acquiring) else {
+            handoffLock.unlock()
+            return false
+        }
+        ownedCount.wrappingIncrement(ordering: .relaxed)
+        handedOver.append((fd, peer))
+        handoffLock.unlock()
+        Epoll.signal(eventFD: wakeFD)
+        return true
+    }
+
+    /// Registers the connections other loops handed over (on this loop's thread); when stopping,
+    /// closes them instead.
+    private func takeHandedOver(last: Bool = false) {
+        handoffLock.lock()
+        let taken = handedOver
+        handedOver.removeAll()
+        if last { handoffClosed = true }
+        handoffLock.unlock()
+        for (fd, peer) in taken {
+            if stopRequested.load(ordering: .acquiring) {
+                close(fd)
+                ownedCount.wrappingDecrement(ordering: .relaxed)
+                openConnections.wrappingDecrement(ordering: .relaxed)
+            } else {
+                register(fd: fd, peer: peer)
+            }
         }
     }
 
@@ -624,5 +684,6 @@ final class EventLoop: @unchecked Sendable {
         close(connection.fd)
         connection.outgoing = nil
         openConnections.wrappingDecrement(ordering: .relaxed)
+        ownedCount.wrappingDecrement(ordering: .relaxed)
     }
 }

@@ -90,6 +90,7 @@ public final class HTTPServer: @unchecked Sendable {
         } catch {
             throw .system(error)
         }
+        for loop in loops { loop.siblings = loops }
         for (i, loop) in loops.enumerated() {
             let done = DispatchSemaphore(value: 0)
             exited.append(done)
@@ -115,6 +116,7 @@ public final class HTTPServer: @unchecked Sendable {
         let deadline = monotonicNanos() + Self.nanos(configuration.shutdownGrace)
         for loop in loops { loop.requestStop(deadline: deadline) }
         for done in exited { done.wait() }
+        for loop in loops { loop.siblings = [] }   // they referred to each other
         if listenFD >= 0 {
             close(listenFD)
             listenFD = -1
@@ -135,6 +137,9 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Connections currently open (for tests and stats).
     public var connectionCount: Int { openConnections.load(ordering: .relaxed) }
+
+    /// Connections each event loop serves (or has been handed and is about to take).
+    public var loopConnectionCounts: [Int] { loops.map { $0.ownedCount.load(ordering: .relaxed) } }
 
     private func bindListener() throws(ServerStartError) -> Int32 {
         let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host

@@ -559,8 +559,8 @@ public final class Catalog: @unchecked Sendable {
     /// Skipped files `/api/status` lists by name (`skipped_count` counts them all).
     static let statusSkippedLimit = 100
 
-    /// More `/api/status` members (raw JSON values), from the watcher.
-    var statusExtras: () -> [(String, String)] = { [] }
+    /// More `/api/status` members (raw JSON values): the watcher's, and the server's connections.
+    public var statusExtras: () -> [(String, String)] = { [] }
 
     /// All tracks, ordered by path (the whole library: for the library page and `streamd package`).
     public func tracks() -> [CatalogEntry] {
