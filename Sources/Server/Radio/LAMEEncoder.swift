@@ -51,8 +51,8 @@ public final class LAMEEncoder {
         // A stream has no end to rewrite a header at, and listeners join anywhere.
         lame_set_bWriteVbrTag(flags, 0)
         lame_set_write_id3tag_automatic(flags, 0)
+        // Every stored property is set by now, so a throw runs deinit, which closes `flags`.
         guard lame_init_params(flags) >= 0 else {
-            lame_close(flags)
             throw EncoderError(message: "libmp3lame refused \(sampleRate) Hz, \(channels) ch, \(kbps) kbit/s")
         }
     }
