@@ -113,7 +113,6 @@ final class Connection {
                 out.headSent = headPart
                 out.partSent = n - headPart
                 out.bytesSent += n
-                out.paceBodyBytes += n - headPart
                 bytesWritten += n
                 if out.partSent >= bytes.count { out.part = nil }
             }
