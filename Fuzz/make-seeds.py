@@ -9,6 +9,7 @@ usage: Fuzz/make-seeds.py MEDIA OUTDIR
 """
 import hashlib
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -214,6 +215,9 @@ def main():
           b"Content-Length: 0\r\n\r\n")
     write(out, "response", b"ICY 200 OK\r\nicy-name: Test\r\nicy-metaint: 16000\r\nicy-br: 128\r\n"
           b"Content-Type: audio/mpeg\r\n\r\n" + (read(mp3s[0])[:2000] if mp3s else b""))
+
+    # decode: a transcoding channel reads the same whole files the analyzer does.
+    shutil.copytree(os.path.join(out, "analyze"), os.path.join(out, "decode"))
 
 
 if __name__ == "__main__":

@@ -332,26 +332,3 @@ public struct HLSTrackPlan: Sendable {
                                                        uri: "index.m3u8" + query)])
     }
 }
-
-/// Finds the moov box among the top-level boxes of an MP4 file with small reads.
-enum MP4Locator {
-    static func moovRange(_ source: some RandomAccessBytes) throws -> Range<Int> {
-        var offset = 0
-        var boxes = 0
-        while offset < source.size, boxes < 10_000 {
-            boxes += 1
-            let head = try source.read(at: offset, count: 16)
-            guard let header = try MP4BoxHeader.parse(head[...], at: 0) else { break }
-            let size = header.size ?? (source.size - offset)
-            guard size >= header.headerSize, size <= source.size - offset else {
-                throw HLSError.invalid("box '\(header.type)' overruns the file")
-            }
-            if header.type == "moov" {
-                guard size <= 256 * 1024 * 1024 else { throw HLSError.unsupported("moov of \(size) bytes") }
-                return offset..<(offset + size)
-            }
-            offset += size
-        }
-        throw HLSError.invalid("no moov box")
-    }
-}

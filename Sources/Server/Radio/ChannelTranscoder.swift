@@ -41,7 +41,7 @@ final class ChannelTranscoder {
     func begin(_ track: ChannelTrack) throws {
         decoder = nil
         trackSamples = 0
-        decoder = try TrackDecoder(track: track)
+        decoder = try TrackDecoder(source: try OpenFile(path: track.path), hints: track.decoderHints)
     }
 
     /// The next MP3 frame of the stream, or nil when the current track has given all its
@@ -93,7 +93,7 @@ final class ChannelTranscoder {
             output.append(contentsOf: samples)
             return
         }
-        let layout = decoder?.speakers(channels: channels) ?? Speaker.defaultLayout(channels: channels)
+        let layout = decoder.map { Speaker.layout(channels: channels, of: $0) } ?? Speaker.defaultLayout(channels: channels)
         if matrixLayout != layout {
             matrix = Downmix(speakers: layout, outputChannels: format.channels)
             matrixLayout = layout
@@ -144,6 +144,16 @@ enum Speaker: Equatable {
         if layout.count > channels { layout.removeLast(layout.count - channels) }
         while layout.count < channels { layout.append(.other) }
         return layout
+    }
+
+    /// What each of `channels` decoded channels of `decoder`'s track is (the container's
+    /// convention; a count other than declared, like AAC's parametric stereo, is plain mono/stereo).
+    static func layout(channels: Int, of decoder: TrackDecoder) -> [Speaker] {
+        switch decoder.container {
+        case .wav where channels == decoder.declaredChannels: return wav(channels: channels, mask: decoder.wavChannelMask)
+        case .mp4, .adts: return aac(channels: channels)
+        default: return defaultLayout(channels: channels)
+        }
     }
 
     /// AAC's channel configurations as libfaad2 puts them out: it moves the front pair before

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import StreamAudio
 import StreamShared
 
 /// One track of a channel: a library file the catalog analyzed, its audio span and its title.
@@ -22,6 +23,12 @@ public struct ChannelTrack: Sendable, Equatable {
     public var encoderDelay: Int = 0
     public var encoderPadding: Int = 0
     public var totalSamples: Int = 0
+
+    /// What the decoder of a transcoding channel takes from the analysis.
+    var decoderHints: TrackDecoder.Hints {
+        TrackDecoder.Hints(audioStart: audioStart, audioEnd: audioEnd, encoderDelay: encoderDelay,
+                           encoderPadding: encoderPadding, totalSamples: totalSamples)
+    }
 }
 
 /// Reads a track's frames in order, block by block (pread), for a channel's producer. The file

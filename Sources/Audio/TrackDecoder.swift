@@ -1,39 +1,55 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-import StreamAudio
 import StreamShared
 
-/// Decodes one channel track to interleaved float PCM for a channel that transcodes: the file
-/// read block by block (pread), the codec through the same converters streamplay uses, and the
-/// gapless trim applied (MP3: LAME delay + the decoder's 529 and the padding; MP4: the edit
-/// list's or iTunSMPB's priming beyond the frame libfaad2 keeps back, and the padding), so
-/// tracks join without the encoders' silence. The file was analyzed by a worker process first.
-struct TrackDecoder {
-    let track: ChannelTrack
-    private let file: OpenFile
+/// Decodes one track to interleaved float PCM for a radio channel that transcodes: the bytes
+/// read block by block, the codec through the same converters streamplay uses, and the gapless
+/// trim applied (MP3: LAME delay + the decoder's 529 and the padding; MP4: the edit list's or
+/// iTunSMPB's priming beyond the frame libfaad2 keeps back, and the padding), so tracks join
+/// without the encoders' silence. Reads through `RandomAccessBytes`, so the fuzzer drives it
+/// on bytes in memory (Fuzz target `decode`).
+public struct TrackDecoder {
+    /// What the catalog's analysis of the file says (the file is probed again here: it may have
+    /// changed since).
+    public struct Hints: Sendable, Equatable {
+        /// Where the audio frames end (tags after them); 0: the end of the file.
+        public var audioEnd: Int
+        /// Where the audio frames start (MP4 without a sample table entry falls back to it).
+        public var audioStart: Int
+        /// Gapless facts of an MP4: priming and padding samples, all samples before trimming.
+        public var encoderDelay: Int
+        public var encoderPadding: Int
+        public var totalSamples: Int
+
+        public init(audioStart: Int = 0, audioEnd: Int = 0, encoderDelay: Int = 0, encoderPadding: Int = 0,
+                    totalSamples: Int = 0) {
+            self.audioStart = audioStart
+            self.audioEnd = audioEnd
+            self.encoderDelay = encoderDelay
+            self.encoderPadding = encoderPadding
+            self.totalSamples = totalSamples
+        }
+    }
+
+    private let source: any RandomAccessBytes
     private var converter: any PacketConverter
     /// The format the header declares; the decoder's own (AAC with SBR/PS) wins once known.
     private let declared: AudioFormat
-    /// Next file offset to read, and where the audio ends.
+    /// Next offset to read, and where the audio ends.
     private var readOffset: Int
     private let end: Int
     private var window = TrimWindow()
     /// The container as probed now (the file may have changed since the catalog read it).
-    private let container: Container
+    public let container: Container
     /// WAVE_FORMAT_EXTENSIBLE's speaker mask.
-    private var wavMask: UInt32?
-    private var block: [UInt8] = []
+    public private(set) var wavChannelMask: UInt32?
     static let blockSize = 64 * 1024
 
-    /// Opens and plans `track`; throws `SystemError` or `FormatError` (the file changed or is
-    /// not what the catalog saw) or `DecoderError`.
-    init(track: ChannelTrack) throws {
-        self.track = track
-        file = try OpenFile(path: track.path)
-        let stream = try TrackAnalyzer.probe(file)
+    /// Plans the decoding of `source`; throws `FormatError` (the bytes are not what the catalog
+    /// saw, or not audio at all), `DecoderError`, or what the source's reads throw.
+    public init(source: any RandomAccessBytes, hints: Hints) throws {
+        self.source = source
+        let stream = try TrackAnalyzer.probe(source)
         container = stream.container
-        end = min(file.size, track.audioEnd > 0 ? track.audioEnd : file.size)
+        end = min(source.size, hints.audioEnd > 0 ? hints.audioEnd : source.size)
         switch stream.container {
         case .mp3:
             guard let first = stream.mpegFrame else {
@@ -57,25 +73,25 @@ struct TrackDecoder {
             readOffset = stream.firstFrameOffset
             declared = AudioFormat(sampleRate: header.sampleRate, channels: header.audioSpecificConfig.channels)
         case .mp4:
-            let moovRange = try MP4Locator.moovRange(file)
-            let movie = try MP4Movie.parse(moov: try file.read(at: moovRange.lowerBound, count: moovRange.count)[...])
+            let moovRange = try MP4Locator.moovRange(source)
+            let movie = try MP4Movie.parse(moov: try source.read(at: moovRange.lowerBound, count: moovRange.count)[...])
             guard let audio = movie.audio, audio.codec == "mp4a", !movie.isFragmented else {
                 throw FormatError.unsupported(component: "mp4", reason: movie.isFragmented ? "fragmented MP4" : "no AAC track")
             }
             let asc = try AudioSpecificConfig.parse(audio.decoderSpecificInfo[...])
             converter = try MP4Converter(track: audio, declaredChannels: asc.channels)
-            readOffset = audio.sampleLocation(0)?.offset ?? track.audioStart
+            readOffset = audio.sampleLocation(0)?.offset ?? hints.audioStart
             try converter.restart(at: readOffset)
             declared = AudioFormat(sampleRate: asc.outputSampleRate, channels: asc.channels)
             // libfaad2 outputs nothing for the first access unit: that frame is the usual priming.
-            window.keepFrom = max(0, track.encoderDelay - asc.samplesPerFrame)
-            window.keepUntil = window.keepFrom + max(0, track.totalSamples - track.encoderDelay - track.encoderPadding)
+            window.keepFrom = max(0, hints.encoderDelay - asc.samplesPerFrame)
+            window.keepUntil = window.keepFrom + max(0, hints.totalSamples - hints.encoderDelay - hints.encoderPadding)
         case .wav:
             guard let wav = stream.wav else {
                 throw FormatError.invalid(component: "wav", reason: "no fmt chunk", offset: 0)
             }
             converter = WAVConverter(format: wav.format)
-            wavMask = wav.format.channelMask
+            wavChannelMask = wav.format.channelMask
             readOffset = wav.dataOffset
             declared = AudioFormat(sampleRate: wav.format.sampleRate, channels: wav.format.channels)
         }
@@ -85,22 +101,15 @@ struct TrackDecoder {
         }
     }
 
-    /// What each of `channels` decoded channels is (the container's convention; a count other
-    /// than declared, like AAC's parametric stereo, is plain mono/stereo).
-    func speakers(channels: Int) -> [Speaker] {
-        switch container {
-        case .wav where channels == declared.channels: return Speaker.wav(channels: channels, mask: wavMask)
-        case .mp4, .adts: return Speaker.aac(channels: channels)
-        default: return Speaker.defaultLayout(channels: channels)
-        }
-    }
+    /// The channel count the header declares.
+    public var declaredChannels: Int { declared.channels }
 
     /// The format of the samples `decode` appends (known for certain after the first call).
-    var format: AudioFormat { converter.decodedFormat ?? declared }
+    public var format: AudioFormat { converter.decodedFormat ?? declared }
 
     /// Appends the next samples of the track (interleaved, in `format`, trimmed) to `output`;
     /// false at the end of the track. Throws on a read error or a stream the decoder refuses.
-    mutating func decode(into output: inout [Float]) throws -> Bool {
+    public mutating func decode(into output: inout [Float]) throws -> Bool {
         let before = output.count
         while output.count == before {
             let isComplete = readOffset >= end
@@ -124,22 +133,13 @@ struct TrackDecoder {
     }
 
     private mutating func read() throws {
-        let want = min(Self.blockSize, end - readOffset)
-        if block.count != want { block = [UInt8](repeating: 0, count: want) }
-        let offset = readOffset, fd = file.fd
-        let n = try block.withUnsafeMutableBytes { raw in
-            do throws(PositionalReadError) {
-                return try PositionalRead.fill(fd, raw, at: offset)
-            } catch {
-                throw SystemError(call: "pread", errno: error.errno)
-            }
-        }
-        if n == 0 {
+        let bytes = try source.read(at: readOffset, count: min(Self.blockSize, end - readOffset))
+        if bytes.isEmpty {
             readOffset = end          // the file shrank: its end
             return
         }
-        readOffset += n
-        converter.append(n == want ? block : Array(block[0..<n]))
+        readOffset += bytes.count
+        converter.append(bytes)
     }
 }
 
