@@ -26,9 +26,15 @@ media-long: deps
 demo: deps media release
 	@scripts/demo.sh
 
+# The log is kept in .build/test.log; on failure the failed tests and a crashed thread's frames
+# are printed last (scripts/test-failures.sh), where CI's tail shows them.
 test: deps media
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
-	STREAM_MEDIA_DIR=$(CURDIR)/$(MEDIA_DIR) $(SWIFT) test --skip-build $(BUILD_FLAGS)
+	@mkdir -p .build
+	set -o pipefail; STREAM_MEDIA_DIR=$(CURDIR)/$(MEDIA_DIR) \
+	  SWIFT_BACKTRACE=$${SWIFT_BACKTRACE:-interactive=no,threads=crashed,registers=none,images=none} \
+	  $(SWIFT) test --skip-build $(BUILD_FLAGS) 2>&1 | tee .build/test.log \
+	  || { scripts/test-failures.sh .build/test.log; exit 1; }
 	@$(MAKE) --no-print-directory fuzz-smoke
 
 # libFuzzer over every parser (Fuzz/README.md): FUZZ_SECONDS per target, two at a time.

@@ -9,6 +9,9 @@ final class StreamdProcess {
     let port: Int
     let stderrPipe = Pipe()
     private let logBox = LockedData()
+    /// Signalled when the stderr reader has read to EOF (streamd and its children have exited).
+    private let logDrained = DispatchSemaphore(value: 0)
+    private var waitedForLog = false
 
     /// Everything streamd wrote to stderr so far (the access log).
     var log: String { logBox.withLock { String(decoding: $0, as: UTF8.self) } }
@@ -39,19 +42,32 @@ final class StreamdProcess {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = stderrPipe
-        // Drain the access log as it comes, or a full pipe would block the server.
+        // Drain the access log as it comes, or a full pipe would block the server. A thread doing
+        // blocking reads, not `readabilityHandler`: tearing down FileHandle's dispatch read sources
+        // while other tests set theirs up races in libdispatch's epoll bookkeeping on Linux and
+        // crashed the test process in `_dispatch_event_loop_drain` (swift-corelibs-libdispatch #949).
         let log = self.logBox
-        stderrPipe.fileHandleForReading.readabilityHandler = { handle in
-            // A raw read: FileHandle.availableData traps (try!) when the pipe is already closed.
+        let pipe = stderrPipe
+        let drained = logDrained
+        let reader = Thread {
+            // The thread holds the pipe, so its descriptor stays open until the read ends at EOF.
+            let fd = pipe.fileHandleForReading.fileDescriptor
             var buffer = [UInt8](repeating: 0, count: 65_536)
-            let n = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
-            if n > 0 {
-                log.withLock { $0.append(contentsOf: buffer[0..<n]) }
-            } else {
-                handle.readabilityHandler = nil
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n > 0 {
+                    log.withLock { $0.append(contentsOf: buffer[0..<n]) }
+                } else if n < 0, errno == EINTR {
+                    continue
+                } else {
+                    break
+                }
             }
+            drained.signal()
         }
+        reader.name = "streamd-stderr"
         try process.run()
+        reader.start()
         // The first stdout line names the port: "listening on http://127.0.0.1:PORT/".
         var line = Data()
         let handle = out.fileHandleForReading
@@ -100,7 +116,12 @@ final class StreamdProcess {
             process.terminate()
             process.waitUntilExit()
         }
-        stderrPipe.fileHandleForReading.readabilityHandler = nil
+        // The whole log is read once stderr reaches EOF; a child that outlives streamd holding
+        // the pipe must not hang the test, so the wait is bounded.
+        if !waitedForLog {
+            waitedForLog = true
+            _ = logDrained.wait(timeout: .now() + 5)
+        }
         return process.terminationStatus
     }
 
