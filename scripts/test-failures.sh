@@ -6,7 +6,7 @@ set -uo pipefail
 log=${1:?usage: test-failures.sh LOG}
 echo
 echo "==== what failed (full log: $log) ===="
-grep -n -E "✘|error: |Test Case .* failed|with [0-9]+ failures?|failed after|recorded an issue|exceeded" "$log" | grep -v -E "^[0-9]+:.*passed" | head -60
+grep -n -E "✘|error: |Test Case .* failed|with [0-9]+ failures?|failed after|recorded an issue|exceeded" "$log" | grep -v -E "^[0-9]+:.*passed|with 0 failures" | head -60
 if grep -q -E "Program crashed|Fatal error|Signal [0-9]+:" "$log"; then
     echo "---- the crash ----"
     line=$(grep -n -m1 -E "Program crashed|Fatal error|Signal [0-9]+:" "$log" | cut -d: -f1)

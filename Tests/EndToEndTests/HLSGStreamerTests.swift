@@ -39,7 +39,13 @@ import Testing
         let server = try StreamdProcess(folder: library)
         let reference = library.appendingPathComponent("ref.wav"), decoded = library.appendingPathComponent("gst.wav")
         try HLSServerTests.ffmpegDecode(library.appendingPathComponent(path).path, to: reference)
-        try Self.gstDecode("\(server.baseURL)/hls/\(path)/\(playlist)", to: decoded)
+        do {
+            try Self.gstDecode("\(server.baseURL)/hls/\(path)/\(playlist)", to: decoded)
+        } catch {
+            // What streamd answered each of gst's requests tells a server fault from a client one.
+            server.stop()
+            throw TestFailure("\(error)\nstreamd's log:\n\(server.log.suffix(3000))")
+        }
         let want = try Self.wavFrames(reference), got = try Self.wavFrames(decoded)
         // HLS carries no gapless info: the decoder's priming and the padding may stay (≤ 2 frames).
         #expect(got > 0 && abs(got - want) <= 2 * 1152 + 2112, "\(path) \(playlist): \(got) frames vs the file's \(want)")
