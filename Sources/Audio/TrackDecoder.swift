@@ -5,7 +5,7 @@ import StreamShared
 /// trim applied (MP3: LAME delay + the decoder's 529 and the padding; MP4: the edit list's or
 /// iTunSMPB's priming beyond the frame libfaad2 keeps back, and the padding), so tracks join
 /// without the encoders' silence. Reads through `RandomAccessBytes`, so the fuzzer drives it
-/// on bytes in memory (Fuzz target `decode`).
+/// on bytes in memory (Fuzz target `decode`); streamd runs it only in a decode worker process.
 public struct TrackDecoder {
     /// What the catalog's analysis of the file says (the file is probed again here: it may have
     /// changed since).

@@ -10,7 +10,7 @@ struct Streamd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "streamd",
         abstract: "Serve a music folder over HTTP: files with Range support, a catalog, seek indexes, HLS and a web player.",
-        subcommands: [Serve.self, Package.self, AnalyzeWorker.self],
+        subcommands: [Serve.self, Package.self, AnalyzeWorker.self, DecodeWorkerCommand.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -389,6 +389,22 @@ struct AnalyzeWorker: ParsableCommand {
 extension AnalyzeWorker {
     func run() throws {
         let status = AnalyzerWorker.run()
+        if status != 0 { throw ExitCode(status) }
+    }
+}
+
+/// `streamd decode-worker`: the child process that decodes one track for a transcoding radio
+/// channel (hidden; streamd starts it through /proc/self/exe and reads its samples from a pipe).
+struct DecodeWorkerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: DecodeWorker.subcommand,
+        abstract: "Internal: decode the track named on stdin for a streamd radio channel.",
+        shouldDisplay: false)
+}
+
+extension DecodeWorkerCommand {
+    func run() throws {
+        let status = DecodeWorker.run()
         if status != 0 { throw ExitCode(status) }
     }
 }

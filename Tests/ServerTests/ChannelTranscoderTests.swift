@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import StreamServer
+import StreamAudio
 import StreamShared
 
 /// The transcoding path without the clock: each track's samples come out of the decoder
@@ -30,7 +31,8 @@ import StreamShared
             ("c.m4a", 2.0, 48_000, ["-ac", "2", "-c:a", "aac", "-b:a", "128k"]),
             ("d.wav", 2.0, 96_000, ["-ac", "2", "-c:a", "pcm_s16le"]),
         ]
-        let transcoder = try ChannelTranscoder(format: ChannelFormat(codec: .mpeg, sampleRate: 44_100, channels: 2, kbps: 128))
+        let transcoder = try ChannelTranscoder(format: ChannelFormat(codec: .mpeg, sampleRate: 44_100, channels: 2, kbps: 128),
+                                                isolation: .inProcess)
         var frames = 0
         var expectedOut = 0.0
         for (name, seconds, rate, options) in tracks {
@@ -82,7 +84,8 @@ import StreamShared
         let good = dir.appendingPathComponent("good.wav").path, bad = dir.appendingPathComponent("bad.wav").path
         try Data(Self.wav(rate: 48_000, frames: 96_000)).write(to: URL(fileURLWithPath: good))
         try Data(Self.wav(rate: 1, frames: 8_192)).write(to: URL(fileURLWithPath: bad))
-        let transcoder = try ChannelTranscoder(format: ChannelFormat(codec: .mpeg, sampleRate: 44_100, channels: 2, kbps: 128))
+        let transcoder = try ChannelTranscoder(format: ChannelFormat(codec: .mpeg, sampleRate: 44_100, channels: 2, kbps: 128),
+                                                isolation: .inProcess)
         func frames(of path: String) throws -> Int {
             try transcoder.begin(try Self.track(path))
             var count = 0
@@ -95,5 +98,67 @@ import StreamShared
         // 2 s at 44.1 kHz is 76.6 frames of 1152; unresampled 48 kHz samples would make 83.3.
         #expect(first >= 70 && first <= 80, "\(first) frames for the first 2 s")
         #expect(again >= 73 && again <= 80, "\(again) frames for 2 s after the refused track (83 if not resampled)")
+    }
+
+    /// Every sample of `pcm` until its end: (rate of each unit, all samples).
+    static func drain(_ pcm: any TrackPCM) throws -> (rates: Set<Int>, samples: [Float]) {
+        var samples: [Float] = []
+        var rates: Set<Int> = []
+        while let rate = try pcm.next(into: &samples) { rates.insert(rate) }
+        return (rates, samples)
+    }
+
+    static func workerSettings(_ streamd: String, faults: String? = nil, unitSeconds: Double = 10) -> DecodeWorker.Settings {
+        var settings = DecodeWorker.Settings()
+        settings.executable = streamd
+        settings.unitSeconds = unitSeconds
+        if let faults { settings.environment[DecodeWorker.faultVariable] = faults }
+        return settings
+    }
+
+    /// The real `streamd decode-worker` gives the very samples the decoder gives in process
+    /// (MP3 with its gapless trim, M4A mixed down to mono, WAV), at the track's rate.
+    @Test func worker_givesTheSameSamplesAsInProcess() throws {
+        guard let streamd = IsolatedAnalyzerTests.streamd else { return }
+        let media = IsolatedAnalyzerTests.media
+        for (name, channels) in [("cbr-128k-44k.mp3", 2), ("track.m4a", 1), ("pcm16.wav", 2)] {
+            let track = try Self.track(media.appendingPathComponent(name).path)
+            let local = try Self.drain(LocalTrackPCM(path: track.path, hints: track.decoderHints, channels: channels))
+            let isolated = try Self.drain(IsolatedTrackPCM(path: track.path, hints: track.decoderHints, channels: channels,
+                                                           settings: Self.workerSettings(streamd)))
+            #expect(local.samples.count > 10_000, "\(name): \(local.samples.count) samples in process")
+            #expect(isolated.rates == local.rates, "\(name): rates \(isolated.rates) vs \(local.rates)")
+            #expect(isolated.samples == local.samples, "\(name): \(isolated.samples.count) samples from the worker, \(local.samples.count) in process")
+        }
+    }
+
+    /// A decoder that traps mid-track (the fault hook: as libmpg123 crashing on a crafted frame
+    /// would) or loops is a typed error naming how the worker ended; this process goes on, and
+    /// a file that is not audio is the decoder's own refusal, thrown when the track begins.
+    @Test func worker_trapHangAndRefusal_areTypedErrors() throws {
+        guard let streamd = IsolatedAnalyzerTests.streamd else { return }
+        let track = try Self.track(IsolatedAnalyzerTests.media.appendingPathComponent("cbr-128k-44k.mp3").path)
+        let trapping = try IsolatedTrackPCM(path: track.path, hints: track.decoderHints, channels: 2,
+                                            settings: Self.workerSettings(streamd, faults: "trap:cbr-128k-44k.mp3"))
+        var samples: [Float] = []
+        #expect(try trapping.next(into: &samples) != nil, "the first unit comes before the trap")
+        let trap = #expect(throws: DecodeWorkerError.self) { while try trapping.next(into: &samples) != nil {} }
+        #expect(trap?.description.contains("decoder crashed (signal 4)") == true, "\(trap?.description ?? "")")
+        #expect(trap?.description.contains("Fatal error") == true, "the worker's last words: \(trap?.description ?? "")")
+
+        let hanging = try IsolatedTrackPCM(path: track.path, hints: track.decoderHints, channels: 2,
+                                           settings: Self.workerSettings(streamd, faults: "hang:cbr-128k-44k.mp3", unitSeconds: 1))
+        let hang = #expect(throws: DecodeWorkerError.self) { while try hanging.next(into: &samples) != nil {} }
+        #expect(hang?.description.contains("timed out after 1 s") == true, "\(hang?.description ?? "")")
+
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("decoder-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let text = dir.appendingPathComponent("notes.mp3").path
+        try Data("not audio at all, only words".utf8).write(to: URL(fileURLWithPath: text))
+        let refusal = #expect(throws: DecodeWorkerError.self) {
+            _ = try IsolatedTrackPCM(path: text, hints: TrackDecoder.Hints(), channels: 2, settings: Self.workerSettings(streamd))
+        }
+        #expect(refusal?.description.isEmpty == false, "the decoder's message comes through")
     }
 }

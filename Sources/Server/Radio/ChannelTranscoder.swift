@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import StreamAudio
 import StreamShared
 
@@ -7,29 +10,37 @@ import StreamShared
 /// encoder for the channel's whole life: the stream is one continuous MP3 stream (no priming
 /// or padding at the joins, the bit reservoir runs on), and listeners never cost an encode.
 /// Used by the producer thread only; it asks for frames when the channel clock says they are
-/// due, so the work is spread at the stream's pace.
+/// due, so the work is spread at the stream's pace. The tracks are decoded in worker processes
+/// (`IsolatedTrackPCM`): a file that crashes a decoder costs its track, not the server.
 final class ChannelTranscoder {
     let format: ChannelFormat
     private let encoder: LAMEEncoder
-    private var decoder: TrackDecoder?
+    private let isolation: DecodeIsolation
+    private var decoder: (any TrackPCM)?
     /// Converts the current track's rate to the channel's (bypassed when they are equal). Kept
     /// across tracks of one rate, so their samples run through one filter without a seam.
     private var resampler: SoxrResampler
     private var resamplerInputRate = 0
     private var pcm: [Float] = []
-    private var stereo: [Float] = []
     /// Encoded bytes not yet handed out as frames; `head` is the first.
     private var encoded: [UInt8] = []
     private var head = 0
     private var splitter = AudioFrameSplitter(codec: .mpeg)
     /// Samples (per channel, at the track's rate) decoded from the current track.
     private(set) var trackSamples = 0
+    /// Files whose decoder worker crashed or overran, as they were then: skipped until they
+    /// change, so a crafted file costs one worker (and a hang one stall), not one every pass.
+    private var quarantine: [String: FileStamp] = [:]
+    /// The current track's file as it was when it began.
+    private var current: (path: String, stamp: FileStamp?)?
 
     static let quality = 3
 
-    /// A transcoder to `format` (MPEG audio; 1 or 2 channels; one of MP3's rates).
-    init(format: ChannelFormat) throws(EncoderError) {
+    /// A transcoder to `format` (MPEG audio; 1 or 2 channels; one of MP3's rates) whose tracks
+    /// are decoded as `isolation` says (streamd: in worker processes).
+    init(format: ChannelFormat, isolation: DecodeIsolation) throws(EncoderError) {
         self.format = format
+        self.isolation = isolation
         // Quality 3, libmp3lame's own default (what `lame` and ffmpeg use unless told otherwise).
         encoder = try LAMEEncoder(sampleRate: format.sampleRate, channels: format.channels, kbps: format.kbps,
                                   quality: Self.quality)
@@ -37,11 +48,41 @@ final class ChannelTranscoder {
     }
 
     /// Starts `track`: its samples follow the previous track's in the stream. Throws when it
-    /// cannot be opened or planned (the caller skips it).
+    /// cannot be opened or planned, or its decoder worker fails to start or dies at once (the
+    /// caller skips it).
     func begin(_ track: ChannelTrack) throws {
         decoder = nil
         trackSamples = 0
-        decoder = try TrackDecoder(source: try OpenFile(path: track.path), hints: track.decoderHints)
+        current = nil
+        switch isolation {
+        case .inProcess:
+            decoder = try LocalTrackPCM(path: track.path, hints: track.decoderHints, channels: format.channels)
+        case .worker(let settings):
+            let stamp = Self.stamp(track.path)
+            if let stamp, quarantine[track.path] == stamp {
+                throw DecodeWorkerError(description: "skipped: its decoder crashed or stalled on it before (the file has not changed since)")
+            }
+            current = (track.path, stamp)
+            do {
+                decoder = try IsolatedTrackPCM(path: track.path, hints: track.decoderHints, channels: format.channels,
+                                               settings: settings)
+            } catch {
+                remember(error)
+                throw error
+            }
+        }
+    }
+
+    /// Quarantines the current file when `error` says its worker crashed or overran.
+    private func remember(_ error: any Error) {
+        guard let failure = error as? DecodeWorkerError, failure.quarantines, let file = current, let stamp = file.stamp else { return }
+        quarantine[file.path] = stamp
+    }
+
+    private static func stamp(_ path: String) -> FileStamp? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Catalog.stamp(info)
     }
 
     /// The next MP3 frame of the stream, or nil when the current track has given all its
@@ -51,27 +92,28 @@ final class ChannelTranscoder {
         // Bounded: every pass decodes more of a finite track or returns.
         while true {
             if let frame = try takeFrame() { return frame }
-            guard var current = decoder else { return nil }
+            guard let current = decoder else { return nil }
             pcm.removeAll(keepingCapacity: true)
-            let more: Bool
+            let rate: Int?
             do {
-                more = try current.decode(into: &pcm)
+                rate = try current.next(into: &pcm)
             } catch {
                 decoder = nil
+                remember(error)
                 throw error
             }
-            decoder = more ? current : nil
-            guard more else { return nil }
-            let trackFormat = current.format
-            trackSamples += pcm.count / max(1, trackFormat.channels)
-            try feed(pcm, format: trackFormat)
+            guard let rate else {
+                decoder = nil
+                return nil
+            }
+            trackSamples += pcm.count / format.channels
+            try feed(&pcm, rate: rate)
         }
     }
 
-    /// Stereo (or mono) at the channel's rate, then into the encoder.
-    private func feed(_ samples: [Float], format input: AudioFormat) throws {
-        remix(samples, channels: input.channels, into: &stereo)
-        if input.sampleRate != resamplerInputRate {
+    /// The channel's channels at `input` Hz, resampled to the channel's rate, into the encoder.
+    private func feed(_ samples: inout [Float], rate input: Int) throws {
+        if input != resamplerInputRate {
             // Another rate: what the filter holds of the previous track comes out first.
             var tail: [Float] = []
             resampler.flush(into: &tail)
@@ -79,29 +121,12 @@ final class ChannelTranscoder {
             // Unset until configured: a refused rate leaves the resampler without a filter, and
             // the next track at the old rate must configure it again, not pass unresampled.
             resamplerInputRate = 0
-            _ = try resampler.configure(input: AudioFormat(sampleRate: input.sampleRate, channels: format.channels))
-            resamplerInputRate = input.sampleRate
+            _ = try resampler.configure(input: AudioFormat(sampleRate: input, channels: format.channels))
+            resamplerInputRate = input
         }
-        resampler.process(&stereo)
-        try encoder.encode(stereo[...], appendingTo: &encoded)
+        resampler.process(&samples)
+        try encoder.encode(samples[...], appendingTo: &encoded)
     }
-
-    /// `samples` of `channels` as the channel's channel count, by the track's speaker layout.
-    private func remix(_ samples: [Float], channels: Int, into output: inout [Float]) {
-        output.removeAll(keepingCapacity: true)
-        if channels == format.channels {
-            output.append(contentsOf: samples)
-            return
-        }
-        let layout = decoder.map { Speaker.layout(channels: channels, of: $0) } ?? Speaker.defaultLayout(channels: channels)
-        if matrixLayout != layout {
-            matrix = Downmix(speakers: layout, outputChannels: format.channels)
-            matrixLayout = layout
-        }
-        matrix?.apply(samples, into: &output)
-    }
-    private var matrix: Downmix?
-    private var matrixLayout: [Speaker] = []
 
     /// The next whole frame of the encoded bytes, if one is there.
     private func takeFrame() throws -> (bytes: ArraySlice<UInt8>, frame: AudioFrameSplitter.Frame)? {

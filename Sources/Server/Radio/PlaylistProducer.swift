@@ -25,13 +25,18 @@ final class PlaylistProducer: @unchecked Sendable {
     private var stopped = false
     private let done = DispatchSemaphore(value: 0)
 
+    /// Where the transcoder's tracks are decoded (streamd: worker processes).
+    let isolation: DecodeIsolation
+
     init(channel: RadioChannel, tracks: [ChannelTrack], shuffle: Bool, format: ChannelFormat, transcodes: Bool,
-         tickNanos: UInt64, preroll: Int, warn: @escaping @Sendable (String) -> Void) throws(EncoderError) {
+         isolation: DecodeIsolation, tickNanos: UInt64, preroll: Int,
+         warn: @escaping @Sendable (String) -> Void) throws(EncoderError) {
         self.channel = channel
         self.tracks = tracks
         self.shuffle = shuffle
         self.format = format
-        transcoder = transcodes ? try ChannelTranscoder(format: format) : nil
+        self.isolation = isolation
+        transcoder = transcodes ? try ChannelTranscoder(format: format, isolation: isolation) : nil
         self.tickNanos = max(1_000_000, tickNanos)
         self.preroll = preroll
         self.warn = warn
@@ -167,7 +172,8 @@ final class PlaylistProducer: @unchecked Sendable {
         }
         let kbps = min(320, max(8, format.kbps))
         transcoder = try ChannelTranscoder(format: ChannelFormat(codec: .mpeg, sampleRate: format.sampleRate,
-                                                                 channels: format.channels, kbps: kbps))
+                                                                 channels: format.channels, kbps: kbps),
+                                       isolation: isolation)
         warn("radio \(channel.name): \(track.path) is not \(ChannelTracks.describe(format)): the channel transcodes from now on")
         try transcoder?.begin(track)
         return true

@@ -26,7 +26,8 @@ public final class RadioService: @unchecked Sendable {
     public func addPlaylist(name: String, plan: ChannelPlan, shuffle: Bool) throws(EncoderError) {
         let channel = RadioChannel(name: name, ringCapacity: settings.ringBytes, format: plan.format)
         let producer = try PlaylistProducer(channel: channel, tracks: plan.tracks, shuffle: shuffle, format: plan.format,
-                                            transcodes: plan.transcodes, tickNanos: settings.tickNanos,
+                                            transcodes: plan.transcodes, isolation: .worker(settings.decodeWorker),
+                                            tickNanos: settings.tickNanos,
                                             preroll: settings.burstBytes, warn: warn)
         lock.lock()
         channels[name] = channel

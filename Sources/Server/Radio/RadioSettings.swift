@@ -12,6 +12,8 @@ public struct RadioSettings: Sendable {
     public var tickNanos: UInt64 = 250_000_000
     /// The password of user `source` for live sources and metadata updates; nil refuses sources.
     public var sourcePassword: String?
+    /// How a transcoding channel's decoder workers are started and bounded.
+    public var decodeWorker = DecodeWorker.Settings()
     /// Seconds a silent source is kept, and a channel without source before its listeners are closed.
     public var sourceTimeoutSeconds = 10.0
 

@@ -1,0 +1,315 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import StreamAudio
+import StreamShared
+
+/// The child side of a transcoding channel's decoding: `streamd decode-worker` reads one
+/// request on stdin (a track and the channel's channel count), decodes it with `LocalTrackPCM`
+/// and writes the samples to stdout as they come, blocking when the pipe is full, so it runs
+/// just ahead of the channel. libmpg123 or libfaad2 crashing on a crafted frame, or our code
+/// trapping, ends this process only; the channel logs it and plays the next track.
+///
+/// Messages are `AnalyzerProtocol` frames (32-bit little-endian length, payload). The worker
+/// says `hello`, then answers the request with sample frames (`0`, the rate as u32 LE, floats
+/// in host byte order: both ends are this machine's streamd), then `1` at the end of the track
+/// or `2` and the decoder's error message.
+public enum DecodeWorker {
+    /// The hidden subcommand that runs the worker.
+    public static let subcommand = "decode-worker"
+    /// Test-only: `trap:NAME,hang:NAME` makes the worker trap or spin on files of that name
+    /// after their first samples (a decoder that crashes or loops mid-track).
+    public static let faultVariable = "STREAMD_TEST_DECODER_FAULT"
+    static let hello = Array("streamd-decoder/1".utf8)
+    /// The most samples one frame from the worker may carry (a unit is at most 4096 frames of
+    /// two channels; the rest is room).
+    static let maxSamples = 1 << 18
+
+    /// How workers are started and bounded.
+    public struct Settings: Sendable {
+        /// The program to run; `/proc/self/exe` is streamd itself.
+        public var executable = "/proc/self/exe"
+        public var arguments = [DecodeWorker.subcommand]
+        /// Time a worker has to start and answer with its first samples (or its refusal).
+        public var startSeconds: Double = 10
+        /// Time the next samples may take once the channel asks for them (a healthy decoder
+        /// has them in the pipe already).
+        public var unitSeconds: Double = 10
+        /// Variables set for the workers on top of the server's environment.
+        public var environment: [String: String] = [:]
+
+        public init() {}
+    }
+
+    enum Kind: UInt8 {
+        case samples = 0, end = 1, failure = 2
+    }
+
+    /// The request: channels, the analysis' hints, the path.
+    static func request(path: String, hints: TrackDecoder.Hints, channels: Int) -> [UInt8] {
+        var payload: [UInt8] = [UInt8(clamping: channels)]
+        for value in [hints.audioStart, hints.audioEnd, hints.encoderDelay, hints.encoderPadding, hints.totalSamples] {
+            let bits = UInt64(bitPattern: Int64(value))
+            for shift in stride(from: 0, to: 64, by: 8) { payload.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+        }
+        return AnalyzerProtocol.frame(payload + Array(path.utf8))
+    }
+
+    static func parseRequest(_ payload: [UInt8]) throws(FormatError) -> (path: String, hints: TrackDecoder.Hints, channels: Int) {
+        var reader = ByteReader(payload, component: "decoder request")
+        let channels = Int(try reader.readU8())
+        guard channels == 1 || channels == 2 else {
+            throw .invalid(component: "decoder request", reason: "\(channels) channels", offset: 0)
+        }
+        var values: [Int] = []
+        for _ in 0..<5 { values.append(Int(Int64(bitPattern: try reader.readU64LE()))) }
+        let hints = TrackDecoder.Hints(audioStart: values[0], audioEnd: values[1], encoderDelay: values[2],
+                                       encoderPadding: values[3], totalSamples: values[4])
+        return (String(decoding: reader.rest, as: UTF8.self), hints, channels)
+    }
+
+    /// Decodes the one requested track; returns the process exit status.
+    public static func run() -> Int32 {
+        // If memory runs out, the kernel should take a worker, not the server.
+        if let adjust = fopen("/proc/self/oom_score_adj", "w") {
+            fputs("1000", adjust)
+            fclose(adjust)
+        }
+        guard writeAll(AnalyzerProtocol.frame(hello)) else { return 1 }
+        var frames = FrameAssembler()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        var request: [UInt8]?
+        while request == nil {
+            do { request = try frames.next() } catch { return 2 }
+            if request != nil { break }
+            let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return 0 }   // the server went away before asking
+            frames.append(chunk[0..<n])
+        }
+        guard let payload = request, let parsed = try? parseRequest(payload) else { return 2 }
+        let (path, hints, channels) = parsed
+        let fault = Fault(getenv(faultVariable).map { String(cString: $0) } ?? "", path: path)
+        var samples: [Float] = []
+        do {
+            let pcm = try LocalTrackPCM(path: path, hints: hints, channels: channels)
+            var units = 0
+            while true {
+                samples.removeAll(keepingCapacity: true)
+                // A second line of defence: a decoder that loops ends even if the server is gone.
+                alarm(60)
+                let rate = try pcm.next(into: &samples)
+                alarm(0)
+                guard let rate else { break }
+                if units == 1 { fault.inject() }
+                units += 1
+                var start = 0
+                // One unit is a few thousand samples; a larger one goes in pieces of whole frames.
+                let piece = maxSamples - maxSamples % channels
+                while start < samples.count {
+                    let end = min(samples.count, start + piece)
+                    guard writeAll(message(rate: rate, samples[start..<end])) else { return 1 }
+                    start = end
+                }
+            }
+        } catch {
+            return writeAll(AnalyzerProtocol.frame([Kind.failure.rawValue] + Array("\(error)".utf8))) ? 0 : 1
+        }
+        return writeAll(AnalyzerProtocol.frame([Kind.end.rawValue])) ? 0 : 1
+    }
+
+    static func message(rate: Int, _ samples: ArraySlice<Float>) -> [UInt8] {
+        var payload: [UInt8] = [Kind.samples.rawValue]
+        payload.reserveCapacity(5 + samples.count * 4)
+        let bits = UInt32(clamping: rate)
+        for shift in stride(from: 0, to: 32, by: 8) { payload.append(UInt8(truncatingIfNeeded: bits >> UInt32(shift))) }
+        samples.withUnsafeBytes { payload.append(contentsOf: $0) }
+        return AnalyzerProtocol.frame(payload)
+    }
+
+    private static func writeAll(_ bytes: [UInt8]) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { write(1, $0.baseAddress.map { $0 + done }, bytes.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            done += n
+        }
+        return true
+    }
+
+    /// The test-only fault for this file, if `spec` names it.
+    struct Fault {
+        var trap = false
+        var hang = false
+
+        init(_ spec: String, path: String) {
+            let name = path.split(separator: "/").last.map(String.init) ?? path
+            for item in spec.split(separator: ",") {
+                let parts = item.split(separator: ":", maxSplits: 1)
+                guard parts.count == 2, parts[1] == name else { continue }
+                if parts[0] == "trap" { trap = true }
+                if parts[0] == "hang" { hang = true }
+            }
+        }
+
+        func inject() {
+            if trap {
+                // A trap as a decoder bug would make one: a Double too large for Int.
+                let ticks = Double(UInt64.max) * 2
+                if Int(ticks) != 0 { return }
+            }
+            if hang {
+                while true { sched_yield() }
+            }
+        }
+    }
+}
+
+/// Why a track's decoder worker gave no samples.
+struct DecodeWorkerError: Error, CustomStringConvertible {
+    var description: String
+    /// The worker crashed, overran or spoke nonsense (not the decoder's own refusal): the file
+    /// is not tried again until it changes.
+    var quarantines = false
+}
+
+/// A track decoded by a `streamd decode-worker` process: started per track, read as the
+/// channel needs samples (each within `unitSeconds`), killed and reaped when the track ends
+/// or the channel lets it go. A worker that dies, overruns or says nonsense is a thrown
+/// `DecodeWorkerError` naming how it ended: the channel skips the track and the server goes on.
+final class IsolatedTrackPCM: TrackPCM {
+    private let child: ChildProcess
+    private let settings: DecodeWorker.Settings
+    private var frames = FrameAssembler()
+    private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    /// The first bytes of the worker's stderr (a trap's "Fatal error: ..." line).
+    private var stderrHead: [UInt8] = []
+    private var stderrOpen = true
+    /// The first answer, read in `init` so a file that cannot be opened fails `begin`.
+    private var pending: [UInt8]?
+    private var ended = false
+
+    init(path: String, hints: TrackDecoder.Hints, channels: Int, settings: DecodeWorker.Settings) throws {
+        self.settings = settings
+        var environment = ProcessInfo.processInfo.environment
+        // A trapping worker should die at once: the backtracer would spend seconds symbolicating.
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment.merge(settings.environment) { _, new in new }
+        child = try ChildProcess(executable: settings.executable, arguments: settings.arguments,
+                                 environment: environment.map { "\($0.key)=\($0.value)" })
+        let deadline = monotonicNanos() + UInt64(settings.startSeconds * 1e9)
+        guard try receive(deadline: deadline) == DecodeWorker.hello else {
+            throw finish("\(settings.executable) is not a streamd decoder (wrong hello)", quarantines: false)
+        }
+        var request = DecodeWorker.request(path: path, hints: hints, channels: channels)
+        while !request.isEmpty {
+            let n = request.withUnsafeBytes { write(child.input, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw finish("decoder worker ended before the request (\(child.wait()))", quarantines: false) }
+            request.removeFirst(n)
+        }
+        child.closeInput()
+        pending = try receive(deadline: deadline)
+        if pending?.first == DecodeWorker.Kind.failure.rawValue, let payload = pending {
+            throw finish(String(decoding: payload.dropFirst(), as: UTF8.self), quarantines: false)
+        }
+    }
+
+    func next(into output: inout [Float]) throws -> Int? {
+        guard !ended else { return nil }
+        let payload: [UInt8]
+        if let first = pending {
+            payload = first
+            pending = nil
+        } else {
+            payload = try receive(deadline: monotonicNanos() + UInt64(settings.unitSeconds * 1e9))
+        }
+        switch payload.first.flatMap(DecodeWorker.Kind.init(rawValue:)) {
+        case .samples?:
+            let count = (payload.count - 5) / 4
+            guard payload.count >= 5, (payload.count - 5) % 4 == 0, count <= DecodeWorker.maxSamples else {
+                throw finish("decoder worker sent a malformed frame of \(payload.count) bytes")
+            }
+            let rate = payload[1..<5].enumerated().reduce(0) { $0 | Int($1.element) << ($1.offset * 8) }
+            output.reserveCapacity(output.count + count)
+            payload.withUnsafeBytes { raw in
+                for i in 0..<count { output.append(raw.loadUnaligned(fromByteOffset: 5 + i * 4, as: Float.self)) }
+            }
+            return rate
+        case .end?:
+            ended = true
+            child.stop()
+            return nil
+        case .failure?:
+            throw finish(String(decoding: payload.dropFirst(), as: UTF8.self), quarantines: false)
+        case nil:
+            throw finish("decoder worker sent a frame of kind \(payload.first.map(String.init) ?? "none")")
+        }
+    }
+
+    /// The next frame from the worker, reading its stderr meanwhile; throws when it does not
+    /// come before `deadline` or the worker ends (it is then killed and reaped).
+    private func receive(deadline: UInt64) throws -> [UInt8] {
+        let started = monotonicNanos()
+        while true {
+            do {
+                if let payload = try frames.next() { return payload }
+            } catch {
+                throw finish("decoder worker sent a malformed frame (\(error))")
+            }
+            let now = monotonicNanos()
+            guard now < deadline else {
+                throw finish("decoding timed out after \(WorkerHandle.format(Double(deadline - started) / 1e9)) s")
+            }
+            var fds = [pollfd(fd: child.output, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: child.errors, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, nfds_t(stderrOpen ? 2 : 1), Int32(min(1_000, (deadline - now) / 1_000_000 + 1)))
+            if ready < 0 && errno != EINTR { throw finish("poll: \(SystemError(call: "poll", errno: errno))") }
+            if stderrOpen, fds[1].revents != 0 { drainStderr() }
+            if fds[0].revents != 0 {
+                let n = buffer.withUnsafeMutableBytes { read(child.output, $0.baseAddress, $0.count) }
+                if n > 0 {
+                    frames.append(buffer[0..<n])
+                } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
+                    throw crashed(child.wait())
+                }
+            }
+        }
+    }
+
+    private func drainStderr() {
+        let n = buffer.withUnsafeMutableBytes { read(child.errors, $0.baseAddress, $0.count) }
+        if n > 0 {
+            stderrHead += buffer[0..<min(n, max(0, 4096 - stderrHead.count))]
+        } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
+            stderrOpen = false
+        }
+    }
+
+    /// "decoder crashed (signal 4): Fatal error: ..." from how the worker ended and what it said.
+    private func crashed(_ termination: ChildProcess.Termination) -> DecodeWorkerError {
+        ended = true
+        for _ in 0..<16 where stderrOpen { drainStderr() }
+        let lines = String(decoding: stderrHead, as: UTF8.self).split(whereSeparator: \.isNewline)
+        var said = lines.first { !$0.allSatisfy(\.isWhitespace) }
+        if let line = lines.first(where: { $0.contains("Fatal error:") }), let range = line.range(of: "Fatal error:") {
+            said = line[range.lowerBound...]
+        }
+        let how: String
+        switch termination {
+        case .signalled(let signal): how = "decoder crashed (signal \(signal))"
+        case .exited(let status): how = "decoder exited with status \(status)"
+        }
+        return DecodeWorkerError(description: said.map { "\(how): \($0.prefix(300))" } ?? how, quarantines: true)
+    }
+
+    /// Kills and reaps the worker; the error to throw (by default, one that quarantines the file).
+    private func finish(_ why: String, quarantines: Bool = true) -> DecodeWorkerError {
+        ended = true
+        child.kill()
+        child.wait()
+        return DecodeWorkerError(description: why, quarantines: quarantines)
+    }
+}
