@@ -17,8 +17,9 @@ import Glibc
             try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
             try FileManager.default.copyItem(at: file, to: target)
         }
-        let secret = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-secret-\(getpid()).txt")
-        try Data("secret".utf8).write(to: secret)
+        // One secret outside every library, shared by all test processes (one per process piled up).
+        let secret = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-e2e-secret.txt")
+        if !FileManager.default.fileExists(atPath: secret.path) { try Data("secret".utf8).write(to: secret, options: .atomic) }
         try FileManager.default.createSymbolicLink(at: dir.appendingPathComponent("escape.mp3"), withDestinationURL: secret)
         try Data("just text\n".utf8).write(to: dir.appendingPathComponent("notes.txt"))
         return dir

@@ -180,8 +180,8 @@ final class EventLoop: @unchecked Sendable {
             let peer = Self.describe(address)
             // The loop with the fewest connections serves it (this one on a tie).
             let mine = ownedCount.load(ordering: .relaxed)
-            if let other = siblings.min(by: { $0.ownedCount.load(ordering: .relaxed) < $1.ownedCount.load(ordering: .relaxed) }),
-               other !== self, other.ownedCount.load(ordering: .relaxed) < mine, other.take(fd: fd, peer: peer) {
+            let fewest = siblings.lazy.map { ($0, $0.ownedCount.load(ordering: .relaxed)) }.min { $0.1 < $1.1 }
+            if let (other, theirs) = fewest, other !== self, theirs < mine, other.take(fd: fd, peer: peer) {
                 continue
             }
             ownedCount.wrappingIncrement(ordering: .relaxed)
