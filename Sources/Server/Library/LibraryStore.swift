@@ -26,6 +26,11 @@ public final class LibraryStore: @unchecked Sendable {
     /// An in-memory database has one connection: reads go through the writer.
     private let inMemory: Bool
     private let changeCount = ManagedAtomic<UInt64>(0)
+    /// When `changeCount` last moved (`DispatchTime` nanoseconds): the in-memory search index
+    /// waits for writes to settle before it is read.
+    private let lastWriteNanos = ManagedAtomic<UInt64>(0)
+    private let searchIndexLock = NSLock()
+    private var searchIndexStorage = SearchIndexState()
     private var artistIDs: [String: Int] = [:]
     private var albumIDs: [String: Int] = [:]
     /// While the search index's insert trigger is off (a first scan; a scan after the migration
@@ -348,6 +353,9 @@ public final class LibraryStore: @unchecked Sendable {
     public func beginBulkLoad() throws(SQLiteError) -> Bool {
         try write { db throws(SQLiteError) in
             guard try db.queryOne("SELECT EXISTS (SELECT 1 FROM tracks)", row: { $0.int(0) }) == 0 else { return false }
+            // The search index is emptied: counted as a change (before and after, as in `apply`).
+            changed()
+            defer { changed() }
             try transaction(db) { () throws(SQLiteError) in
                 for index in Self.orderIndexes {
                     try db.execute("DROP INDEX IF EXISTS \(index.prefix { $0 != " " })")
@@ -370,17 +378,17 @@ public final class LibraryStore: @unchecked Sendable {
         var added = 0
         while true {
             // Search answers change: counted before and after, as in `apply`.
-            changeCount.wrappingIncrement(ordering: .acquiringAndReleasing)
+            changed()
             let count: Int
             do {
                 count = try write { db throws(SQLiteError) in
                     try transaction(db) { () throws(SQLiteError) in try indexSearchBacklog(limit: Self.searchBacklogBatch, db) }
                 }
             } catch {
-                changeCount.wrappingIncrement(ordering: .acquiringAndReleasing)
+                changed()
                 throw error
             }
-            changeCount.wrappingIncrement(ordering: .acquiringAndReleasing)
+            changed()
             added += count
             if count < Self.searchBacklogBatch { return added }
         }
@@ -395,8 +403,8 @@ public final class LibraryStore: @unchecked Sendable {
             for index in Self.orderIndexes { try db.execute("CREATE INDEX IF NOT EXISTS \(index)") }
             guard searchIndexedThrough != nil else { return }
             // Search answers change: answers cached before are stale (counted before and after, as in `apply`).
-            changeCount.wrappingIncrement(ordering: .acquiringAndReleasing)
-            defer { changeCount.wrappingIncrement(ordering: .acquiringAndReleasing) }
+            changed()
+            defer { changed() }
             try transaction(db) { () throws(SQLiteError) in
                 _ = try indexSearchBacklog(limit: Int(Int32.max), db)
                 try db.execute(Self.searchInsertTrigger)
@@ -406,6 +414,12 @@ public final class LibraryStore: @unchecked Sendable {
         }
     }
 
+    /// Moves the generation: before and after each write that changes what the lists or search answer.
+    private func changed() {
+        changeCount.wrappingIncrement(ordering: .acquiringAndReleasing)
+        lastWriteNanos.store(DispatchTime.now().uptimeNanoseconds, ordering: .releasing)
+    }
+
     /// Counts the writes of `apply`: what was read from the lists is current while it is unchanged.
     public var generation: UInt64 { changeCount.load(ordering: .acquiring) }
 
@@ -413,8 +427,8 @@ public final class LibraryStore: @unchecked Sendable {
     public func apply(_ changes: [LibraryChange]) throws(SQLiteError) {
         guard !changes.isEmpty else { return }
         // Counted before and after: a reader that saw the old count may have read either state.
-        changeCount.wrappingIncrement(ordering: .acquiringAndReleasing)
-        defer { changeCount.wrappingIncrement(ordering: .acquiringAndReleasing) }
+        changed()
+        defer { changed() }
         try write { db throws(SQLiteError) in
             try transaction(db) { () throws(SQLiteError) in
                 var touched = Set<Int>()
@@ -868,6 +882,13 @@ public final class LibraryStore: @unchecked Sendable {
     /// The FTS5 query for what a user typed: each word a quoted prefix term, all of them required.
     /// nil when there is no word (punctuation only).
     public static func ftsQuery(_ text: String) -> String? {
+        let terms = searchWords(text).map { "\"\($0)\"*" }
+        return terms.isEmpty ? nil : terms.joined(separator: " ")
+    }
+
+    /// The words of what a user typed that a search looks for (each a prefix): runs of letters
+    /// and digits, the first 16, each cut to 64 characters.
+    static func searchWords(_ text: String) -> [String] {
         var words: [String] = []
         var current = ""
         for scalar in text.unicodeScalars {
@@ -879,8 +900,7 @@ public final class LibraryStore: @unchecked Sendable {
             }
         }
         if !current.isEmpty { words.append(current) }
-        let terms = words.prefix(16).map { "\"\(String($0.prefix(64)))\"*" }
-        return terms.isEmpty ? nil : terms.joined(separator: " ")
+        return words.prefix(16).map { String($0.prefix(64)) }
     }
 
     /// Matches up to which `search` ranks by bm25. Ranking costs 1.5-11 µs a match (at 100,000
@@ -901,9 +921,10 @@ public final class LibraryStore: @unchecked Sendable {
 
     /// `search(query:limit:)` handing each row to `body` as the statement's row (`trackColumns`).
     public func search(query: String, limit: Int, _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
+        let index = currentSearchIndex()
         try read { db throws(SQLiteError) in
             try db.reading { () throws(SQLiteError) in
-                let ids = try Self.searchIDs(query: query, limit: limit, db)
+                let ids = try Self.searchIDs(query: query, limit: limit, db, index: index)
                 guard !ids.isEmpty else { return }
                 try db.each("SELECT \(Self.trackColumns) FROM tracks t WHERE t.id = ?", keys: ids, body)
             }
@@ -912,28 +933,49 @@ public final class LibraryStore: @unchecked Sendable {
 
     /// `search(query:limit:)` handing each track's `/api/tracks` item to `body` (`forEachTrackJSON`).
     public func searchJSON(query: String, limit: Int, _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
+        let index = currentSearchIndex()
         try read { db throws(SQLiteError) in
             try db.reading { () throws(SQLiteError) in
-                try Self.eachTrackJSON(ids: try Self.searchIDs(query: query, limit: limit, db), db, body)
+                try Self.eachTrackJSON(ids: try Self.searchIDs(query: query, limit: limit, db, index: index), db, body)
             }
         }
     }
 
+    /// The ids `search` answers with (`searchIDs`), from FTS5 alone (`index` false) or from the
+    /// in-memory index where it can (true: built first when it is not current). What the tests
+    /// compare.
+    func searchIDs(query: String, limit: Int, inMemoryIndex: Bool) throws(SQLiteError) -> [Int] {
+        var index: SearchIndex?
+        if inMemoryIndex {
+            index = currentSearchIndex(startBuilding: false)
+            if index == nil { index = try buildSearchIndex() }
+        }
+        return try read { db throws(SQLiteError) in
+            try db.reading { () throws(SQLiteError) in try Self.searchIDs(query: query, limit: limit, db, index: index) }
+        }
+    }
+
     /// The ids `search` answers with, best first: only the search index is read (the rows are
-    /// read by id after, one prepared statement for them all).
-    private static func searchIDs(query: String, limit: Int, _ db: SQLiteDatabase) throws(SQLiteError) -> [Int] {
-        guard let match = ftsQuery(query), limit > 0 else { return [] }
+    /// read by id after, one prepared statement for them all). With `index` (current), a query
+    /// of plain ASCII words is answered from it, and FTS5 only ranks 1 to `rankedMatchLimit`
+    /// matches (bm25).
+    private static func searchIDs(query: String, limit: Int, _ db: SQLiteDatabase, index: SearchIndex?) throws(SQLiteError) -> [Int] {
+        guard limit > 0 else { return [] }
+        let words = searchWords(query)
+        guard !words.isEmpty else { return [] }
+        let match = words.map { "\"\($0)\"*" }.joined(separator: " ")
+        if let index, let prefixes = SearchIndex.terms(words) {
+            switch index.search(prefixes: prefixes, limit: limit, rankedMatchLimit: rankedMatchLimit) {
+            case .ids(let ids): return ids
+            case .fewMatches: return try rankedIDs(match: match, limit: limit, db)
+            }
+        }
         let inOrder = "SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? ORDER BY rowid LIMIT ?"
         // The first matches in catalog order tell whether there are few enough to rank, and are
         // the first of the others once the title hits are placed.
         var asked = rankedMatchLimit + 1
         var matches = try db.query(inOrder, [.text(match), .int(Int64(asked))]) { $0.int(0) }
-        if matches.count <= rankedMatchLimit {
-            return try db.query("""
-                SELECT t.id FROM tracks_fts JOIN tracks t ON t.id = tracks_fts.rowid
-                WHERE tracks_fts MATCH ? ORDER BY bm25(tracks_fts, 10.0, 5.0, 3.0), t.path LIMIT ?
-                """, [.text(match), .int(Int64(limit))]) { $0.int(0) }
-        }
+        if matches.count <= rankedMatchLimit { return try rankedIDs(match: match, limit: limit, db) }
         var ids = try db.query(inOrder, [.text("{title} : (\(match))"), .int(Int64(limit))]) { $0.int(0) }
         guard ids.count < limit else { return ids }
         // Fewer title hits than the page holds: these are all of them, so the rest of the page is
@@ -949,6 +991,97 @@ public final class LibraryStore: @unchecked Sendable {
             guard matches.count == asked, let last = matches.last else { return ids }
             asked = max(limit, 256)
             matches = try db.query(after, [.text(match), .int(Int64(last)), .int(Int64(asked))]) { $0.int(0) }
+        }
+    }
+
+    /// The matches of the FTS5 query `match` ranked by bm25 (a title hit weighing most), then path.
+    private static func rankedIDs(match: String, limit: Int, _ db: SQLiteDatabase) throws(SQLiteError) -> [Int] {
+        try db.query("""
+            SELECT t.id FROM tracks_fts JOIN tracks t ON t.id = tracks_fts.rowid
+            WHERE tracks_fts MATCH ? ORDER BY bm25(tracks_fts, 10.0, 5.0, 3.0), t.path LIMIT ?
+            """, [.text(match), .int(Int64(limit))]) { $0.int(0) }
+    }
+
+    // MARK: the in-memory search index
+
+    /// The in-memory search index when it is current (built at this generation); else nil, and
+    /// a build is started in the background (`startBuilding`) unless one runs or this
+    /// generation's failed.
+    private func currentSearchIndex(startBuilding: Bool = true) -> SearchIndex? {
+        let now = generation
+        let start: Bool = withSearchIndexState { state in
+            if let index = state.index, index.generation == now { return false }
+            guard startBuilding, !state.building, state.failedGeneration != now else { return false }
+            state.building = true
+            return true
+        }
+        if start {
+            // Holds the store only while a step runs: a store dropped meanwhile ends the thread.
+            let thread = Thread { [weak self] in
+                while let pause = self?.searchIndexBuildStep() { usleep(useconds_t(min(pause / 1_000, 1_000_000))) }
+            }
+            thread.name = "search index"
+            thread.start()
+            return nil
+        }
+        return withSearchIndexState { state in state.index?.generation == now ? state.index : nil }
+    }
+
+    private func withSearchIndexState<T>(_ body: (inout SearchIndexState) -> T) -> T {
+        searchIndexLock.lock()
+        defer { searchIndexLock.unlock() }
+        return body(&searchIndexStorage)
+    }
+
+    /// The in-memory index's state, under its lock.
+    private struct SearchIndexState {
+        var index: SearchIndex?
+        var building = false
+        /// A generation whose build failed (a database error, or ids it cannot hold): not tried again.
+        var failedGeneration: UInt64?
+    }
+
+    /// How long the catalog must have been unchanged before the index is read: a scan writes a
+    /// chunk every fraction of a second, and an index read between two writes would be stale at once.
+    static let searchIndexSettleNanos: UInt64 = 300_000_000
+
+    /// One step of the background build: nil when it is over (the index is current, or cannot
+    /// be built for this generation), else how long to wait before the next step. It waits until
+    /// writes settle, reads the index and publishes it when no write came in the meantime.
+    private func searchIndexBuildStep() -> UInt64? {
+        let quiet = DispatchTime.now().uptimeNanoseconds &- lastWriteNanos.load(ordering: .acquiring)
+        if quiet < Self.searchIndexSettleNanos { return Self.searchIndexSettleNanos - quiet }
+        let attempted = generation
+        let done: Bool
+        do {
+            done = try buildSearchIndex() != nil || withSearchIndexState { $0.failedGeneration == attempted }
+        } catch {
+            withSearchIndexState { $0.failedGeneration = attempted }
+            done = true
+        }
+        if done { withSearchIndexState { $0.building = false } }
+        return done ? nil : 1_000_000
+    }
+
+    /// Reads the in-memory index now and publishes it when the catalog did not change meanwhile;
+    /// returns it then (nil when a write came in: it is stale; or when it cannot be held here,
+    /// which marks this generation failed).
+    @discardableResult
+    func buildSearchIndex() throws(SQLiteError) -> SearchIndex? {
+        let before = generation
+        let built = try read { db throws(SQLiteError) -> SearchIndex? in
+            try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS \(SearchIndex.vocabularyTable) USING fts5vocab(main, tracks_fts, instance)")
+            return try db.reading { () throws(SQLiteError) in try SearchIndex.build(db, generation: before) }
+        }
+        guard generation == before else { return nil }
+        return withSearchIndexState { state in
+            guard let built else {
+                state.failedGeneration = before
+                return nil
+            }
+            if let index = state.index, index.generation == before { return index }
+            state.index = built
+            return built
         }
     }
 

@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+@testable import StreamServer
+@testable import StreamShared
+
+/// The in-memory search index (`SearchIndex`) against FTS5: on a library of tricky tags (accents,
+/// punctuation, apostrophes, digits, mixed case, repeated words, other scripts), every query
+/// gives the same ids in the same order both ways, before and after the catalog changes.
+@Suite struct SearchIndexTests {
+    typealias Fixture = LibraryStoreTests
+
+    /// Words the tags are made of: plain ones common enough for more than 200 matches, and the
+    /// ones whose tokens only FTS5 knows how to fold and split.
+    static let words = [
+        "river", "Rivers", "riverside", "rive", "RIVER", "blue", "Blue", "BLUES", "a", "an", "the", "of", "Dawn", "dawning",
+        "Café", "cafe", "CAFÉ", "Crème", "Brûlée", "naïve", "Ñandú", "Zoë", "Åsa", "Øresund", "Ærø", "façade", "Dvořák",
+        "Łódź", "İstanbul", "ǅemal", "straße", "STRASSE", "café́", "ﬁne", "ＡＢＣ", "①②", "½", "Ⅻ",
+        "O'Brien", "rock'n'roll", "don't", "AC/DC", "R.E.M.", "P!nk", "Ke$ha", "+44", "7-11", "x86_64", "mp3", "R2D2",
+        "1999", "2001", "007", "0042", "Beyoncé", "Sigur Rós", "Mötley Crüe", "under_score", "semi;colon", "tab\there",
+        "東京", "東京タワー", "Москва", "москва", "Ελλάδα", "ελλαδα", "مرحبا", "שלום", "한국어", "ไทย", "🎵", "rEvErB",
+    ]
+
+    /// A deterministic generator (the tests must not depend on the run).
+    struct Generator {
+        var state: UInt64
+        mutating func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        mutating func words(_ count: Int) -> String {
+            (0..<count).map { _ in
+                // Every third word from the first eight: "river", "blue" and their kin match hundreds.
+                next(3) == 0 ? SearchIndexTests.words[next(8)] : SearchIndexTests.words[next(SearchIndexTests.words.count)]
+            }.joined(separator: next(4) == 0 ? " - " : " ")
+        }
+    }
+
+    static func library(_ count: Int, seed: UInt64, prefix: String = "t") -> [LibraryChange] {
+        var g = Generator(state: seed)
+        return (0..<count).map { n in
+            let title: String? = g.next(20) == 0 ? nil : g.words(1 + g.next(4))
+            let artist: String? = g.next(10) == 0 ? nil : g.words(1 + g.next(3))
+            let album: String? = g.next(10) == 0 ? nil : g.words(1 + g.next(3))
+            let albumArtist: String? = g.next(8) == 0 ? "Various Artists" : nil
+            // The path breaks bm25 ties: not in the order of the ids.
+            let path = String(format: "%@/%05d %@.mp3", prefix, (n * 7_919) % 100_003, "x")
+            return .track(path: path, stamp: Fixture.stamp(n),
+                          analysis: Fixture.analysis(title: title, artist: artist, album: album, albumArtist: albumArtist))
+        }
+    }
+
+    /// What a listener types: prefixes of every word of the tags, whole words, pairs, and odd input.
+    static func queries() -> [String] {
+        var queries: [String] = ["riv blu", "o brien", "rock n roll", "don t", "ac dc", "r e m", "x86", "86", "0", "00", "1",
+                                 "caf", "cafe", "crem", "dvor", "lodz", "istan", "strasse", "stra", "fine", "abc", "xii",
+                                 "the of a", "a a a", "RIVER river", "zzz", "river zzz", "v", "various", "artists",
+                                 "!!!", "\"", "riv\"er", "café", "Москва", "東京", "ελλ", "ñandu", "nandu", "zoe", "asa",
+                                 "oresund", "aero", "aer", "be", "beyon", "motley", "crue", "under", "score", "tab", "reverb"]
+        for word in words {
+            queries.append(word)
+            queries.append(word.uppercased())
+            let folded = Array(word.lowercased())
+            for length in 1...min(folded.count, 6) { queries.append(String(folded.prefix(length))) }
+        }
+        var g = Generator(state: 99)
+        for _ in 0..<150 {
+            let a = Array(words[g.next(words.count)].lowercased()), b = Array(words[g.next(8)].lowercased())
+            queries.append(String(a.prefix(1 + g.next(a.count))) + " " + String(b.prefix(1 + g.next(b.count))))
+        }
+        return queries
+    }
+
+    /// Every query at several limits: the same ids, in the same order, from FTS5 and from the index.
+    static func expectSameAnswers(_ store: LibraryStore, _ note: String) throws -> (answered: Int, big: Int, few: Int) {
+        let index = try #require(try store.buildSearchIndex(), "the index is built (\(note))")
+        var answered = 0, big = 0, few = 0
+        for query in queries() {
+            let words = LibraryStore.searchWords(query)
+            if let prefixes = SearchIndex.terms(words) {
+                answered += 1
+                switch index.search(prefixes: prefixes, limit: 1000, rankedMatchLimit: LibraryStore.rankedMatchLimit) {
+                case .ids(let ids): if ids.count > LibraryStore.rankedMatchLimit { big += 1 }
+                case .fewMatches: few += 1
+                }
+            }
+            for limit in [1, 7, 101, 250, 1000] {
+                let fts = try store.searchIDs(query: query, limit: limit, inMemoryIndex: false)
+                let memory = try store.searchIDs(query: query, limit: limit, inMemoryIndex: true)
+                // Compared first: the expectation would print both lists whole.
+                let same = memory == fts
+                #expect(same, "\(note): q=\(query) limit=\(limit): \(memory.count) ids \(memory.prefix(12)) against FTS5's \(fts.count) \(fts.prefix(12))")
+            }
+        }
+        return (answered, big, few)
+    }
+
+    @Test func sameAnswersAsFTS5_onTrickyTags_beforeAndAfterChanges() throws {
+        let dir = try Fixture.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try LibraryStore(path: dir.appendingPathComponent("catalog.db").path, folder: "/music")
+        try store.apply(Self.library(1_500, seed: 7))
+        let first = try Self.expectSameAnswers(store, "first write")
+        #expect(first.answered > 300, "most queries are plain ASCII words the index answers itself")
+        #expect(first.big > 20, "queries with more than 200 matches (title hits first, then the others)")
+        #expect(first.few > 20, "queries with 1 to 200 matches (ranked by FTS5)")
+
+        // Renames, removals and new tracks: the index read before is not used, the next one agrees again.
+        let before = try #require(try store.buildSearchIndex())
+        var changes = Self.library(300, seed: 8, prefix: "t")
+        changes += (0..<200).map { LibraryChange.removed(path: String(format: "t/%05d x.mp3", ($0 * 3 * 7_919) % 100_003)) }
+        changes += Self.library(100, seed: 9, prefix: "u")
+        try store.apply(changes)
+        #expect(store.generation != before.generation)
+        _ = try Self.expectSameAnswers(store, "after changes")
+    }
+
+    @Test func termRanges_arePrefixesInByteOrder() throws {
+        let store = try LibraryStore(path: ":memory:", folder: "/music")
+        try store.apply([
+            .track(path: "a.mp3", stamp: Fixture.stamp(1), analysis: Fixture.analysis(title: "Rive River Riverside Rivet")),
+            .track(path: "b.mp3", stamp: Fixture.stamp(2), analysis: Fixture.analysis(title: "Café riz")),
+        ])
+        let index = try #require(try store.buildSearchIndex())
+        func terms(_ prefix: String) -> Int { index.termRange(Array(prefix.utf8)).count }
+        #expect(terms("riv") == 4 && terms("river") == 2 && terms("ri") == 5 && terms("rivets") == 0)
+        #expect(terms("caf") == 1, "FTS5 folded café to cafe (remove_diacritics)")
+        #expect(terms("") == index.termCount)
+        #expect(SearchIndex.terms(["Café"]) == nil, "a word that is not plain ASCII goes to FTS5")
+        #expect(SearchIndex.terms(["RiV", "09"]) == [Array("riv".utf8), Array("09".utf8)])
+    }
+}
