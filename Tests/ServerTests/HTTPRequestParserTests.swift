@@ -79,6 +79,18 @@ import Testing
         #expect(kept.keepAlive)
     }
 
+    @Test(arguments: [
+        ("1.1", "", true), ("1.1", "Connection: close\r\n", false), ("1.1", "Connection: Upgrade ,\t CLOSE \r\n", false),
+        ("1.1", "Connection: closed\r\n", true), ("1.1", "Connection: x-close, keep-alive\r\n", true),
+        ("1.1", "Connection: keep-alive\r\nconnection: close\r\n", false), ("1.1", "Connection: ,,close,\r\n", false),
+        ("1.0", "Connection: upgrade, Keep-Alive\r\n", true), ("1.0", "Connection: keep-alive, close\r\n", false),
+        ("1.0", "Connection: keep-alived\r\n", false), ("1.0", "Connection:\r\n", false),
+    ])
+    func connectionTokens_decideKeepAlive(version: String, fields: String, keep: Bool) throws {
+        let (request, _) = try #require(try parser.parse(bytes("GET / HTTP/\(version)\r\nHost: x\r\n\(fields)\r\n")))
+        #expect(request.keepAlive == keep, "HTTP/\(version) \(fields.debugDescription)")
+    }
+
     @Test func longRequestLine_is414() {
         let text = "GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\n\r\n"
         #expect(throws: HTTPParseError.uriTooLong) { try parser.parse(bytes(text)) }

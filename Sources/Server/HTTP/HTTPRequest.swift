@@ -56,19 +56,40 @@ public struct HTTPRequest: Sendable, Equatable {
     /// Field names compared ASCII case-insensitively, byte by byte: no lowercased copies on
     /// every lookup of every request.
     static func sameName(_ a: String, _ b: String) -> Bool {
-        guard a.utf8.count == b.utf8.count else { return false }
-        return a.utf8.elementsEqual(b.utf8) { x, y in
+        sameLetters(a.utf8, b.utf8)
+    }
+
+    static func sameLetters<A: Collection<UInt8>, B: Collection<UInt8>>(_ a: A, _ b: B) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.elementsEqual(b) { x, y in
             x == y || (x | 0x20 == y | 0x20 && (x | 0x20) &- UInt8(ascii: "a") < 26)
+        }
+    }
+
+    /// Whether a comma-separated field value lists `token` (ASCII case-insensitive, optional
+    /// whitespace around each element), read in place.
+    static func listContains(_ value: String, token: String) -> Bool {
+        let bytes = value.utf8
+        var start = bytes.startIndex
+        while true {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: ",")) ?? bytes.endIndex
+            var element = bytes[start..<end]
+            while let first = element.first, first == 0x20 || first == 0x09 { element = element.dropFirst() }
+            while let last = element.last, last == 0x20 || last == 0x09 { element = element.dropLast() }
+            if sameLetters(element, token.utf8) { return true }
+            if end == bytes.endIndex { return false }
+            start = bytes.index(after: end)
         }
     }
 
     /// Whether the connection stays open after the response (RFC 9112 section 9.3).
     public var keepAlive: Bool {
-        let tokens = headerValues("Connection").flatMap { $0.lowercased().split(separator: ",") }
-            .map { $0.trimmingCharacters(in: " \t") }
-        if tokens.contains("close") { return false }
-        if minorVersion == 0 { return tokens.contains("keep-alive") }
-        return true
+        var keepAliveListed = false
+        for field in headers where Self.sameName(field.name, "Connection") {
+            if Self.listContains(field.value, token: "close") { return false }
+            keepAliveListed = keepAliveListed || Self.listContains(field.value, token: "keep-alive")
+        }
+        return minorVersion == 0 ? keepAliveListed : true
     }
 
     /// The path part of the target, before any `?`.
