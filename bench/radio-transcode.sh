@@ -5,8 +5,8 @@
 # (libmp3lame) in real time, against ffmpeg doing the same per track in the same run
 # (`ffmpeg -re -i TRACK -af aresample=resampler=soxr -ac 2 -ar 44100 -c:a libmp3lame -b:a 128k
 # -compression_level 3 -f mp3`; LAME's quality 3, its default, on both sides), and a second streamd whose channel of four same-format MP3s passes frames through.
-# Each streamd has one listener (curl). CPU from /proc/PID/stat (streamd, over the same wall
-# time as the four ffmpeg runs) and getrusage of the children (ffmpeg).
+# Each streamd has one listener (curl). CPU from /proc/PID/stat (streamd and its decode
+# workers, over the same wall time as the four ffmpeg runs) and getrusage of the children (ffmpeg).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TRACK_SECONDS=${TRACK_SECONDS:-15}
@@ -51,7 +51,15 @@ curl -s "http://127.0.0.1:$same_port/radio/same" -o /dev/null & pids+=($!)
 sleep 3   # past the start-up pre-roll (a burst's worth encoded at once)
 grep -q "transcoded to MP3" "$OUT/streamd-mix.log" || { echo "radio-transcode.sh: the mix channel does not transcode" >&2; cat "$OUT/streamd-mix.log" >&2; exit 1; }
 
-cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+# CPU ticks of a streamd and its decode workers: its own, its reaped children's (a track's
+# worker ends with the track), and those of the children still running.
+cpu_ticks() {
+    local own children
+    own=$(awk '{print $14+$15+$16+$17}' "/proc/$1/stat")
+    # Field 4 is the parent's pid (the names of these processes have no spaces).
+    children=$({ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v p="$1" '$4 == p {s += $14 + $15} END {print s + 0}')
+    echo $((own + children))
+}
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 mix0=$(cpu_ticks "$mix_pid"); same0=$(cpu_ticks "$same_pid"); bytes0=$(stat -c %s "$OUT/mix.mp3")
 # The peer in the same wall time: the four tracks one after the other, each at its own pace.

@@ -161,4 +161,39 @@ import StreamShared
         }
         #expect(refusal?.description.isEmpty == false, "the decoder's message comes through")
     }
+
+    /// A 32-bit float WAV holds any bit pattern: NaN made libmp3lame abort the process
+    /// (psymodel.c: `el >= 0`, found while adding the decode worker). NaN and infinities are
+    /// silence and 1e30 is held to ±16 before the resampler and encoder, in either isolation.
+    @Test func nonFiniteAndHugeSamples_areMadeSane_beforeTheEncoder() throws {
+        guard let streamd = IsolatedAnalyzerTests.streamd else { return }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("decoder-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func le32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * UInt32($0))) } }
+        func le16(_ v: Int) -> [UInt8] { (0..<2).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
+        let pattern: [Float] = [.nan, .infinity, -.infinity, 1e30, -1e30, 0.5, -0.25, .signalingNaN]
+        let frames = 48_000
+        var data: [UInt8] = []
+        for i in 0..<(frames * 2) { data += le32(pattern[i % pattern.count].bitPattern) }
+        let fmt = le16(3) + le16(2) + le32(48_000) + le32(48_000 * 8) + le16(8) + le16(32)
+        let wav = Array("RIFF".utf8) + le32(UInt32(4 + 8 + fmt.count + 8 + data.count)) + Array("WAVE".utf8)
+            + Array("fmt ".utf8) + le32(UInt32(fmt.count)) + fmt + Array("data".utf8) + le32(UInt32(data.count)) + data
+        let path = dir.appendingPathComponent("wild.wav").path
+        try Data(wav).write(to: URL(fileURLWithPath: path))
+        let track = try Self.track(path)
+
+        var samples = pattern
+        ChannelTranscoder.sanitize(&samples)
+        #expect(samples == [0, 16, -16, 16, -16, 0.5, -0.25, 0], "\(samples)")
+        for isolation in [DecodeIsolation.inProcess, .worker(Self.workerSettings(streamd, unitSeconds: 30))] {
+            let transcoder = try ChannelTranscoder(format: ChannelFormat(codec: .mpeg, sampleRate: 44_100, channels: 2, kbps: 128),
+                                                   isolation: isolation)
+            try transcoder.begin(track)
+            var mp3Frames = 0
+            while try transcoder.next() != nil { mp3Frames += 1 }
+            #expect(mp3Frames >= 30, "\(isolation): \(mp3Frames) MP3 frames for 1 s")
+            #expect(transcoder.trackSamples == frames)
+        }
+    }
 }

@@ -200,7 +200,15 @@ final class IsolatedTrackPCM: TrackPCM {
         child = try ChildProcess(executable: settings.executable, arguments: settings.arguments,
                                  environment: environment.map { "\($0.key)=\($0.value)" })
         let deadline = monotonicNanos() + UInt64(settings.startSeconds * 1e9)
-        guard try receive(deadline: deadline) == DecodeWorker.hello else {
+        let hello: [UInt8]
+        do {
+            hello = try receive(deadline: deadline)
+        } catch var error as DecodeWorkerError {
+            // Before the request: not the file's doing (a loaded machine, a broken binary).
+            error.quarantines = false
+            throw error
+        }
+        guard hello == DecodeWorker.hello else {
             throw finish("\(settings.executable) is not a streamd decoder (wrong hello)", quarantines: false)
         }
         var request = DecodeWorker.request(path: path, hints: hints, channels: channels)
