@@ -196,4 +196,37 @@ import StreamShared
             #expect(transcoder.trackSamples == frames)
         }
     }
+
+    /// A worker whose memory a decoder bug corrupted may write anything before it dies: the
+    /// server checks every frame (python3 plays that worker here: its hello, then it reads the
+    /// request, then the bytes under test) and throws a typed error, quarantining the file
+    /// unless the worker failed before it read the request.
+    @Test(arguments: [
+        ("streamd-decoder/2", "b''", "is not a streamd decoder", false),
+        ("streamd-decoder/1", "frame(b'\\x00' + struct.pack('<I', 0) + b'\\x00' * 8)", "rate of 0 Hz", true),
+        ("streamd-decoder/1", "frame(b'\\x00' + struct.pack('<I', 4000000000) + b'\\x00' * 8)", "rate of 4000000000 Hz", true),
+        ("streamd-decoder/1", "frame(b'\\x00' + struct.pack('<I', 44100) + b'\\x00' * 12)", "malformed frame of 17 bytes", true),
+        ("streamd-decoder/1", "frame(b'\\x00' + struct.pack('<I', 44100) + b'\\x00' * 7)", "malformed frame of 12 bytes", true),
+        ("streamd-decoder/1", "frame(b'\\x09')", "frame of kind 9", true),
+        ("streamd-decoder/1", "struct.pack('<I', 100 << 20)", "over the limit", true),
+        ("streamd-decoder/1", "frame(b'\\x00' + struct.pack('<I', 44100) + b'\\x00' * 8)[:-3]", "decoder exited with status 0", true),
+    ])
+    func worker_whoseOutputIsWrong_isATypedError(hello: String, rest: String, message: String, quarantines: Bool) throws {
+        var settings = DecodeWorker.Settings()
+        settings.executable = "/usr/bin/python3"
+        settings.arguments = ["-c", """
+            import struct, sys
+            def frame(p): return struct.pack('<I', len(p)) + p
+            sys.stdout.buffer.write(frame(b'\(hello)'))
+            sys.stdout.buffer.flush()
+            sys.stdin.buffer.read()
+            sys.stdout.buffer.write(\(rest))
+            """]
+        let error = #expect(throws: DecodeWorkerError.self) {
+            let pcm = try IsolatedTrackPCM(path: "/nonexistent.wav", hints: TrackDecoder.Hints(), channels: 2, settings: settings)
+            _ = try Self.drain(pcm)
+        }
+        #expect(error?.description.contains(message) == true, "\(error?.description ?? "no error"), wanted \(message)")
+        #expect(error?.quarantines == quarantines, "\(error?.description ?? "")")
+    }
 }

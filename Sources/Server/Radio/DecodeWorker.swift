@@ -190,9 +190,15 @@ final class IsolatedTrackPCM: TrackPCM {
     /// The first answer, read in `init` so a file that cannot be opened fails `begin`.
     private var pending: [UInt8]?
     private var ended = false
+    /// The channel count asked for: every frame of samples holds whole frames of it.
+    private let channels: Int
 
     init(path: String, hints: TrackDecoder.Hints, channels: Int, settings: DecodeWorker.Settings) throws {
         self.settings = settings
+        self.channels = max(1, channels)
+        // A worker that dies leaves its stdin without a reader: the request's write must fail
+        // with EPIPE, not kill this process (streamd ignores SIGPIPE anyway).
+        signal(SIGPIPE, SIG_IGN)
         var environment = ProcessInfo.processInfo.environment
         // A trapping worker should die at once: the backtracer would spend seconds symbolicating.
         environment["SWIFT_BACKTRACE"] = "enable=no"
@@ -237,10 +243,13 @@ final class IsolatedTrackPCM: TrackPCM {
         switch payload.first.flatMap(DecodeWorker.Kind.init(rawValue:)) {
         case .samples?:
             let count = (payload.count - 5) / 4
-            guard payload.count >= 5, (payload.count - 5) % 4 == 0, count <= DecodeWorker.maxSamples else {
+            guard payload.count >= 5, (payload.count - 5) % 4 == 0, count <= DecodeWorker.maxSamples,
+                  count % channels == 0 else {
                 throw finish("decoder worker sent a malformed frame of \(payload.count) bytes")
             }
             let rate = payload[1..<5].enumerated().reduce(0) { $0 | Int($1.element) << ($1.offset * 8) }
+            // What the decoders can give (the WAV parser's limit): the resampler sizes its filter by it.
+            guard (1...1_536_000).contains(rate) else { throw finish("decoder worker sent a rate of \(rate) Hz") }
             output.reserveCapacity(output.count + count)
             payload.withUnsafeBytes { raw in
                 for i in 0..<count { output.append(raw.loadUnaligned(fromByteOffset: 5 + i * 4, as: Float.self)) }
