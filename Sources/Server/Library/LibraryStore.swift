@@ -749,6 +749,9 @@ public final class LibraryStore: @unchecked Sendable {
     /// range scan instead of a B-tree descent per row.
     private static func eachTrackJSON(ids: [Int], _ db: SQLiteDatabase, _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
         var fallback: [UInt8] = []
+        // Looked up once, not per id (the statement cache hashes the SQL text: 1 % of a search).
+        let stored = try db.prepare("SELECT json FROM track_json WHERE id = ?")
+        defer { stored.reset() }
         var start = 0
         while start < ids.count {
             var end = start + 1
@@ -756,7 +759,7 @@ public final class LibraryStore: @unchecked Sendable {
             if end - start >= minimumRangeRun {
                 try eachStoredJSON(first: ids[start], last: ids[end - 1], db, fallback: &fallback, body)
             } else {
-                for id in ids[start..<end] { try oneTrackJSON(id: id, db, fallback: &fallback, body) }
+                for id in ids[start..<end] { try oneTrackJSON(id: id, stored, db, fallback: &fallback, body) }
             }
             start = end
         }
@@ -783,17 +786,17 @@ public final class LibraryStore: @unchecked Sendable {
         }
     }
 
-    /// The item of one id: the stored one, else written from its row.
-    private static func oneTrackJSON(id: Int, _ db: SQLiteDatabase, fallback: inout [UInt8],
+    /// The item of one id: the stored one (`stored`: the prepared lookup of `track_json`), else
+    /// written from its row.
+    private static func oneTrackJSON(id: Int, _ stored: SQLiteDatabase.Statement, _ db: SQLiteDatabase, fallback: inout [UInt8],
                                      _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
-        let stored = try db.prepare("SELECT json FROM track_json WHERE id = ?")
-        defer { stored.reset() }
+        // bind resets the statement first; the caller resets it at the end.
         try stored.bind(key: Int64(id))
         if try stored.step() {
             body(stored.blobBytes(0))
-            return
+        } else {
+            try writtenTrackJSON(id: id, db, into: &fallback, body)
         }
-        try writtenTrackJSON(id: id, db, into: &fallback, body)
     }
 
     /// The item written from the track's columns (a row whose stored item is missing); nothing
