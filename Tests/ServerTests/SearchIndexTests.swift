@@ -114,6 +114,40 @@ import Testing
         _ = try Self.expectSameAnswers(store, "after changes")
     }
 
+    /// Waits (at most 30 s: a hang guard; it takes milliseconds) for the background build.
+    static func waitForCurrentIndex(_ store: LibraryStore) throws -> SearchIndex {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if let index = store.currentSearchIndex(startBuilding: false) { return index }
+            usleep(10_000)
+        }
+        throw SQLiteError(code: 0, message: "the search index was not built in 30 s", context: "test")
+    }
+
+    /// A search that finds the index missing or stale is answered by FTS5 and has it read again
+    /// in the background; a write makes it stale at once, so no answer comes from an index
+    /// older than the catalog.
+    @Test func staleIndex_isNotUsed_andIsReadAgainInTheBackground() throws {
+        let dir = try Fixture.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try LibraryStore(path: dir.appendingPathComponent("catalog.db").path, folder: "/music")
+        try store.apply(Self.library(600, seed: 3))
+        #expect(store.currentSearchIndex(startBuilding: false) == nil, "nothing is read before a search asks")
+        let first = try store.search(query: "riv", limit: 1000).map(\.path)
+        let index = try Self.waitForCurrentIndex(store)
+        #expect(index.generation == store.generation)
+        #expect(try store.search(query: "riv", limit: 1000).map(\.path) == first, "the same answer from the index")
+
+        try store.apply([.track(path: "new/rivulet.mp3", stamp: Fixture.stamp(9_000), analysis: Fixture.analysis(title: "Rivulet"))])
+        #expect(store.currentSearchIndex(startBuilding: false) == nil, "stale after a write")
+        #expect(try store.search(query: "rivulet", limit: 10).map(\.path) == ["new/rivulet.mp3"], "FTS5 answers meanwhile")
+        let again = try Self.waitForCurrentIndex(store)
+        #expect(again.generation == store.generation && again !== index, "read again once writes settled")
+        #expect(try store.search(query: "rivulet", limit: 10).map(\.path) == ["new/rivulet.mp3"])
+        #expect(try store.searchIDs(query: "riv", limit: 1000, inMemoryIndex: true)
+                == (try store.searchIDs(query: "riv", limit: 1000, inMemoryIndex: false)))
+    }
+
     @Test func termRanges_arePrefixesInByteOrder() throws {
         let store = try LibraryStore(path: ":memory:", folder: "/music")
         try store.apply([
