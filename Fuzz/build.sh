@@ -46,6 +46,10 @@ AUDIO_C=(-I Sources/CMPG123 -I Sources/CFAAD -I Sources/CSoxr)
 # It imports StreamShared: a rebuilt StreamShared means a rebuilt StreamAudio.
 if [[ -e $OUT/StreamAudio.o && $OUT/StreamShared.o -nt $OUT/StreamAudio.o ]]; then rm -f "$OUT/StreamAudio.o"; fi
 module StreamAudio "${AUDIO_C[@]}" -- "${audio[@]}"
+# The channel's MP3 encoder (libmp3lame's one wrapper), which runs in streamd on samples a
+# decode worker made from a file: one file of Sources/Server, with the CLAME module map.
+if [[ -e $OUT/StreamEncoder.o && $OUT/StreamShared.o -nt $OUT/StreamEncoder.o ]]; then rm -f "$OUT/StreamEncoder.o"; fi
+module StreamEncoder -I Sources/CLAME -- Sources/Server/Radio/LAMEEncoder.swift
 # The HTTP request and range parsers: every file of Sources/Server/HTTP but the response writer,
 # which opens files through Server/System. Whatever parser files the folder gains or loses,
 # they build here as a module of their own, without the rest of the server.
@@ -53,10 +57,11 @@ mapfile -t http < <(find Sources/Server/HTTP -name '*.swift' ! -name 'HTTPRespon
 module StreamServer "${http[@]}"
 
 mapfile -t harness < <(find Fuzz/Targets -name '*.swift' | sort)
-if stale "$OUT/streamfuzz" "${harness[@]}" "$OUT/StreamShared.o" "$OUT/StreamAudio.o" "$OUT/StreamServer.o"; then
+if stale "$OUT/streamfuzz" "${harness[@]}" "$OUT/StreamShared.o" "$OUT/StreamAudio.o" "$OUT/StreamEncoder.o" "$OUT/StreamServer.o"; then
     echo "fuzz: linking $OUT/streamfuzz" >&2
-    swiftc "${FLAGS[@]}" "${AUDIO_C[@]}" -module-name StreamFuzz -I "$OUT/modules" \
-        "${harness[@]}" "$OUT/StreamShared.o" "$OUT/StreamAudio.o" "$OUT/StreamServer.o" -o "$OUT/streamfuzz.new" \
+    swiftc "${FLAGS[@]}" "${AUDIO_C[@]}" -I Sources/CLAME -module-name StreamFuzz -I "$OUT/modules" \
+        "${harness[@]}" "$OUT/StreamShared.o" "$OUT/StreamAudio.o" "$OUT/StreamEncoder.o" "$OUT/StreamServer.o" \
+        -o "$OUT/streamfuzz.new" \
         2> >(grep -v "Cannot export local symbol '__asan" >&2)   # gold's noise about ASan's own symbols
     mv -f "$OUT/streamfuzz.new" "$OUT/streamfuzz"   # a rename: a fuzzer still running keeps its binary
 fi

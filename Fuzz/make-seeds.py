@@ -8,6 +8,7 @@ HTTP requests, Range headers). Same media, same seeds.
 usage: Fuzz/make-seeds.py MEDIA OUTDIR
 """
 import hashlib
+import math
 import os
 import shutil
 import struct
@@ -218,6 +219,13 @@ def main():
 
     # decode: a transcoding channel reads the same whole files the analyzer does.
     shutil.copytree(os.path.join(out, "analyze"), os.path.join(out, "decode"))
+    # encode: input rate, channels and format indexes, then float samples (a tone; a tone with
+    # NaN, infinities and 1e30 among them, as a float WAV may hold).
+    tone = [0.5 * math.sin(2 * math.pi * 440 * i / 48000) for i in range(2048)]
+    wild = [v if i % 97 else [float("nan"), float("inf"), -float("inf"), 1e30][i // 97 % 4] for i, v in enumerate(tone)]
+    for head, samples in [(bytes([5, 1, 0]), tone), (bytes([2, 0, 3]), tone[:512]), (bytes([7, 1, 1]), wild),
+                          (bytes([0, 0, 2]), tone[:256])]:
+        write(out, "encode", head + struct.pack(f"<{len(samples)}f", *samples))
 
 
 if __name__ == "__main__":

@@ -6,13 +6,14 @@ import Glibc
 
 /// The parsers the fuzzer can drive, by the FUZZ_TARGET name `make fuzz` uses.
 enum FuzzTarget: String, CaseIterable {
-    case analyze, decode, mpeg, tags, adts, wav, mp4, ts, m3u8, playlist, http, range, icy, icystream, response
+    case analyze, decode, encode, mpeg, tags, adts, wav, mp4, ts, m3u8, playlist, http, range, icy, icystream, response
 
     /// Feeds one input to the parser; any thrown error is a normal outcome, a trap is a finding.
     func run(_ bytes: [UInt8]) {
         switch self {
         case .analyze: AnalyzeTarget.run(bytes)
         case .decode: DecodeTarget.run(bytes)
+        case .encode: EncodeTarget.run(bytes)
         case .mpeg: MPEGTarget.run(bytes)
         case .tags: TagsTarget.run(bytes)
         case .adts: ADTSTarget.run(bytes)

@@ -107,19 +107,7 @@ final class ChannelTranscoder {
                 return nil
             }
             trackSamples += pcm.count / format.channels
-            Self.sanitize(&pcm)
             try feed(&pcm, rate: rate)
-        }
-    }
-
-    /// The largest sample magnitude the resampler and encoder get: 24 dB over full scale.
-    static let sampleLimit: Float = 16
-
-    /// NaN and infinities (a float WAV holds any bit pattern) become silence and the rest is
-    /// held to ±`sampleLimit`: libmp3lame aborts the process on NaN (psymodel.c: `el >= 0`).
-    static func sanitize(_ samples: inout [Float]) {
-        for i in samples.indices where !(abs(samples[i]) <= sampleLimit) {
-            samples[i] = samples[i].isNaN ? 0 : (samples[i] < 0 ? -sampleLimit : sampleLimit)
         }
     }
 

@@ -17,6 +17,10 @@ public final class LAMEEncoder {
     public let kbps: Int
     /// Room libmp3lame may write into per call (its documented worst case: 1.25 × samples + 7200).
     private var scratch: [UInt8] = []
+    /// The samples of one call as libmp3lame gets them (`sane`).
+    private var clean: [Float] = []
+    /// The largest sample magnitude libmp3lame gets: 24 dB over full scale.
+    public static let sampleLimit: Float = 16
 
     /// MP3's sample rates (MPEG-1, 2 and 2.5).
     public static let sampleRates = [8_000, 11_025, 12_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000]
@@ -65,9 +69,17 @@ public final class LAMEEncoder {
     /// Samples per channel in one frame (1152 for MPEG-1, 576 for MPEG-2 and 2.5).
     public var samplesPerFrame: Int { Int(lame_get_framesize(flags)) }
 
-    /// Encodes `samples` (interleaved, `channels` per frame; a partial last frame is dropped)
-    /// and appends the MPEG bytes that are ready to `output` (whole frames once it has started;
-    /// the encoder keeps up to about one frame and its look-ahead back).
+    /// `sample` as libmp3lame may take it: NaN is silence, the rest (infinities too) is held to
+    /// ±`sampleLimit`. libmp3lame aborts the process on NaN (psymodel.c: `el >= 0`), and the
+    /// samples come from files: a float WAV holds any bit pattern.
+    @inline(__always)
+    public static func sane(_ sample: Float) -> Float {
+        abs(sample) <= sampleLimit ? sample : sample.isNaN ? 0 : sample < 0 ? -sampleLimit : sampleLimit
+    }
+
+    /// Encodes `samples` (interleaved, `channels` per frame; a partial last frame is dropped;
+    /// any value, made `sane`) and appends the MPEG bytes that are ready to `output` (whole
+    /// frames once it has started; the encoder keeps up to about one frame and its look-ahead back).
     public func encode(_ samples: ArraySlice<Float>, appendingTo output: inout [UInt8]) throws(EncoderError) {
         let frames = samples.count / channels
         guard frames > 0 else { return }
@@ -78,7 +90,9 @@ public final class LAMEEncoder {
             let room = count * 5 / 4 + 7200
             if scratch.count < room { scratch = [UInt8](repeating: 0, count: room) }
             let from = samples.startIndex + done * channels
-            let written: Int32 = samples[from..<(from + count * channels)].withContiguousStorageIfAvailable { pcm in
+            clean.removeAll(keepingCapacity: true)
+            for sample in samples[from..<(from + count * channels)] { clean.append(Self.sane(sample)) }
+            let written: Int32 = clean.withUnsafeBufferPointer { pcm in
                 scratch.withUnsafeMutableBufferPointer { out in
                     // The interleaved entry point reads two channels whatever the setting: mono
                     // goes through the planar one (its right channel is not read).
@@ -88,7 +102,7 @@ public final class LAMEEncoder {
                         : lame_encode_buffer_ieee_float(flags, pcm.baseAddress, pcm.baseAddress, Int32(count),
                                                         out.baseAddress, Int32(out.count))
                 }
-            } ?? -100
+            }
             guard written >= 0 else {
                 throw EncoderError(message: "lame_encode_buffer_interleaved_ieee_float returned \(written)")
             }
