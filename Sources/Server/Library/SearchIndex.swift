@@ -192,95 +192,94 @@ final class SearchIndex: Sendable {
     /// then the other matches in row order; with 1 to `rankedMatchLimit`, `.fewMatches`.
     func search(prefixes: [[UInt8]], limit: Int, rankedMatchLimit: Int) -> Answer {
         guard limit > 0, !prefixes.isEmpty else { return .ids([]) }
-        let count = wordsPerSet
-        var any = [UInt64](repeating: 0, count: count)
-        var title = [UInt64](repeating: 0, count: count)
-        var scratchAny: [UInt64] = []
-        var scratchTitle: [UInt64] = []
-        for (position, prefix) in prefixes.enumerated() {
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(prefixes.count)
+        for prefix in prefixes {
             let range = termRange(prefix)
             if range.isEmpty { return .ids([]) }
-            if range.count == 1, denseSlots[range.lowerBound] >= 0 {
-                let base = Int(denseSlots[range.lowerBound]) * count
-                denseAny.withUnsafeBufferPointer { a in
-                    denseTitle.withUnsafeBufferPointer { t in
-                        combine(into: &any, &title, a.baseAddress! + base, t.baseAddress! + base, first: position == 0)
+            ranges.append(range)
+        }
+        let count = wordsPerSet
+        // A word that is one dense term is read from its bitsets where they are; the others'
+        // terms are ORed into bitsets of their own.
+        let builtWords = ranges.count { !($0.count == 1 && denseSlots[$0.lowerBound] >= 0) }
+        var built = [UInt64](repeating: 0, count: 2 * count * builtWords)
+        return built.withUnsafeMutableBufferPointer { built in
+            denseAny.withUnsafeBufferPointer { denseAny in
+                denseTitle.withUnsafeBufferPointer { denseTitle in
+                    var any: [UnsafePointer<UInt64>] = []
+                    var title: [UnsafePointer<UInt64>] = []
+                    var next = 0
+                    for range in ranges {
+                        let slot = Int(denseSlots[range.lowerBound])
+                        if range.count == 1, slot >= 0 {
+                            any.append(denseAny.baseAddress! + slot * count)
+                            title.append(denseTitle.baseAddress! + slot * count)
+                        } else {
+                            let a = built.baseAddress! + next * 2 * count, t = a + count
+                            fill(range, a, t)
+                            any.append(UnsafePointer(a))
+                            title.append(UnsafePointer(t))
+                            next += 1
+                        }
                     }
-                }
-                continue
-            }
-            if position == 0 {
-                fill(range, &any, &title)
-            } else {
-                if scratchAny.isEmpty {
-                    scratchAny = [UInt64](repeating: 0, count: count)
-                    scratchTitle = [UInt64](repeating: 0, count: count)
-                } else {
-                    scratchAny.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
-                    scratchTitle.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
-                }
-                fill(range, &scratchAny, &scratchTitle)
-                scratchAny.withUnsafeBufferPointer { a in
-                    scratchTitle.withUnsafeBufferPointer { t in
-                        combine(into: &any, &title, a.baseAddress!, t.baseAddress!, first: false)
-                    }
+                    return Self.answer(any: any, title: title, words: count, limit: limit, rankedMatchLimit: rankedMatchLimit)
                 }
             }
         }
+    }
+
+    /// The answer from each word's bitsets (their AND is the matches; of the titles', the title hits).
+    private static func answer(any: [UnsafePointer<UInt64>], title: [UnsafePointer<UInt64>], words count: Int,
+                               limit: Int, rankedMatchLimit: Int) -> Answer {
+        func matchWord(_ i: Int) -> UInt64 {
+            var word = any[0][i]
+            for k in 1..<any.count { word &= any[k][i] }
+            return word
+        }
+        func titleWord(_ i: Int) -> UInt64 {
+            var word = title[0][i]
+            for k in 1..<title.count { word &= title[k][i] }
+            return word
+        }
         // How many match, counted only as far as the ranking limit.
         var matches = 0
-        for word in any {
-            matches += word.nonzeroBitCount
+        for i in 0..<count {
+            matches += matchWord(i).nonzeroBitCount
             if matches > rankedMatchLimit { break }
         }
         if matches == 0 { return .ids([]) }
         if matches <= rankedMatchLimit { return .fewMatches }
         var ids: [Int] = []
         ids.reserveCapacity(limit)
-        Self.collect(title, mask: nil, into: &ids, limit: limit)
-        if ids.count < limit { Self.collect(any, mask: title, into: &ids, limit: limit) }
-        return .ids(ids)
-    }
-
-    /// `any` and `title` ANDed with (or, for the first word, set to) a word's bitsets.
-    private func combine(into any: inout [UInt64], _ title: inout [UInt64], _ wordAny: UnsafePointer<UInt64>,
-                         _ wordTitle: UnsafePointer<UInt64>, first: Bool) {
-        let count = wordsPerSet
-        any.withUnsafeMutableBufferPointer { a in
-            title.withUnsafeMutableBufferPointer { t in
-                if first {
-                    for i in 0..<count {
-                        a[i] = wordAny[i]
-                        t[i] = wordTitle[i]
-                    }
-                } else {
-                    for i in 0..<count {
-                        a[i] &= wordAny[i]
-                        t[i] &= wordTitle[i]
-                    }
+        // The title hits in row order, then the other matches in row order.
+        for pass in 0..<2 {
+            for i in 0..<count {
+                var word = pass == 0 ? titleWord(i) : matchWord(i) & ~titleWord(i)
+                while word != 0 {
+                    ids.append(i << 6 | word.trailingZeroBitCount)
+                    if ids.count == limit { return .ids(ids) }
+                    word &= word - 1
                 }
             }
         }
+        return .ids(ids)
     }
 
-    /// ORs into `any` and `title` (zero on entry) the rows of every term in `range`.
-    private func fill(_ range: Range<Int>, _ any: inout [UInt64], _ title: inout [UInt64]) {
+    /// ORs into `any` and `title` (`wordsPerSet` words each, zero on entry) the rows of every term in `range`.
+    private func fill(_ range: Range<Int>, _ a: UnsafeMutablePointer<UInt64>, _ t: UnsafeMutablePointer<UInt64>) {
         let count = wordsPerSet
-        any.withUnsafeMutableBufferPointer { a in
-            title.withUnsafeMutableBufferPointer { t in
-                postingRows.withUnsafeBufferPointer { rows in
-                    postingColumns.withUnsafeBufferPointer { columns in
+        postingRows.withUnsafeBufferPointer { rows in
+            postingColumns.withUnsafeBufferPointer { columns in
+                denseAny.withUnsafeBufferPointer { da in
+                    denseTitle.withUnsafeBufferPointer { dt in
                         for term in range {
                             let slot = denseSlots[term]
                             if slot >= 0 {
                                 let base = Int(slot) * count
-                                denseAny.withUnsafeBufferPointer { da in
-                                    denseTitle.withUnsafeBufferPointer { dt in
-                                        for i in 0..<count {
-                                            a[i] |= da[base + i]
-                                            t[i] |= dt[base + i]
-                                        }
-                                    }
+                                for i in 0..<count {
+                                    a[i] |= da[base + i]
+                                    t[i] |= dt[base + i]
                                 }
                                 continue
                             }
@@ -293,19 +292,6 @@ final class SearchIndex: Sendable {
                         }
                     }
                 }
-            }
-        }
-    }
-
-    /// Appends the rows set in `bits` (and clear in `mask`) in order until `ids` holds `limit`.
-    private static func collect(_ bits: [UInt64], mask: [UInt64]?, into ids: inout [Int], limit: Int) {
-        for index in bits.indices {
-            var word = bits[index]
-            if let mask { word &= ~mask[index] }
-            while word != 0 {
-                ids.append(index << 6 | word.trailingZeroBitCount)
-                if ids.count == limit { return }
-                word &= word - 1
             }
         }
     }
