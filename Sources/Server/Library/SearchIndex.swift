@@ -40,6 +40,10 @@ final class SearchIndex: Sendable {
     /// Row ids above this are not indexed here (the bitsets would be too large): FTS5 answers.
     static let maxRowID = 1 << 26
 
+    /// The most memory the index may take (about 64 bytes a track: 6.5 MB at 100,000): a larger
+    /// library is searched by FTS5 alone rather than held twice.
+    static let maxBytes = 32 << 20
+
     /// Terms in the index.
     var termCount: Int { termStarts.count - 1 }
     /// Bytes held by its arrays.
@@ -70,10 +74,10 @@ final class SearchIndex: Sendable {
 
     /// Reads the search index of `db` (in the caller's read transaction, so that `tracks` and
     /// `tracks_fts` are one snapshot); nil when it cannot be held here (row ids beyond
-    /// `maxRowID`, or terms not in the order expected), and FTS5 answers instead.
+    /// `maxRowID`, more than `maxBytes`, or terms not in the order expected), and FTS5 answers instead.
     static func build(_ db: SQLiteDatabase, generation: UInt64) throws(SQLiteError) -> SearchIndex? {
         let top = try db.queryOne("SELECT coalesce(max(id), 0) FROM tracks") { $0.int(0) } ?? 0
-        guard top >= 0, top < maxRowID else { return nil }
+        guard top >= 0, top < maxRowID, top * 64 <= maxBytes else { return nil }
         let rowLimit = top + 1
         let wordsPerSet = (rowLimit + 63) / 64
         // A term in one row in 16 costs no more as two bitsets (rows / 4 bytes) than as a list (5 bytes a row).
@@ -117,8 +121,9 @@ final class SearchIndex: Sendable {
             columns.removeAll(keepingCapacity: true)
         }
 
+        var held = 0
         try db.each("SELECT term, doc, col FROM \(vocabularyTable)") { row in
-            guard ordered else { return }
+            guard ordered, held <= maxBytes else { return }
             let term = row.textBytes(0)
             let doc = row.int(1)
             let name = row.textBytes(2)
@@ -129,6 +134,7 @@ final class SearchIndex: Sendable {
                 if hasTerm {
                     guard precedes(current, term) else { ordered = false; return }
                     finishTerm()
+                    held = termBytes.count + 12 * termStarts.count + 5 * postingRows.count + 16 * denseAny.count
                 }
                 current.removeAll(keepingCapacity: true)
                 current.append(contentsOf: term)
@@ -143,7 +149,7 @@ final class SearchIndex: Sendable {
                 columns.append(column)
             }
         }
-        guard ordered else { return nil }
+        guard ordered, held <= maxBytes else { return nil }
         if hasTerm { finishTerm() }
         return SearchIndex(generation: generation, rowLimit: rowLimit, termBytes: termBytes, termStarts: termStarts,
                            postingStarts: postingStarts, postingRows: postingRows, postingColumns: postingColumns,
