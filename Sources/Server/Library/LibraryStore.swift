@@ -1012,11 +1012,15 @@ public final class LibraryStore: @unchecked Sendable {
     /// generation's failed.
     func currentSearchIndex(startBuilding: Bool = true) -> SearchIndex? {
         let now = generation
-        let start: Bool = withSearchIndexState { state in
-            if let index = state.index, index.generation == now { return false }
-            guard startBuilding, !state.building, state.failedGeneration != now else { return false }
+        let (current, start): (SearchIndex?, Bool) = withSearchIndexState { state in
+            if let index = state.index {
+                if index.generation == now { return (index, false) }
+                // A stale index is let go at once: never two in memory while the next is read.
+                if index.generation < now { state.index = nil }
+            }
+            guard startBuilding, !state.building, state.failedGeneration != now else { return (nil, false) }
             state.building = true
-            return true
+            return (nil, true)
         }
         if start {
             // Holds the store only while a step runs: a store dropped meanwhile ends the thread.
@@ -1025,9 +1029,8 @@ public final class LibraryStore: @unchecked Sendable {
             }
             thread.name = "search index"
             thread.start()
-            return nil
         }
-        return withSearchIndexState { state in state.index?.generation == now ? state.index : nil }
+        return current
     }
 
     private func withSearchIndexState<T>(_ body: (inout SearchIndexState) -> T) -> T {
