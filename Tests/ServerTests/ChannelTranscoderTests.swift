@@ -229,4 +229,30 @@ import StreamShared
         #expect(error?.description.contains(message) == true, "\(error?.description ?? "no error"), wanted \(message)")
         #expect(error?.quarantines == quarantines, "\(error?.description ?? "")")
     }
+
+    /// A file whose worker stalled is skipped at its next turn without a worker (a hang costs
+    /// one stall, not one per pass), and played again once it changes.
+    @Test func stalledFile_isQuarantined_untilItChanges() throws {
+        guard let streamd = IsolatedAnalyzerTests.streamd else { return }
+        let dir = try IsolatedAnalyzerTests.folder([("cbr-128k-44k.mp3", "stall.mp3")])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("stall.mp3").path
+        let track = try Self.track(path)
+        let transcoder = try ChannelTranscoder(format: ChannelFormat(codec: .mpeg, sampleRate: 44_100, channels: 2, kbps: 128),
+                                               isolation: .worker(Self.workerSettings(streamd, faults: "hang:stall.mp3", unitSeconds: 1)))
+        try transcoder.begin(track)
+        let stall = #expect(throws: DecodeWorkerError.self) { while try transcoder.next() != nil {} }
+        #expect(stall?.description.contains("timed out") == true, "\(stall?.description ?? "")")
+        let again = #expect(throws: DecodeWorkerError.self) { try transcoder.begin(track) }
+        #expect(again?.description.contains("skipped: its decoder crashed or stalled on it before") == true,
+                "\(again?.description ?? "")")
+        // A new modification time is a new file: it gets a worker again (which gives its first
+        // samples, then stalls again under the fault hook).
+        var times = [timespec(tv_sec: 1_700_000_000, tv_nsec: 0), timespec(tv_sec: 1_700_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        try transcoder.begin(track)
+        let changed = #expect(throws: DecodeWorkerError.self) { while try transcoder.next() != nil {} }
+        #expect(changed?.description.contains("timed out") == true, "\(changed?.description ?? "")")
+        #expect(transcoder.trackSamples > 0, "the changed file was decoded again")
+    }
 }
