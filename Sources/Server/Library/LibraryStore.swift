@@ -282,10 +282,16 @@ public final class LibraryStore: @unchecked Sendable {
     /// 2,048 about 1 s, the same as one for the whole table at the end.
     static let searchInsertTrigger = """
         CREATE TRIGGER tracks_fts_insert AFTER INSERT ON tracks BEGIN
-          INSERT INTO tracks_fts(rowid, title, artist, album)
-            VALUES (new.id, new.sort_title, coalesce(new.artist, '') || ' ' || coalesce(new.album_artist, ''), coalesce(new.album, ''));
+          INSERT INTO tracks_fts(rowid, title, artist, album) VALUES (new.id, \(searchColumns(of: "new.")));
         END;
         """
+
+    /// What a track puts in the search index's title, artist and album columns, from the
+    /// `tracks` row named by `row` ("new." in a trigger, "" in a SELECT): the same expressions
+    /// as the update trigger of the migrations, which stay as they were written.
+    static func searchColumns(of row: String) -> String {
+        "\(row)sort_title, coalesce(\(row)artist, '') || ' ' || coalesce(\(row)album_artist, ''), coalesce(\(row)album, '')"
+    }
 
     /// Whether the search index's insert trigger is in place.
     private static func hasSearchInsertTrigger(_ db: SQLiteDatabase) throws(SQLiteError) -> Bool {
@@ -323,8 +329,7 @@ public final class LibraryStore: @unchecked Sendable {
         guard let batch, let last = batch.0 else { return 0 }
         try db.run("""
             INSERT OR REPLACE INTO tracks_fts(rowid, title, artist, album)
-              SELECT id, sort_title, coalesce(artist, '') || ' ' || coalesce(album_artist, ''), coalesce(album, '')
-              FROM tracks WHERE id > ? AND id <= ?
+              SELECT id, \(Self.searchColumns(of: "")) FROM tracks WHERE id > ? AND id <= ?
             """, [.int(Int64(through)), .int(Int64(last))])
         try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [.text(Self.searchWatermarkKey), .text(String(last))])
         searchIndexedThrough = last
@@ -1115,13 +1120,15 @@ public final class LibraryStore: @unchecked Sendable {
     /// `maxSegments` (each transaction that adds tracks writes a segment; FTS5's automerge keeps
     /// several per level). A query then reads one doclist per term instead of one per segment: at
     /// 100,000 tracks, 9 segments after a first scan made a two-word search's index work about
-    /// 560 µs of CPU, one segment 390 µs. Answers do not change. Returns whether it merged.
+    /// 560 µs of CPU, one segment 390 µs. Answers do not change. Returns the segments it merged
+    /// into one, nil when there were not more than `maxSegments`.
     @discardableResult
-    public func compactSearchIndex(maxSegments: Int = LibraryStore.maxSearchSegments) throws(SQLiteError) -> Bool {
+    public func compactSearchIndex(maxSegments: Int = LibraryStore.maxSearchSegments) throws(SQLiteError) -> Int? {
         try write { db throws(SQLiteError) in
-            guard try Self.searchIndexSegments(db) > maxSegments else { return false }
+            let segments = try Self.searchIndexSegments(db)
+            guard segments > maxSegments else { return nil }
             try db.execute("INSERT INTO tracks_fts(tracks_fts) VALUES('optimize')")
-            return true
+            return segments
         }
     }
 

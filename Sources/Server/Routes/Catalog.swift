@@ -212,8 +212,7 @@ public final class Catalog: @unchecked Sendable {
                 let filled = try store.fillMissingTrackJSON()
                 if filled > 0 { info("scan: \(filled) tracks' API items written (a database from before they were kept)") }
                 // A first scan writes the search index a chunk at a time: one segment each.
-                let segments = try store.searchIndexSegments()
-                if try store.compactSearchIndex() { info("scan: search index merged from \(segments) segments into one") }
+                if let segments = try store.compactSearchIndex() { info("scan: search index merged from \(segments) segments into one") }
             } catch {
                 warn("catalog: cannot index the library database: \(error)")
             }
