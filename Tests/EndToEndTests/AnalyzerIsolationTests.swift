@@ -193,6 +193,38 @@ import Glibc
         }
     }
 
+    /// Requests that wait for another thread's walk of a file (the indexer's, another
+    /// request's) take its failure from the quarantine, instead of walking the file again.
+    @Test func requestsWaitingOnACrashingWalk_doNotWalkItAgain() throws {
+        let library = FileManager.default.temporaryDirectory.appendingPathComponent("walktrap-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: library, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: library) }
+        for name in ["vbr-v2.mp3", "walktrap-me.mp3"] {
+            try FileManager.default.copyItem(at: TestPaths.media.appendingPathComponent("vbr-v2.mp3"), to: library.appendingPathComponent(name))
+        }
+        // Listed by the quick scan; the full walk traps, after 400 ms (every walk overlaps).
+        let server = try StreamdProcess(folder: library, environment: ["STREAMD_TEST_ANALYZER_FAULT": "walktrap:walktrap-me.mp3,delay:400"])
+        #expect(try Self.trackPaths(server).contains("walktrap-me.mp3"))
+        let port = server.port
+        let statuses = LockedData()
+        let group = DispatchGroup()
+        for _ in 0..<3 {
+            group.enter()
+            Thread.detachNewThread {
+                let status = (try? RawConnection(port: port, timeout: 20).request("GET", "/api/index/walktrap-me.mp3").status) ?? 0
+                statuses.withLock { $0.append(UInt8(clamping: status / 2)) }
+                group.leave()
+            }
+        }
+        #expect(group.wait(timeout: .now() + 30) == .success)
+        #expect(statuses.withLock { $0 } == Data(repeating: 211, count: 3), "each request answers 422")
+        #expect(try Self.get(server, "/api/index/vbr-v2.mp3").status == 200)
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(Self.lines(server.log, containing: ["walktrap-me.mp3", "analyzer crashed"]).count == 1,
+                "one walk, one warning: \(server.log)")
+        #expect(try Self.skipped(server)["walktrap-me.mp3"]?.quarantined == true)
+    }
+
     @Test func package_skipsAFileThatTrapsTheAnalyzer() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("pkg-isolate-\(UUID().uuidString.prefix(8))")

@@ -10,6 +10,7 @@ public enum AnalyzerWorker {
     /// The hidden subcommand that runs the worker loop.
     public static let subcommand = "analyze-worker"
     /// Test-only: `trap:NAME,hang:NAME` makes the worker trap or spin on files of that name;
+    /// `walktrap:NAME` traps only in the full walk (a file the quick scan lists);
     /// `delay:MS` makes every analysis take MS milliseconds more (a slow disk, a slow scan).
     public static let faultVariable = "STREAMD_TEST_ANALYZER_FAULT"
 
@@ -48,7 +49,7 @@ public enum AnalyzerWorker {
     }
 
     static func analyze(_ path: String, mode: AnalyzerProtocol.Mode = .full, faults: Faults) -> AnalyzerProtocol.Answer {
-        faults.inject(for: path)
+        faults.inject(for: path, mode: mode)
         do {
             let file = try OpenFile(path: path)
             if mode == .quick { return .analysis(try TrackAnalyzer.describe(file)) }
@@ -77,6 +78,7 @@ public enum AnalyzerWorker {
     /// The test-only fault hook: file names that make the worker trap or hang, a delay for all.
     struct Faults {
         var trapNames: Set<String> = []
+        var walkTrapNames: Set<String> = []
         var hangNames: Set<String> = []
         var delayMillis = 0
 
@@ -86,6 +88,7 @@ public enum AnalyzerWorker {
                 guard parts.count == 2 else { continue }
                 switch parts[0] {
                 case "trap": trapNames.insert(String(parts[1]))
+                case "walktrap": walkTrapNames.insert(String(parts[1]))
                 case "hang": hangNames.insert(String(parts[1]))
                 case "delay": delayMillis = min(10_000, max(0, Int(parts[1]) ?? 0))
                 default: continue
@@ -93,10 +96,10 @@ public enum AnalyzerWorker {
             }
         }
 
-        func inject(for path: String) {
+        func inject(for path: String, mode: AnalyzerProtocol.Mode) {
             if delayMillis > 0 { usleep(UInt32(delayMillis) * 1000) }
             let name = path.split(separator: "/").last.map(String.init) ?? path
-            if trapNames.contains(name) {
+            if trapNames.contains(name) || (mode == .full && walkTrapNames.contains(name)) {
                 // The very trap issue 12 found: a Double too large for Int.
                 let ticks = Double(UInt64.max) * Double(name.utf8.count + 1)
                 if Int(ticks) != 0 { return }

@@ -343,6 +343,10 @@ public final class Catalog: @unchecked Sendable {
             } else {
                 awaitBuild(of: relative, timeout: analyzer.settings.timeout(forSize: file.size))
                 if let cached = try? store.cachedAnalysis(path: relative, stamp: stamp) { return cached }
+                // The other walk failed: recorded as skipped or quarantined, or remembered as rejected.
+                if let skip = try? store.skipped(path: relative), skip.stamp == stamp {
+                    throw AnalysisFailure(reason: skip.reason)
+                }
                 if let reason = rejection(of: relative, stamp: stamp) { throw AnalysisFailure(reason: reason) }
             }
         }
