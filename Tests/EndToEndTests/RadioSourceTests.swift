@@ -229,6 +229,36 @@ final class PacedSource: @unchecked Sendable {
         }
     }
 
+    /// A source that stays connected but sends nothing is dropped after --source-timeout (its
+    /// deadline is checked on whole seconds: at most a second late).
+    @Test(.timeLimit(.scaledMinutes(2))) func silentSource_isDroppedAfterTheTimeout() throws {
+        try Self.withServer(["--source-timeout", "1"]) { server, file in
+            let source = try ClientSocket(port: server.port)
+            let auth = Data("source:\(Self.password)".utf8).base64EncodedString()
+            source.send("PUT /radio/quiet HTTP/1.1\r\nHost: x\r\nAuthorization: Basic \(auth)\r\nContent-Type: audio/mpeg\r\n"
+                        + "Expect: 100-continue\r\n\r\n")
+            let (head, _) = source.readUntilEnd(quiet: 0.3, limit: 1)
+            #expect(String(decoding: head, as: UTF8.self).hasPrefix("HTTP/1.1 100"))
+            // A second of audio, then silence on a connection left open.
+            let audio = Array(try Data(contentsOf: file).prefix(16_000))
+            #expect(ClientSocket.send(fd: source.fd, audio, timeout: 5) == audio.count)
+            let quietSince = Date()
+            let (_, end) = source.readUntilEnd(quiet: TestTiming.seconds(6), limit: TestTiming.seconds(8))
+            let after = Date().timeIntervalSince(quietSince)
+            #expect(end == .eof || end == .reset, "the silent source is still connected after \(after) s")
+            #expect(after >= 0.9 && after < TestTiming.seconds(3.5), "dropped after \(after) s of silence")
+            // The channel lets the source go (it waits the same timeout for it to come back).
+            var quiet = try Self.channels(server)["quiet"]
+            let deadline = Date().addingTimeInterval(TestTiming.seconds(4))
+            while quiet?["source_connected"] as? Bool == true, Date() < deadline {
+                Thread.sleep(forTimeInterval: 0.1)
+                quiet = try Self.channels(server)["quiet"]
+            }
+            #expect(quiet == nil || quiet?["source_connected"] as? Bool == false, "\(String(describing: quiet))")
+            source.close()
+        }
+    }
+
     @Test(.timeLimit(.scaledMinutes(3))) func ffmpegAndCurlSources_areHeard() throws {
         try Self.withServer { server, file in
             let ffmpeg = try #require(which("ffmpeg"))

@@ -73,7 +73,16 @@ final class SourceExchange: LiveExchange, @unchecked Sendable {
             return .failed
         }
         if now >= lastInput, now - lastInput >= silenceLimit { return .failed }
-        return .wait(readable: true, writable: false, wakeAt: lastInput + silenceLimit)
+        return .wait(readable: true, writable: false, wakeAt: Self.wholeSecondAfter(lastInput + silenceLimit))
+    }
+
+    /// The silence deadline rounded up to a whole second: the loop queues a timer each time the
+    /// wake time changes, and a source read ten times a second would leave ten stale timers a
+    /// second, each waking the loop once. The deadline is then up to a second late.
+    static func wholeSecondAfter(_ nanos: UInt64) -> UInt64 {
+        let second: UInt64 = 1_000_000_000
+        let (rounded, overflow) = nanos.addingReportingOverflow(second - 1)
+        return overflow ? nanos : rounded / second * second
     }
 
     /// Passes body bytes to the feed; false when the framing is broken.
