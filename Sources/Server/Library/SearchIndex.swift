@@ -46,11 +46,6 @@ final class SearchIndex: Sendable {
 
     /// Terms in the index.
     var termCount: Int { termStarts.count - 1 }
-    /// Bytes held by its arrays.
-    var byteCount: Int {
-        termBytes.count + 4 * termStarts.count + 4 * postingStarts.count + 4 * postingRows.count + postingColumns.count
-            + 4 * denseSlots.count + 8 * denseAny.count + 8 * denseTitle.count
-    }
 
     private init(generation: UInt64, rowLimit: Int, termBytes: [UInt8], termStarts: [UInt32], postingStarts: [UInt32],
                  postingRows: [UInt32], postingColumns: [UInt8], denseSlots: [Int32], denseAny: [UInt64], denseTitle: [UInt64]) {
