@@ -949,8 +949,8 @@ public final class LibraryStore: @unchecked Sendable {
         }
     }
 
-    /// The ids `search` answers with (`searchIDs`), from FTS5 alone (`index` false) or from the
-    /// in-memory index where it can (true: built first when it is not current). What the tests
+    /// The ids `search` answers with, from FTS5 alone (`inMemoryIndex` false) or from the
+    /// in-memory index where it can (true: read first when it is not current). What the tests
     /// compare.
     func searchIDs(query: String, limit: Int, inMemoryIndex: Bool) throws(SQLiteError) -> [Int] {
         var index: SearchIndex?
