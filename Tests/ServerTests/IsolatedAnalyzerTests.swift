@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 @testable import StreamServer
 import StreamShared
@@ -32,6 +35,31 @@ import StreamShared
         settings.workers = workers
         if let faults { settings.environment[AnalyzerWorker.faultVariable] = faults }
         return settings
+    }
+
+    /// Both kinds of worker make themselves the OOM killer's first choice and leave no core
+    /// file when a crafted file crashes them (read from /proc once each has said hello).
+    @Test(arguments: [AnalyzerWorker.subcommand, DecodeWorker.subcommand])
+    func workers_areExpendable_andDumpNoCore(subcommand: String) throws {
+        let streamd = try #require(Self.streamd)
+        let child = try ChildProcess(executable: streamd, arguments: [subcommand], environment: ["SWIFT_BACKTRACE=enable=no"])
+        defer { child.stop() }
+        var hello: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let deadline = Date().addingTimeInterval(20)
+        while hello.count < 8, Date() < deadline {
+            var ready = [pollfd(fd: child.output, events: Int16(POLLIN), revents: 0)]
+            guard poll(&ready, 1, 200) > 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { read(child.output, $0.baseAddress, $0.count) }
+            guard n > 0 else { break }
+            hello += buffer[0..<n]
+        }
+        #expect(hello.count >= 8, "no hello from \(subcommand)")
+        let adjust = try String(contentsOfFile: "/proc/\(child.pid)/oom_score_adj", encoding: .utf8)
+        #expect(adjust.trimmingCharacters(in: .whitespacesAndNewlines) == "1000")
+        let limits = try String(contentsOfFile: "/proc/\(child.pid)/limits", encoding: .utf8)
+        let core = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") }.map(String.init) ?? ""
+        #expect(core.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"], "\(core)")
     }
 
     static func files(_ paths: [String]) -> [(path: String, size: Int)] {

@@ -16,13 +16,9 @@ public enum AnalyzerWorker {
 
     /// Serves requests until stdin ends; returns the process exit status.
     public static func run() -> Int32 {
-        // If memory runs out, the kernel should take a worker, not the server.
-        if let adjust = fopen("/proc/self/oom_score_adj", "w") {
-            fputs("1000", adjust)
-            fclose(adjust)
-        }
+        WorkerSide.becomeExpendable()
         let faults = Faults(getenv(faultVariable).map { String(cString: $0) } ?? "")
-        guard writeAll(AnalyzerProtocol.frame(AnalyzerProtocol.hello)) else { return 1 }
+        guard WorkerSide.writeAll(AnalyzerProtocol.frame(AnalyzerProtocol.hello)) else { return 1 }
         var frames = FrameAssembler()
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
@@ -44,7 +40,7 @@ public enum AnalyzerWorker {
             alarm(UInt32(request.timeoutMillis / 1000 + 5))
             let answer = analyze(request.path, mode: request.mode, faults: faults)
             alarm(0)
-            guard writeAll(AnalyzerProtocol.encode(answer)) else { return 1 }
+            guard WorkerSide.writeAll(AnalyzerProtocol.encode(answer)) else { return 1 }
         }
     }
 
@@ -62,17 +58,6 @@ public enum AnalyzerWorker {
         } catch {
             return .failure("\(error)")
         }
-    }
-
-    private static func writeAll(_ bytes: [UInt8]) -> Bool {
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { write(1, $0.baseAddress.map { $0 + done }, bytes.count - done) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return false }
-            done += n
-        }
-        return true
     }
 
     /// The test-only fault hook: file names that make the worker trap or hang, a delay for all.

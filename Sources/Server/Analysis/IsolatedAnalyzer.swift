@@ -204,9 +204,8 @@ struct WorkerError: Error, CustomStringConvertible {
 final class WorkerHandle {
     private let child: ChildProcess
     private var frames = FrameAssembler()
-    /// The first bytes the worker wrote on stderr during the current request (the Swift
-    /// runtime's "Fatal error: ..." line, then a stack trace).
-    private var stderrHead: [UInt8] = []
+    /// What the worker wrote on stderr during the current request.
+    private var stderr = WorkerStderr()
     /// Set once the worker has ended or been killed: the owner starts another.
     private(set) var isFinished = false
 
@@ -253,7 +252,7 @@ final class WorkerHandle {
         var outcomes: [IsolatedAnalyzer.Outcome] = []
         // Cleared once per batch, not per answer: a trapping file's "Fatal error" line may be
         // read while the answer before it is awaited, and must still name its cause.
-        stderrHead.removeAll()
+        stderr.reset()
         for limit in millis {
             switch receive(deadline: monotonicNanos() + UInt64(limit) * 1_000_000) {
             case .frame(let payload):
@@ -313,12 +312,12 @@ final class WorkerHandle {
             var fds = [pollfd(fd: child.output, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: child.errors, events: Int16(POLLIN), revents: 0)]
             let waitMillis = Int32(min(1_000, (deadline - now) / 1_000_000 + 1))
-            let ready = poll(&fds, nfds_t(stderrOpen ? 2 : 1), waitMillis)
+            let ready = poll(&fds, nfds_t(stderr.isOpen ? 2 : 1), waitMillis)
             if ready < 0 && errno != EINTR {
                 finish()
                 return .failed("poll: \(SystemError(call: "poll", errno: errno))")
             }
-            if stderrOpen, fds[1].revents != 0 { drainStderr(&buffer) }
+            if stderr.isOpen, fds[1].revents != 0 { stderr.drain(child.errors, using: &buffer) }
             if fds[0].revents != 0 {
                 let n = buffer.withUnsafeMutableBytes { read(child.output, $0.baseAddress, $0.count) }
                 if n > 0 {
@@ -330,38 +329,10 @@ final class WorkerHandle {
         }
     }
 
-    private var stderrOpen = true
-
-    private func drainStderr(_ buffer: inout [UInt8]) {
-        let n = buffer.withUnsafeMutableBytes { read(child.errors, $0.baseAddress, $0.count) }
-        if n > 0 {
-            stderrHead += buffer[0..<min(n, max(0, 4096 - stderrHead.count))]
-        } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
-            stderrOpen = false
-        }
-    }
-
     /// "analyzer crashed (signal 4): Fatal error: ..." from how the worker ended and what it said last.
     private func crashDescription(_ termination: ChildProcess.Termination) -> String {
         isFinished = true
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        for _ in 0..<16 where stderrOpen { drainStderr(&buffer) }
-        let lines = String(decoding: stderrHead, as: UTF8.self).split(whereSeparator: \.isNewline)
-        // "Swift/IntegerTypes.swift:8841: Fatal error: Double value cannot be ..." → from "Fatal error".
-        var said = lines.first { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
-        for line in lines {
-            if let range = line.range(of: "Fatal error:") {
-                said = line[range.lowerBound...]
-                break
-            }
-        }
-        let detail = said.map { String($0.prefix(300)) }
-        let how: String
-        switch termination {
-        case .signalled(let signal): how = "analyzer crashed (signal \(signal))"
-        case .exited(let status): how = "analyzer exited with status \(status)"
-        }
-        return detail.map { "\(how): \($0)" } ?? how
+        return stderr.describeEnd(termination, of: "analyzer", fd: child.errors)
     }
 
     private func send(_ bytes: [UInt8]) -> Bool {

@@ -71,12 +71,8 @@ public enum DecodeWorker {
 
     /// Decodes the one requested track; returns the process exit status.
     public static func run() -> Int32 {
-        // If memory runs out, the kernel should take a worker, not the server.
-        if let adjust = fopen("/proc/self/oom_score_adj", "w") {
-            fputs("1000", adjust)
-            fclose(adjust)
-        }
-        guard writeAll(AnalyzerProtocol.frame(hello)) else { return 1 }
+        WorkerSide.becomeExpendable()
+        guard WorkerSide.writeAll(AnalyzerProtocol.frame(hello)) else { return 1 }
         var frames = FrameAssembler()
         var chunk = [UInt8](repeating: 0, count: 4096)
         var request: [UInt8]?
@@ -109,14 +105,14 @@ public enum DecodeWorker {
                 let piece = maxSamples - maxSamples % channels
                 while start < samples.count {
                     let end = min(samples.count, start + piece)
-                    guard writeAll(message(rate: rate, samples[start..<end])) else { return 1 }
+                    guard WorkerSide.writeAll(message(rate: rate, samples[start..<end])) else { return 1 }
                     start = end
                 }
             }
         } catch {
-            return writeAll(AnalyzerProtocol.frame([Kind.failure.rawValue] + Array("\(error)".utf8))) ? 0 : 1
+            return WorkerSide.writeAll(AnalyzerProtocol.frame([Kind.failure.rawValue] + Array("\(error)".utf8))) ? 0 : 1
         }
-        return writeAll(AnalyzerProtocol.frame([Kind.end.rawValue])) ? 0 : 1
+        return WorkerSide.writeAll(AnalyzerProtocol.frame([Kind.end.rawValue])) ? 0 : 1
     }
 
     static func message(rate: Int, _ samples: ArraySlice<Float>) -> [UInt8] {
@@ -126,17 +122,6 @@ public enum DecodeWorker {
         for shift in stride(from: 0, to: 32, by: 8) { payload.append(UInt8(truncatingIfNeeded: bits >> UInt32(shift))) }
         samples.withUnsafeBytes { payload.append(contentsOf: $0) }
         return AnalyzerProtocol.frame(payload)
-    }
-
-    private static func writeAll(_ bytes: [UInt8]) -> Bool {
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { write(1, $0.baseAddress.map { $0 + done }, bytes.count - done) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return false }
-            done += n
-        }
-        return true
     }
 
     /// The test-only fault for this file, if `spec` names it.
@@ -184,9 +169,8 @@ final class IsolatedTrackPCM: TrackPCM {
     private let settings: DecodeWorker.Settings
     private var frames = FrameAssembler()
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-    /// The first bytes of the worker's stderr (a trap's "Fatal error: ..." line).
-    private var stderrHead: [UInt8] = []
-    private var stderrOpen = true
+    /// What the worker wrote on stderr (a trap's "Fatal error: ..." line).
+    private var stderr = WorkerStderr()
     /// The first answer, read in `init` so a file that cannot be opened fails `begin`.
     private var pending: [UInt8]?
     private var ended = false
@@ -282,9 +266,9 @@ final class IsolatedTrackPCM: TrackPCM {
             }
             var fds = [pollfd(fd: child.output, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: child.errors, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, nfds_t(stderrOpen ? 2 : 1), Int32(min(1_000, (deadline - now) / 1_000_000 + 1)))
+            let ready = poll(&fds, nfds_t(stderr.isOpen ? 2 : 1), Int32(min(1_000, (deadline - now) / 1_000_000 + 1)))
             if ready < 0 && errno != EINTR { throw finish("poll: \(SystemError(call: "poll", errno: errno))") }
-            if stderrOpen, fds[1].revents != 0 { drainStderr() }
+            if stderr.isOpen, fds[1].revents != 0 { stderr.drain(child.errors, using: &buffer) }
             if fds[0].revents != 0 {
                 let n = buffer.withUnsafeMutableBytes { read(child.output, $0.baseAddress, $0.count) }
                 if n > 0 {
@@ -296,30 +280,10 @@ final class IsolatedTrackPCM: TrackPCM {
         }
     }
 
-    private func drainStderr() {
-        let n = buffer.withUnsafeMutableBytes { read(child.errors, $0.baseAddress, $0.count) }
-        if n > 0 {
-            stderrHead += buffer[0..<min(n, max(0, 4096 - stderrHead.count))]
-        } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
-            stderrOpen = false
-        }
-    }
-
     /// "decoder crashed (signal 4): Fatal error: ..." from how the worker ended and what it said.
     private func crashed(_ termination: ChildProcess.Termination) -> DecodeWorkerError {
         ended = true
-        for _ in 0..<16 where stderrOpen { drainStderr() }
-        let lines = String(decoding: stderrHead, as: UTF8.self).split(whereSeparator: \.isNewline)
-        var said = lines.first { !$0.allSatisfy(\.isWhitespace) }
-        if let line = lines.first(where: { $0.contains("Fatal error:") }), let range = line.range(of: "Fatal error:") {
-            said = line[range.lowerBound...]
-        }
-        let how: String
-        switch termination {
-        case .signalled(let signal): how = "decoder crashed (signal \(signal))"
-        case .exited(let status): how = "decoder exited with status \(status)"
-        }
-        return DecodeWorkerError(description: said.map { "\(how): \($0.prefix(300))" } ?? how, quarantines: true)
+        return DecodeWorkerError(description: stderr.describeEnd(termination, of: "decoder", fd: child.errors), quarantines: true)
     }
 
     /// Kills and reaps the worker; the error to throw (by default, one that quarantines the file).
