@@ -203,9 +203,8 @@ struct WorkerError: Error, CustomStringConvertible {
 /// One running worker process and the conversation with it.
 final class WorkerHandle {
     private let child: ChildProcess
-    private var frames = FrameAssembler()
-    /// What the worker wrote on stderr during the current request.
-    private var stderr = WorkerStderr()
+    /// Answers from the worker, and what it wrote on stderr during the current request.
+    private var output = WorkerOutput()
     /// Set once the worker has ended or been killed: the owner starts another.
     private(set) var isFinished = false
 
@@ -252,7 +251,7 @@ final class WorkerHandle {
         var outcomes: [IsolatedAnalyzer.Outcome] = []
         // Cleared once per batch, not per answer: a trapping file's "Fatal error" line may be
         // read while the answer before it is awaited, and must still name its cause.
-        stderr.reset()
+        output.stderr.reset()
         for limit in millis {
             switch receive(deadline: monotonicNanos() + UInt64(limit) * 1_000_000) {
             case .frame(let payload):
@@ -290,11 +289,10 @@ final class WorkerHandle {
     /// Waits for the next frame from the worker, reading its stderr meanwhile.
     private func receive(deadline: UInt64) -> Received {
         let started = monotonicNanos()
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         var stdoutOpen = true
         while true {
             do {
-                if let payload = try frames.next() { return .frame(payload) }
+                if let payload = try output.frames.next() { return .frame(payload) }
             } catch {
                 finish()
                 return .failed("analyzer sent a malformed frame (\(error))")
@@ -309,22 +307,12 @@ final class WorkerHandle {
                 let seconds = Double(deadline - started) / 1e9
                 return .failed("analysis timed out after \(Self.format(seconds)) s")
             }
-            var fds = [pollfd(fd: child.output, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: child.errors, events: Int16(POLLIN), revents: 0)]
-            let waitMillis = Int32(min(1_000, (deadline - now) / 1_000_000 + 1))
-            let ready = poll(&fds, nfds_t(stderr.isOpen ? 2 : 1), waitMillis)
-            if ready < 0 && errno != EINTR {
+            switch output.wait(on: child, millis: Int32(min(1_000, (deadline - now) / 1_000_000 + 1))) {
+            case .read: break
+            case .ended: stdoutOpen = false
+            case .failed(let error):
                 finish()
-                return .failed("poll: \(SystemError(call: "poll", errno: errno))")
-            }
-            if stderr.isOpen, fds[1].revents != 0 { stderr.drain(child.errors, using: &buffer) }
-            if fds[0].revents != 0 {
-                let n = buffer.withUnsafeMutableBytes { read(child.output, $0.baseAddress, $0.count) }
-                if n > 0 {
-                    frames.append(buffer[0..<n])
-                } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
-                    stdoutOpen = false
-                }
+                return .failed("poll: \(error)")
             }
         }
     }
@@ -332,7 +320,7 @@ final class WorkerHandle {
     /// "analyzer crashed (signal 4): Fatal error: ..." from how the worker ended and what it said last.
     private func crashDescription(_ termination: ChildProcess.Termination) -> String {
         isFinished = true
-        return stderr.describeEnd(termination, of: "analyzer", fd: child.errors)
+        return output.stderr.describeEnd(termination, of: "analyzer", fd: child.errors)
     }
 
     private func send(_ bytes: [UInt8]) -> Bool {

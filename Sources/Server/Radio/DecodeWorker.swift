@@ -167,10 +167,8 @@ struct DecodeWorkerError: Error, CustomStringConvertible {
 final class IsolatedTrackPCM: TrackPCM {
     private let child: ChildProcess
     private let settings: DecodeWorker.Settings
-    private var frames = FrameAssembler()
-    private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-    /// What the worker wrote on stderr (a trap's "Fatal error: ..." line).
-    private var stderr = WorkerStderr()
+    /// Sample frames from the worker, and what it wrote on stderr (a trap's "Fatal error: ..." line).
+    private var output = WorkerOutput()
     /// The first answer, read in `init` so a file that cannot be opened fails `begin`.
     private var pending: [UInt8]?
     private var ended = false
@@ -256,7 +254,7 @@ final class IsolatedTrackPCM: TrackPCM {
         let started = monotonicNanos()
         while true {
             do {
-                if let payload = try frames.next() { return payload }
+                if let payload = try output.frames.next() { return payload }
             } catch {
                 throw finish("decoder worker sent a malformed frame (\(error))")
             }
@@ -264,18 +262,10 @@ final class IsolatedTrackPCM: TrackPCM {
             guard now < deadline else {
                 throw finish("decoding timed out after \(WorkerHandle.format(Double(deadline - started) / 1e9)) s")
             }
-            var fds = [pollfd(fd: child.output, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: child.errors, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, nfds_t(stderr.isOpen ? 2 : 1), Int32(min(1_000, (deadline - now) / 1_000_000 + 1)))
-            if ready < 0 && errno != EINTR { throw finish("poll: \(SystemError(call: "poll", errno: errno))") }
-            if stderr.isOpen, fds[1].revents != 0 { stderr.drain(child.errors, using: &buffer) }
-            if fds[0].revents != 0 {
-                let n = buffer.withUnsafeMutableBytes { read(child.output, $0.baseAddress, $0.count) }
-                if n > 0 {
-                    frames.append(buffer[0..<n])
-                } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
-                    throw crashed(child.wait())
-                }
+            switch output.wait(on: child, millis: Int32(min(1_000, (deadline - now) / 1_000_000 + 1))) {
+            case .read: break
+            case .ended: throw crashed(child.wait())
+            case .failed(let error): throw finish("poll: \(error)")
             }
         }
     }
@@ -283,7 +273,7 @@ final class IsolatedTrackPCM: TrackPCM {
     /// "decoder crashed (signal 4): Fatal error: ..." from how the worker ended and what it said.
     private func crashed(_ termination: ChildProcess.Termination) -> DecodeWorkerError {
         ended = true
-        return DecodeWorkerError(description: stderr.describeEnd(termination, of: "decoder", fd: child.errors), quarantines: true)
+        return DecodeWorkerError(description: output.stderr.describeEnd(termination, of: "decoder", fd: child.errors), quarantines: true)
     }
 
     /// Kills and reaps the worker; the error to throw (by default, one that quarantines the file).

@@ -68,3 +68,37 @@ struct WorkerStderr {
         return said.map { "\(how): \($0.prefix(300))" } ?? how
     }
 }
+
+/// The server's side of a worker's two output pipes: answer frames from stdout, the head of
+/// stderr (read as it comes, so a chatty worker never blocks on a full pipe).
+struct WorkerOutput {
+    var frames = FrameAssembler()
+    var stderr = WorkerStderr()
+    private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+
+    enum Wait {
+        /// Whatever came was read (possibly nothing: the wait timed out).
+        case read
+        /// stdout ended: the worker is exiting or dead.
+        case ended
+        case failed(SystemError)
+    }
+
+    /// Waits at most `millis` for either pipe of `child` and reads what came.
+    mutating func wait(on child: ChildProcess, millis: Int32) -> Wait {
+        var fds = [pollfd(fd: child.output, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: child.errors, events: Int16(POLLIN), revents: 0)]
+        let ready = poll(&fds, nfds_t(stderr.isOpen ? 2 : 1), millis)
+        if ready < 0 && errno != EINTR { return .failed(SystemError(call: "poll", errno: errno)) }
+        if stderr.isOpen, fds[1].revents != 0 { stderr.drain(child.errors, using: &buffer) }
+        if fds[0].revents != 0 {
+            let n = buffer.withUnsafeMutableBytes { read(child.output, $0.baseAddress, $0.count) }
+            if n > 0 {
+                frames.append(buffer[0..<n])
+            } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
+                return .ended
+            }
+        }
+        return .read
+    }
+}
