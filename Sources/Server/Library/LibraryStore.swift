@@ -307,15 +307,20 @@ public final class LibraryStore: @unchecked Sendable {
     private static func searchWatermark(_ db: SQLiteDatabase) throws(SQLiteError) -> Int? {
         guard try !hasSearchInsertTrigger(db) else { return nil }
         let stored = try db.queryOne("SELECT value FROM meta WHERE key = ?", [.text(searchWatermarkKey)]) { $0.text(0) }
-        let top = try db.queryOne("SELECT coalesce(max(id), 0) FROM tracks") { $0.int(0) } ?? 0
+        let top = try largestTrackID(db)
         return min(stored.flatMap { Int($0) } ?? 0, top)
+    }
+
+    /// The largest track id (0 without tracks).
+    static func largestTrackID(_ db: SQLiteDatabase) throws(SQLiteError) -> Int {
+        try db.queryOne("SELECT coalesce(max(id), 0) FROM tracks") { $0.int(0) } ?? 0
     }
 
     /// After a delete from `tracks` with the insert trigger off: the next insert may be given a
     /// freed id at or below `searchIndexedThrough`, so it comes down to the largest id left.
     private func lowerSearchWatermark(_ db: SQLiteDatabase) throws(SQLiteError) {
         guard let through = searchIndexedThrough, db.changes > 0 else { return }
-        let top = try db.queryOne("SELECT coalesce(max(id), 0) FROM tracks") { $0.int(0) } ?? 0
+        let top = try Self.largestTrackID(db)
         searchIndexedThrough = min(through, top)
     }
 

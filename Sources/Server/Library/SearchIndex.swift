@@ -71,7 +71,7 @@ final class SearchIndex: Sendable {
     /// `tracks_fts` are one snapshot); nil when it cannot be held here (row ids beyond
     /// `maxRowID`, more than `maxBytes`, or terms not in the order expected), and FTS5 answers instead.
     static func build(_ db: SQLiteDatabase, generation: UInt64) throws(SQLiteError) -> SearchIndex? {
-        let top = try db.queryOne("SELECT coalesce(max(id), 0) FROM tracks") { $0.int(0) } ?? 0
+        let top = try LibraryStore.largestTrackID(db)
         guard top >= 0, top < maxRowID, top * 64 <= maxBytes else { return nil }
         let rowLimit = top + 1
         let wordsPerSet = (rowLimit + 63) / 64

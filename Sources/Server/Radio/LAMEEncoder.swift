@@ -90,9 +90,15 @@ public final class LAMEEncoder {
             let room = count * 5 / 4 + 7200
             if scratch.count < room { scratch = [UInt8](repeating: 0, count: room) }
             let from = samples.startIndex + done * channels
-            clean.removeAll(keepingCapacity: true)
-            for sample in samples[from..<(from + count * channels)] { clean.append(Self.sane(sample)) }
-            let written: Int32 = clean.withUnsafeBufferPointer { pcm in
+            // Decoded audio is nearly always in range: then it goes as it is, without a copy (a
+            // NaN fails the comparison too).
+            var part = samples[from..<(from + count * channels)]
+            if !part.allSatisfy({ abs($0) <= Self.sampleLimit }) {
+                clean.removeAll(keepingCapacity: true)
+                for sample in part { clean.append(Self.sane(sample)) }
+                part = clean[...]
+            }
+            let written: Int32 = part.withUnsafeBufferPointer { pcm in
                 scratch.withUnsafeMutableBufferPointer { out in
                     // The interleaved entry point reads two channels whatever the setting: mono
                     // goes through the planar one (its right channel is not read).

@@ -332,10 +332,7 @@ public final class Catalog: @unchecked Sendable {
         defer { if let claimed { release(claimed) } }
         if let relative {
             if let cached = try? store.cachedAnalysis(path: relative, stamp: stamp) { return cached }
-            if let skip = try? store.skipped(path: relative), skip.stamp == stamp {
-                throw AnalysisFailure(reason: skip.reason)
-            }
-            if let reason = rejection(of: relative, stamp: stamp) { throw AnalysisFailure(reason: reason) }
+            if let reason = knownFailure(of: relative, stamp: stamp) { throw AnalysisFailure(reason: reason) }
             // Another thread (the indexer, another request) is walking this file: its result is
             // awaited rather than a second walk started.
             if claim(relative) {
@@ -343,11 +340,8 @@ public final class Catalog: @unchecked Sendable {
             } else {
                 awaitBuild(of: relative, timeout: analyzer.settings.timeout(forSize: file.size))
                 if let cached = try? store.cachedAnalysis(path: relative, stamp: stamp) { return cached }
-                // The other walk failed: recorded as skipped or quarantined, or remembered as rejected.
-                if let skip = try? store.skipped(path: relative), skip.stamp == stamp {
-                    throw AnalysisFailure(reason: skip.reason)
-                }
-                if let reason = rejection(of: relative, stamp: stamp) { throw AnalysisFailure(reason: reason) }
+                // The other walk may have failed.
+                if let reason = knownFailure(of: relative, stamp: stamp) { throw AnalysisFailure(reason: reason) }
             }
         }
         switch analyzer.analyze([(path, file.size)]).first {
@@ -394,6 +388,13 @@ public final class Catalog: @unchecked Sendable {
     private var rejected: [String: (stamp: FileStamp, reason: String)] = [:]
     /// Rejections remembered at most; past it they start over (each costs one more walk).
     static let rejectedLimit = 10_000
+
+    /// Why this version of the file is known not to analyze: recorded as skipped or quarantined,
+    /// or remembered as rejected by the full walk; nil when it is not.
+    private func knownFailure(of relative: String, stamp: FileStamp) -> String? {
+        if let skip = try? store.skipped(path: relative), skip.stamp == stamp { return skip.reason }
+        return rejection(of: relative, stamp: stamp)
+    }
 
     /// Why the full walk rejected this version of the listed track, if it did.
     private func rejection(of relative: String, stamp: FileStamp) -> String? {
