@@ -10,7 +10,7 @@ public enum AnalyzerWorker {
     /// The hidden subcommand that runs the worker loop.
     public static let subcommand = "analyze-worker"
     /// Test-only: `trap:NAME,hang:NAME` makes the worker trap or spin on files of that name;
-    /// `walktrap:NAME` traps only in the full walk (a file the quick scan lists);
+    /// `walktrap:NAME` and `walkhang:NAME` trap or spin only in the full walk (a file the quick scan lists);
     /// `delay:MS` makes every analysis take MS milliseconds more (a slow disk, a slow scan).
     public static let faultVariable = "STREAMD_TEST_ANALYZER_FAULT"
 
@@ -65,6 +65,7 @@ public enum AnalyzerWorker {
         var trapNames: Set<String> = []
         var walkTrapNames: Set<String> = []
         var hangNames: Set<String> = []
+        var walkHangNames: Set<String> = []
         var delayMillis = 0
 
         init(_ spec: String) {
@@ -75,6 +76,7 @@ public enum AnalyzerWorker {
                 case "trap": trapNames.insert(String(parts[1]))
                 case "walktrap": walkTrapNames.insert(String(parts[1]))
                 case "hang": hangNames.insert(String(parts[1]))
+                case "walkhang": walkHangNames.insert(String(parts[1]))
                 case "delay": delayMillis = min(10_000, max(0, Int(parts[1]) ?? 0))
                 default: continue
                 }
@@ -89,7 +91,7 @@ public enum AnalyzerWorker {
                 let ticks = Double(UInt64.max) * Double(name.utf8.count + 1)
                 if Int(ticks) != 0 { return }
             }
-            if hangNames.contains(name) {
+            if hangNames.contains(name) || (mode == .full && walkHangNames.contains(name)) {
                 while true { sched_yield() }
             }
         }

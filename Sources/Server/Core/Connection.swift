@@ -35,6 +35,9 @@ final class Connection {
     /// The live exchange while it runs (also in `outgoing`; here so a wake of the loop can ask
     /// it `quietUntil` without touching the response state).
     var liveExchange: (any LiveExchange)?
+    /// The request whose response is being made on the blocking pool (`HTTPResponse.offLoop`):
+    /// nothing else is parsed or sent on this connection until it comes back.
+    var awaiting: HTTPRequest?
     /// The epoll events currently registered.
     var interest: UInt32 = 0
     var requestsServed = 0

@@ -33,6 +33,8 @@ final class EventLoop: @unchecked Sendable {
     let listenFD: Int32
     let settings: LoopSettings
     let handler: RequestHandler
+    /// Where responses that may wait are made (`HTTPResponse.offLoop`).
+    let pool: BlockingPool
     let logger: Logger
     let openConnections: ManagedAtomic<Int>
     private var connections: [Int32: Connection] = [:]
@@ -60,17 +62,22 @@ final class EventLoop: @unchecked Sendable {
     private let handoffLock = NSLock()
     private var handedOver: [(fd: Int32, peer: String)] = []
     private var handoffClosed = false
+    /// Responses the pool has made, waiting for this loop to send them; under `handoffLock`.
+    private var madeOffLoop: [(fd: Int32, generation: UInt32, response: HTTPResponse)] = []
+    /// The loop's thread, once it runs: loop-owned state is touched only there (checked in debug builds).
+    private var loopThread: pthread_t?
 
     static let wakeToken: UInt64 = UInt64.max
     static let listenToken: UInt64 = UInt64.max - 1
 
-    init(listenFD: Int32, settings: LoopSettings, handler: @escaping RequestHandler, logger: Logger,
+    init(listenFD: Int32, settings: LoopSettings, handler: @escaping RequestHandler, pool: BlockingPool, logger: Logger,
          openConnections: ManagedAtomic<Int>) throws(SystemError) {
         self.epfd = try Epoll.create()
         self.wakeFD = try Epoll.makeEventFD()
         self.listenFD = listenFD
         self.settings = settings
         self.handler = handler
+        self.pool = pool
         self.logger = logger
         self.openConnections = openConnections
         self.parser = HTTPRequestParser(limits: settings.limits)
@@ -92,6 +99,7 @@ final class EventLoop: @unchecked Sendable {
 
     /// Runs until stopped and drained.
     func run() {
+        loopThread = pthread_self()
         var events = [epoll_event](repeating: epoll_event(), count: 256)
         while true {
             let now = monotonicNanos()
@@ -103,7 +111,8 @@ final class EventLoop: @unchecked Sendable {
                 // Idle connections close now; busy ones (writing, or closing lingeringly) get until the deadline.
                 // Live exchanges (radio) never end by themselves: they close at once too.
                 for connection in Array(connections.values)
-                where (connection.outgoing == nil || connection.outgoing?.liveStarted == true) && connection.lingerDeadline == nil {
+                where (connection.outgoing == nil || connection.outgoing?.liveStarted == true) && connection.lingerDeadline == nil
+                    && connection.awaiting == nil {
                     closeConnection(connection)
                 }
                 if connections.isEmpty || now >= drainDeadline.load(ordering: .relaxed) {
@@ -127,6 +136,7 @@ final class EventLoop: @unchecked Sendable {
                 if token == Self.wakeToken {
                     Epoll.drain(eventFD: wakeFD)
                     takeHandedOver()
+                    sendMadeOffLoop()
                     pumpLiveConnections()
                 } else if token == Self.listenToken {
                     acceptPending()
@@ -342,13 +352,17 @@ final class EventLoop: @unchecked Sendable {
 
     /// Starts the next response if none is running, and writes what can be written.
     private func progress(_ connection: Connection) {
+        assertOnLoop()
         while true {
+            // A response made on the pool comes back through `sendMadeOffLoop`.
+            if connection.awaiting != nil { return }
             if connection.outgoing == nil {
                 guard startNextResponse(connection) else {
                     // No complete request buffered; with the client's side closed none will come.
                     if connection.peerClosed { closeConnection(connection) }
                     return
                 }
+                if connection.awaiting != nil { return }
             }
             let now = monotonicNanos()
             let outcome: Connection.WriteOutcome
@@ -453,15 +467,82 @@ final class EventLoop: @unchecked Sendable {
             // Only a radio source reads a body; refused here, the body is dropped by the lingering close.
             response = HTTPResponse.error(413, Self.message(for: .bodyNotAllowed), close: true)
         }
+        if let make = response.offLoop {
+            makeOffLoop(make, for: request, on: connection, now: now)
+        } else {
+            begin(Self.finished(response, for: request), for: request, on: connection, now: now)
+        }
+        return true
+    }
+
+    /// What is sent for `request`: no body for HEAD, and `Connection: keep-alive` said to an
+    /// HTTP/1.0 client, which keeps the connection only when told so (RFC 9112 section 9.3).
+    static func finished(_ response: HTTPResponse, for request: HTTPRequest) -> HTTPResponse {
+        var response = response
+        if request.minorVersion == 0 && request.keepAlive { response.announceKeepAlive = true }
         if request.method == "HEAD" {
             response.body = nil
             response.live = nil
         }
-        begin(response, for: request, on: connection, now: now)
-        return true
+        return response
+    }
+
+    // MARK: Responses made off the loop
+
+    /// Hands `make` to the pool; the connection waits (reading nothing more) until
+    /// `sendMadeOffLoop` sends the response. A full pool is a 503 at once.
+    private func makeOffLoop(_ make: @escaping @Sendable () -> HTTPResponse, for request: HTTPRequest,
+                             on connection: Connection, now: UInt64) {
+        let fd = connection.fd, generation = connection.generation
+        connection.awaiting = request
+        let queued = pool.submit { [self] in
+            var response = make()
+            // Work made off the loop answers once: a second deferral would be a bug, not a wait.
+            if response.offLoop != nil { response = .error(500, "response deferred twice") }
+            post(fd: fd, generation: generation, response)
+        }
+        if !queued {
+            connection.awaiting = nil
+            var busy = HTTPResponse.error(503, "server busy: try again shortly")
+            busy.headers.append(("Retry-After", "1"))
+            begin(Self.finished(busy, for: request), for: request, on: connection, now: now)
+        }
+    }
+
+    /// Called on a pool thread: queues a made response for this loop and wakes it.
+    private func post(fd: Int32, generation: UInt32, _ response: HTTPResponse) {
+        handoffLock.lock()
+        madeOffLoop.append((fd, generation, response))
+        handoffLock.unlock()
+        Epoll.signal(eventFD: wakeFD)
+    }
+
+    /// Sends the responses the pool has made, to the connections still waiting for them (a
+    /// connection closed meanwhile, or its fd reused, gets nothing).
+    private func sendMadeOffLoop() {
+        handoffLock.lock()
+        let made = madeOffLoop
+        madeOffLoop.removeAll()
+        handoffLock.unlock()
+        let now = monotonicNanos()
+        for (fd, generation, response) in made {
+            guard let connection = connections[fd], connection.generation == generation,
+                  let request = connection.awaiting else { continue }
+            connection.awaiting = nil
+            begin(Self.finished(response, for: request), for: request, on: connection, now: now)
+            progress(connection)
+            if isOpen(connection) { updateInterest(connection) }
+        }
+    }
+
+    /// Traps in debug builds when called off this loop's thread.
+    @inline(__always)
+    private func assertOnLoop() {
+        assert(loopThread.map { pthread_equal($0, pthread_self()) != 0 } ?? true, "event-loop state touched off its loop")
     }
 
     private func begin(_ response: HTTPResponse, for request: HTTPRequest?, on connection: Connection, now: UInt64) {
+        assertOnLoop()
         let keepAlive = !(response.closeConnection || request?.keepAlive == false || request == nil
                           || stopRequested.load(ordering: .relaxed))
         // The write timeout counts from the start of a response at the earliest.
@@ -600,6 +681,8 @@ final class EventLoop: @unchecked Sendable {
         guard now - lastSweep > Self.sweepInterval else { return }
         lastSweep = now
         for connection in Array(connections.values) {
+            // Waiting on the pool: the work's own bounds (a worker's timeout) end the wait.
+            if connection.awaiting != nil { continue }
             if connection.outgoing != nil {
                 checkDelivery(connection, now: now)
                 // A live exchange stuck on a full socket still has deadlines (radio lag).
@@ -673,6 +756,7 @@ final class EventLoop: @unchecked Sendable {
     /// Closes at once; `reset` sends RST (SO_LINGER 0) instead of a FIN, freeing what is still
     /// queued for the client.
     private func closeConnection(_ connection: Connection, reset: Bool = false) {
+        assertOnLoop()
         guard connections[connection.fd] === connection else { return }
         stopLive(connection)
         connections[connection.fd] = nil

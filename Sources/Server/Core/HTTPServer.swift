@@ -25,6 +25,10 @@ public struct HTTPServerConfiguration: Sendable {
     public var lingerBytes = 8 << 20
     public var maxConnections = 10_000
     public var accessLog = true
+    /// Threads that make the responses that may wait (`HTTPResponse.offLoop`), and how many such
+    /// responses may queue for them before requests are refused with 503.
+    public var blockingThreads = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
+    public var blockingQueue = 1024
     /// How long in-flight responses may run after a shutdown request.
     public var shutdownGrace: Double = 5
 
@@ -55,6 +59,7 @@ public final class HTTPServer: @unchecked Sendable {
     private let logger: Logger
     private var listenFD: Int32 = -1
     private var loops: [EventLoop] = []
+    private var pool: BlockingPool?
     private var exited: [DispatchSemaphore] = []
     private let openConnections = ManagedAtomic<Int>(0)
     /// The port actually bound (useful with port 0).
@@ -82,12 +87,16 @@ public final class HTTPServer: @unchecked Sendable {
                                     lingerBytes: max(0, configuration.lingerBytes),
                                     maxConnections: configuration.maxConnections,
                                     accessLog: configuration.accessLog)
+        let pool = BlockingPool(threads: configuration.blockingThreads, capacity: configuration.blockingQueue,
+                                name: "streamd-pool")
+        self.pool = pool
         do {
             for _ in 0..<max(1, configuration.threads) {
-                loops.append(try EventLoop(listenFD: fd, settings: settings, handler: handler, logger: logger,
+                loops.append(try EventLoop(listenFD: fd, settings: settings, handler: handler, pool: pool, logger: logger,
                                            openConnections: openConnections))
             }
         } catch {
+            pool.shutdown(deadline: monotonicNanos())
             throw .system(error)
         }
         for loop in loops { loop.siblings = loops }
@@ -117,6 +126,7 @@ public final class HTTPServer: @unchecked Sendable {
         for loop in loops { loop.requestStop(deadline: deadline) }
         for done in exited { done.wait() }
         for loop in loops { loop.siblings = [] }   // they referred to each other
+        pool?.shutdown(deadline: deadline)
         if listenFD >= 0 {
             close(listenFD)
             listenFD = -1

@@ -144,11 +144,22 @@ public struct HTTPResponse: Sendable {
     /// The exchange reads the request's body (a radio source); any other request with a body is
     /// refused with 413.
     public var takesRequestBody = false
+    /// Work that may wait (a worker process, the disk, a query that is not a point lookup): the
+    /// event loop runs it on the server's `BlockingPool` and sends the response it makes instead
+    /// of this one, so the loop's other connections never wait behind it.
+    public var offLoop: (@Sendable () -> HTTPResponse)?
 
     public init(status: Int, headers: [(String, String)] = [], body: (any ResponseBody)? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+
+    /// The response `make` returns, made on the blocking pool rather than on the event loop.
+    public static func offLoop(_ make: @escaping @Sendable () -> HTTPResponse) -> HTTPResponse {
+        var response = HTTPResponse(status: 0)
+        response.offLoop = make
+        return response
     }
 
     /// A small in-memory response with Content-Length.

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import StreamShared
+import Synchronization
 
 extension OpenFile: RandomAccessBytes {
     public func read(at offset: Int, count: Int) throws -> [UInt8] {
@@ -600,6 +601,20 @@ public final class Catalog: @unchecked Sendable {
                              encoderPadding: row.encoderPadding, totalSamples: row.totalSamples, tags: tags, seekIndex: seek)
     }
 
+    /// Content-Type for a file served by `/media/`, and the first read's prefetch of its index:
+    /// from memory while the catalog is unchanged. A database lookup on every request, on the
+    /// event loop, cost 64 KiB Range GETs a third of their rate against nginx.
+    public func mediaContentType(forAbsolutePath path: String) -> String {
+        let generation = store.generation
+        if let known = mediaTypes.withLock({ $0.value(for: path, generation: generation) }) { return known }
+        let type = contentType(forAbsolutePath: path)
+        prefetchIndex(forAbsolutePath: path)
+        mediaTypes.withLock { $0.insert(type, for: path, generation: generation) }
+        return type
+    }
+
+    private let mediaTypes = Mutex(GenerationCache<String>(limit: 4096))
+
     /// Content-Type for a file: from its probed container, else from its extension.
     public func contentType(forAbsolutePath path: String) -> String {
         if let relative = resolver.relative(path), let row = try? store.track(path: relative),
@@ -683,5 +698,24 @@ public final class Catalog: @unchecked Sendable {
         let points = selected.map { "{\"t\":\(JSONObjectWriter.number($0.t)),\"byte\":\($0.byte)}" }
         w.addRaw("points", "[" + points.joined(separator: ",") + "]")
         return .success(w.text + "\n")
+    }
+}
+
+/// Values by key, each valid for the catalog generation it was read at; at most `limit` kept
+/// (all are dropped when full: the cache refills with what is asked now).
+struct GenerationCache<Value> {
+    private var values: [String: (generation: UInt64, value: Value)] = [:]
+    let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    func value(for key: String, generation: UInt64) -> Value? {
+        guard let found = values[key], found.generation == generation else { return nil }
+        return found.value
+    }
+
+    mutating func insert(_ value: Value, for key: String, generation: UInt64) {
+        if values.count >= limit { values.removeAll(keepingCapacity: true) }
+        values[key] = (generation, value)
     }
 }

@@ -52,8 +52,13 @@ struct LibraryRoutes: Sendable {
     /// A refusal of the request, as the response to send.
     struct Refusal: Error { var response: HTTPResponse }
 
-    /// The response `body` builds; a refused parameter or a database error becomes its error response.
-    private func answer(_ body: () throws -> HTTPResponse) -> HTTPResponse {
+    /// The response `body` builds, on the blocking pool (it reads the database or files); a
+    /// refused parameter or a database error becomes its error response.
+    private func answer(_ body: @escaping @Sendable () throws -> HTTPResponse) -> HTTPResponse {
+        .offLoop { answerNow(body) }
+    }
+
+    private func answerNow(_ body: () throws -> HTTPResponse) -> HTTPResponse {
         do {
             return try body()
         } catch let refusal as Refusal {
@@ -82,14 +87,15 @@ struct LibraryRoutes: Sendable {
     }
 
     /// The answer `body` builds, from `responses` while the catalog has not changed since it was
-    /// built for the same target (the same path and query).
-    private func cached(_ request: HTTPRequest, _ body: () throws -> JSONAnswer) -> HTTPResponse {
-        answer {
+    /// built for the same target (the same path and query): a hit is sent from the loop, a miss
+    /// is built on the blocking pool.
+    private func cached(_ request: HTTPRequest, _ body: @escaping @Sendable () throws -> JSONAnswer) -> HTTPResponse {
+        if let hit = responses.lookup(request.target, generation: store.generation) {
+            return .generated(hit.body, contentType: "application/json", etag: hit.etag, headers: hit.headers, for: request)
+        }
+        return answer {
             // Read before the database: a change while the answer is built leaves it under the old generation.
             let generation = store.generation
-            if let hit = responses.lookup(request.target, generation: generation) {
-                return .generated(hit.body, contentType: "application/json", etag: hit.etag, headers: hit.headers, for: request)
-            }
             let json = try body()
             let entry = JSONResponseCache.Entry(body: json.bytes, headers: json.headers)
             responses.insert(request.target, generation: generation, entry)

@@ -35,11 +35,13 @@ struct PlaylistRoutes: Sendable {
     static let contentType = "audio/x-mpegurl; charset=utf-8"
 
     func handle(_ request: HTTPRequest, path: Substring) -> HTTPResponse? {
+        // Both read the folder's playlist files and the catalog: made on the blocking pool.
         if path == "/api/playlists" {
-            return .json(listJSON(), for: request)
+            return .offLoop { .json(listJSON(), for: request) }
         }
         if path.hasPrefix("/playlist/file/") {
-            return file(request, encoded: path.dropFirst("/playlist/file/".count))
+            let encoded = path.dropFirst("/playlist/file/".count)
+            return .offLoop { file(request, encoded: encoded) }
         }
         return nil
     }

@@ -42,15 +42,9 @@ public final class Router: Sendable {
     /// Standard methods streamd knows but does not serve: 405, not 501 (RFC 9110 section 15.5.6).
     static let knownMethods: Set<String> = ["POST", "PUT", "DELETE", "PATCH", "CONNECT", "TRACE"]
 
-    /// The request handler for `HTTPServer`.
+    /// The request handler for `HTTPServer`: called on an event loop, so anything that may wait
+    /// (a worker, the disk, a query that is not a point lookup) is returned as `.offLoop` work.
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
-        var response = route(request)
-        // An HTTP/1.0 client keeps the connection only when told so (RFC 9112 section 9.3).
-        if request.minorVersion == 0 && request.keepAlive { response.announceKeepAlive = true }
-        return response
-    }
-
-    private func route(_ request: HTTPRequest) -> HTTPResponse {
         // Icecast sources: PUT, or the legacy SOURCE method, on a channel's mount.
         if let radio, request.method == "PUT" || request.method == "SOURCE", request.path.hasPrefix("/radio/") {
             return radio.source(request, name: request.path.dropFirst("/radio/".count))
@@ -75,7 +69,7 @@ public final class Router: Sendable {
             return media(request, relative: path.dropFirst("/media/".count))
         }
         if path == "/api/status" {
-            return .json(catalog.statusJSON(), for: request)
+            return .offLoop { [catalog] in .json(catalog.statusJSON(), for: request) }
         }
         if let response = library.handle(request, path: path) ?? playlists.handle(request, path: path) {
             return response
@@ -89,10 +83,13 @@ public final class Router: Sendable {
                 }
                 around = seconds
             }
-            return index(request, relative: path.dropFirst("/api/index/".count), around: around)
+            let relative = path.dropFirst("/api/index/".count)
+            return .offLoop { [self, around] in index(request, relative: relative, around: around) }
         }
         if let hls, path.hasPrefix("/hls/") {
-            return hls.vod(request, rest: path.dropFirst("/hls/".count))
+            // Planning walks the file in a worker; a segment reads it: both on the blocking pool.
+            let rest = path.dropFirst("/hls/".count)
+            return .offLoop { hls.vod(request, rest: rest) }
         }
         if let hls, path.hasPrefix("/live/") {
             return hls.live(request, rest: path.dropFirst("/live/".count))
@@ -137,9 +134,8 @@ public final class Router: Sendable {
         } catch {
             return .error(404, "not found")
         }
-        let contentType = catalog.contentType(forAbsolutePath: absolute)
         // The client may seek next: its exact index is built meanwhile (once per track and run).
-        catalog.prefetchIndex(forAbsolutePath: absolute)
+        let contentType = catalog.mediaContentType(forAbsolutePath: absolute)
         return FileResponder.respond(to: request, file: file, contentType: contentType, framing: framing)
     }
 
