@@ -15,6 +15,11 @@
 #include <sys/inotify.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <errno.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
 
 // accept4 is declared only under _GNU_SOURCE; declare it here so the module does not need it.
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
@@ -39,5 +44,17 @@ extern int pthread_setname_np(pthread_t thread, const char *name);
 // streamd's event loops and scanner threads would otherwise each keep their high-water mark.
 static inline void clinux_limit_malloc_arenas(int count) {
     if (getenv("MALLOC_ARENA_MAX") == NULL) mallopt(M_ARENA_MAX, count);
+}
+
+// openat2(2) with O_RDONLY | O_CLOEXEC and `resolve` (RESOLVE_* flags), or -1 with errno; glibc has
+// no wrapper and syscall(2) is variadic. ENOSYS on kernels before 5.6 (the caller falls back).
+static inline int clinux_open_beneath(int dirfd, const char *path, unsigned long long resolve) {
+#ifdef SYS_openat2
+    struct open_how how = { .flags = O_RDONLY | O_CLOEXEC, .mode = 0, .resolve = resolve };
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
 }
 #endif

@@ -17,8 +17,13 @@ public final class OpenFile: @unchecked Sendable {
     public let mtimeNanos: Int
 
     /// Opens `path` read-only; throws `SystemError` (ENOENT, EACCES, EISDIR, ...).
-    public init(path: String) throws(SystemError) {
+    public convenience init(path: String) throws(SystemError) {
         let fd = try syscallChecked("open") { open(path, O_RDONLY | O_CLOEXEC) }
+        try self.init(adopting: fd)
+    }
+
+    /// Takes over `fd` (closed on failure too); throws EISDIR unless it is a regular file.
+    public init(adopting fd: Int32) throws(SystemError) {
         var info = stat()
         if fstat(fd, &info) != 0 {
             let code = errno

@@ -116,23 +116,26 @@ public final class Router: Sendable {
     private func resolve(_ relative: Substring) -> (path: String?, refusal: HTTPResponse?) {
         do {
             return (try resolver.resolve(encoded: relative), nil)
-        } catch .malformed {
-            return (nil, .error(400, "bad path"))
-        } catch .outsideRoot {
-            return (nil, .error(403, "forbidden"))
         } catch {
-            return (nil, .error(404, "not found"))
+            return (nil, Self.refusal(error))
+        }
+    }
+
+    /// The answer to a path that does not lead to a file of the library.
+    static func refusal(_ error: PathError) -> HTTPResponse {
+        switch error {
+        case .malformed: return .error(400, "bad path")
+        case .outsideRoot: return .error(403, "forbidden")
+        case .notFound: return .error(404, "not found")
         }
     }
 
     private func media(_ request: HTTPRequest, relative: Substring) -> HTTPResponse {
-        let resolved = resolve(relative)
-        guard let absolute = resolved.path else { return resolved.refusal ?? .error(404, "not found") }
-        let file: OpenFile
+        let absolute: String, file: OpenFile
         do {
-            file = try OpenFile(path: absolute)
+            (absolute, file) = try resolver.open(encoded: relative)
         } catch {
-            return .error(404, "not found")
+            return Self.refusal(error)
         }
         // The client may seek next: its exact index is built meanwhile (once per track and run).
         let contentType = catalog.mediaContentType(forAbsolutePath: absolute)
