@@ -291,6 +291,8 @@ extension Serve {
         config.headTimeout = headTimeout
         config.idleTimeout = idleTimeout
         config.accessLog = !quiet
+        // Of the 5 s a shutdown may take, responses under way get 3 to finish.
+        config.shutdownGrace = 3
         let server = HTTPServer(configuration: config, logger: logger, handler: router.handle)
         // Set before the loops start (they read it): the scanner's fields, then the connections.
         let scannerFields = catalog.statusExtras
@@ -328,9 +330,27 @@ extension Serve {
                 continue
             }
             logger.info("shutting down")
-            server.shutdown()
+            shutDown(server: server, radio: radio, scanner: scanner, store: store, logger: logger)
             return
         }
+    }
+}
+
+extension Serve {
+    /// Stops what `run` started, last started first, in at most 5 s: the HTTP server (connections
+    /// drain for up to 3 s, then its loops and pool are joined), the radio producers, the scanner
+    /// and indexer threads (their analyzer workers stop and are reaped with them), then the
+    /// database is checkpointed and closed.
+    func shutDown(server: HTTPServer, radio: RadioService?, scanner: CatalogScanner, store: LibraryStore, logger: Logger) {
+        let started = Date()
+        server.shutdown()
+        radio?.stop()
+        let left = 4.5 - Date().timeIntervalSince(started)
+        if !scanner.stop(within: left) {
+            logger.warning("shutdown: the scanner did not stop within \(String(format: "%.1f", max(0, left))) s; leaving it")
+            return
+        }
+        store.close()
     }
 }
 

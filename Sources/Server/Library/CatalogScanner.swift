@@ -29,6 +29,11 @@ public final class CatalogScanner: @unchecked Sendable {
     /// Tracks a client started reading, whose index the indexer builds first (at most 256 wait).
     private var playedPaths: [String] = []
     private let indexCondition = NSCondition()
+    /// Set by `stop` (under `indexCondition`): both threads end at their next look.
+    private var stopping = false
+    /// Signalled by each thread as it ends.
+    private let ended = DispatchSemaphore(value: 0)
+    private var threadsStarted = 0
 
     /// How changes are noticed, for `/api/status`.
     struct WatchState {
@@ -65,9 +70,39 @@ public final class CatalogScanner: @unchecked Sendable {
 
     /// Starts the thread: the first scan begins at once.
     public func start() {
-        Thread.detachNewThread { [self] in run() }
-        Thread.detachNewThread { [self] in runIndexer() }
+        threadsStarted = 2
+        Thread.detachNewThread { [self] in
+            run()
+            ended.signal()
+        }
+        Thread.detachNewThread { [self] in
+            runIndexer()
+            ended.signal()
+        }
     }
+
+    /// Stops both threads: a scan under way reads no further chunk, the indexer takes no
+    /// further file (their workers stop with them). Returns true once both have ended, false
+    /// when `seconds` passed first.
+    @discardableResult
+    public func stop(within seconds: Double) -> Bool {
+        let deadline = monotonicNanos() + UInt64(max(0, seconds) * 1e9)
+        indexCondition.withLock {
+            stopping = true
+            indexCondition.broadcast()
+        }
+        catalog.stopScans()
+        var one: UInt64 = 1
+        _ = write(wake, &one, 8)
+        for _ in 0..<threadsStarted {
+            let left = deadline > monotonicNanos() ? deadline - monotonicNanos() : 0
+            if ended.wait(timeout: .now() + .nanoseconds(Int(min(left, UInt64(Int.max))))) == .timedOut { return false }
+        }
+        threadsStarted = 0
+        return true
+    }
+
+    private var isStopping: Bool { indexCondition.withLock { stopping } }
 
     /// After a scan: long tracks' seek indexes are built on the indexer's thread (a scan or an
     /// inotify event never waits for them).
@@ -93,10 +128,11 @@ public final class CatalogScanner: @unchecked Sendable {
     private func runIndexer() {
         while true {
             waitForIndexWork()
+            if isStopping { return }
             catalog.analyzer.keepingWorkers {
                 while true {
                     var worked = false
-                    while let path = indexCondition.withLock({ playedPaths.isEmpty ? nil : playedPaths.removeFirst() }) {
+                    while let path = indexCondition.withLock({ playedPaths.isEmpty || stopping ? nil : playedPaths.removeFirst() }) {
                         catalog.buildIndex(forAbsolutePath: path)
                         worked = true
                     }
@@ -106,11 +142,11 @@ public final class CatalogScanner: @unchecked Sendable {
                     }
                     if ahead {
                         catalog.buildIndexesAhead(shouldStop: { [self] in
-                            indexCondition.withLock { indexWanted || !playedPaths.isEmpty }
+                            indexCondition.withLock { indexWanted || !playedPaths.isEmpty || stopping }
                         })
                         worked = true
                     }
-                    if !worked { break }
+                    if !worked || isStopping { break }
                 }
             }
         }
@@ -119,7 +155,7 @@ public final class CatalogScanner: @unchecked Sendable {
     /// Waits until a track was started or a scan ended.
     private func waitForIndexWork() {
         indexCondition.lock()
-        while !indexWanted && playedPaths.isEmpty { indexCondition.wait() }
+        while !indexWanted && playedPaths.isEmpty && !stopping { indexCondition.wait() }
         indexCondition.unlock()
     }
 
@@ -153,7 +189,7 @@ public final class CatalogScanner: @unchecked Sendable {
 
     private func run() {
         catalog.scan(.all)
-        while true {
+        while !isStopping {
             let timeout: Int32 = polling ? Int32(clamping: Int(rescanInterval * 1000)) : -1
             var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: watcher?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
@@ -173,6 +209,7 @@ public final class CatalogScanner: @unchecked Sendable {
             if fds[0].revents != 0 {
                 var count: UInt64 = 0
                 _ = read(wake, &count, 8)
+                if isStopping { return }
                 let full = lock.withLock {
                     defer { fullRequested = false }
                     return fullRequested

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Atomics
+internal import CSQLite
 import Foundation
 import StreamShared
 
@@ -19,6 +20,8 @@ public final class LibraryStore: @unchecked Sendable {
     private let writeLock = NSLock()
     private let pool = NSCondition()
     private var idleReaders: [SQLiteDatabase] = []
+    /// Set by `close`: readers are closed as they come back, and none is opened.
+    private var closed = false
     private var readerCount = 0
     /// Reader connections at most: a caller waits for one rather than open more (each holds
     /// three descriptors, and reads take well under a millisecond).
@@ -177,7 +180,7 @@ public final class LibraryStore: @unchecked Sendable {
         let db = try takeReader()
         defer {
             pool.lock()
-            idleReaders.append(db)
+            if closed { db.close() } else { idleReaders.append(db) }
             pool.signal()
             pool.unlock()
         }
@@ -189,6 +192,7 @@ public final class LibraryStore: @unchecked Sendable {
         pool.lock()
         defer { pool.unlock() }
         while true {
+            if closed { throw SQLiteError(code: SQLITE_MISUSE, message: "the library database is closed", context: "read") }
             if let idle = idleReaders.popLast() { return idle }
             if readerCount < Self.maxReaders {
                 let db = try SQLiteDatabase(path: path, readOnly: true)
@@ -197,6 +201,21 @@ public final class LibraryStore: @unchecked Sendable {
             }
             pool.wait()
         }
+    }
+
+    /// Closes the database at shutdown: the WAL is checkpointed into the main file, the writer and
+    /// the idle readers closed (a reader in use closes when it comes back); later calls fail.
+    public func close() {
+        writeLock.lock()
+        if !inMemory { try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+        writer.close()
+        writeLock.unlock()
+        pool.lock()
+        closed = true
+        for reader in idleReaders { reader.close() }
+        idleReaders.removeAll()
+        pool.broadcast()
+        pool.unlock()
     }
 
     private func write<T>(_ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {

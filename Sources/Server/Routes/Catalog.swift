@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import StreamShared
 import Synchronization
+import Atomics
 
 extension OpenFile: RandomAccessBytes {
     public func read(at offset: Int, count: Int) throws -> [UInt8] {
@@ -61,6 +62,8 @@ public final class Catalog: @unchecked Sendable {
     public let store: LibraryStore
     private let lock = NSLock()
     private let scanLock = NSLock()
+    /// Set at shutdown: a scan under way reads no further chunk, and none starts.
+    private let scansStopped = ManagedAtomic<Bool>(false)
     private var progress = ScanProgress()
     private var indexedAhead = 0
     private var indexedOnPlay = 0
@@ -120,7 +123,16 @@ public final class Catalog: @unchecked Sendable {
 
     /// Scans `scope` (serialised with every other scan).
     func scan(_ scope: ScanScope) {
-        scanLock.withLock { scanNow(scope) }
+        scanLock.withLock {
+            guard !scansStopped.load(ordering: .relaxed) else { return }
+            scanNow(scope)
+        }
+    }
+
+    /// Shutdown: ends the scan under way at its next chunk (what it read so far is written) and
+    /// refuses new ones.
+    public func stopScans() {
+        scansStopped.store(true, ordering: .relaxed)
     }
 
     /// Brings the catalog up to date for one file or folder (relative to the library, or an
@@ -175,6 +187,7 @@ public final class Catalog: @unchecked Sendable {
         let writer = ScanWriter { [self] changes in write(changes) }
         let walk = CatalogWalk(root: resolver.root, excludedPrefix: excludedPrefix, store: store, under: prefix, chunkSize: chunkSize,
                                read: { [self] chunk in
+                                   if scansStopped.load(ordering: .relaxed) { return }
                                    if scope == .all && !announced {
                                        announced = true
                                        info("scan: reading new and changed files")
