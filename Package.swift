@@ -47,16 +47,31 @@ let package = Package(
         // The decoders (libmpg123, libfaad2) and the resampler (libsoxr), wrapped once, for
         // streamplay's pipeline and streamd's transcoding radio channels alike.
         .target(name: "StreamAudio", dependencies: ["StreamShared", "CMPG123", "CFAAD", "CSoxr"], path: "Sources/Audio"),
-        .target(name: "StreamServer",
-                dependencies: ["StreamShared", "StreamAudio", "CLinux", "CSQLite", "CLAME", .product(name: "Logging", package: "swift-log"),
+        // streamd, one module per job (docs/DESIGN.md, "Modules"): an HTTP core that knows nothing
+        // of music; the library (catalog, scan, store, search, analysis workers); HLS; radio; and
+        // the server that composes them into streamd's routes.
+        .target(name: "StreamHTTP",
+                dependencies: ["StreamShared", "CLinux", .product(name: "Logging", package: "swift-log"),
                                .product(name: "Atomics", package: "swift-atomics")],
-                path: "Sources/Server"),
+                path: "Sources/Server/HTTP"),
+        .target(name: "StreamLibrary",
+                dependencies: ["StreamHTTP", "StreamShared", "CLinux", "CSQLite", .product(name: "Atomics", package: "swift-atomics")],
+                path: "Sources/Server/Library"),
+        .target(name: "StreamHLS", dependencies: ["StreamHTTP", "StreamLibrary", "StreamShared"], path: "Sources/Server/HLS"),
+        .target(name: "StreamRadio",
+                dependencies: ["StreamHTTP", "StreamLibrary", "StreamHLS", "StreamShared", "StreamAudio", "CLinux", "CLAME",
+                               .product(name: "Atomics", package: "swift-atomics")],
+                path: "Sources/Server/Radio"),
+        .target(name: "StreamServer",
+                dependencies: ["StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamShared", "StreamAudio", "CLinux",
+                               .product(name: "Logging", package: "swift-log"), .product(name: "Atomics", package: "swift-atomics")],
+                path: "Sources/Server/Routes"),
         .target(name: "StreamClient",
                 dependencies: ["StreamShared", "StreamAudio", "CALSA", "CCurl", "CSonic", "CLinux",
                                .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Client"),
         .executableTarget(name: "streamd",
-                          dependencies: ["StreamServer", "CLinux",
+                          dependencies: ["StreamServer", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "CLinux",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                          .product(name: "Logging", package: "swift-log")],
                           path: "Sources/streamd"),
@@ -69,7 +84,8 @@ let package = Package(
                           path: "Sources/dspbench"),
 
         .testTarget(name: "SharedTests", dependencies: ["StreamShared"], path: "Tests/SharedTests"),
-        .testTarget(name: "ServerTests", dependencies: ["StreamServer", "StreamShared", "StreamAudio"], path: "Tests/ServerTests"),
+        .testTarget(name: "ServerTests", dependencies: ["StreamServer", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio",
+                                                       "StreamShared", "StreamAudio"], path: "Tests/ServerTests"),
         .testTarget(name: "ClientTests", dependencies: ["StreamClient", "StreamShared", "StreamAudio"], path: "Tests/ClientTests"),
         .testTarget(name: "EndToEndTests", dependencies: ["StreamShared"], path: "Tests/EndToEndTests"),
     ]

@@ -3,6 +3,10 @@ import Foundation
 import Logging
 import StreamServer
 import CLinux
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
+import StreamRadio
 
 /// streamd: hosts a music folder over HTTP (the default command), or packages it as static HLS.
 @main

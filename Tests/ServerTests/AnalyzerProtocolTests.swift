@@ -1,5 +1,9 @@
 import Testing
 @testable import StreamServer
+@testable import StreamRadio
+@testable import StreamHLS
+@testable import StreamLibrary
+@testable import StreamHTTP
 @testable import StreamShared
 
 /// Frames between streamd and its analyzer worker.

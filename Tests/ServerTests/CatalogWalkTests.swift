@@ -4,6 +4,10 @@ import Glibc
 import Foundation
 import Testing
 @testable import StreamServer
+@testable import StreamRadio
+@testable import StreamHLS
+@testable import StreamLibrary
+@testable import StreamHTTP
 
 /// The scan's walk in path order merged with the catalog's known files: what is read, what is
 /// gone, in SQLite's byte order, without either side held whole.

@@ -1,5 +1,9 @@
 import Testing
 @testable import StreamServer
+@testable import StreamRadio
+@testable import StreamHLS
+@testable import StreamLibrary
+@testable import StreamHTTP
 @testable import StreamShared
 
 /// The live HLS form of a channel: published chunks cut into packed-audio segments at frame

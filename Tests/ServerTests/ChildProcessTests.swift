@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import StreamServer
+@testable import StreamRadio
+@testable import StreamHLS
+@testable import StreamLibrary
+@testable import StreamHTTP
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import StreamServer
+@testable import StreamRadio
+@testable import StreamHLS
+@testable import StreamLibrary
+@testable import StreamHTTP
 
 /// The rule for the files beside the tracks that are never audio (cover pictures, booklets,
 /// notes, logs, cue sheets, playlists, the desktop's files): passed by, counted, not "skipped".

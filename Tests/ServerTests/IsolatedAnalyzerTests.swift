@@ -4,6 +4,10 @@ import Glibc
 #endif
 import Testing
 @testable import StreamServer
+@testable import StreamRadio
+@testable import StreamHLS
+@testable import StreamLibrary
+@testable import StreamHTTP
 import StreamShared
 
 /// Analysis in worker processes (the real `streamd analyze-worker`): same results as in

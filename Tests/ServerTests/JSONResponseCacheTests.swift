@@ -1,5 +1,9 @@
 import Testing
 @testable import StreamServer
+@testable import StreamRadio
+@testable import StreamHLS
+@testable import StreamLibrary
+@testable import StreamHTTP
 import StreamShared
 
 /// The library API's answer cache: hits only for the same target and catalog generation, least

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import StreamServer
+@testable import StreamRadio
+@testable import StreamHLS
+@testable import StreamLibrary
+@testable import StreamHTTP
 import StreamShared
 
 /// The libmp3lame wrapper: a sine in, MP3 out, decoded again by the mpg123 program.

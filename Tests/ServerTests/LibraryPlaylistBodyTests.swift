@@ -3,6 +3,10 @@ import Glibc
 #endif
 import Testing
 @testable import StreamServer
+@testable import StreamRadio
+@testable import StreamHLS
+@testable import StreamLibrary
+@testable import StreamHTTP
 @testable import StreamShared
 
 /// `/playlist/all.m3u8` written piece by piece: the same text `M3UWriter` makes of the whole

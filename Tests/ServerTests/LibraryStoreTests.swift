@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import StreamServer
+@testable import StreamRadio
+@testable import StreamHLS
+@testable import StreamLibrary
+@testable import StreamHTTP
 @testable import StreamShared
 
 /// The catalog database: schema, writes, the read API the routes use, and what happens to a

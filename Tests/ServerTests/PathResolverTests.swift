@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import StreamServer
+@testable import StreamRadio
+@testable import StreamHLS
+@testable import StreamLibrary
+@testable import StreamHTTP
 
 /// `PathResolver`: the one gate between a URL path and the library's files.
 @Suite struct PathResolverTests {

@@ -1,5 +1,9 @@
 import Testing
 @testable import StreamServer
+@testable import StreamRadio
+@testable import StreamHLS
+@testable import StreamLibrary
+@testable import StreamHTTP
 
 /// RFC 9110 section 13.2.2: the order the conditional header fields are evaluated in.
 @Suite struct PreconditionsTests {

@@ -3,6 +3,10 @@ import Testing
 import Glibc
 #endif
 @testable import StreamServer
+@testable import StreamRadio
+@testable import StreamHLS
+@testable import StreamLibrary
+@testable import StreamHTTP
 @testable import StreamShared
 
 /// A radio listener over a socketpair with a small send buffer, so writes are partial and the

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import StreamServer
+@testable import StreamRadio
+@testable import StreamHLS
+@testable import StreamLibrary
+@testable import StreamHTTP
 import StreamShared
 
 /// The scan's writer thread and the workers kept for a whole scan.

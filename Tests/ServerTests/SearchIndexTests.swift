@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import StreamServer
+@testable import StreamRadio
+@testable import StreamHLS
+@testable import StreamLibrary
+@testable import StreamHTTP
 @testable import StreamShared
 
 /// The in-memory search index (`SearchIndex`) against FTS5: on a library of tricky tags (accents,

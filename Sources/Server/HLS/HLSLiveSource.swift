@@ -1,4 +1,6 @@
 import StreamShared
+import StreamHTTP
+import StreamLibrary
 
 /// A track played in a loop as a live HLS stream (`streamd --live NAME=PATH`): the playlist is a
 /// sliding window over an endless sequence of segments that become available in real time.

@@ -1,5 +1,7 @@
 import Foundation
 import StreamShared
+import StreamHTTP
+import StreamLibrary
 
 /// `streamd package`: writes what the HLS routes serve as static files, laid out like streamd's
 /// URLs (`hls/<path>/…` and `media/<path>`), so any web server or CDN can serve the folder.

@@ -1,5 +1,7 @@
 import Foundation
 import StreamShared
+import StreamHTTP
+import StreamLibrary
 
 /// The HLS routes of streamd: VOD playlists and segments under `/hls/<path>/`, live loops under `/live/<name>/`.
 public final class HLSService: Sendable {
@@ -9,8 +11,8 @@ public final class HLSService: Sendable {
     private let plans = PlanCache(limit: 128)
     private let live: [String: HLSLiveSource]
 
-    static let playlistType = "application/vnd.apple.mpegurl"
-    static let immutable = "public, max-age=31536000, immutable"
+    package static let playlistType = "application/vnd.apple.mpegurl"
+    package static let immutable = "public, max-age=31536000, immutable"
 
     public init(catalog: Catalog, cacheBytes: Int, live: [HLSLiveSource] = []) {
         self.catalog = catalog
@@ -103,7 +105,7 @@ public final class HLSService: Sendable {
     }
 
     /// "seg-12.mp3" → 12; nil for anything else (signs, leading zeros, huge numbers, other extensions).
-    static func segmentIndex(_ name: String, extension ext: String) -> Int? {
+    package static func segmentIndex(_ name: String, extension ext: String) -> Int? {
         guard name.hasPrefix("seg-"), name.hasSuffix("." + ext) else { return nil }
         let digits = name.dropFirst(4).dropLast(ext.count + 1)
         guard !digits.isEmpty, digits.count <= 9, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
@@ -112,7 +114,7 @@ public final class HLSService: Sendable {
     }
 
     /// A generated body with a strong ETag: see the parts form.
-    static func respond(_ request: HTTPRequest, _ bytes: [UInt8], contentType: String, etag: String,
+    package static func respond(_ request: HTTPRequest, _ bytes: [UInt8], contentType: String, etag: String,
                         cacheControl: String) -> HTTPResponse {
         respond(request, parts: [.bytes(bytes)], contentType: contentType, etag: etag, cacheControl: cacheControl)
     }
@@ -122,7 +124,7 @@ public final class HLSService: Sendable {
     /// already has it, 206 for one byte range (the parts sliced, file spans still sent with
     /// sendfile; a CDN or player fetching part of a segment), 416, else 200 with the whole body.
     /// Several ranges get the whole body.
-    static func respond(_ request: HTTPRequest, parts: [BodyPart], contentType: String, etag: String,
+    package static func respond(_ request: HTTPRequest, parts: [BodyPart], contentType: String, etag: String,
                         cacheControl: String) -> HTTPResponse {
         let total = parts.reduce(0) { $0 + $1.length }
         var headers = [("ETag", etag), ("Cache-Control", cacheControl), ("Accept-Ranges", "bytes"),

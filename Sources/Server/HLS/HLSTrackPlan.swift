@@ -1,4 +1,6 @@
 import StreamShared
+import StreamHTTP
+import StreamLibrary
 
 /// Why a track cannot be offered as HLS.
 public enum HLSError: Error, CustomStringConvertible, Equatable {
@@ -184,7 +186,7 @@ public struct HLSTrackPlan: Sendable {
     }
 
     /// FNV-1a of the ETag, as 12 hex digits: short, stable, changes with the file.
-    static func versionToken(_ etag: String) -> String {
+    package static func versionToken(_ etag: String) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in etag.utf8 {
             hash ^= UInt64(byte)

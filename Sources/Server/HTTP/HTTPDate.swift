@@ -3,11 +3,11 @@ import Glibc
 #endif
 
 /// RFC 9110 IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT") and its parser for If-Modified-Since.
-enum HTTPDate {
+package enum HTTPDate {
     private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
-    static func format(_ seconds: Int) -> String {
+    package static func format(_ seconds: Int) -> String {
         var t = time_t(seconds)
         var parts = tm()
         gmtime_r(&t, &parts)

@@ -127,7 +127,7 @@ public struct HTTPRequest: Sendable, Equatable {
 
 extension StringProtocol {
     /// The text with the given characters removed from both ends.
-    func trimmingCharacters(in set: String) -> String {
+    package func trimmingCharacters(in set: String) -> String {
         var view = Substring(self)
         while let first = view.first, set.contains(first) { view = view.dropFirst() }
         while let last = view.last, set.contains(last) { view = view.dropLast() }

@@ -198,7 +198,7 @@ public struct HTTPRequestParser: Sendable {
 
     private struct LineEnd {
         var contentEnd: Int
-        var next: Int
+        package var next: Int
     }
 
     /// Finds the end of a line (CRLF, or a bare LF as RFC 9112 2.2 allows) within `limit` bytes.

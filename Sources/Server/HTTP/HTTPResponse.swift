@@ -55,7 +55,7 @@ public enum BodyPart: Sendable {
     case bytes([UInt8])
     case file(OpenFile, offset: Int, length: Int)
 
-    var length: Int {
+    package var length: Int {
         switch self {
         case .bytes(let b): return b.count
         case .file(_, _, let length): return length

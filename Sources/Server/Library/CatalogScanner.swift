@@ -4,6 +4,7 @@ import Glibc
 import CLinux
 import Foundation
 import StreamShared
+import StreamHTTP
 
 /// Keeps the catalog current in the background, on its own thread: the first scan at start
 /// (the server listens meanwhile, serving what the database holds), then the paths inotify

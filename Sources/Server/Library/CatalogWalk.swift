@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import StreamShared
+import StreamHTTP
 
 /// The known files of the catalog (listed and skipped) in path order, read a batch at a time
 /// (keyset paging: a long scan holds no read transaction and no list of the whole library).

@@ -1,3 +1,4 @@
+import StreamHTTP
 /// The files that sit beside the tracks of a music folder and are not audio: cover pictures,
 /// booklets, notes, rip logs, cue sheets, playlists, checksums, the desktop's own files. The scan
 /// never hands them to the analyzer and does not list them as skipped (they are counted,

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CLinux
 import Foundation
+import StreamHTTP
 
 /// inotify over a folder tree: one watch per folder, events turned into the paths that changed.
 /// The owner (the catalog's scanner thread) adds the folders a scan walked and reads events

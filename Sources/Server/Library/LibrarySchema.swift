@@ -1,3 +1,4 @@
+import StreamHTTP
 /// The catalog database's tables and their migrations.
 ///
 /// `PRAGMA application_id` marks the file as streamd's; `PRAGMA user_version` is the schema

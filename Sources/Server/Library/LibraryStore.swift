@@ -5,6 +5,7 @@ import Atomics
 internal import CSQLite
 import Foundation
 import StreamShared
+import StreamHTTP
 
 /// The catalog database: tracks, albums, artists, the search index, skipped files and cached
 /// exact analyses, in SQLite (WAL mode, so readers never wait for the scanner's writes).

@@ -1,4 +1,5 @@
 internal import CSQLite
+import StreamHTTP
 
 /// An error from SQLite: the result code, SQLite's message and what streamd was doing.
 public struct SQLiteError: Error, CustomStringConvertible, Sendable, Equatable {

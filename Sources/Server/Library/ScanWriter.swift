@@ -1,4 +1,5 @@
 import Foundation
+import StreamHTTP
 
 /// Writes a scan's chunks to the catalog on a thread of its own, so that the workers read the
 /// next chunk while this one is written (before, they waited for every write: at 100,000 tracks

@@ -1,3 +1,4 @@
+import StreamHTTP
 /// An in-memory copy of the catalog's FTS5 search index (`tracks_fts`), read from FTS5 itself
 /// (`fts5vocab`, one row per token instance), so its terms are exactly the ones unicode61 made
 /// (case folded, diacritics removed, split where FTS5 splits). It answers the searches whose
@@ -159,7 +160,7 @@ final class SearchIndex: Sendable {
     // MARK: searching
 
     /// What the index says of a search.
-    enum Answer: Equatable {
+    package enum Answer: Equatable {
         /// The ids, best first (more than `rankedMatchLimit` matched: title hits, then the others).
         case ids([Int])
         /// Between 1 and `rankedMatchLimit` rows match: FTS5 ranks them (bm25).

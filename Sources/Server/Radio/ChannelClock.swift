@@ -1,3 +1,6 @@
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 /// A channel's stream time, derived from the frames it has published: samples counted exactly
 /// at their rate (no per-frame rounding, so no drift however long the channel runs).
 struct ChannelClock: Sendable, Equatable {

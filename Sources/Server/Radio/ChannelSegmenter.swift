@@ -1,6 +1,9 @@
 import Atomics
 import Foundation
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// A channel's stream as live HLS (RFC 8216): the chunks the channel publishes, cut at frame
 /// boundaries into packed-audio segments (an ID3 PRIV timestamp, then the frames) of at most
@@ -16,7 +19,7 @@ final class ChannelSegmenter: @unchecked Sendable {
         let duration: Double
         /// The ID3 timestamp tag followed by the frames.
         let bytes: [UInt8]
-        let format: FrameFormat
+        package let format: FrameFormat
         /// The format differs from the previous segment's (EXT-X-DISCONTINUITY before it).
         let discontinuity: Bool
         /// Wall-clock time of the first sample (seconds since 1970).
@@ -70,7 +73,7 @@ final class ChannelSegmenter: @unchecked Sendable {
 
     /// Takes a published chunk's frames (`wall`: seconds since 1970 now, when the chunk's last
     /// frame is due). A chunk without frame timing is left out.
-    func append(_ chunk: RadioChunk, wall: Double = Date().timeIntervalSince1970) {
+    package func append(_ chunk: RadioChunk, wall: Double = Date().timeIntervalSince1970) {
         guard let format = chunk.format, format.sampleRate > 0, !chunk.frameSamples.isEmpty else { return }
         lock.lock()
         defer { lock.unlock() }

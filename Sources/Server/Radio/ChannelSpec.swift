@@ -1,3 +1,6 @@
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 /// A `--channel NAME=PATH[,shuffle][,bitrate=KBPS]` option taken apart.
 public struct ChannelSpec: Sendable, Equatable {
     public var name: String

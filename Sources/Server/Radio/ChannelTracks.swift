@@ -2,6 +2,9 @@
 import Glibc
 #endif
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// What a channel plays and how: its tracks, the stream's format, and whether the tracks are
 /// transcoded to it (mixed formats, or a bitrate asked for) or their frames pass as they are.

@@ -3,6 +3,9 @@ import Glibc
 #endif
 import StreamAudio
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// The transcoding half of a playlist channel whose tracks differ in format: each track is
 /// decoded (gapless-trimmed), made stereo, resampled to the channel's rate (libsoxr) and fed to
@@ -13,7 +16,7 @@ import StreamShared
 /// due, so the work is spread at the stream's pace. The tracks are decoded in worker processes
 /// (`IsolatedTrackPCM`): a file that crashes a decoder costs its track, not the server.
 final class ChannelTranscoder {
-    let format: ChannelFormat
+    package let format: ChannelFormat
     private let encoder: LAMEEncoder
     private let isolation: DecodeIsolation
     private var decoder: (any TrackPCM)?
@@ -88,7 +91,7 @@ final class ChannelTranscoder {
     /// The next MP3 frame of the stream, or nil when the current track has given all its
     /// samples (the frames holding its end come out with the next track's start: the encoder
     /// and resampler keep a little back). Throws when the track cannot be decoded further.
-    func next() throws -> (bytes: ArraySlice<UInt8>, frame: AudioFrameSplitter.Frame)? {
+    package func next() throws -> (bytes: ArraySlice<UInt8>, frame: AudioFrameSplitter.Frame)? {
         // Bounded: every pass decodes more of a finite track or returns.
         while true {
             if let frame = try takeFrame() { return frame }

@@ -1,3 +1,6 @@
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 /// Gathers frames into the next chunk a producer publishes. A chunk holds frames of one format:
 /// a frame of another format publishes what was gathered first.
 struct ChunkBuilder {
@@ -9,7 +12,7 @@ struct ChunkBuilder {
     var isEmpty: Bool { bytes.isEmpty }
 
     /// Adds one frame of `samples` samples in `format`; a change of format flushes to `channel` first.
-    mutating func append(frame: ArraySlice<UInt8>, samples: Int, format: FrameFormat, flushingTo channel: RadioChannel, now: UInt64) {
+    package mutating func append(frame: ArraySlice<UInt8>, samples: Int, format: FrameFormat, flushingTo channel: RadioChannel, now: UInt64) {
         if let current = self.format, current != format { flush(to: channel, now: now) }
         self.format = format
         frameStarts.append(Int32(truncatingIfNeeded: bytes.count))

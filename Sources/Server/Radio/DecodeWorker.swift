@@ -4,6 +4,9 @@ import Glibc
 import Foundation
 import StreamAudio
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// The child side of a transcoding channel's decoding: `streamd decode-worker` reads one
 /// request on stdin (a track and the channel's channel count), decodes it with `LocalTrackPCM`
@@ -21,7 +24,7 @@ public enum DecodeWorker {
     /// Test-only: `trap:NAME,hang:NAME` makes the worker trap or spin on files of that name
     /// after their first samples (a decoder that crashes or loops mid-track).
     public static let faultVariable = "STREAMD_TEST_DECODER_FAULT"
-    static let hello = Array("streamd-decoder/1".utf8)
+    package static let hello = Array("streamd-decoder/1".utf8)
     /// The most samples one frame from the worker may carry (a unit is at most 4096 frames of
     /// two channels; the rest is room).
     static let maxSamples = 1 << 18
@@ -56,7 +59,7 @@ public enum DecodeWorker {
         return AnalyzerProtocol.frame(payload + Array(path.utf8))
     }
 
-    static func parseRequest(_ payload: [UInt8]) throws(FormatError) -> (path: String, hints: TrackDecoder.Hints, channels: Int) {
+    package static func parseRequest(_ payload: [UInt8]) throws(FormatError) -> (path: String, hints: TrackDecoder.Hints, channels: Int) {
         var reader = ByteReader(payload, component: "decoder request")
         let channels = Int(try reader.readU8())
         guard channels == 1 || channels == 2 else {
@@ -213,7 +216,7 @@ final class IsolatedTrackPCM: TrackPCM {
         }
     }
 
-    func next(into output: inout [Float]) throws -> Int? {
+    package func next(into output: inout [Float]) throws -> Int? {
         guard !ended else { return nil }
         let payload: [UInt8]
         if let first = pending {

@@ -2,6 +2,9 @@
 import Glibc
 #endif
 import CLinux
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// Buffers for building one listener's writev, shared by every listener of one event loop
 /// (they are pumped one at a time on its thread), so a listener costs no buffers of its own.
@@ -14,7 +17,7 @@ final class ListenerScratch: @unchecked Sendable {
     let headers: UnsafeMutablePointer<UInt8>
     var segments: [ListenerSegment] = []
     /// Receives what a listener sends (nothing is expected: the bytes are dropped).
-    let input: UnsafeMutableRawPointer
+    package let input: UnsafeMutableRawPointer
     static let inputSize = 2048
 
     init() {

@@ -1,5 +1,8 @@
 import Foundation
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// Drives a live channel (`PUT /radio/NAME`): the connected source's frames are published in
 /// real time by the channel's clock (a source that sends faster, like `curl -T file`, is held
@@ -50,7 +53,7 @@ final class LiveProducer: @unchecked Sendable {
         thread.start()
     }
 
-    func stop() {
+    package func stop() {
         lock.lock()
         stopped = true
         lock.unlock()

@@ -1,5 +1,8 @@
 import Foundation
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// Plays a channel's tracks in real time, one after the other for ever (reshuffled at every
 /// pass with `shuffle`): frames are published when the channel's clock says they are due, in
@@ -14,7 +17,7 @@ final class PlaylistProducer: @unchecked Sendable {
     let tracks: [ChannelTrack]
     let shuffle: Bool
     /// The stream's format (what listeners were told).
-    let format: ChannelFormat
+    package let format: ChannelFormat
     /// Set when the channel transcodes (from the start, or from the first track whose frames
     /// are not in `format`).
     private var transcoder: ChannelTranscoder?
@@ -52,7 +55,7 @@ final class PlaylistProducer: @unchecked Sendable {
     }
 
     /// Stops the thread and waits for it.
-    func stop() {
+    package func stop() {
         lock.lock()
         stopped = true
         lock.unlock()

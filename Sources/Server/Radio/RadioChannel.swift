@@ -1,6 +1,9 @@
 import Atomics
 import Foundation
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// What a channel's stream is: the frame format and what its listeners are told about it.
 public struct ChannelFormat: Sendable, Equatable {

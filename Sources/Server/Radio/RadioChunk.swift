@@ -1,5 +1,8 @@
 import StreamShared
 import Atomics
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// A title's ICY metadata block (length byte, text, NUL padding), encoded once and shared by
 /// every listener that needs it.
@@ -58,11 +61,11 @@ public final class RadioChunk: @unchecked Sendable {
     /// Samples of each frame (parallel to `frameStarts`), at `format.sampleRate`: the stream's
     /// time. Empty when the producer did not say (then the chunk has no duration).
     let frameSamples: [UInt16]
-    let format: FrameFormat?
+    package let format: FrameFormat?
     let title: ICYBlock
     /// When the chunk was published (monotonic ns).
     let publishedAt: UInt64
-    let next = ManagedAtomicLazyReference<RadioChunk>()
+    package let next = ManagedAtomicLazyReference<RadioChunk>()
 
     var end: Int { start + count }
 

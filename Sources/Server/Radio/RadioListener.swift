@@ -3,6 +3,9 @@ import Glibc
 #endif
 import CLinux
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// Where a listener is in its channel's stream and in its own framing (HTTP chunks, ICY blocks).
 struct ListenerCursor {
@@ -115,7 +118,7 @@ final class RadioListener: LiveExchange, @unchecked Sendable {
         channel.listenerJoined()
     }
 
-    func stop() {
+    package func stop() {
         if joined { channel.listenerLeft() }
         joined = false
         cursor = nil

@@ -1,5 +1,8 @@
 import Foundation
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// The radio routes: channels under /radio/NAME, their status pages. Owns the channels and
 /// their producers.

@@ -1,3 +1,6 @@
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 /// Radio settings from the command line.
 public struct RadioSettings: Sendable {
     /// Bytes a new listener gets at once, from a frame boundary (`--burst-kb`).

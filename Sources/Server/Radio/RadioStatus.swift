@@ -1,10 +1,13 @@
 import Foundation
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// The radio status documents: `/api/channels` (ours) and `/status-json.xsl` (Icecast's shape,
 /// so dashboards written for Icecast read it).
-enum RadioStatus {
-    static func channelsJSON(_ channels: [RadioChannel]) -> String {
+package enum RadioStatus {
+    package static func channelsJSON(_ channels: [RadioChannel]) -> String {
         let items = channels.map { channel -> String in
             let s = channel.snapshot()
             var w = JSONObjectWriter()
@@ -32,7 +35,7 @@ enum RadioStatus {
 
     /// Icecast 2.4's status-json.xsl: `icestats` with a `source` array (always an array here;
     /// Icecast gives a bare object when one source is up).
-    static func icecastJSON(_ channels: [RadioChannel], host: String, serverStart: Int) -> String {
+    package static func icecastJSON(_ channels: [RadioChannel], host: String, serverStart: Int) -> String {
         let sources = channels.compactMap { channel -> String? in
             let s = channel.snapshot()
             guard let format = s.format, !s.ended else { return nil }

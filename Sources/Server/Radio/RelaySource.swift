@@ -4,6 +4,9 @@ import Glibc
 import CLinux
 import Foundation
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// `--relay NAME=URL`: pulls a stream from another streamd or an Icecast server (plain HTTP) and
 /// feeds it to the live channel NAME as its source, ICY titles carried through. Reconnects every
@@ -52,7 +55,7 @@ final class RelaySource: @unchecked Sendable {
         thread.start()
     }
 
-    func stop() {
+    package func stop() {
         lock.lock()
         stopped = true
         lock.unlock()

@@ -3,6 +3,9 @@ import Glibc
 #endif
 import CLinux
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// A live source's connection once its request is accepted (`PUT` or `SOURCE /radio/NAME`):
 /// reads the body (Content-Length, chunked, or until the source closes, as Icecast sources send
@@ -40,7 +43,7 @@ final class SourceExchange: LiveExchange, @unchecked Sendable {
         if !leftover.isEmpty { _ = take(leftover[...]) }
     }
 
-    func stop() {
+    package func stop() {
         feed.close()
     }
 

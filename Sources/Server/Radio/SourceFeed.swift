@@ -1,4 +1,7 @@
 import Foundation
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// The bytes of a live source on their way from its connection (an event-loop thread) to its
 /// channel's producer thread. Bounded: when it is full the connection stops reading, so TCP
@@ -24,7 +27,7 @@ final class SourceFeed: @unchecked Sendable {
     }
 
     /// Adds source bytes (the caller read at most `room`).
-    func append(_ data: ArraySlice<UInt8>) {
+    package func append(_ data: ArraySlice<UInt8>) {
         lock.lock()
         bytes += data
         lock.unlock()

@@ -1,4 +1,7 @@
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// What a live source's request (`PUT`/`SOURCE /radio/NAME`) says, checked: its credentials,
 /// stream type and station headers (Icecast's `ice-*`, or SHOUTcast's `icy-*`).

@@ -3,6 +3,9 @@ import Glibc
 #endif
 import StreamAudio
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// One track of a channel: a library file the catalog analyzed, its audio span and its title.
 public struct ChannelTrack: Sendable, Equatable {
@@ -59,7 +62,7 @@ struct TrackFrameReader {
 
     /// The next audio frame's bytes and facts, or nil at the end of the track. Throws
     /// `SystemError` on a read error and `FormatError` when the audio cannot be followed.
-    mutating func next() throws -> (bytes: ArraySlice<UInt8>, frame: AudioFrameSplitter.Frame)? {
+    package mutating func next() throws -> (bytes: ArraySlice<UInt8>, frame: AudioFrameSplitter.Frame)? {
         while true {
             let isComplete = fileOffset >= end
             let available = buffer[head...]

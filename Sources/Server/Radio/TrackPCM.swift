@@ -1,5 +1,8 @@
 import StreamAudio
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
 
 /// A track's samples as a transcoding channel takes them: interleaved, in the channel's channel
 /// count, at the track's own rate (the channel resamples). `IsolatedTrackPCM` runs the decoder
@@ -34,7 +37,7 @@ final class LocalTrackPCM: TrackPCM {
         self.channels = channels
     }
 
-    func next(into output: inout [Float]) throws -> Int? {
+    package func next(into output: inout [Float]) throws -> Int? {
         pcm.removeAll(keepingCapacity: true)
         guard try decoder.decode(into: &pcm) else { return nil }
         let format = decoder.format

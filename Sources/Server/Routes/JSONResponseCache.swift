@@ -1,4 +1,8 @@
 import Foundation
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
+import StreamRadio
 
 /// Recent JSON answers of the library API by request target, each valid only for the catalog
 /// generation it was built from (`LibraryStore.generation`), least recently used evicted first
@@ -11,7 +15,7 @@ final class JSONResponseCache: @unchecked Sendable {
     struct Entry {
         var body: [UInt8]
         var headers: [(String, String)]
-        var etag: String
+        package var etag: String
 
         init(body: [UInt8], headers: [(String, String)]) {
             self.body = body

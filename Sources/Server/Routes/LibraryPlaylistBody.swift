@@ -1,5 +1,9 @@
 import Atomics
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
+import StreamRadio
 
 /// An extended M3U of library tracks (`/playlist/all.m3u8`: 100,000 entries, 18 MB) written a
 /// few hundred entries at a time as the client takes them, instead of built whole before the

@@ -2,6 +2,10 @@
 import Glibc
 #endif
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
+import StreamRadio
 
 /// The browse and search API over the catalog database (`/api/tracks`, `/api/search`,
 /// `/api/albums[/<id>]`, `/api/artists[/<id>]`, `/api/cover/<album id>`) and the playlists made

@@ -1,4 +1,8 @@
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
+import StreamRadio
 
 /// What a playlist line says about a track of the library.
 public struct PlaylistTrack: Sendable, Equatable {

@@ -1,5 +1,9 @@
 import Foundation
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
+import StreamRadio
 
 /// Maps requests to responses: the HTTP contract of streamd (docs/DESIGN.md).
 public final class Router: Sendable {

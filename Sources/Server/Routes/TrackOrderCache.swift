@@ -1,4 +1,8 @@
 import Foundation
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
+import StreamRadio
 
 /// The id of every track in each sort order `/api/tracks` was asked for, kept while the catalog
 /// is unchanged (`LibraryStore.generation`), so that a page anywhere in the list costs its own

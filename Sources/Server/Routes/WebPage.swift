@@ -1,3 +1,7 @@
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
+import StreamRadio
 /// The library page at `/`: one self-contained HTML document of a fixed size, whatever the size
 /// of the library. Its script fetches what it shows from the JSON API, one page at a time: the
 /// album grid (`/api/albums`, covers from `/api/cover/<id>`), an album's tracks

@@ -42,7 +42,7 @@ func syscall<T: FixedWidthInteger & Sendable>(_ name: String, _ body: () -> T) t
 /// Runs a system call that must not block; EAGAIN is reported as an error too.
 @inline(__always)
 @discardableResult
-func syscallChecked<T: FixedWidthInteger & Sendable>(_ name: String, _ body: () -> T) throws(SystemError) -> T {
+package func syscallChecked<T: FixedWidthInteger & Sendable>(_ name: String, _ body: () -> T) throws(SystemError) -> T {
     switch try syscall(name, body) {
     case .done(let value): return value
     case .wouldBlock: throw SystemError(call: name, errno: EAGAIN)
@@ -50,7 +50,7 @@ func syscallChecked<T: FixedWidthInteger & Sendable>(_ name: String, _ body: () 
 }
 
 /// Monotonic clock in nanoseconds, for timeouts and pacing.
-func monotonicNanos() -> UInt64 {
+package func monotonicNanos() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)

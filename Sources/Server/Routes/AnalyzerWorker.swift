@@ -2,13 +2,17 @@
 import Glibc
 #endif
 import StreamShared
+import StreamHTTP
+import StreamLibrary
+import StreamHLS
+import StreamRadio
 
 /// The child side of isolated analysis: `streamd analyze-worker` reads requests on stdin, runs
 /// `TrackAnalyzer` on each file and writes the answers to stdout (`AnalyzerProtocol`). A parser
 /// bug that traps or loops kills or stalls this process only; the server notices and skips the file.
 public enum AnalyzerWorker {
     /// The hidden subcommand that runs the worker loop.
-    public static let subcommand = "analyze-worker"
+    public static let subcommand = AnalyzerProtocol.workerSubcommand
     /// Test-only: `trap:NAME,hang:NAME` makes the worker trap or spin on files of that name;
     /// `walktrap:NAME` and `walkhang:NAME` trap or spin only in the full walk (a file the quick scan lists);
     /// `delay:MS` makes every analysis take MS milliseconds more (a slow disk, a slow scan).

@@ -1,12 +1,13 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import StreamHTTP
 
 /// What a worker process (`streamd analyze-worker`, `streamd decode-worker`) does for itself:
 /// the kernel should take it, not the server, when memory runs out, and its crashes (which a
 /// crafted file may cause) should leave no core file behind. It answers on stdout.
-enum WorkerSide {
-    static func becomeExpendable() {
+package enum WorkerSide {
+    package static func becomeExpendable() {
         if let adjust = fopen("/proc/self/oom_score_adj", "w") {
             fputs("1000", adjust)
             fclose(adjust)
@@ -16,7 +17,7 @@ enum WorkerSide {
     }
 
     /// Writes all of `bytes` to stdout; false when the server has gone.
-    static func writeAll(_ bytes: [UInt8]) -> Bool {
+    package static func writeAll(_ bytes: [UInt8]) -> Bool {
         var done = 0
         while done < bytes.count {
             let n = bytes.withUnsafeBytes { write(1, $0.baseAddress.map { $0 + done }, bytes.count - done) }
@@ -30,7 +31,7 @@ enum WorkerSide {
 
 /// The first 4 KiB a worker wrote on stderr (the Swift runtime's "Fatal error: ..." line, then a
 /// stack trace), read by the server as it waits for the worker, and how the worker's end is told.
-struct WorkerStderr {
+package struct WorkerStderr {
     private(set) var head: [UInt8] = []
     /// False once the pipe has ended (or failed): it is no longer polled.
     private(set) var isOpen = true
@@ -51,7 +52,7 @@ struct WorkerStderr {
 
     /// "WHO crashed (signal 4): Fatal error: ..." from how the worker ended and what it said last
     /// (the rest of its stderr is read first).
-    mutating func describeEnd(_ termination: ChildProcess.Termination, of who: String, fd: Int32) -> String {
+    package mutating func describeEnd(_ termination: ChildProcess.Termination, of who: String, fd: Int32) -> String {
         var buffer = [UInt8](repeating: 0, count: 4096)
         for _ in 0..<16 where isOpen { drain(fd, using: &buffer) }
         let lines = String(decoding: head, as: UTF8.self).split(whereSeparator: \.isNewline)
@@ -71,12 +72,14 @@ struct WorkerStderr {
 
 /// The server's side of a worker's two output pipes: answer frames from stdout, the head of
 /// stderr (read as it comes, so a chatty worker never blocks on a full pipe).
-struct WorkerOutput {
-    var frames = FrameAssembler()
-    var stderr = WorkerStderr()
+package struct WorkerOutput {
+    package var frames = FrameAssembler()
+    package var stderr = WorkerStderr()
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
 
-    enum Wait {
+    package init() {}
+
+    package enum Wait {
         /// Whatever came was read (possibly nothing: the wait timed out).
         case read
         /// stdout ended: the worker is exiting or dead.
@@ -85,7 +88,7 @@ struct WorkerOutput {
     }
 
     /// Waits at most `millis` for either pipe of `child` and reads what came.
-    mutating func wait(on child: ChildProcess, millis: Int32) -> Wait {
+    package mutating func wait(on child: ChildProcess, millis: Int32) -> Wait {
         var fds = [pollfd(fd: child.output, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: child.errors, events: Int16(POLLIN), revents: 0)]
         let ready = poll(&fds, nfds_t(stderr.isOpen ? 2 : 1), millis)

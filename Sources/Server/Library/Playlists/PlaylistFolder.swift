@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import StreamShared
+import StreamHTTP
 
 /// A playlist file found in the music folder, as `/api/playlists` lists it.
 public struct FolderPlaylist: Sendable, Equatable {

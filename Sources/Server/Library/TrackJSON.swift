@@ -1,14 +1,15 @@
 import StreamShared
+import StreamHTTP
 
 /// Writes `/api/tracks` and `/api/search` items straight from a catalog row (the statement's
 /// `LibraryStore.trackColumns`) into one byte buffer: the same text as `Catalog.trackJSON`,
 /// without a `TrackRow`, a String per field or a String per item (a page of 100 tracks is
 /// 57 KB; built through Strings it cost 1 ms of CPU, most of a request's).
-enum TrackJSON {
+package enum TrackJSON {
     /// A JSON array of the rows `produce` hands over (items separated by ",\n", then "]\n").
     /// `produce` calls its argument once per row; at most `limit` rows are written, and the
     /// result says whether more were offered.
-    static func array(limit: Int = .max, reserving rows: Int = 100,
+    package static func array(limit: Int = .max, reserving rows: Int = 100,
                       _ produce: ((SQLiteDatabase.Statement) -> Void) throws(SQLiteError) -> Void)
         throws(SQLiteError) -> (bytes: [UInt8], more: Bool) {
         try joined(limit: limit, reserving: rows, produce) { row, out in append(row, to: &out) }
@@ -16,7 +17,7 @@ enum TrackJSON {
 
     /// A JSON array of the items `produce` hands over, already written (`LibraryStore.forEachTrackJSON`):
     /// each is copied whole. Otherwise as `array(limit:reserving:_:)`.
-    static func array(items limit: Int = .max, reserving rows: Int = 100,
+    package static func array(items limit: Int = .max, reserving rows: Int = 100,
                       _ produce: ((UnsafeRawBufferPointer) -> Void) throws(SQLiteError) -> Void)
         throws(SQLiteError) -> (bytes: [UInt8], more: Bool) {
         try joined(limit: limit, reserving: rows, produce) { item, out in out.append(contentsOf: item) }
@@ -47,7 +48,7 @@ enum TrackJSON {
     }
 
     /// One item: the members of `Catalog.trackJSON`, in its order.
-    static func append(_ s: SQLiteDatabase.Statement, to out: inout [UInt8]) {
+    package static func append(_ s: SQLiteDatabase.Statement, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
         key("path", first: true, &out)
         string(s.textBytes(1), &out)
@@ -158,7 +159,7 @@ enum TrackJSON {
     }
 
     /// `PathResolver.percentEncode` into the buffer (its unreserved bytes and `/` kept).
-    static func percentEncoded(_ path: UnsafeBufferPointer<UInt8>, _ out: inout [UInt8]) {
+    package static func percentEncoded(_ path: UnsafeBufferPointer<UInt8>, _ out: inout [UInt8]) {
         for byte in path {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
@@ -174,7 +175,7 @@ enum TrackJSON {
     }
 
     /// Decimal digits of `value` (with its sign).
-    static func integer(_ value: Int, _ out: inout [UInt8]) {
+    package static func integer(_ value: Int, _ out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
         var buffer: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: a UInt64 has at most 20 digits

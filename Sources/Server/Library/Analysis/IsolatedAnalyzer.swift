@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import StreamShared
+import StreamHTTP
 
 /// Runs `TrackAnalyzer` on files in worker processes (`streamd analyze-worker`), several at
 /// once, each file under a time bound. A worker that dies or overruns costs the file it was
@@ -15,7 +16,7 @@ public final class IsolatedAnalyzer: Sendable {
     public struct Settings: Sendable {
         /// The program to run; `/proc/self/exe` is streamd itself.
         public var executable = "/proc/self/exe"
-        public var arguments = [AnalyzerWorker.subcommand]
+        public var arguments = [AnalyzerProtocol.workerSubcommand]
         /// Workers run in parallel (one per core by default).
         public var workers = max(1, min(8, ProcessInfo.processInfo.activeProcessorCount))
         /// Time one file may take (`--analyze-timeout`), plus `secondsPerGiB` for its size.
@@ -201,7 +202,7 @@ struct WorkerError: Error, CustomStringConvertible {
 }
 
 /// One running worker process and the conversation with it.
-final class WorkerHandle {
+package final class WorkerHandle {
     private let child: ChildProcess
     /// Answers from the worker, and what it wrote on stderr during the current request.
     private var output = WorkerOutput()
@@ -274,7 +275,7 @@ final class WorkerHandle {
     }
 
     /// Ends a healthy worker (end of input, then a kill after a grace period).
-    func stop() {
+    package func stop() {
         guard !isFinished else { return }
         isFinished = true
         child.stop()
@@ -342,7 +343,7 @@ final class WorkerHandle {
     }
 
     /// Seconds to a tenth, without a trailing ".0" ("10", "2.5").
-    static func format(_ seconds: Double) -> String {
+    package static func format(_ seconds: Double) -> String {
         let tenths = (seconds * 10).rounded() / 10
         return tenths == tenths.rounded() ? String(Int(tenths)) : String(format: "%.1f", tenths)
     }

@@ -23,7 +23,7 @@ enum Pacing {
     }
 
     /// How long to wait before `budget` (zero or less) has grown back to a burst's worth.
-    static func wait(bytesPerSecond: Int, budget: Int) -> UInt64 {
+    package static func wait(bytesPerSecond: Int, budget: Int) -> UInt64 {
         let deficit = Double(burst) - Double(min(budget, 0))   // exact enough; never negative
         let nanos = deficit / Double(max(1, bytesPerSecond)) * 1e9
         guard nanos < Double(maximumWait) else { return maximumWait }

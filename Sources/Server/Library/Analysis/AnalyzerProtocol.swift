@@ -1,4 +1,5 @@
 import StreamShared
+import StreamHTTP
 
 /// The messages between streamd and its analyzer worker, on the worker's stdin and stdout.
 ///
@@ -8,12 +9,15 @@ import StreamShared
 /// analyzer's error message. Answers come in the order of the requests, one file at a time,
 /// so a worker that dies names the file that killed it even when several requests were sent
 /// at once (the catalog's quick scan sends them in batches).
-enum AnalyzerProtocol {
+package enum AnalyzerProtocol {
+    /// The hidden subcommand of streamd that runs an analyzer worker (`AnalyzerWorker`).
+    public static let workerSubcommand = "analyze-worker"
+
     /// The worker's first frame: the protocol, so a stale or foreign binary is noticed.
-    static let hello = Array("streamd-analyzer/2".utf8)
+    package static let hello = Array("streamd-analyzer/2".utf8)
 
     /// How much of a file the worker reads.
-    enum Mode: UInt8, Sendable {
+    package enum Mode: UInt8, Sendable {
         /// The whole file: exact frame count and seek index (`TrackAnalyzer.analyze`), HLS plan.
         case full = 0
         /// Headers and tags only (`TrackAnalyzer.describe`): what the catalog lists.
@@ -23,14 +27,14 @@ enum AnalyzerProtocol {
     static let maxFrame = 64 << 20
 
     /// What the worker says about one file.
-    enum Answer: Equatable {
+    package enum Answer: Equatable {
         case analysis(TrackAnalysis)
         /// The analyzer threw: the file is not audio we can serve.
         case failure(String)
     }
 
     /// `payload` with its length in front.
-    static func frame(_ payload: [UInt8]) -> [UInt8] {
+    package static func frame(_ payload: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(4 + payload.count)
         let length = UInt32(clamping: payload.count)
@@ -46,7 +50,7 @@ enum AnalyzerProtocol {
         return frame(payload + Array(path.utf8))
     }
 
-    static func parseRequest(_ payload: [UInt8]) throws(FormatError) -> (path: String, timeoutMillis: Int, mode: Mode) {
+    package static func parseRequest(_ payload: [UInt8]) throws(FormatError) -> (path: String, timeoutMillis: Int, mode: Mode) {
         var reader = ByteReader(payload, component: "analyzer request")
         let millis = Int(try reader.readU32LE())
         let modeByte = try reader.readU8()
@@ -56,7 +60,7 @@ enum AnalyzerProtocol {
         return (String(decoding: reader.rest, as: UTF8.self), millis, mode)
     }
 
-    static func encode(_ answer: Answer) -> [UInt8] {
+    package static func encode(_ answer: Answer) -> [UInt8] {
         switch answer {
         case .analysis(let analysis): return frame([0] + analysis.encoded())
         case .failure(let message): return frame([1] + Array(message.utf8))
@@ -76,15 +80,17 @@ enum AnalyzerProtocol {
 }
 
 /// Collects bytes as they arrive and hands out whole frames.
-struct FrameAssembler {
+package struct FrameAssembler {
     private var buffer: [UInt8] = []
 
+    package init() {}
+
     /// Appends bytes read from the pipe.
-    mutating func append(_ bytes: ArraySlice<UInt8>) { buffer += bytes }
+    package mutating func append(_ bytes: ArraySlice<UInt8>) { buffer += bytes }
 
     /// The next whole frame's payload; nil until it has all arrived; throws when its length is
     /// past `AnalyzerProtocol.maxFrame`.
-    mutating func next() throws(FormatError) -> [UInt8]? {
+    package mutating func next() throws(FormatError) -> [UInt8]? {
         guard buffer.count >= 4 else { return nil }
         let length = buffer[0..<4].enumerated().reduce(0) { $0 | Int($1.element) << ($1.offset * 8) }
         guard length <= AnalyzerProtocol.maxFrame else {

@@ -5,6 +5,7 @@ import Foundation
 import StreamShared
 import Synchronization
 import Atomics
+import StreamHTTP
 
 extension OpenFile: RandomAccessBytes {
     public func read(at offset: Int, count: Int) throws -> [UInt8] {
@@ -319,7 +320,7 @@ public final class Catalog: @unchecked Sendable {
         }
     }
 
-    static func stamp(_ info: stat) -> FileStamp {
+    package static func stamp(_ info: stat) -> FileStamp {
         FileStamp(size: Int(info.st_size),
                   mtimeNanos: Int(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int(info.st_mtim.tv_nsec),
                   inode: UInt64(info.st_ino))

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CLinux
+import StreamHTTP
 
 /// Why a request path cannot be mapped to a file under the library folder.
 public enum PathError: Error, Equatable, Sendable {
@@ -151,7 +152,7 @@ public struct PathResolver: Sendable {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func realPath(_ path: String) -> String? {
+    package static func realPath(_ path: String) -> String? {
         guard let resolved = realpath(path, nil) else { return nil }
         defer { free(resolved) }
         return String(cString: resolved)

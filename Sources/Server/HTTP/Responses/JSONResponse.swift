@@ -2,14 +2,14 @@ extension HTTPResponse {
     /// A JSON document (`/api/*`) with a strong ETag over its bytes and `Cache-Control: no-cache`,
     /// so a client revalidates and gets 304 while the catalog is unchanged; If-Match is honoured too.
     /// `headers` (a list's `X-Total-Count`) go out with it, also on a 304, and are part of the ETag.
-    static func json(_ text: String, for request: HTTPRequest, headers: [(String, String)] = []) -> HTTPResponse {
+    package static func json(_ text: String, for request: HTTPRequest, headers: [(String, String)] = []) -> HTTPResponse {
         generated(Array(text.utf8), contentType: "application/json", headers: headers, for: request)
     }
 
     /// A generated document (JSON, a playlist, a cover picture) with the JSON answers' validators:
     /// a strong ETag over its bytes and `headers` (or `etag` when the caller has one that changes
     /// with them), `Cache-Control: no-cache`, 304 on a matching If-None-Match, 412 on a failed If-Match.
-    static func generated(_ body: [UInt8], contentType: String, etag: String? = nil, headers extra: [(String, String)] = [],
+    package static func generated(_ body: [UInt8], contentType: String, etag: String? = nil, headers extra: [(String, String)] = [],
                           for request: HTTPRequest) -> HTTPResponse {
         let tag = etag ?? JSONResponse.etag(of: body, headers: extra)
         let headers = [("ETag", tag), ("Cache-Control", "no-cache")] + extra
@@ -25,14 +25,14 @@ extension HTTPResponse {
 }
 
 /// Validators for generated JSON.
-enum JSONResponse {
+package enum JSONResponse {
     /// `"j-<64-bit hash of the bytes>-<length>"`: equal bytes give equal tags, so the tag is strong.
     /// With `headers`, their names and values are hashed after the bytes (a list's `X-Total-Count`).
     /// The bytes go in 8 at a time on four independent lanes (word i on lane i mod 4: FNV-1a's
     /// step on a word, then an xor-shift that carries the high bits down), folded into one at the
     /// end; every step is invertible, so one differing word always changes the tag. One lane was
     /// a chain of dependent multiplies, 8 % of an uncached page's CPU; four run side by side.
-    static func etag(of bytes: [UInt8], headers: [(String, String)] = []) -> String {
+    package static func etag(of bytes: [UInt8], headers: [(String, String)] = []) -> String {
         let prime: UInt64 = 0x0000_0100_0000_01B3
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         bytes.withUnsafeBytes { raw in

@@ -2,6 +2,7 @@ import CLinux
 #if canImport(Glibc)
 import Glibc
 #endif
+import StreamHTTP
 
 /// A child process started with `posix_spawn`, its stdin, stdout and stderr on pipes: the one
 /// place streamd starts processes (Foundation's `Process` forks from a helper thread and
@@ -10,13 +11,13 @@ import Glibc
 /// The child gets only those three descriptors (everything from 3 up is closed), an empty
 /// signal mask, default handlers for the signals the server blocks or ignores, and its own
 /// process group, so a Ctrl-C at the terminal does not reach it. Not thread-safe: one owner.
-final class ChildProcess {
+package final class ChildProcess {
     /// How the child ended.
-    enum Termination: Equatable, CustomStringConvertible {
+    package enum Termination: Equatable, CustomStringConvertible {
         case exited(Int32)
         case signalled(Int32)
 
-        var description: String {
+        package var description: String {
             switch self {
             case .exited(let status): return "exit status \(status)"
             case .signalled(let signal): return "signal \(signal)"
@@ -26,15 +27,15 @@ final class ChildProcess {
 
     let pid: pid_t
     /// Write end of the child's stdin; -1 once closed.
-    private(set) var input: Int32
+    package private(set) var input: Int32
     /// Read end of the child's stdout (non-blocking).
     let output: Int32
     /// Read end of the child's stderr (non-blocking).
-    let errors: Int32
+    package let errors: Int32
     private(set) var termination: Termination?
 
     /// Starts `executable` with `arguments` (argv[0] excluded) and `environment` ("NAME=value").
-    init(executable: String, arguments: [String], environment: [String]) throws(SystemError) {
+    package init(executable: String, arguments: [String], environment: [String]) throws(SystemError) {
         let stdinPipe = try Self.pipe()
         let stdoutPipe: (read: Int32, write: Int32)
         let stderrPipe: (read: Int32, write: Int32)
@@ -99,20 +100,20 @@ final class ChildProcess {
     }
 
     /// Closes the child's stdin: a well-behaved child reads end-of-file and exits.
-    func closeInput() {
+    package func closeInput() {
         if input >= 0 { Glibc.close(input) }
         input = -1
     }
 
     /// Sends SIGKILL (nothing happens once the child has been reaped).
-    func kill() {
+    package func kill() {
         guard termination == nil else { return }
         _ = Glibc.kill(pid, SIGKILL)
     }
 
     /// Waits for the child to end (waitpid) and remembers how it ended.
     @discardableResult
-    func wait() -> Termination {
+    package func wait() -> Termination {
         if let termination { return termination }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 {
@@ -138,7 +139,7 @@ final class ChildProcess {
     }
 
     /// Closes stdin and gives the child `graceNanos` to exit, then kills it; always reaps it.
-    func stop(graceNanos: UInt64 = 1_000_000_000) {
+    package func stop(graceNanos: UInt64 = 1_000_000_000) {
         closeInput()
         let deadline = monotonicNanos() + graceNanos
         while poll() == nil {
