@@ -260,16 +260,4 @@ final class ScriptedServer: @unchecked Sendable {
             guard case .transport(let failure) = error, failure.kind == .io else { Issue.record("\(error)"); return }
         }
     }
-
-    @Test func urls_splitForTheRequest() throws {
-        let plain = try HTTPURL("http://Example.org/a%20b/c?q=1#frag")
-        #expect(plain.host == "Example.org" && plain.port == 80 && plain.target == "/a%20b/c?q=1" && plain.hostHeader == "Example.org")
-        let v6 = try HTTPURL("http://[::1]:8080")
-        #expect(v6.host == "::1" && v6.port == 8080 && v6.target == "/" && v6.hostHeader == "[::1]:8080")
-        #expect(try HTTPURL("http://h/with space").target == "/with%20space")
-        for bad in ["http://", "http://:80/", "http://h:0/", "http://h:65536/", "http://h:8x/", "http://u:p@h/", "http://[::1/", "http://h\r\nX: y/", "http://h é/"] {
-            #expect(throws: HTTPURL.Problem.self, "\(bad)") { try HTTPURL(bad) }
-        }
-        #expect(throws: HTTPURL.Problem.notHTTP) { try HTTPURL("https://h/") }
-    }
 }
