@@ -56,19 +56,19 @@ enum ResponseTarget {
     static func fieldLines(_ bytes: ArraySlice<UInt8>) {
         for unfolds in [false, true] {
             let rules = HTTPFieldRules(maxFields: 20, maxBytes: 2_000, unfoldsLines: unfolds, keepsControlBytes: unfolds)
-            var reader = HTTPFieldLineReader(bytes, from: bytes.startIndex, rules: rules)
+            var reader = HTTPFieldLineReader(from: bytes.startIndex, rules: rules)
             var fields = 0
             reading: while true {
-                guard let line = try? reader.next() else { break }
+                guard let line = try? reader.next(in: bytes) else { break }
                 switch line {
                 case .field(let name, let value):
                     fields += 1
                     require(fields <= rules.maxFields, "\(fields) fields")
-                    require(!name.isEmpty && name.allSatisfy(HTTPSyntax.isTokenByte), "a name that is not a token")
-                    check(value, rules)
+                    require(!name.isEmpty && bytes[name].allSatisfy(HTTPSyntax.isTokenByte), "a name that is not a token")
+                    check(bytes[value], rules)
                 case .continuation(let value):
                     require(unfolds && fields > 0, "a continuation the rules refuse")
-                    check(value, rules)
+                    check(bytes[value], rules)
                 case .end(let next):
                     require(next > bytes.startIndex && next <= bytes.endIndex, "end \(next) outside the input")
                     require(next - bytes.startIndex <= rules.maxBytes + 4, "a field section of \(next - bytes.startIndex) bytes")

@@ -75,13 +75,13 @@ import Testing
 
     static func read(_ text: String, _ rules: HTTPFieldRules) throws(HTTPFieldError) -> [Step] {
         let bytes = Array(text.utf8)[...]
-        var reader = HTTPFieldLineReader(bytes, from: 0, rules: rules)
+        var reader = HTTPFieldLineReader(from: 0, rules: rules)
         var steps: [Step] = []
         while true {
-            switch try reader.next() {
+            switch try reader.next(in: bytes) {
             case .field(let name, let value):
-                steps.append(.field(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
-            case .continuation(let value): steps.append(.continuation(String(decoding: value, as: UTF8.self)))
+                steps.append(.field(String(decoding: bytes[name], as: UTF8.self), String(decoding: bytes[value], as: UTF8.self)))
+            case .continuation(let value): steps.append(.continuation(String(decoding: bytes[value], as: UTF8.self)))
             case .end(let next): return steps + [.end(next)]
             case .incomplete: return steps + [.incomplete]
             }
@@ -96,10 +96,10 @@ import Testing
     @Test func incomplete_atEveryCut() throws {
         let text = Array("A: 1\r\nB: 2\r\n\r\n".utf8)
         for cut in 0..<text.count {
-            var reader = HTTPFieldLineReader(text[..<cut], from: 0, rules: Self.server)
+            var reader = HTTPFieldLineReader(from: 0, rules: Self.server)
             var ended = false
             while true {
-                let line = try reader.next()
+                let line = try reader.next(in: text[..<cut])
                 if case .incomplete = line { break }
                 if case .end = line { ended = true; break }
             }

@@ -68,14 +68,14 @@ public struct HTTPRequestParser: Sendable {
 
         // The field lines, read by the same code as a response's (StreamShared), with the rules
         // a server keeps: no obs-fold, no control bytes in values.
-        var lines = HTTPFieldLineReader(bytes, from: lineEnd.next, rules: limits.fieldRules)
+        var lines = HTTPFieldLineReader(from: lineEnd.next, rules: limits.fieldRules)
         var headers: [(name: String, value: String)] = []
         reading: while true {
             let line: HTTPFieldLineReader.Line
-            do { line = try lines.next() } catch { throw Self.refusal(error) }
+            do { line = try lines.next(in: bytes) } catch { throw Self.refusal(error) }
             switch line {
             case .field(let name, let value):
-                headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+                headers.append((String(decoding: bytes[name], as: UTF8.self), String(decoding: bytes[value], as: UTF8.self)))
             case .continuation:
                 throw Self.refusal(.obsFold)   // the server's rules refuse it before this
             case .end(let next):

@@ -80,75 +80,91 @@ public struct HTTPFieldRules: Sendable, Equatable {
     }
 }
 
-/// Reads the field lines of an HTTP/1 head in place, one per `next()`: `name: value` with the
-/// value's surrounding whitespace trimmed (RFC 9112 section 5), up to the empty line that ends
-/// the head. No copies: names and values are slices of the input, the caller makes strings of
-/// what it keeps. Incremental: `.incomplete` when the bytes stop before the empty line.
-public struct HTTPFieldLineReader {
-    /// One step through the field section.
-    public enum Line {
+/// Reads the field lines of an HTTP/1 head in place, one per `next(in:)`: `name: value` with
+/// the value's surrounding whitespace trimmed (RFC 9112 section 5), up to the empty line that
+/// ends the head. No copies and no reference counting: a line is given as index ranges into the
+/// bytes, the caller makes strings of what it keeps (the server runs this on every request).
+/// Incremental: `.incomplete` when the bytes stop before the empty line.
+public struct HTTPFieldLineReader: Sendable {
+    /// One step through the field section; ranges index the bytes given to `next(in:)`.
+    public enum Line: Sendable, Equatable {
         /// A field line: its name (a token) and its value without surrounding SP or HTAB.
-        case field(name: ArraySlice<UInt8>, value: ArraySlice<UInt8>)
+        case field(name: Range<Int>, value: Range<Int>)
         /// An obs-fold line's text (trimmed), continuing the previous field's value; only with
         /// `unfoldsLines` rules.
-        case continuation(ArraySlice<UInt8>)
+        case continuation(Range<Int>)
         /// The empty line: the head ends just before `next`.
         case end(next: Int)
         /// The bytes stop before the empty line.
         case incomplete
     }
 
-    private let bytes: ArraySlice<UInt8>
-    private let rules: HTTPFieldRules
-    private let start: Int
-    private var index: Int
-    private var count = 0
+    @usableFromInline let rules: HTTPFieldRules
+    @usableFromInline let start: Int
+    @usableFromInline var index: Int
+    @usableFromInline var count = 0
 
     /// Reads from `start`, the first byte after the start line.
-    public init(_ bytes: ArraySlice<UInt8>, from start: Int, rules: HTTPFieldRules) {
-        self.bytes = bytes
+    public init(from start: Int, rules: HTTPFieldRules) {
         self.rules = rules
         self.start = start
         self.index = start
     }
 
-    /// The next field line, the end of the head, or `.incomplete`. Throws once the bytes so
-    /// far break a rule, even before the head is complete (a peer sending junk is refused early).
-    public mutating func next() throws(HTTPFieldError) -> Line {
+    /// The next field line of `bytes` (the same bytes, or more of them, at every call), the end
+    /// of the head, or `.incomplete`. Throws once the bytes so far break a rule, even before the
+    /// head is complete (a peer sending junk is refused early). Inlinable: on the server's hot path.
+    @inlinable
+    public mutating func next(in bytes: ArraySlice<UInt8>) throws(HTTPFieldError) -> Line {
         guard let end = HTTPHeadLine.find(in: bytes, from: index, limit: rules.maxBytes - (index - start)) else {
             if bytes.endIndex - start > rules.maxBytes { throw .tooLarge }
             return .incomplete
         }
-        let line = bytes[index..<end.contentEnd]
-        guard let first = line.first else {
+        let lineStart = index
+        guard lineStart < end.contentEnd else {
             index = end.next
             return .end(next: end.next)
         }
         let result: Line
-        if HTTPSyntax.isWhitespace(first) {
+        if HTTPSyntax.isWhitespace(bytes[lineStart]) {
             guard rules.unfoldsLines, count > 0 else { throw .obsFold }
-            result = .continuation(try value(line))
+            result = .continuation(try value(bytes, lineStart..<end.contentEnd))
         } else {
             if count >= rules.maxFields { throw .tooManyFields }
             count += 1
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { throw .noColon }
-            let name = line[line.startIndex..<colon]
-            // RFC 9112 section 5.1: no whitespace between the name and the colon.
-            guard !name.isEmpty, name.allSatisfy(HTTPSyntax.isTokenByte) else { throw .badName }
-            result = .field(name: name, value: try value(line[(colon + 1)...]))
+            var colon = lineStart
+            // RFC 9112 section 5.1: a token, then the colon at once (no whitespace before it).
+            while colon < end.contentEnd, HTTPSyntax.isTokenByte(bytes[colon]) { colon += 1 }
+            guard colon < end.contentEnd, bytes[colon] == UInt8(ascii: ":") else {
+                throw bytes[colon..<end.contentEnd].contains(UInt8(ascii: ":")) ? .badName : .noColon
+            }
+            guard colon > lineStart else { throw .badName }
+            result = .field(name: lineStart..<colon, value: try value(bytes, (colon + 1)..<end.contentEnd))
         }
         index = end.next
         if index - start > rules.maxBytes { throw .tooLarge }
         return result
     }
 
-    /// The value without its surrounding whitespace, its bytes checked against the rules.
-    private func value(_ raw: ArraySlice<UInt8>) throws(HTTPFieldError) -> ArraySlice<UInt8> {
-        let value = HTTPSyntax.trimmed(raw)
-        let valid = rules.keepsControlBytes
-            ? !value.contains { $0 == 0x00 || $0 == 0x0D }
-            : value.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
-        guard valid else { throw .badValue }
-        return value
+    /// The value's range without its surrounding whitespace, its bytes checked against the rules.
+    @inlinable
+    func value(_ bytes: ArraySlice<UInt8>, _ raw: Range<Int>) throws(HTTPFieldError) -> Range<Int> {
+        var lower = raw.lowerBound, upper = raw.upperBound
+        while lower < upper, HTTPSyntax.isWhitespace(bytes[lower]) { lower += 1 }
+        while upper > lower, HTTPSyntax.isWhitespace(bytes[upper - 1]) { upper -= 1 }
+        var i = lower
+        if rules.keepsControlBytes {
+            while i < upper {
+                guard bytes[i] != 0x00 && bytes[i] != 0x0D else { throw .badValue }
+                i += 1
+            }
+        } else {
+            while i < upper {
+                let byte = bytes[i]
+                guard byte == 0x09 || (byte >= 0x20 && byte != 0x7F) else { throw .badValue }
+                i += 1
+            }
+        }
+        return lower..<upper
     }
 }

@@ -119,13 +119,13 @@ public struct HTTPResponseHead: Sendable, Equatable {
         // obs-fold becomes a space (RFC 9112 section 5.2), other control bytes in values stay.
         let rules = HTTPFieldRules(maxFields: maxFields, maxBytes: maxHeadBytes - (statusEnd.next - start),
                                    unfoldsLines: true, keepsControlBytes: true)
-        var lines = HTTPFieldLineReader(bytes, from: statusEnd.next, rules: rules)
+        var lines = HTTPFieldLineReader(from: statusEnd.next, rules: rules)
         while true {
             let line: HTTPFieldLineReader.Line
-            do { line = try lines.next() } catch { throw refusal(error) }
+            do { line = try lines.next(in: bytes) } catch { throw refusal(error) }
             switch line {
-            case .field(let name, let value): head.fields.append(name: text(name), value: text(value))
-            case .continuation(let more): head.fields.continueLastValue(with: text(more))
+            case .field(let name, let value): head.fields.append(name: text(bytes[name]), value: text(bytes[value]))
+            case .continuation(let more): head.fields.continueLastValue(with: text(bytes[more]))
             case .end(let next): return (head, next - bytes.startIndex)
             case .incomplete: return nil
             }

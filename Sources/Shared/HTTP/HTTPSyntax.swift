@@ -30,15 +30,6 @@ public enum HTTPSyntax {
         isDigit(byte) || (byte | 0x20) &- UInt8(ascii: "a") < 6
     }
 
-    /// `bytes` without the SP and HTAB around them (OWS, RFC 9110 section 5.6.3).
-    @inlinable
-    public static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-        var part = bytes
-        while let first = part.first, isWhitespace(first) { part = part.dropFirst() }
-        while let last = part.last, isWhitespace(last) { part = part.dropLast() }
-        return part
-    }
-
     /// Field names compared ASCII case-insensitively, byte by byte (only letters fold: `-` is
     /// not `\r`), without lowercased copies.
     @inlinable
