@@ -59,7 +59,9 @@ final class ScriptedServer: @unchecked Sendable {
 
     private var stopped = false
 
-    /// Closes the listening socket (the serving thread's accept fails and it ends).
+    /// Shuts the listening socket down (the serving thread's accept fails and it ends). The
+    /// serving thread closes it: closed here, its number could be reused by another test's
+    /// socket while that thread still polls it, and it would accept that test's connection.
     func stop() {
         let first = lock.withLock { () -> Bool in
             defer { stopped = true }
@@ -67,7 +69,6 @@ final class ScriptedServer: @unchecked Sendable {
         }
         guard first else { return }
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     private func nextAnswer() -> Answer? {
@@ -76,7 +77,10 @@ final class ScriptedServer: @unchecked Sendable {
 
     /// Serves connections one after another for at most 10 s, then closes the listener.
     private func serve() {
-        defer { stop() }
+        defer {
+            stop()
+            close(listener)
+        }
         let deadline = Monotonic.now.adding(seconds: 10)
         while Monotonic.now < deadline && !lock.withLock({ stopped }) {
             var entry = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
