@@ -264,8 +264,6 @@ public struct HTTPResponseHead: Sendable, Equatable {
 }
 
 extension HTTPHeaderFields {
-    init(_ fields: [(name: String, value: String)]) { self.fields = fields }
-
     /// An obs-fold line: its text joins the last value after a space (RFC 9112 section 5.2).
     mutating func continueLastValue(with more: String) {
         guard !fields.isEmpty else { return }
