@@ -54,6 +54,8 @@ module StreamEncoder -I Sources/CLAME -- Sources/Server/Radio/LAMEEncoder.swift
 # which opens files through Server/System. Whatever parser files the folder gains or loses,
 # they build here as a module of their own, without the rest of the server.
 mapfile -t http < <(find Sources/Server/HTTP -name '*.swift' ! -name 'HTTPResponse*' | sort)
+# The request parser reads its field lines with StreamShared's reader: rebuilt with it.
+if [[ -e $OUT/StreamServer.o && $OUT/StreamShared.o -nt $OUT/StreamServer.o ]]; then rm -f "$OUT/StreamServer.o"; fi
 module StreamServer "${http[@]}"
 
 mapfile -t harness < <(find Fuzz/Targets -name '*.swift' | sort)
