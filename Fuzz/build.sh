@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer binary .build-fuzz/streamfuzz: StreamShared and the HTTP folder of
-# StreamServer compiled from source with -sanitize=fuzzer,address, linked with the harness in
+# the server (StreamHTTP) compiled from source with -sanitize=fuzzer,address, linked with the harness in
 # Fuzz/Targets. One binary for every target (FUZZ_TARGET picks one), so it compiles once.
 # Rebuilds only what changed (make-style timestamps). See Fuzz/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${FUZZ_BUILD_DIR:-.build-fuzz}
 mkdir -p "$OUT/modules"
-FLAGS=(-O -g -sanitize=fuzzer,address -parse-as-library -swift-version 6 -enable-testing)
+FLAGS=(-O -g -sanitize=fuzzer,address -parse-as-library -swift-version 6 -enable-testing -package-name streamd)
 
 # Newest mtime among the given files (0 when none).
 newest() { local t=0 f m; for f in "$@"; do m=$(stat -c %Y "$f"); ((m > t)) && t=$m; done; echo "$t"; }
@@ -50,17 +50,20 @@ module StreamAudio "${AUDIO_C[@]}" -- "${audio[@]}"
 # decode worker made from a file: one file of Sources/Server, with the CLAME module map.
 if [[ -e $OUT/StreamEncoder.o && $OUT/StreamShared.o -nt $OUT/StreamEncoder.o ]]; then rm -f "$OUT/StreamEncoder.o"; fi
 module StreamEncoder -I Sources/CLAME -- Sources/Server/Radio/LAMEEncoder.swift
-# The HTTP request and range parsers: every file of Sources/Server/HTTP but the response writer,
-# which opens files through Server/System. Whatever parser files the folder gains or loses,
+# The HTTP request and range parsers: the top-level files of Sources/Server/HTTP (StreamHTTP)
+# but the response writer, which opens files through its System folder; the loops, the system
+# calls and the responses live in subfolders. Whatever parser files the folder gains or loses,
 # they build here as a module of their own, without the rest of the server.
-mapfile -t http < <(find Sources/Server/HTTP -name '*.swift' ! -name 'HTTPResponse*' | sort)
-module StreamServer "${http[@]}"
+mapfile -t http < <(find Sources/Server/HTTP -maxdepth 1 -name '*.swift' ! -name 'HTTPResponse*' | sort)
+# The request parser reads its field lines with StreamShared's reader: rebuilt with it.
+if [[ -e $OUT/StreamHTTP.o && $OUT/StreamShared.o -nt $OUT/StreamHTTP.o ]]; then rm -f "$OUT/StreamHTTP.o"; fi
+module StreamHTTP "${http[@]}"
 
 mapfile -t harness < <(find Fuzz/Targets -name '*.swift' | sort)
-if stale "$OUT/streamfuzz" "${harness[@]}" "$OUT/StreamShared.o" "$OUT/StreamAudio.o" "$OUT/StreamEncoder.o" "$OUT/StreamServer.o"; then
+if stale "$OUT/streamfuzz" "${harness[@]}" "$OUT/StreamShared.o" "$OUT/StreamAudio.o" "$OUT/StreamEncoder.o" "$OUT/StreamHTTP.o"; then
     echo "fuzz: linking $OUT/streamfuzz" >&2
     swiftc "${FLAGS[@]}" "${AUDIO_C[@]}" -I Sources/CLAME -module-name StreamFuzz -I "$OUT/modules" \
-        "${harness[@]}" "$OUT/StreamShared.o" "$OUT/StreamAudio.o" "$OUT/StreamEncoder.o" "$OUT/StreamServer.o" \
+        "${harness[@]}" "$OUT/StreamShared.o" "$OUT/StreamAudio.o" "$OUT/StreamEncoder.o" "$OUT/StreamHTTP.o" \
         -o "$OUT/streamfuzz.new" \
         2> >(grep -v "Cannot export local symbol '__asan" >&2)   # gold's noise about ASan's own symbols
     mv -f "$OUT/streamfuzz.new" "$OUT/streamfuzz"   # a rename: a fuzzer still running keeps its binary

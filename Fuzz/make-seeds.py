@@ -217,6 +217,14 @@ def main():
     write(out, "response", b"ICY 200 OK\r\nicy-name: Test\r\nicy-metaint: 16000\r\nicy-br: 128\r\n"
           b"Content-Type: audio/mpeg\r\n\r\n" + (read(mp3s[0])[:2000] if mp3s else b""))
 
+    # response, field lines alone: obs-fold, bare LF, OWS around values.
+    write(out, "response", b"X-A:  one \r\n\tfolded\r\nX-B:two\nX-C:\r\n\r\n")
+    # url: a URL, then optionally a newline and a Location to resolve against it.
+    for url in [b"http://[::1]:8000/radio/main", b"http://127.0.0.1:8080/a%20b?q=1#f\n../c?d",
+                b"http://[::ffff:192.0.2.1]/x\n//other:81/y", b"http://Example.org:/p\nhttps://h/",
+                b"http://[fe80::1%25eth0]/", b"http://[v1.x]/", b"[::1]:80", b"example.org:8080", b"h%41st"]:
+        write(out, "url", url)
+
     # decode: a transcoding channel reads the same whole files the analyzer does.
     shutil.copytree(os.path.join(out, "analyze"), os.path.join(out, "decode"))
     # encode: input rate, channels and format indexes, then float samples (a tone; a tone with

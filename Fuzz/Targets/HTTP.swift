@@ -1,4 +1,4 @@
-import StreamServer
+import StreamHTTP
 
 /// The HTTP/1.1 request-head parser on pipelined input, and what the server reads from a
 /// parsed request (path, query, keep-alive, the Range header against a few sizes).

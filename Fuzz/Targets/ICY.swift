@@ -1,29 +1,16 @@
-import StreamServer
+import StreamHTTP
 import StreamShared
 
-/// Radio parsers: ICY metadata, the frame splitter, and what a live source's request carries
-/// (Basic credentials, a chunked body). The first byte picks the metaint (1...256) of an ICY
-/// demux over the rest, every metadata block of which is decoded; then the same bytes go through
-/// the MPEG and ADTS frame splitters, which must only ever move forward, the Authorization
-/// parser, and the chunked-body decoder fed in two pieces split where the first byte says.
+/// Radio parsers: ICY metadata text (decode, encode → decode), the frame splitter, and what a
+/// live source's request carries (Basic credentials, a chunked body). The bytes after the first
+/// go through the metadata decoder, the MPEG and ADTS frame splitters, which must only ever move
+/// forward, the Authorization parser, and the chunked-body decoder fed in two pieces split where
+/// the first byte says. Whole listener streams are the `icystream` target's.
 enum ICYTarget {
     static func run(_ bytes: [UInt8]) {
         guard let first = bytes.first else { return }
         let rest = bytes.dropFirst()
         _ = try? ICYMetadata.decode(text: rest)
-        if let metaint = try? ICYDemuxer(metaint: Int(first) + 1) {
-            var demuxer = metaint
-            var audio = 0
-            for piece in demuxer.feed(rest) {
-                switch piece {
-                case .audio(let part): audio += part.count
-                case .metadata(let text):
-                    require(text.count % 16 == 0 && text.count <= ICYMetadata.maxTextBytes, "block of \(text.count) bytes")
-                    _ = try? ICYMetadata.decode(text: text[...])
-                }
-            }
-            require(audio <= rest.count, "more audio than input")
-        }
         let title = String(decoding: rest.prefix(5000), as: UTF8.self)
         let block = ICYMetadata.encode(title: title)
         require(block.count == 1 + Int(block[0]) * 16, "encoded block length")

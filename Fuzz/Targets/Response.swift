@@ -6,6 +6,7 @@ import StreamShared
 /// client would (Content-Length, chunked in slices, or the rest).
 enum ResponseTarget {
     static func run(_ bytes: [UInt8]) {
+        fieldLines(bytes[...])
         var rest = bytes[...]
         var heads = 0
         while heads < 100, !rest.isEmpty {
@@ -46,6 +47,45 @@ enum ResponseTarget {
                 rest = rest.dropFirst(used)
             }
             heads += 1
+        }
+    }
+
+    /// The shared field-line reader alone, under a server's rules and a user agent's: whatever
+    /// the bytes, names are tokens, values carry no NUL or CR (a server's no control byte), the
+    /// counts and sizes stay within the rules, and the end lies inside the input.
+    static func fieldLines(_ bytes: ArraySlice<UInt8>) {
+        for unfolds in [false, true] {
+            let rules = HTTPFieldRules(maxFields: 20, maxBytes: 2_000, unfoldsLines: unfolds, keepsControlBytes: unfolds)
+            var reader = HTTPFieldLineReader(from: bytes.startIndex, rules: rules)
+            var fields = 0
+            reading: while true {
+                guard let line = try? reader.next(in: bytes) else { break }
+                switch line {
+                case .field(let name, let value):
+                    fields += 1
+                    require(fields <= rules.maxFields, "\(fields) fields")
+                    require(!name.isEmpty && bytes[name].allSatisfy(HTTPSyntax.isTokenByte), "a name that is not a token")
+                    check(bytes[value], rules)
+                case .continuation(let value):
+                    require(unfolds && fields > 0, "a continuation the rules refuse")
+                    check(bytes[value], rules)
+                case .end(let next):
+                    require(next > bytes.startIndex && next <= bytes.endIndex, "end \(next) outside the input")
+                    require(next - bytes.startIndex <= rules.maxBytes + 4, "a field section of \(next - bytes.startIndex) bytes")
+                    break reading
+                case .incomplete:
+                    break reading
+                }
+            }
+        }
+    }
+
+    static func check(_ value: ArraySlice<UInt8>, _ rules: HTTPFieldRules) {
+        require(!value.contains(0) && !value.contains(0x0D), "NUL or CR in a value")
+        require(value.first.map { !HTTPSyntax.isWhitespace($0) } ?? true
+                && value.last.map { !HTTPSyntax.isWhitespace($0) } ?? true, "an untrimmed value")
+        if !rules.keepsControlBytes {
+            require(value.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }, "a control byte a server refuses")
         }
     }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import StreamClient
+import StreamShared
 
 /// The interactive terminal: a status line and single-key commands (space pause, ←/→ seek
 /// ±10 s, +/- volume, [/] rate, {/} pitch, q quit). Off when stdin/stdout are not a terminal.

@@ -1,5 +1,6 @@
 import Testing
 @testable import StreamClient
+import StreamShared
 
 /// The Glibc primitives that replaced Foundation in the client: threads that run and join, timed
 /// waits on the monotonic clock, and printf-style number formatting.

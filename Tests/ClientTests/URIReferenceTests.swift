@@ -1,5 +1,6 @@
 import Testing
 @testable import StreamClient
+@testable import StreamShared
 
 /// Playlist URIs resolved as RFC 3986 section 5.4 says, and local playlist paths.
 @Suite struct URIReferenceTests {

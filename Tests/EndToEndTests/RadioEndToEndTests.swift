@@ -78,6 +78,16 @@ import StreamShared
         return try body(server)
     }
 
+    /// A listener stream split by the checked `ICYStreamReader` (a block that is not metadata
+    /// fails the test): the audio, and each block's title (nil for a block without one).
+    static func splitICY(_ stream: [UInt8], metaint: Int) throws -> (audio: [UInt8], titles: [String?]) {
+        var reader = try ICYStreamReader(metaint: metaint)
+        var audio: [UInt8] = []
+        var titles: [String?] = []
+        try reader.feed(stream[...], audio: { audio += $0 }, update: { titles.append($0.title) })
+        return (audio, titles)
+    }
+
     @Test(.timeLimit(.scaledMinutes(2))) func folderChannel_playsAtItsRate_withTitlesInBand() throws {
         try Self.withServer { server in
             let seconds = 8.0
@@ -88,17 +98,8 @@ import StreamShared
             #expect(Self.header("icy-name", in: head) == "main")
             #expect(Self.header("icy-br", in: head) == "128")
             let metaint = try #require(Self.header("icy-metaint", in: head).flatMap { Int($0) })
-            var demuxer = try ICYDemuxer(metaint: metaint)
-            var audio: [UInt8] = []
-            var titles: [String] = []
-            for piece in demuxer.feed(try Self.dechunk(body)[...]) {
-                switch piece {
-                case .audio(let bytes): audio += bytes
-                case .metadata(let text) where !text.isEmpty:
-                    titles.append(try #require(try ICYMetadata.title(in: text[...])))
-                case .metadata: break
-                }
-            }
+            let (audio, heard) = try Self.splitICY(try Self.dechunk(body), metaint: metaint)
+            let titles = try heard.map { try #require($0) }
             // The burst (64 KiB) at once, then the stream's rate.
             let expected = 65_536 + Self.rate * seconds
             #expect(Double(audio.count) > expected * 0.85 && Double(audio.count) < expected * 1.15,
@@ -270,11 +271,7 @@ import StreamShared
         defer { server.stop() }
         let (head, body) = try Self.listen(port: server.port, headers: ["Icy-MetaData: 1"], seconds: 7)
         let metaint = try #require(Self.header("icy-metaint", in: head).flatMap { Int($0) })
-        var demuxer = try ICYDemuxer(metaint: metaint)
-        var titles: [String] = []
-        for case .metadata(let text) in demuxer.feed(try Self.dechunk(body)[...]) where !text.isEmpty {
-            titles.append(try #require(try ICYMetadata.title(in: text[...])))
-        }
+        let titles = try Self.splitICY(try Self.dechunk(body), metaint: metaint).titles.map { try #require($0) }
         // Each track start announces its title, so the playlist's order shows: a twice, then b.
         let pairs = zip(titles, titles.dropFirst()).map { "\($0)|\($1)" }
         #expect(pairs.contains("Alpha - One|Alpha - One"), "\(titles)")

@@ -82,17 +82,8 @@ final class PacedSource: @unchecked Sendable {
     static func hear(_ port: Int, path: String, seconds: Double) throws -> (titles: [String], audio: [UInt8], head: String) {
         let (head, body) = try RadioEndToEndTests.listen(port: port, path: path, headers: ["Icy-MetaData: 1"], seconds: seconds)
         guard let metaint = RadioEndToEndTests.header("icy-metaint", in: head).flatMap({ Int($0) }) else { return ([], [], head) }
-        var demuxer = try ICYDemuxer(metaint: metaint)
-        var titles: [String] = []
-        var audio: [UInt8] = []
-        for piece in demuxer.feed(try RadioEndToEndTests.dechunk(body)[...]) {
-            switch piece {
-            case .audio(let bytes): audio += bytes
-            case .metadata(let text) where !text.isEmpty: titles.append(try ICYMetadata.title(in: text[...]) ?? "?")
-            case .metadata: break
-            }
-        }
-        return (titles, audio, head)
+        let (audio, titles) = try RadioEndToEndTests.splitICY(try RadioEndToEndTests.dechunk(body), metaint: metaint)
+        return (titles.map { $0 ?? "?" }, audio, head)
     }
 
     static func channels(_ server: StreamdProcess) throws -> [String: [String: Any]] {

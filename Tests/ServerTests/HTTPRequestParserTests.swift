@@ -127,6 +127,21 @@ import Testing
         do { _ = try parser.parse(bytes(text)) } catch { #expect(error.status == 400, "\(text.debugDescription)") }
     }
 
+    /// Field lines go through StreamShared's reader with a server's rules: obs-fold and control
+    /// bytes are 400 (a client reads the same lines leniently); empty lines before the request
+    /// line are skipped.
+    @Test func sharedFieldLineRules_forAServer() throws {
+        #expect(throws: HTTPParseError.badRequest("folded header line")) {
+            try parser.parse(bytes("GET / HTTP/1.1\r\nHost: x\r\nX-A: one\r\n two\r\n\r\n"))
+        }
+        #expect(throws: HTTPParseError.badRequest("bad header value")) {
+            try parser.parse(bytes("GET / HTTP/1.1\r\nHost: x\r\nX-A: o\u{1}ne\r\n\r\n"))
+        }
+        let text = "\r\n\nGET /a HTTP/1.1\r\nHost: x\r\nX-A: \t spaced \t\r\n\r\n"
+        let (request, used) = try #require(try parser.parse(bytes(text)))
+        #expect(used == text.utf8.count && request.header("x-a") == "spaced")
+    }
+
     @Test func http2Version_is505() {
         #expect(throws: HTTPParseError.versionNotSupported) { try parser.parse(bytes("GET / HTTP/2.0\r\n\r\n")) }
     }

@@ -63,46 +63,6 @@ import Testing
     func malformedText_isAFormatError(text: String) {
         #expect(throws: FormatError.self) { try ICYMetadata.decode(text: Array(text.utf8)[...]) }
     }
-
-    @Test func demuxer_splitsAudioAndBlocks_acrossAnyPieces() throws {
-        let metaint = 10
-        let title = ICYMetadata.encode(title: "One")
-        var stream: [UInt8] = []
-        var audio: [UInt8] = []
-        for i in 0..<5 {
-            let part = (0..<metaint).map { UInt8(i * metaint + $0) }
-            stream += part
-            audio += part
-            stream += i == 0 ? title : ICYMetadata.empty
-        }
-        stream += [200, 201, 202]
-        audio += [200, 201, 202]
-        for pieceSize in [1, 3, 7, 64] {
-            var demuxer = try ICYDemuxer(metaint: metaint)
-            var gotAudio: [UInt8] = []
-            var blocks: [[UInt8]] = []
-            var index = 0
-            while index < stream.count {
-                let end = min(stream.count, index + pieceSize)
-                for piece in demuxer.feed(stream[index..<end]) {
-                    switch piece {
-                    case .audio(let bytes): gotAudio += bytes
-                    case .metadata(let text): blocks.append(text)
-                    }
-                }
-                index = end
-            }
-            #expect(gotAudio == audio)
-            #expect(blocks.count == 5)
-            #expect(try ICYMetadata.title(in: blocks[0][...]) == "One")
-            #expect(blocks[1...].allSatisfy { $0.isEmpty })
-        }
-    }
-
-    @Test(arguments: [0, -1, 1 << 25])
-    func demuxer_refusesABadMetaint(metaint: Int) {
-        #expect(throws: FormatError.self) { try ICYDemuxer(metaint: metaint) }
-    }
 }
 
 @Suite struct AudioFrameSplitterTests {

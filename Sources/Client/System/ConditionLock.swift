@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import StreamShared
 
 /// A mutex with one condition variable (pthread), whose timed waits run on the monotonic clock.
 /// Used as a plain lock too (`withLock`). Not for the audio path: the ring there is lock-free.

@@ -1,3 +1,5 @@
+import StreamShared
+
 /// The bounded byte buffer between the network and the decoder.
 ///
 /// The source writes, the parser reads. When the buffer holds `capacity` bytes the source

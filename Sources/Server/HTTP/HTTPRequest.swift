@@ -1,3 +1,5 @@
+import StreamShared
+
 /// How a request's body is delimited (RFC 9112 section 6.3).
 public enum RequestBodyFraming: Sendable, Equatable {
     case none
@@ -53,17 +55,10 @@ public struct HTTPRequest: Sendable, Equatable {
         headers.filter { Self.sameName($0.name, name) }.map(\.value)
     }
 
-    /// Field names compared ASCII case-insensitively, byte by byte: no lowercased copies on
-    /// every lookup of every request.
+    /// Field names compared ASCII case-insensitively, byte by byte (`HTTPSyntax.sameName`): no
+    /// lowercased copies on every lookup of every request.
     static func sameName(_ a: String, _ b: String) -> Bool {
-        sameLetters(a.utf8, b.utf8)
-    }
-
-    static func sameLetters<A: Collection<UInt8>, B: Collection<UInt8>>(_ a: A, _ b: B) -> Bool {
-        guard a.count == b.count else { return false }
-        return a.elementsEqual(b) { x, y in
-            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) &- UInt8(ascii: "a") < 26)
-        }
+        HTTPSyntax.sameName(a.utf8, b.utf8)
     }
 
     /// Whether a comma-separated field value lists `token` (ASCII case-insensitive, optional
@@ -76,7 +71,7 @@ public struct HTTPRequest: Sendable, Equatable {
             var element = bytes[start..<end]
             while let first = element.first, first == 0x20 || first == 0x09 { element = element.dropFirst() }
             while let last = element.last, last == 0x20 || last == 0x09 { element = element.dropLast() }
-            if sameLetters(element, token.utf8) { return true }
+            if HTTPSyntax.sameName(element, token.utf8) { return true }
             if end == bytes.endIndex { return false }
             start = bytes.index(after: end)
         }

@@ -1,3 +1,5 @@
+import StreamShared
+
 /// Limits the parser enforces against hostile or broken clients.
 public struct HTTPLimits: Sendable {
     /// Longest request line accepted (longer → 414).
@@ -8,6 +10,12 @@ public struct HTTPLimits: Sendable {
     public var maxHeaderCount = 100
 
     public init() {}
+
+    /// The field-line rules of a request head: these limits, and what a server refuses
+    /// (obs-fold, control bytes in values).
+    var fieldRules: HTTPFieldRules {
+        HTTPFieldRules(maxFields: maxHeaderCount, maxBytes: maxHeaderBytes, unfoldsLines: false, keepsControlBytes: false)
+    }
 }
 
 /// Why a request was refused; each case maps to the status the server answers with.
@@ -49,37 +57,33 @@ public struct HTTPRequestParser: Sendable {
     /// Parses one request head from the start of `bytes`.
     /// - Returns: the request and the number of bytes consumed, or nil if more bytes are needed.
     public func parse(_ bytes: ArraySlice<UInt8>) throws(HTTPParseError) -> (HTTPRequest, consumed: Int)? {
-        var index = bytes.startIndex
-        // RFC 9112 2.2: ignore at least one empty line before the request line.
-        var leading = 0
-        while index < bytes.endIndex, bytes[index] == 0x0D || bytes[index] == 0x0A, leading < 4 {
-            index += 1
-            leading += 1
-        }
-        guard let lineEnd = findLineEnd(bytes, from: index, limit: limits.maxRequestLine) else {
+        var index = HTTPHeadLine.skipEmptyLines(in: bytes, from: bytes.startIndex)
+        guard let lineEnd = HTTPHeadLine.find(in: bytes, from: index, limit: limits.maxRequestLine) else {
             try rejectEarly(bytes[index...])
             if bytes.endIndex - index > limits.maxRequestLine { throw .uriTooLong }
             return nil
         }
         let requestLine = bytes[index..<lineEnd.contentEnd]
         let (method, target, minor) = try parseRequestLine(requestLine)
-        index = lineEnd.next
 
+        // The field lines, read by the same code as a response's (StreamShared), with the rules
+        // a server keeps: no obs-fold, no control bytes in values.
+        var lines = HTTPFieldLineReader(from: lineEnd.next, rules: limits.fieldRules)
         var headers: [(name: String, value: String)] = []
-        let headerStart = index
-        while true {
-            guard let end = findLineEnd(bytes, from: index, limit: limits.maxHeaderBytes - (index - headerStart)) else {
-                if bytes.endIndex - headerStart > limits.maxHeaderBytes { throw .headersTooLarge }
+        reading: while true {
+            let line: HTTPFieldLineReader.Line
+            do { line = try lines.next(in: bytes) } catch { throw Self.refusal(error) }
+            switch line {
+            case .field(let name, let value):
+                headers.append((String(decoding: bytes[name], as: UTF8.self), String(decoding: bytes[value], as: UTF8.self)))
+            case .continuation:
+                throw Self.refusal(.obsFold)   // the server's rules refuse it before this
+            case .end(let next):
+                index = next
+                break reading
+            case .incomplete:
                 return nil
             }
-            if end.contentEnd == index {   // empty line: end of the head
-                index = end.next
-                break
-            }
-            if headers.count >= limits.maxHeaderCount { throw .headersTooLarge }
-            headers.append(try parseHeaderLine(bytes[index..<end.contentEnd]))
-            index = end.next
-            if index - headerStart > limits.maxHeaderBytes { throw .headersTooLarge }
         }
         var request = HTTPRequest(method: method, target: target.path, minorVersion: minor, headers: headers,
                                   authority: target.authority)
@@ -135,50 +139,10 @@ public struct HTTPRequestParser: Sendable {
         }
     }
 
-    /// `uri-host [ ":" port ]` (RFC 3986 section 3.2.2): an IP literal in brackets or a reg-name
-    /// (IPv4 addresses are reg-names too), then at most 5 port digits. Empty is valid (RFC 9112 3.2).
+    /// `uri-host [ ":" port ]` (RFC 3986 section 3.2.2, the syntax `HTTPAuthority` reads);
+    /// empty is valid (RFC 9112 section 3.2).
     static func isValidHost(_ value: Substring) -> Bool {
-        var rest = value.utf8[...]
-        if rest.first == UInt8(ascii: "[") {
-            guard let close = rest.firstIndex(of: UInt8(ascii: "]")) else { return false }
-            let literal = rest[rest.index(after: rest.startIndex)..<close]
-            guard !literal.isEmpty, literal.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":")
-                || $0 == UInt8(ascii: ".") || isUnreservedOrSubDelim($0) }) else { return false }
-            rest = rest[rest.index(after: close)...]
-        } else {
-            let end = rest.firstIndex(of: UInt8(ascii: ":")) ?? rest.endIndex
-            var name = rest[rest.startIndex..<end]
-            while let byte = name.first {
-                if byte == UInt8(ascii: "%") {
-                    let hex = name.dropFirst().prefix(2)
-                    guard hex.count == 2, hex.allSatisfy(isHexDigit) else { return false }
-                    name = name.dropFirst(3)
-                } else {
-                    guard isUnreservedOrSubDelim(byte) else { return false }
-                    name = name.dropFirst()
-                }
-            }
-            rest = rest[end...]
-        }
-        guard let colon = rest.first else { return true }
-        let port = rest.dropFirst()
-        return colon == UInt8(ascii: ":") && port.count <= 5 && port.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
-    }
-
-    private static func isHexDigit(_ b: UInt8) -> Bool {
-        (0x30...0x39).contains(b) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(b)
-            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(b)
-    }
-
-    /// RFC 3986 unreserved and sub-delims: the bytes a reg-name may hold besides pct-encoded ones.
-    private static func isUnreservedOrSubDelim(_ b: UInt8) -> Bool {
-        switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "-._~!$&'()*+,;=".utf8.contains(b)
-        }
+        HTTPAuthority(parsing: value) != nil
     }
 
     /// Refuses an incomplete request line that can already be seen to be wrong (binary
@@ -191,28 +155,9 @@ public struct HTTPRequestParser: Sendable {
                 sawSpace = true
                 continue
             }
-            if !sawSpace && !Self.isTokenByte(b) { throw .badRequest("bad method") }
+            if !sawSpace && !HTTPSyntax.isTokenByte(b) { throw .badRequest("bad method") }
             if sawSpace && (b < 0x20 || b == 0x7F) && b != 0x0D { throw .badRequest("control byte in request line") }
         }
-    }
-
-    private struct LineEnd {
-        var contentEnd: Int
-        package var next: Int
-    }
-
-    /// Finds the end of a line (CRLF, or a bare LF as RFC 9112 2.2 allows) within `limit` bytes.
-    private func findLineEnd(_ bytes: ArraySlice<UInt8>, from start: Int, limit: Int) -> LineEnd? {
-        let stop = min(bytes.endIndex, start + max(0, limit) + 2)
-        var i = start
-        while i < stop {
-            if bytes[i] == 0x0A {
-                let contentEnd = (i > start && bytes[i - 1] == 0x0D) ? i - 1 : i
-                return LineEnd(contentEnd: contentEnd, next: i + 1)
-            }
-            i += 1
-        }
-        return nil
     }
 
     /// A request target taken apart (RFC 9112 section 3.2).
@@ -227,7 +172,7 @@ public struct HTTPRequestParser: Sendable {
         let parts = line.split(separator: 0x20, omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw .badRequest("malformed request line") }
         let method = parts[0], target = parts[1], version = parts[2]
-        guard !method.isEmpty, method.allSatisfy(Self.isTokenByte) else { throw .badRequest("bad method") }
+        guard !method.isEmpty, method.allSatisfy(HTTPSyntax.isTokenByte) else { throw .badRequest("bad method") }
         guard !target.isEmpty, target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw .badRequest("bad request target")
         }
@@ -280,28 +225,14 @@ public struct HTTPRequestParser: Sendable {
         throw .badRequest("bad request target")
     }
 
-    private func parseHeaderLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> (name: String, value: String) {
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { throw .badRequest("header without colon") }
-        let name = line[line.startIndex..<colon]
-        // RFC 9112 5.1: no whitespace between name and colon; obs-fold is rejected.
-        guard !name.isEmpty, name.allSatisfy(Self.isTokenByte) else { throw .badRequest("bad header name") }
-        var value = line[(colon + 1)...]
-        while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
-        while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
-        guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
-            throw .badRequest("bad header value")
-        }
-        return (String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
-    }
-
-    /// RFC 9110 tchar.
-    static func isTokenByte(_ b: UInt8) -> Bool {
-        switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(b)
+    /// The status a field-line refusal is answered with: 431 for the limits, 400 for the rest.
+    static func refusal(_ error: HTTPFieldError) -> HTTPParseError {
+        switch error {
+        case .tooManyFields, .tooLarge: return .headersTooLarge
+        case .noColon: return .badRequest("header without colon")
+        case .badName: return .badRequest("bad header name")
+        case .badValue: return .badRequest("bad header value")
+        case .obsFold: return .badRequest("folded header line")
         }
     }
 }

@@ -1,8 +1,5 @@
 import Foundation
 internal import CLAME
-import StreamHTTP
-import StreamLibrary
-import StreamHLS
 
 /// Why libmp3lame refused a setting or a buffer.
 public struct EncoderError: Error, CustomStringConvertible, Sendable, Equatable {

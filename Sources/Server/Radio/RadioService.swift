@@ -89,13 +89,14 @@ public final class RadioService: @unchecked Sendable {
     /// `--relay NAME=URL`: channel NAME plays the stream at URL (another streamd or an Icecast
     /// mount, plain HTTP), reconnecting while it is away.
     public func addRelay(name: String, url: String) throws(ChannelTracks.Failure) {
-        guard let parsed = RelaySource.RelayURL.parse(url) else {
-            throw ChannelTracks.Failure(description: "--relay \(name)=\(url): not an http://HOST[:PORT]/PATH URL")
+        let parsed: HTTPURL
+        do { parsed = try HTTPURL(url) } catch {
+            throw ChannelTracks.Failure(description: "--relay \(name)=\(url): not an http://HOST[:PORT]/PATH URL (\(error))")
         }
         guard let producer = liveProducer(for: name, fallback: nil, persistent: true) else {
             throw ChannelTracks.Failure(description: "--relay \(name): \(name) is a playlist channel")
         }
-        let relay = RelaySource(url: parsed, producer: producer)
+        let relay = RelaySource(url: parsed, producer: producer, warn: warn)
         lock.lock()
         relays.append(relay)
         lock.unlock()

@@ -55,14 +55,7 @@ public struct HTTPHeaderFields: Sendable, Equatable {
     }
 
     /// ASCII case-insensitive comparison (field names are tokens: ASCII only).
-    static func sameName(_ a: String, _ b: String) -> Bool {
-        guard a.utf8.count == b.utf8.count else { return false }
-        return zip(a.utf8, b.utf8).allSatisfy { lowered($0) == lowered($1) }
-    }
-
-    private static func lowered(_ byte: UInt8) -> UInt8 {
-        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
-    }
+    static func sameName(_ a: String, _ b: String) -> Bool { HTTPSyntax.sameName(a.utf8, b.utf8) }
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.fields.count == rhs.fields.count && zip(lhs.fields, rhs.fields).allSatisfy { $0 == $1 }
@@ -114,52 +107,39 @@ public struct HTTPResponseHead: Sendable, Equatable {
     /// arrived yet; a thrown error means these bytes are not a valid head. Up to four empty lines
     /// before the status line (left over from an earlier response) are skipped.
     public static func parse(_ bytes: ArraySlice<UInt8>) throws(HTTPResponseError) -> (head: HTTPResponseHead, consumed: Int)? {
-        var start = bytes.startIndex
-        for _ in 0..<4 {
-            if bytes[start...].starts(with: [0x0D, 0x0A]) { start += 2 } else if bytes[start...].first == 0x0A { start += 1 } else { break }
-        }
-        guard let end = headEnd(bytes[start...]) else {
+        let start = HTTPHeadLine.skipEmptyLines(in: bytes, from: bytes.startIndex)
+        guard let statusEnd = HTTPHeadLine.find(in: bytes, from: start, limit: maxHeadBytes) else {
             if bytes.endIndex - start > maxHeadBytes { throw .headTooLarge }
             return nil
         }
-        guard end - start <= maxHeadBytes else { throw .headTooLarge }
-        var lines = Lines(bytes: bytes[start..<end])
-        guard let statusLine = try lines.next() else { throw .badStatusLine }
+        let statusLine = bytes[start..<statusEnd.contentEnd]
+        guard !statusLine.contains(where: { $0 == 0x0D || $0 == 0x00 }) else { throw .badCharacter }
         var head = try parseStatusLine(statusLine)
-        var count = 0
-        while let line = try lines.next() {
-            if line.isEmpty { break }
-            if line.first == 0x20 || line.first == 0x09 {
-                // Obsolete line folding (section 5.2): a client replaces it with a space.
-                guard let last = head.fields.fields.last else { throw .badHeaderLine }
-                var fields = head.fields.fields
-                fields[fields.count - 1].value = last.value + " " + text(trimmed(line))
-                head.fields = HTTPHeaderFields(fields)
-                continue
+        // The field lines, read by the same code as a request's, with a user agent's rules:
+        // obs-fold becomes a space (RFC 9112 section 5.2), other control bytes in values stay.
+        let rules = HTTPFieldRules(maxFields: maxFields, maxBytes: maxHeadBytes - (statusEnd.next - start),
+                                   unfoldsLines: true, keepsControlBytes: true)
+        var lines = HTTPFieldLineReader(from: statusEnd.next, rules: rules)
+        while true {
+            let line: HTTPFieldLineReader.Line
+            do { line = try lines.next(in: bytes) } catch { throw refusal(error) }
+            switch line {
+            case .field(let name, let value): head.fields.append(name: text(bytes[name]), value: text(bytes[value]))
+            case .continuation(let more): head.fields.continueLastValue(with: text(bytes[more]))
+            case .end(let next): return (head, next - bytes.startIndex)
+            case .incomplete: return nil
             }
-            count += 1
-            guard count <= maxFields else { throw .tooManyFields }
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
-                  line[..<colon].allSatisfy(isTokenByte) else { throw .badHeaderLine }
-            head.fields.append(name: text(line[..<colon]), value: text(trimmed(line[(colon + 1)...])))
         }
-        return (head, end - bytes.startIndex)
     }
 
-    /// The index just past the empty line ending the head (CRLF CRLF, or bare LFs), or nil.
-    private static func headEnd(_ bytes: ArraySlice<UInt8>) -> Int? {
-        var i = bytes.startIndex
-        // Only the first maxHeadBytes + 4 bytes can hold the end of an acceptable head.
-        let limit = min(bytes.endIndex, bytes.startIndex + maxHeadBytes + 4)
-        while i < limit {
-            if bytes[i] == 0x0A {
-                let next = i + 1
-                if next < bytes.endIndex && bytes[next] == 0x0A { return next + 1 }
-                if next + 1 < bytes.endIndex && bytes[next] == 0x0D && bytes[next + 1] == 0x0A { return next + 2 }
-            }
-            i += 1
+    /// The response error for a field line the reader refused.
+    private static func refusal(_ error: HTTPFieldError) -> HTTPResponseError {
+        switch error {
+        case .noColon, .badName, .obsFold: return .badHeaderLine
+        case .badValue: return .badCharacter
+        case .tooManyFields: return .tooManyFields
+        case .tooLarge: return .headTooLarge
         }
-        return nil
     }
 
     /// `HTTP/1.1 206 Partial Content`, `HTTP/1.0 200` (no reason), `ICY 200 OK`.
@@ -271,40 +251,7 @@ public struct HTTPResponseHead: Sendable, Equatable {
         return n
     }
 
-    /// The lines of a head, without their CRLF or LF; a bare CR or NUL inside one is refused.
-    private struct Lines {
-        var bytes: ArraySlice<UInt8>
-
-        mutating func next() throws(HTTPResponseError) -> ArraySlice<UInt8>? {
-            guard !bytes.isEmpty else { return nil }
-            let lf = bytes.firstIndex(of: 0x0A) ?? bytes.endIndex
-            var line = bytes[..<lf]
-            bytes = lf < bytes.endIndex ? bytes[(lf + 1)...] : bytes[bytes.endIndex...]
-            if line.last == 0x0D { line = line.dropLast() }
-            guard !line.contains(where: { $0 == 0x0D || $0 == 0x00 }) else { throw .badCharacter }
-            return line
-        }
-    }
-
-    private static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
-
-    /// RFC 9110 token characters (field names).
-    private static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
-        }
-    }
-
-    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
-        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else {
-            return bytes[bytes.endIndex...]
-        }
-        return bytes[first...last]
-    }
+    private static func isDigit(_ byte: UInt8) -> Bool { HTTPSyntax.isDigit(byte) }
 
     /// Header text: UTF-8 where it is, each invalid byte shown as U+FFFD (obs-text is allowed in values).
     private static func text(_ bytes: ArraySlice<UInt8>) -> String { String(decoding: bytes, as: UTF8.self) }
@@ -317,5 +264,9 @@ public struct HTTPResponseHead: Sendable, Equatable {
 }
 
 extension HTTPHeaderFields {
-    init(_ fields: [(name: String, value: String)]) { self.fields = fields }
+    /// An obs-fold line: its text joins the last value after a space (RFC 9112 section 5.2).
+    mutating func continueLastValue(with more: String) {
+        guard !fields.isEmpty else { return }
+        fields[fields.count - 1].value += " " + more
+    }
 }

@@ -1,6 +1,6 @@
 /// ICY (SHOUTcast/Icecast) in-band metadata: a block sent after every `icy-metaint` audio bytes,
 /// one length byte L then L × 16 bytes of `Key='value';` text padded with NULs. L = 0 means
-/// "unchanged". Encoding and decoding of one block; `ICYDemuxer` splits a whole stream.
+/// "unchanged". Encoding and decoding of one block; `ICYStreamReader` splits a whole stream.
 public enum ICYMetadata {
     /// Largest text a block can carry (the length byte counts 16-byte units).
     public static let maxTextBytes = 255 * 16
@@ -109,65 +109,5 @@ public enum ICYMetadata {
     /// The `StreamTitle` of a block's text, if any.
     public static func title(in text: ArraySlice<UInt8>) throws -> String? {
         try decode(text: text).first { $0.key == "StreamTitle" }?.value
-    }
-}
-
-/// Splits a listener's stream that carries ICY metadata every `metaint` audio bytes back into
-/// audio and metadata blocks. Feed it bytes in any pieces.
-public struct ICYDemuxer: Sendable {
-    public let metaint: Int
-    private var untilMeta: Int
-    private var blockLength: Int?
-    private var block: [UInt8] = []
-
-    /// One piece of the stream.
-    public enum Piece: Sendable, Equatable {
-        case audio([UInt8])
-        /// A metadata block's text (NUL padding included); empty for a length byte of 0.
-        case metadata([UInt8])
-    }
-
-    /// `metaint` must be positive (the `icy-metaint` header); throws `FormatError` otherwise.
-    public init(metaint: Int) throws {
-        guard metaint > 0, metaint <= 1 << 24 else {
-            throw FormatError.invalid(component: "icy", reason: "icy-metaint \(metaint) out of range", offset: 0)
-        }
-        self.metaint = metaint
-        self.untilMeta = metaint
-    }
-
-    /// The pieces of `bytes`, in order; a block split across calls is returned once complete.
-    public mutating func feed(_ bytes: ArraySlice<UInt8>) -> [Piece] {
-        var pieces: [Piece] = []
-        var rest = bytes
-        while !rest.isEmpty {
-            if untilMeta > 0 {
-                let n = min(untilMeta, rest.count)
-                pieces.append(.audio(Array(rest.prefix(n))))
-                rest = rest.dropFirst(n)
-                untilMeta -= n
-                continue
-            }
-            guard let length = blockLength else {
-                blockLength = Int(rest[rest.startIndex]) * 16
-                rest = rest.dropFirst()
-                block = []
-                if blockLength == 0 {
-                    pieces.append(.metadata([]))
-                    blockLength = nil
-                    untilMeta = metaint
-                }
-                continue
-            }
-            let n = min(length - block.count, rest.count)
-            block += rest.prefix(n)
-            rest = rest.dropFirst(n)
-            if block.count == length {
-                pieces.append(.metadata(block))
-                blockLength = nil
-                untilMeta = metaint
-            }
-        }
-        return pieces
     }
 }

@@ -1,4 +1,4 @@
-/// Why a listener's ICY stream cannot be read: the server's lengths do not match its stream.
+/// Why an ICY listener stream cannot be read: the server's lengths do not match its stream.
 public enum ICYStreamError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The `icy-metaint` header is not a byte count in 1...16 MiB.
     case badMetaint(String)
@@ -18,11 +18,12 @@ public enum ICYStreamError: Error, Equatable, Sendable, CustomStringConvertible 
     }
 }
 
-/// The client's side of ICY metadata: takes a listener stream that carries a metadata block
-/// after every `metaint` audio bytes, hands the audio on (slices of the input, no copy) and
-/// returns each block's fields with the audio offset they take effect at. Unlike `ICYDemuxer`
-/// (which trusts the stream) it checks each block, so a length that lies is a typed error
-/// instead of audio read as titles. Feed it bytes in any pieces.
+/// The receiving side of ICY metadata (streamplay, and streamd's relay reading its upstream):
+/// takes a listener stream that carries a metadata block after every `metaint` audio bytes,
+/// hands the audio on (slices of the input, no copy) and returns each block's fields with the
+/// audio offset they take effect at. Every block is checked, so a length that lies is a typed
+/// error instead of audio read as titles, and at most one block (4,080 bytes) is held. Feed it
+/// bytes in any pieces.
 public struct ICYStreamReader: Sendable {
     /// Largest `icy-metaint` taken (Icecast uses 16,000, SHOUTcast 8,192 to 32,768).
     public static let maxMetaint = 1 << 24

@@ -3,8 +3,9 @@ import Glibc
 #endif
 
 /// Why a TCP connection could not be made or used; carries the call and its errno.
-struct TCPError: Error, Sendable, CustomStringConvertible {
-    enum Kind: Sendable, Equatable {
+public struct TCPError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, as a caller decides on retrying.
+    public enum Kind: Sendable, Equatable {
         /// getaddrinfo found no address for the host (retrying cannot help).
         case resolve
         /// Every address refused or failed (`connect`), or the connection broke (`send`, `recv`).
@@ -13,11 +14,17 @@ struct TCPError: Error, Sendable, CustomStringConvertible {
         case timedOut
     }
 
-    var kind: Kind
-    var call: String
-    var detail: String
+    public var kind: Kind
+    public var call: String
+    public var detail: String
 
-    var description: String { "\(call): \(detail)" }
+    public init(kind: Kind, call: String, detail: String) {
+        self.kind = kind
+        self.call = call
+        self.detail = detail
+    }
+
+    public var description: String { "\(call): \(detail)" }
 
     static func errno(_ call: String, _ code: Int32 = Glibc.errno) -> TCPError {
         TCPError(kind: .io, call: call, detail: String(cString: strerror(code)))
@@ -25,16 +32,19 @@ struct TCPError: Error, Sendable, CustomStringConvertible {
 }
 
 /// One TCP connection: resolved with getaddrinfo, connected with a timeout, read and written
-/// with a timeout per call. Closed when released. The HTTP client's transport.
-final class TCPConnection {
+/// with a timeout per call. Closed when released. The transport of the own HTTP client and of
+/// the server's relay.
+public final class TCPConnection {
     private var fd: Int32
 
     /// Connects to `host:port`, trying each address getaddrinfo gives for up to `timeout` seconds.
-    init(host: String, port: Int, timeout: Double) throws(TCPError) {
+    public init(host: String, port: Int, timeout: Double) throws(TCPError) {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_ADDRCONFIG
+        // AI_ADDRCONFIG leaves out IPv6 on a machine whose only IPv6 address is ::1, so an
+        // address literal (`[::1]`) is taken as it is, without it.
+        hints.ai_flags = Self.isAddressLiteral(host) ? AI_NUMERICHOST : AI_ADDRCONFIG
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0, let first = list else {
@@ -56,6 +66,12 @@ final class TCPConnection {
             }
         }
         throw failure
+    }
+
+    /// Whether `host` is an IPv4 or IPv6 address rather than a name.
+    private static func isAddressLiteral(_ host: String) -> Bool {
+        var address = in6_addr()
+        return inet_pton(AF_INET6, host, &address) == 1 || inet_pton(AF_INET, host, &address) == 1
     }
 
     /// A non-blocking connect to one address, waited for with poll until `deadline`.
@@ -93,7 +109,7 @@ final class TCPConnection {
     deinit { if fd >= 0 { close(fd) } }
 
     /// Writes all of `bytes`, waiting up to `timeout` seconds each time the socket is full.
-    func send(_ bytes: [UInt8], timeout: Double) throws(TCPError) {
+    public func send(_ bytes: [UInt8], timeout: Double) throws(TCPError) {
         var sent = 0
         while sent < bytes.count {
             let n = bytes.withUnsafeBytes { raw in
@@ -114,7 +130,7 @@ final class TCPConnection {
     }
 
     /// What one `receive` got.
-    enum Received: Equatable {
+    public enum Received: Equatable, Sendable {
         case bytes(Int)
         /// The peer closed its side (end of stream).
         case closed
@@ -123,7 +139,7 @@ final class TCPConnection {
     }
 
     /// Reads what is there into `buffer` (at most its size), waiting up to `timeout` seconds.
-    func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Double) throws(TCPError) -> Received {
+    public func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Double) throws(TCPError) -> Received {
         guard buffer.count > 0 else { return .bytes(0) }
         let deadline = Monotonic.now.adding(seconds: timeout)
         while true {
@@ -142,7 +158,7 @@ final class TCPConnection {
 
     /// Whether the peer has closed or sent something unasked (an idle keep-alive connection
     /// is only reusable when it has neither).
-    var isIdleAndOpen: Bool {
+    public var isIdleAndOpen: Bool {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         return poll(&entry, 1, 0) == 0
     }

@@ -1,14 +1,15 @@
 /// A URI split into the five parts of RFC 3986 (appendix B), and resolution of a reference
-/// against a base URI (section 5.2): what a playlist's relative segment and variant URIs need.
-struct URIReference: Equatable {
-    var scheme: Substring?
-    var authority: Substring?
-    var path: Substring
-    var query: Substring?
-    var fragment: Substring?
+/// against a base URI (section 5.2): what a playlist's relative segment and variant URIs and a
+/// redirect's Location need.
+public struct URIReference: Equatable, Sendable {
+    public var scheme: Substring?
+    public var authority: Substring?
+    public var path: Substring
+    public var query: Substring?
+    public var fragment: Substring?
 
     /// Splits `text` the way RFC 3986's appendix B regular expression does (any text splits).
-    init(_ text: Substring) {
+    public init(_ text: Substring) {
         var rest = text
         if let colon = rest.firstIndex(where: { ":/?#".contains($0) }), rest[colon] == ":", colon > rest.startIndex {
             scheme = rest[..<colon]
@@ -36,7 +37,7 @@ struct URIReference: Equatable {
     }
 
     /// The URI as text (RFC 3986 section 5.3).
-    var text: String {
+    public var text: String {
         var out = ""
         if let scheme { out += scheme + ":" }
         if let authority { out += "//" + authority }
@@ -47,7 +48,7 @@ struct URIReference: Equatable {
     }
 
     /// `reference` resolved against this base URI (RFC 3986 section 5.2.2, strict).
-    func resolving(_ reference: URIReference) -> URIReference {
+    public func resolving(_ reference: URIReference) -> URIReference {
         if reference.scheme != nil {
             return URIReference(scheme: reference.scheme, authority: reference.authority,
                                 path: Self.removingDotSegments(reference.path), query: reference.query,
@@ -99,7 +100,7 @@ struct URIReference: Equatable {
 
     /// `text` with every byte a URI reference may not hold percent-encoded (space, quotes,
     /// brackets, non-ASCII as UTF-8); what it may hold, '%' included, is left as it is.
-    static func percentEncoded(_ text: String) -> String {
+    public static func percentEncoded(_ text: String) -> String {
         let hex = Array("0123456789ABCDEF".utf8)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count)
