@@ -83,7 +83,7 @@ extension Player {
                 probePrefix += bytes
                 converter.append(bytes)
             case .end: ended = true
-            case .failed(let error): throw PlaybackError(message: "\(error)", exitCode: (error as? SourceError)?.exitCode ?? 3)
+            case .failed(let error): throw PlaybackError(sourceFailure: error)
             case .timedOut:
                 if commands.withLock({ stopRequested }) { throw PlaybackError(message: "player: stopped", exitCode: 0) }
             }
@@ -99,7 +99,7 @@ extension Player {
         case .failure(let error)?: throw error
         case nil: plan = try makePlan(try probeStream())
         }
-        let hlsTimeline = (source as? HLSSource)?.timeline(timeout: 10)
+        let hlsTimeline = source.segments?.timeline(timeout: 10)
         // The transport knows once the response head arrived, before the first byte was probed.
         let live = control.live.info
         let format = plan.format
@@ -125,10 +125,9 @@ extension Player {
         }
         var converter = try makeConverter(plan)
         // DSP: rate/pitch → EQ → resampling to the output rate, then the volume.
-        // The device's rate: --output-rate, else what the output says it needs.
-        // In a queue: a file keeps the rate it was started at (the track is resampled to it).
-        let deviceRate = options.outputSampleRate
-            ?? ((output as? QueueOutput)?.sampleRate(for: format, following: outputLoop.lastFormat) ?? output.preferredSampleRate(for: format))
+        // The device's rate: --output-rate, else what the output asks for (a queue's file keeps
+        // the rate it was started at, and the track is resampled to it).
+        let deviceRate = options.outputSampleRate ?? output.sampleRate(for: format, following: outputLoop.lastFormat)
         // Rate, pitch, EQ and volume as set last (a queue carries them over from the track before).
         let (startRate, startSemitones, startEQ, startVolume) = commands.withLock { () -> (Double, Double, EQSettings, Float) in
             defer { pendingVolume = nil }
@@ -393,7 +392,7 @@ extension Player {
             case .end:
                 streamEnded = true
             case .failed(let error):
-                throw PlaybackError(message: "\(error)", exitCode: (error as? SourceError)?.exitCode ?? 3)
+                throw PlaybackError(sourceFailure: error)
             case .timedOut:
                 continue
             }
@@ -561,7 +560,7 @@ extension Player {
                     fromMehd = try samples(ticks, timescale: movie.movieTimescale, "mehd.fragment_duration")
                 }
                 var fromMfra: Int?
-                if fromMehd == nil, !(source is HLSSource),
+                if fromMehd == nil, source.hasByteRanges,
                    let ticks = fragmentedLength(track: track, defaults: movie.audioTrackExtends) {
                     // Only the length for the status line: a table that lies costs the length, not the play.
                     do { fromMfra = try samples(ticks, timescale: track.timescale, "tfra.time") } catch {
@@ -594,7 +593,7 @@ extension Player {
         }
         // The file's size bounds every top-level box: a streamed 200 does not tell it, so ask once
         // (a one-byte Range request), so a box that overruns the file fails the same way as from a path.
-        if control.totalSize == nil, !(source is HLSSource), let size = try? source.resourceSize() {
+        if control.totalSize == nil, source.hasByteRanges, let size = try? source.resourceSize() {
             control.setTotalSize(size)
         }
         for _ in 0..<100_000 {
@@ -653,7 +652,7 @@ extension Player {
     }
 
     private func fetch(_ range: Range<Int>) throws -> [UInt8] {
-        if let http = source as? HTTPSource, let cached = http.cachedBytes(range) { return cached }
+        if let cached = source.cachedBytes(range) { return cached }
         do { return try source.readRange(range) } catch {
             throw PlaybackError(message: "\(error) (needed for the MP4 index at the end of the file)", exitCode: 3)
         }
@@ -668,7 +667,7 @@ extension Player {
             switch throttle.read(max: count - probePrefix.count, timeout: 0.1) {
             case .bytes(let bytes, _): probePrefix += bytes
             case .end: throw PlaybackError(message: "parser: truncated MP4 (\(probePrefix.count) bytes)", exitCode: 1)
-            case .failed(let error): throw PlaybackError(message: "\(error)", exitCode: (error as? SourceError)?.exitCode ?? 3)
+            case .failed(let error): throw PlaybackError(sourceFailure: error)
             case .timedOut:
                 if commands.withLock({ stopRequested }) { throw PlaybackError(message: "player: stopped", exitCode: 0) }
             }
@@ -706,7 +705,7 @@ extension Player {
                 if probePrefix.isEmpty { throw PlaybackError(message: "parser: not an audio stream (empty)", exitCode: 1) }
                 ended = true
             case .failed(let error):
-                throw PlaybackError(message: "\(error)", exitCode: (error as? SourceError)?.exitCode ?? 3)
+                throw PlaybackError(sourceFailure: error)
             case .timedOut: continue
             }
         }

@@ -240,10 +240,7 @@ public final class Player: @unchecked Sendable {
     static let ringCapacity = 28 * 2304
 
     /// The sound card's own count of underruns it recovered from.
-    private var deviceUnderruns: Int {
-        let device = (output as? QueueOutput)?.inner ?? output
-        return (device as? ALSAOutput)?.underruns ?? 0
-    }
+    private var deviceUnderruns: Int { output.deviceUnderruns }
 
     /// The tags the probe found, once `prepare()` has run.
     var preparedTags: TrackTags? { if case .success(let plan)? = prepared { return plan.tags } else { return nil } }

@@ -118,3 +118,12 @@ public struct PlaybackError: Error, CustomStringConvertible, Sendable {
     public var exitCode: Int32
     public var description: String { message }
 }
+
+extension PlaybackError {
+    /// A source's failure as it reached the decoder: a `SourceError` keeps its exit status,
+    /// anything else counts as a network failure (3).
+    init(sourceFailure error: any Error) {
+        self.init(message: "\(error)", exitCode: (error as? SourceError)?.exitCode ?? 3)
+    }
+}
+
