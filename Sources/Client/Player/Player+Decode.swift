@@ -160,7 +160,9 @@ extension Player {
         var outputStarted = false
         /// Where the track's timeline starts (a `--start` position), in frames.
         var startFrame = 0
-        var nearEndSignalled = onNearEnd == nil
+        var nearEndSignalled = queueHooks == nil
+        let crossfade = queueHooks?.crossfade
+        let serial = queueHooks?.serial ?? 0
         var streamEnded = false
         /// Samples go from the decoder straight into the ring (no block, no chain, no gain);
         /// decided once per batch of input.
@@ -329,7 +331,7 @@ extension Player {
         while true {
             if commands.withLock({ stopRequested }) {
                 // A queue's track left with n/p/q: what it queued goes; the output stays.
-                if sharedLoop != nil {
+                if queueHooks != nil {
                     crossfade?.reset()
                     outputLoop.discardQueued()
                 } else {
@@ -345,7 +347,7 @@ extension Player {
             if !nearEndSignalled, throttle.sourceEnded || keepUntil != Int.max && keepUntil - position < Int(Self.nearEndSeconds) * sampleRate
                 || plan.trimmedLength.map({ plan.trimStart + $0 - position < Int(Self.nearEndSeconds) * sampleRate }) == true {
                 nearEndSignalled = true
-                onNearEnd?()
+                queueHooks?.onNearEnd()
             }
             commands.withLock { self.position = heard }
             continuation.yield(.progress(position: heard, duration: commands.withLock { duration }))

@@ -50,35 +50,29 @@ public final class Player: @unchecked Sendable {
     public var liveStream: LiveStreamInfo? { control.live.info }
     /// False for a live stream (radio or live HLS): seeks are ignored.
     public var canSeek: Bool { commands.withLock { !isLiveStorage } }
-    /// A queue's output stage shared by its tracks (nil: this player has its own).
-    let sharedLoop: OutputLoop?
-    /// Which of the shared stage's tracks this is (its mark in the ring).
-    let serial: Int
+    /// What the queue playing this track gives it: the output stage its tracks share, the
+    /// track's place in it, the crossfade, the near-end call (nil: a player of its own).
+    let queueHooks: QueueHooks?
     /// The probe's outcome, when `prepare()` ran ahead of `run()` (a queue's next track).
     var prepared: Result<StreamPlan, PlaybackError>?
     private var networkStarted = false
     /// For `--replaygain auto`: the album of the track before (see `PlayerOptions`); a queue sets
     /// it when that track has been probed, which may be after this one was made.
     var replayGainPreviousAlbum: String??
-    /// Called once from the decode thread when the track's end is near: its source has delivered
-    /// its last byte, or less than `nearEndSeconds` are left to decode. A queue opens the next
-    /// track then.
-    var onNearEnd: (() -> Void)?
+    /// How long before a queue's track ends its next one is opened (`QueueHooks.onNearEnd`).
     static let nearEndSeconds = 10.0
     /// Frames this track pushed into the ring (a shared stage's count per track).
     var framesPushed = 0
-    /// Crossfade with the tracks around this one (set by a queue; nil: none).
-    var crossfade: CrossfadeLink?
 
     public convenience init(url: String, output: AudioOutput, options: PlayerOptions = PlayerOptions(),
                             log: (@Sendable (String) -> Void)? = nil) throws {
-        try self.init(url: url, output: output, options: options, log: log, sharedLoop: nil, serial: 0)
+        try self.init(url: url, output: output, options: options, log: log, queueHooks: nil)
     }
 
+    /// A queue's track: `queueHooks` says how it takes part in the queue.
     init(url: String, output: AudioOutput, options: PlayerOptions, log: (@Sendable (String) -> Void)?,
-         sharedLoop: OutputLoop?, serial: Int) throws {
-        self.sharedLoop = sharedLoop
-        self.serial = serial
+         queueHooks: QueueHooks?) throws {
+        self.queueHooks = queueHooks
         replayGainPreviousAlbum = options.replayGainPreviousAlbum
         (events, continuation) = AsyncStream.makeStream(of: PlayerEvent.self, bufferingPolicy: .bufferingNewest(256))
         self.url = url
@@ -183,8 +177,8 @@ public final class Player: @unchecked Sendable {
             throw error
         }
         let outputLoop: OutputLoop
-        if let sharedLoop {
-            outputLoop = sharedLoop
+        if let queueHooks {
+            outputLoop = queueHooks.sharedLoop
         } else {
             // 28 MPEG frames of 1152 stereo samples (every MPEG frame size divides it): whole frames
             // decoded into the ring end exactly at its wrap, so each one finds contiguous room.
@@ -202,18 +196,18 @@ public final class Player: @unchecked Sendable {
         } catch {
             failure = PlaybackError(message: "\(error)", exitCode: 1)
         }
-        if sharedLoop == nil { outputLoop.finish() }
+        if queueHooks == nil { outputLoop.finish() }
         control.stop()
         if let error = outputLoop.error, failure == nil {
             failure = PlaybackError(message: "\(error)", exitCode: 1)
         }
         var stats = commands.withLock { statsStorage }
-        if sharedLoop == nil {
+        if let queueHooks {
+            stats.framesOut = framesPushed
+            stats.ttfaMs = queueHooks.serial == 0 ? outputLoop.firstAudioMs : nil
+        } else {
             stats.framesOut = outputLoop.framesWritten
             stats.ttfaMs = outputLoop.firstAudioMs
-        } else {
-            stats.framesOut = framesPushed
-            stats.ttfaMs = serial == 0 ? outputLoop.firstAudioMs : nil
         }
         if let first = outputLoop.firstAudioMs, let seekStarted = commands.withLock({ seekStartedMs }) {
             stats.seekMs = first - seekStarted
