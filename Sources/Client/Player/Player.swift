@@ -190,7 +190,7 @@ public final class Player: @unchecked Sendable {
         let deviceUnderrunsBefore = deviceUnderruns
         var failure: PlaybackError?
         do {
-            try decode(into: outputLoop.ring, outputLoop: outputLoop, started: started)
+            try decode(outputLoop: outputLoop, started: started)
         } catch let error as PlaybackError {
             failure = error
         } catch {
