@@ -86,8 +86,6 @@ final class DecodeSession {
         input.reserveCapacity(64 * 1024)
     }
 
-    private var stopRequested: Bool { player.commands.withLock { player.stopRequested } }
-
     // MARK: Start
 
     /// Seek stage at the start: to `--start` when given (a live stream starts at its live
@@ -160,8 +158,7 @@ final class DecodeSession {
 
     /// A seek asked for with the keys since the last turn (ignored on a live stream).
     private func applyPendingSeek() throws {
-        guard let seconds = player.commands.withLock({ () -> Double? in defer { player.pendingSeek = nil }; return player.pendingSeek })
-        else { return }
+        guard let seconds = player.takePendingSeek() else { return }
         if isLive {
             player.log("player", "seek to \(seconds) s ignored: a live stream cannot seek")
             return
@@ -177,7 +174,7 @@ final class DecodeSession {
     /// One turn: a stop, the position and a seek first, then every buffered unit converted,
     /// processed and queued for the output, then more input. False when the track is done.
     func runTurn() throws -> Bool {
-        if stopRequested {
+        if player.isStopRequested {
             leaveOnStop()
             return false
         }
@@ -213,8 +210,7 @@ final class DecodeSession {
             nearEndSignalled = true
             player.queueHooks?.onNearEnd()
         }
-        player.commands.withLock { player.position = heard }
-        player.continuation.yield(.progress(position: heard, duration: player.commands.withLock { player.duration }))
+        player.publish(position: heard)
     }
 
     /// The source has delivered its last byte, or less than `nearEndSeconds` are left to decode.
@@ -362,7 +358,7 @@ final class DecodeSession {
             offset += written
             player.framesPushed += written / outputFormat.channels
             if written == 0 {
-                if player.commands.withLock({ player.stopRequested || player.pendingSeek != nil }) || outputLoop.hasStopped { break }
+                if player.isStopOrSeekPending || outputLoop.hasStopped { break }
                 outputLoop.waitForRoom(samples.count - offset)
             }
         }
@@ -370,19 +366,13 @@ final class DecodeSession {
 
     /// Takes the DSP and volume settings asked for since the last call.
     private func applyControls() {
-        let commands = player.commands
-        if let change = commands.withLock({ () -> (Double, Double, EQSettings)? in
-            defer { player.dspChanged = false }
-            return player.dspChanged ? (player.rateSetting, player.semitoneSetting, player.eqSetting) : nil
-        }) {
-            dsp.set(rate: change.0)
-            dsp.set(semitones: change.1)
-            dsp.set(eq: change.2)
-            player.continuation.yield(.dsp(rate: change.0, semitones: change.1, eq: change.2.description))
+        if let change = player.takeDSPChange() {
+            dsp.set(rate: change.rate)
+            dsp.set(semitones: change.semitones)
+            dsp.set(eq: change.eq)
+            player.continuation.yield(.dsp(rate: change.rate, semitones: change.semitones, eq: change.eq.description))
         }
-        if let volume = commands.withLock({ () -> Float? in defer { player.pendingVolume = nil }; return player.pendingVolume }) {
-            gain.set(volume)
-        }
+        if let volume = player.takePendingVolume() { gain.set(volume) }
     }
 
     // MARK: The end
@@ -392,7 +382,7 @@ final class DecodeSession {
     func finish() throws {
         try releaseTruncatedEnd()
         try emit(&pending)
-        if outputStarted && !stopRequested {
+        if outputStarted && !player.isStopRequested {
             var tail: [Float] = []
             dsp.flush(into: &tail)
             try write(&tail)
@@ -406,7 +396,7 @@ final class DecodeSession {
     /// its end is no padding and every decoded sample plays (as mpg123 does), with a warning.
     private func releaseTruncatedEnd() throws {
         let decodedSamples = position + holdback.count / channels
-        guard let expected = plan.totalUnits, streamEnded, !stopRequested, decodedSamples < expected * plan.samplesPerUnit
+        guard let expected = plan.totalUnits, streamEnded, !player.isStopRequested, decodedSamples < expected * plan.samplesPerUnit
         else { return }
         if decodedSamples == 0 {
             throw PlaybackError(message: "parser: stream ended before its first whole frame (\(expected) frames promised)",

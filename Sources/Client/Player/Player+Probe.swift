@@ -44,11 +44,6 @@ extension Player {
     /// Also returns where a fragmented movie's boxes start: after the moov when it comes first,
     /// else at the start of the file (moof/mdat before the moov).
     func loadMovie() throws -> (MP4Movie, fragmentsStart: Int) {
-        func parse(_ bytes: ArraySlice<UInt8>, mediaFirst: Bool) throws -> (MP4Movie, fragmentsStart: Int) {
-            do { return (try MP4Movie.parse(moov: bytes), mediaFirst ? 0 : bytes.count) } catch {
-                throw PlaybackError(message: "parser: \(error)", exitCode: 1)
-            }
-        }
         // The file's size bounds every top-level box: a streamed 200 does not tell it, so ask once
         // (a one-byte Range request), so a box that overruns the file fails the same way as from a path.
         if control.totalSize == nil, source.hasByteRanges, let size = try? source.resourceSize() {
@@ -64,7 +59,7 @@ extension Player {
             if let moov = layout.moovRange {
                 let mediaFirst = layout.boxes.prefix { $0.type != "moov" }.contains { $0.type == "mdat" || $0.type == "moof" }
                 if moov.upperBound <= probePrefix.count {
-                    var (movie, start) = try parse(probePrefix[moov], mediaFirst: mediaFirst)
+                    var (movie, start) = try Self.parseMovie(probePrefix[moov], mediaFirst: mediaFirst)
                     if !mediaFirst { start = moov.upperBound }
                     return (movie, start)
                 }
@@ -72,7 +67,7 @@ extension Player {
                     try readMore(upTo: moov.upperBound)       // moov first: it is coming
                     continue
                 }
-                return try parse(try fetch(moov)[...], mediaFirst: true)
+                return try Self.parseMovie(try fetch(moov)[...], mediaFirst: true)
             }
             guard let next = nextOffset else {
                 throw PlaybackError(message: "parser: MP4 without a moov box", exitCode: 1)
@@ -81,32 +76,44 @@ extension Player {
                 try readMore(upTo: next + 16)
                 continue
             }
-            // moov after mdat: walk the remaining top-level boxes with small Range reads.
-            var offset = next
-            for _ in 0..<10_000 {
-                let head = try fetch(offset..<(offset + 16))
-                guard let header = try? MP4BoxHeader.parse(head[...], at: 0) else { break }
-                let boxSize = header.size ?? ((size ?? offset) - offset)
-                // Sizes come from the file: the box must end inside it (or within 2^40 bytes when
-                // the length is unknown), and a moov is read into memory only up to 64 MiB.
-                let (end, overflow) = offset.addingReportingOverflow(boxSize)
-                guard !overflow, end <= size ?? InputLimits.maxBytes else {
-                    throw PlaybackError(message: "parser: MP4 box '\(header.type)' of \(boxSize) bytes at byte \(offset) overruns the file",
-                                        exitCode: 1)
-                }
-                if header.type == "moov" {
-                    guard boxSize <= 64 << 20 else {
-                        throw PlaybackError(message: "parser: moov of \(boxSize) bytes is too large", exitCode: 1)
-                    }
-                    log("parser", "moov at the end (byte \(offset)): fetched with a Range request")
-                    return try parse(try fetch(offset..<end)[...], mediaFirst: true)
-                }
-                guard boxSize > 0 else { break }
-                offset = end
-            }
-            throw PlaybackError(message: "parser: MP4 without a moov box", exitCode: 1)
+            return try fetchMovie(after: next, fileSize: size)
         }
         throw PlaybackError(message: "parser: MP4 with too many top-level boxes", exitCode: 1)
+    }
+
+    /// A moov after the mdat: walks the top-level boxes from `start` with small Range reads.
+    private func fetchMovie(after start: Int, fileSize size: Int?) throws -> (MP4Movie, fragmentsStart: Int) {
+        var offset = start
+        for _ in 0..<10_000 {
+            let head = try fetch(offset..<(offset + 16))
+            guard let header = try? MP4BoxHeader.parse(head[...], at: 0) else { break }
+            let boxSize = header.size ?? ((size ?? offset) - offset)
+            // Sizes come from the file: the box must end inside it (or within 2^40 bytes when
+            // the length is unknown), and a moov is read into memory only up to 64 MiB.
+            let (end, overflow) = offset.addingReportingOverflow(boxSize)
+            guard !overflow, end <= size ?? InputLimits.maxBytes else {
+                throw PlaybackError(message: "parser: MP4 box '\(header.type)' of \(boxSize) bytes at byte \(offset) overruns the file",
+                                    exitCode: 1)
+            }
+            if header.type == "moov" {
+                guard boxSize <= 64 << 20 else {
+                    throw PlaybackError(message: "parser: moov of \(boxSize) bytes is too large", exitCode: 1)
+                }
+                log("parser", "moov at the end (byte \(offset)): fetched with a Range request")
+                return try Self.parseMovie(try fetch(offset..<end)[...], mediaFirst: true)
+            }
+            guard boxSize > 0 else { break }
+            offset = end
+        }
+        throw PlaybackError(message: "parser: MP4 without a moov box", exitCode: 1)
+    }
+
+    /// The movie parsed from its moov box, and where a fragmented movie's boxes start: 0 when
+    /// they come before the moov, else the moov's length (the caller knows where it sits).
+    private static func parseMovie(_ bytes: ArraySlice<UInt8>, mediaFirst: Bool) throws -> (MP4Movie, fragmentsStart: Int) {
+        do { return (try MP4Movie.parse(moov: bytes), mediaFirst ? 0 : bytes.count) } catch {
+            throw PlaybackError(message: "parser: \(error)", exitCode: 1)
+        }
     }
 
     private func fetch(_ range: Range<Int>) throws -> [UInt8] {

@@ -129,6 +129,30 @@ public final class Player: @unchecked Sendable {
     public var bufferFill: Int { throttle.fill }
     public var bufferCapacity: Int { throttle.capacity }
 
+    // MARK: Commands taken by the decode thread
+
+    /// `stop()` was called.
+    var isStopRequested: Bool { commands.withLock { stopRequested } }
+    /// A stop or a seek is waiting: a wait for room in the ring gives way to it.
+    var isStopOrSeekPending: Bool { commands.withLock { stopRequested || pendingSeek != nil } }
+    /// Takes the seek asked for since the last call.
+    func takePendingSeek() -> Double? { commands.withLock { defer { pendingSeek = nil }; return pendingSeek } }
+    /// Takes the volume asked for since the last call.
+    func takePendingVolume() -> Float? { commands.withLock { defer { pendingVolume = nil }; return pendingVolume } }
+    /// Takes the rate, pitch and EQ when they changed since the last call.
+    func takeDSPChange() -> (rate: Double, semitones: Double, eq: EQSettings)? {
+        commands.withLock {
+            defer { dspChanged = false }
+            return dspChanged ? (rateSetting, semitoneSetting, eqSetting) : nil
+        }
+    }
+
+    /// The position heard now, for `progress` and as an event.
+    func publish(position heard: Double) {
+        commands.withLock { position = heard }
+        continuation.yield(.progress(position: heard, duration: commands.withLock { duration }))
+    }
+
     func setState(_ new: PlayerState) {
         commands.withLock { state = new }
         continuation.yield(.state(new))
