@@ -30,7 +30,7 @@ public struct HLSTimeline: Sendable {
 ///
 /// Seek positions are segment indexes, not bytes: `run(from:)` and `SourceControl.seek(to:)`
 /// take the index of the segment to continue with (see `timeline`).
-public final class HLSSource: ByteSource, @unchecked Sendable {
+public final class HLSSource: ByteSource, SegmentedSource, @unchecked Sendable {
     // @unchecked: the playlist state lives on the network thread that runs the source; the
     // timeline and the VOD playlist are published behind `lock`; the seek measurements
     // (`measured`, `fmp4Track`, `probeFetcher`) belong to the decode thread alone.
@@ -83,6 +83,10 @@ public final class HLSSource: ByteSource, @unchecked Sendable {
     public func readRange(_ range: Range<Int>) throws -> [UInt8] {
         throw SourceError.hls("an HLS stream has no byte ranges of its own to read")
     }
+
+    public var hasByteRanges: Bool { false }
+    /// Seeks go by segment index.
+    public var segments: (any SegmentedSource)? { self }
 
     private func say(_ message: String) { log?("hls: " + message) }
 

@@ -16,6 +16,7 @@ public final class ALSAOutput: AudioOutput {
     private var scratch: [Int16] = []
     /// Device underruns recovered from (counted, never fatal).
     public private(set) var underruns = 0
+    public var deviceUnderruns: Int { underruns }
 
     public init(device: String = "default") { self.device = device }
     public var isRealtime: Bool { true }

@@ -19,10 +19,24 @@ public protocol AudioOutput: AnyObject {
     /// The rate the device would rather run at when it cannot take `format`'s own (the DSP
     /// chain then resamples to it); nil when it takes the format as it is.
     func preferredSampleRate(for format: AudioFormat) -> Int?
+    /// The rate a track in `format` is resampled to when it follows a track whose output ran in
+    /// `running` (nil: the format's own). An output a queue's tracks share may keep the running rate.
+    func sampleRate(for format: AudioFormat, following running: AudioFormat?) -> Int?
+    /// Decode side, before a track's samples are queued behind those of a track in `running`:
+    /// throws when the output cannot take `format` after it (a file cannot change its channels).
+    func check(_ format: AudioFormat, after running: AudioFormat) throws
+    /// The device's own count of underruns it recovered from (0 without a device).
+    var deviceUnderruns: Int { get }
 }
 
 extension AudioOutput {
     public func preferredSampleRate(for format: AudioFormat) -> Int? { nil }
+    /// An output of one track: the device's preference.
+    public func sampleRate(for format: AudioFormat, following running: AudioFormat?) -> Int? {
+        preferredSampleRate(for: format)
+    }
+    public func check(_ format: AudioFormat, after running: AudioFormat) throws {}
+    public var deviceUnderruns: Int { 0 }
 }
 
 /// Float → signed 16-bit with rounding and clipping; exact for samples that came from 16 bits.

@@ -143,7 +143,7 @@ final class OutputLoop: @unchecked Sendable {
             }
             return
         }
-        if let queueOutput = output as? QueueOutput, let last = lastFormat { try queueOutput.check(format, after: last) }
+        if let last = lastFormat { try output.check(format, after: last) }
         lastFormat = format
         lock.withLock { marks.append(mark) }
     }

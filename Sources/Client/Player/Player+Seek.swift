@@ -14,8 +14,8 @@ extension Player {
             let frame = min(unit, last)
             return (frame, plan.audioStart + frame * wav.format.blockAlign)
         }
-        if let hls = source as? HLSSource {
-            return try locateSegment(atOrBefore: unit, plan: plan, hls: hls)
+        if let segments = source.segments {
+            return try locateSegment(atOrBefore: unit, plan: plan, segments: segments)
         }
         if plan.fragmented != nil {
             return try locateFragment(atOrBefore: unit, plan: plan)
@@ -52,8 +52,8 @@ extension Player {
     /// HLS seeks by segment: the last segment that starts at or before `unit`, as (its first
     /// unit, its index). Segment starts come from the EXTINF durations, which ffmpeg and
     /// streamd write to the microsecond, so they round to the exact frame.
-    private func locateSegment(atOrBefore unit: Int, plan: StreamPlan, hls: HLSSource) throws -> (unit: Int, byte: Int) {
-        guard let timeline = hls.timeline(timeout: 10) else {
+    private func locateSegment(atOrBefore unit: Int, plan: StreamPlan, segments: any SegmentedSource) throws -> (unit: Int, byte: Int) {
+        guard let timeline = segments.timeline(timeout: 10) else {
             throw PlaybackError(message: "player: the HLS playlist did not load", exitCode: 3)
         }
         guard !timeline.isLive else { throw PlaybackError(message: "player: a live HLS stream cannot seek", exitCode: 1) }
@@ -70,7 +70,7 @@ extension Player {
         // segment's start, and step back while it begins after the unit wanted.
         for _ in 0..<4 {
             // Timestamps come from the segments (a tfdt may say anything): out of range, EXTINF decides.
-            guard let seconds = hls.measuredStart(ofSegment: index),
+            guard let seconds = segments.measuredStart(ofSegment: index),
                   let measured = try? Checked.int(seconds * unitsPerSecond, "hls", "segment timestamp") else { break }
             if measured <= unit || index == 0 {
                 if measured != firstUnit(index) {

@@ -50,35 +50,29 @@ public final class Player: @unchecked Sendable {
     public var liveStream: LiveStreamInfo? { control.live.info }
     /// False for a live stream (radio or live HLS): seeks are ignored.
     public var canSeek: Bool { commands.withLock { !isLiveStorage } }
-    /// A queue's output stage shared by its tracks (nil: this player has its own).
-    let sharedLoop: OutputLoop?
-    /// Which of the shared stage's tracks this is (its mark in the ring).
-    let serial: Int
+    /// What the queue playing this track gives it: the output stage its tracks share, the
+    /// track's place in it, the crossfade, the near-end call (nil: a player of its own).
+    let queueHooks: QueueHooks?
     /// The probe's outcome, when `prepare()` ran ahead of `run()` (a queue's next track).
     var prepared: Result<StreamPlan, PlaybackError>?
     private var networkStarted = false
     /// For `--replaygain auto`: the album of the track before (see `PlayerOptions`); a queue sets
     /// it when that track has been probed, which may be after this one was made.
     var replayGainPreviousAlbum: String??
-    /// Called once from the decode thread when the track's end is near: its source has delivered
-    /// its last byte, or less than `nearEndSeconds` are left to decode. A queue opens the next
-    /// track then.
-    var onNearEnd: (() -> Void)?
+    /// How long before a queue's track ends its next one is opened (`QueueHooks.onNearEnd`).
     static let nearEndSeconds = 10.0
     /// Frames this track pushed into the ring (a shared stage's count per track).
     var framesPushed = 0
-    /// Crossfade with the tracks around this one (set by a queue; nil: none).
-    var crossfade: CrossfadeLink?
 
     public convenience init(url: String, output: AudioOutput, options: PlayerOptions = PlayerOptions(),
                             log: (@Sendable (String) -> Void)? = nil) throws {
-        try self.init(url: url, output: output, options: options, log: log, sharedLoop: nil, serial: 0)
+        try self.init(url: url, output: output, options: options, log: log, queueHooks: nil)
     }
 
+    /// A queue's track: `queueHooks` says how it takes part in the queue.
     init(url: String, output: AudioOutput, options: PlayerOptions, log: (@Sendable (String) -> Void)?,
-         sharedLoop: OutputLoop?, serial: Int) throws {
-        self.sharedLoop = sharedLoop
-        self.serial = serial
+         queueHooks: QueueHooks?) throws {
+        self.queueHooks = queueHooks
         replayGainPreviousAlbum = options.replayGainPreviousAlbum
         (events, continuation) = AsyncStream.makeStream(of: PlayerEvent.self, bufferingPolicy: .bufferingNewest(256))
         self.url = url
@@ -135,6 +129,30 @@ public final class Player: @unchecked Sendable {
     public var bufferFill: Int { throttle.fill }
     public var bufferCapacity: Int { throttle.capacity }
 
+    // MARK: Commands taken by the decode thread
+
+    /// `stop()` was called.
+    var isStopRequested: Bool { commands.withLock { stopRequested } }
+    /// A stop or a seek is waiting: a wait for room in the ring gives way to it.
+    var isStopOrSeekPending: Bool { commands.withLock { stopRequested || pendingSeek != nil } }
+    /// Takes the seek asked for since the last call.
+    func takePendingSeek() -> Double? { commands.withLock { defer { pendingSeek = nil }; return pendingSeek } }
+    /// Takes the volume asked for since the last call.
+    func takePendingVolume() -> Float? { commands.withLock { defer { pendingVolume = nil }; return pendingVolume } }
+    /// Takes the rate, pitch and EQ when they changed since the last call.
+    func takeDSPChange() -> (rate: Double, semitones: Double, eq: EQSettings)? {
+        commands.withLock {
+            defer { dspChanged = false }
+            return dspChanged ? (rateSetting, semitoneSetting, eqSetting) : nil
+        }
+    }
+
+    /// The position heard now, for `progress` and as an event.
+    func publish(position heard: Double) {
+        commands.withLock { position = heard }
+        continuation.yield(.progress(position: heard, duration: commands.withLock { duration }))
+    }
+
     func setState(_ new: PlayerState) {
         commands.withLock { state = new }
         continuation.yield(.state(new))
@@ -183,8 +201,8 @@ public final class Player: @unchecked Sendable {
             throw error
         }
         let outputLoop: OutputLoop
-        if let sharedLoop {
-            outputLoop = sharedLoop
+        if let queueHooks {
+            outputLoop = queueHooks.sharedLoop
         } else {
             // 28 MPEG frames of 1152 stereo samples (every MPEG frame size divides it): whole frames
             // decoded into the ring end exactly at its wrap, so each one finds contiguous room.
@@ -196,24 +214,24 @@ public final class Player: @unchecked Sendable {
         let deviceUnderrunsBefore = deviceUnderruns
         var failure: PlaybackError?
         do {
-            try decode(into: outputLoop.ring, outputLoop: outputLoop, started: started)
+            try decode(outputLoop: outputLoop, started: started)
         } catch let error as PlaybackError {
             failure = error
         } catch {
             failure = PlaybackError(message: "\(error)", exitCode: 1)
         }
-        if sharedLoop == nil { outputLoop.finish() }
+        if queueHooks == nil { outputLoop.finish() }
         control.stop()
         if let error = outputLoop.error, failure == nil {
             failure = PlaybackError(message: "\(error)", exitCode: 1)
         }
         var stats = commands.withLock { statsStorage }
-        if sharedLoop == nil {
+        if let queueHooks {
+            stats.framesOut = framesPushed
+            stats.ttfaMs = queueHooks.serial == 0 ? outputLoop.firstAudioMs : nil
+        } else {
             stats.framesOut = outputLoop.framesWritten
             stats.ttfaMs = outputLoop.firstAudioMs
-        } else {
-            stats.framesOut = framesPushed
-            stats.ttfaMs = serial == 0 ? outputLoop.firstAudioMs : nil
         }
         if let first = outputLoop.firstAudioMs, let seekStarted = commands.withLock({ seekStartedMs }) {
             stats.seekMs = first - seekStarted
@@ -240,10 +258,7 @@ public final class Player: @unchecked Sendable {
     static let ringCapacity = 28 * 2304
 
     /// The sound card's own count of underruns it recovered from.
-    private var deviceUnderruns: Int {
-        let device = (output as? QueueOutput)?.inner ?? output
-        return (device as? ALSAOutput)?.underruns ?? 0
-    }
+    private var deviceUnderruns: Int { output.deviceUnderruns }
 
     /// The tags the probe found, once `prepare()` has run.
     var preparedTags: TrackTags? { if case .success(let plan)? = prepared { return plan.tags } else { return nil } }

@@ -118,3 +118,26 @@ public struct PlaybackError: Error, CustomStringConvertible, Sendable {
     public var exitCode: Int32
     public var description: String { message }
 }
+
+extension PlaybackError {
+    /// A source's failure as it reached the decoder: a `SourceError` keeps its exit status,
+    /// anything else counts as a network failure (3).
+    init(sourceFailure error: any Error) {
+        self.init(message: "\(error)", exitCode: (error as? SourceError)?.exitCode ?? 3)
+    }
+}
+
+/// What a queue gives each of its tracks' players: the output stage they share, the track's
+/// place in it, the crossfade between tracks, and what to do when the track's end is near.
+struct QueueHooks {
+    /// The queue's output stage (and ring), shared by its tracks.
+    let sharedLoop: OutputLoop
+    /// Which of the shared stage's tracks this is (its mark in the ring).
+    let serial: Int
+    /// Crossfade with the tracks around this one (nil: none).
+    let crossfade: CrossfadeLink?
+    /// Called once from the decode thread when the track's end is near: its source has
+    /// delivered its last byte, or less than `Player.nearEndSeconds` are left to decode. The
+    /// queue opens the next track then.
+    let onNearEnd: () -> Void
+}

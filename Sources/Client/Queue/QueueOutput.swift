@@ -58,6 +58,8 @@ public final class QueueOutput: AudioOutput {
 
     public func preferredSampleRate(for format: AudioFormat) -> Int? { inner.preferredSampleRate(for: format) }
 
+    public var deviceUnderruns: Int { inner.deviceUnderruns }
+
     /// The rate a track in `format` is resampled to when it follows a track whose output ran
     /// in `running`: the running rate when this output cannot switch (a file), else the device's
     /// own preference.

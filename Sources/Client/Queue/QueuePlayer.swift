@@ -127,8 +127,18 @@ public final class QueuePlayer: @unchecked Sendable {
         var serial = 0
         var prefetched: Prefetch?
         let log = self.log, output = self.output, urls = self.urls
+        /// Track `i`'s player, the `serial`th on the shared output. Near its end it opens the
+        /// track due after it ahead (unless one is open already).
         func makePlayer(_ i: Int, serial: Int, trackOptions: PlayerOptions) throws -> Player {
-            try Player(url: urls[i], output: output, options: trackOptions, log: log, sharedLoop: loop, serial: serial)
+            let hooks = QueueHooks(sharedLoop: loop, serial: serial, crossfade: crossfade) { [weak self] in
+                guard let self, prefetched == nil else { return }
+                var peek = lock.withLock { _ in queue }
+                guard let next = peek.advanceAfterEnd() else { return }
+                var nextOptions = base
+                nextOptions.start = 0
+                prefetched = Prefetch(index: next) { try makePlayer(next, serial: serial + 1, trackOptions: nextOptions) }
+            }
+            return try Player(url: urls[i], output: output, options: trackOptions, log: log, queueHooks: hooks)
         }
         while let i = index {
             let url = urls[i]
@@ -156,15 +166,6 @@ public final class QueuePlayer: @unchecked Sendable {
                 track.setPreviousAlbum(previousAlbum)
                 // Volume, rate, pitch and EQ changed with keys carry over to the next track.
                 if let carried { track.setControls(carried) }
-                let nextSerial = serial
-                track.onNearEnd = { [weak self] in
-                    guard let self, prefetched == nil else { return }
-                    var peek = lock.withLock { _ in queue }
-                    guard let next = peek.advanceAfterEnd() else { return }
-                    var nextOptions = base
-                    nextOptions.start = 0
-                    prefetched = Prefetch(index: next) { try makePlayer(next, serial: nextSerial, trackOptions: nextOptions) }
-                }
                 let stopNow: Bool = lock.withLock { _ in
                     player = track
                     playing = (number, url)
@@ -173,7 +174,7 @@ public final class QueuePlayer: @unchecked Sendable {
                 if stopNow { break }
                 onEvent(.started(number: number, count: urls.count, url: url))
                 defer { carried = track.controls }
-                if let crossfade { try prepareCrossfade(crossfade, into: track, after: previousAlbum) }
+                if let crossfade { prepareCrossfade(crossfade, into: track, after: previousAlbum, loop: loop) }
                 let stats = try track.run()
                 elapsed = track.progress.position
                 previousAlbum = .some(track.playedTags?.album)
@@ -208,6 +209,8 @@ public final class QueuePlayer: @unchecked Sendable {
             }
         }
         prefetched?.cancel()
+        // The track opened ahead holds the near-end call that refers back to `prefetched`.
+        prefetched = nil
         crossfade?.playTail(into: loop)
         lock.withLock { _ in playing = nil }
         loop.finish()
@@ -223,12 +226,11 @@ public final class QueuePlayer: @unchecked Sendable {
     /// `--crossfade`: the track mixes its start with the tail held back from the track before,
     /// unless both are of one album (they join gaplessly, as the album was cut); then the tail
     /// plays as it is first.
-    private func prepareCrossfade(_ crossfade: CrossfadeLink, into track: Player, after previousAlbum: String??) throws {
+    private func prepareCrossfade(_ crossfade: CrossfadeLink, into track: Player, after previousAlbum: String??, loop: OutputLoop) {
         track.prepare()
         let album = track.preparedTags?.album
         let sameAlbum = album.map { !$0.isEmpty && previousAlbum == .some($0) } ?? false
-        if sameAlbum { crossfade.playTail(into: track.sharedLoop) }
-        track.crossfade = crossfade
+        if sameAlbum { crossfade.playTail(into: loop) }
     }
 
     static func describe(_ error: any Error) -> (String, Int32) {

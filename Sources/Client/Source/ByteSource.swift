@@ -119,6 +119,14 @@ public protocol ByteSource: AnyObject, Sendable {
     func readRange(_ range: Range<Int>) throws -> [UInt8]
     /// The resource's size in bytes, asked directly (a chunked answer does not tell it).
     func resourceSize() throws -> Int
+    /// False for a stream of segments, which has no byte ranges of its own (`readRange` and
+    /// `resourceSize` cannot answer).
+    var hasByteRanges: Bool { get }
+    /// The bytes of `range` when they are at hand without a request (a disk cache); nil otherwise.
+    func cachedBytes(_ range: Range<Int>) -> [UInt8]?
+    /// A source that seeks by segment index on a timeline (HLS); nil for one that seeks by byte
+    /// offset.
+    var segments: (any SegmentedSource)? { get }
 }
 
 extension ByteSource {
@@ -126,4 +134,17 @@ extension ByteSource {
     public func resourceSize() throws -> Int {
         throw SourceError.network("\(name): the size of the resource is unknown")
     }
+    public var hasByteRanges: Bool { true }
+    public func cachedBytes(_ range: Range<Int>) -> [UInt8]? { nil }
+    public var segments: (any SegmentedSource)? { nil }
+}
+
+/// A source whose seek positions are segment indexes, not byte offsets (`run(from:)` and
+/// `SourceControl.seek(to:)` take the index of the segment to continue with): HLS.
+public protocol SegmentedSource: AnyObject {
+    /// The segments' timeline, once the playlist is loaded (waits up to `timeout` seconds).
+    func timeline(timeout: Double) -> HLSTimeline?
+    /// Where segment `index` starts by the segments' own timestamps, in seconds after the first
+    /// one's start; nil when they do not tell.
+    func measuredStart(ofSegment index: Int) -> Double?
 }
