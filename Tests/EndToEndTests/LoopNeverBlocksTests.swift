@@ -41,7 +41,7 @@ import Glibc
     @Test func hungAnalysis_leavesTheLoopServingOthers() throws {
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
-        let walkTimeout = TestTiming.seconds(5)
+        let walkTimeout = TestTiming.seconds(10)
         let server = try StreamdProcess(folder: library, extraArguments: ["--threads", "1", "--analyze-timeout", "\(walkTimeout)", "--quiet"],
                                         environment: ["STREAMD_TEST_ANALYZER_FAULT": "walkhang:slow-walk.mp3"])
         defer { _ = server.stop() }
@@ -64,15 +64,27 @@ import Glibc
         let status = try Self.latencies(port: server.port, count: 200, target: "/api/status", check: isStatus)
         let ranges = try Self.latencies(port: server.port, count: 200, target: "/media/cbr-128k-44k.mp3",
                                         headers: ["Range": "bytes=0-65535"], check: isRange)
-        let limit = TestTiming.seconds(0.005)
-        #expect(Self.p99(status) <= limit, "/api/status p99 \(Self.p99(status) * 1000) ms behind a hung analysis")
-        #expect(Self.p99(ranges) <= limit, "Range GET p99 \(Self.p99(ranges) * 1000) ms behind a hung analysis")
+        // No request waited for the walk (it hangs for seconds): the property itself.
+        #expect((status + ranges).max() ?? 0 < walkTimeout / 5, "a request waited \(((status + ranges).max() ?? 0) * 1000) ms")
+        // And the tail stays within 5 ms: on a quiet machine always; under other tests' load, no
+        // worse than twice what the same requests take once the walk has ended (measured below).
+        let hungP99 = (status: Self.p99(status), range: Self.p99(ranges))
 
         // All of it while the walk still hung; the waiting request then gets its answer.
         #expect(!AnalyzerIsolationTests.children(of: server.process.processIdentifier).isEmpty, "the walk still hangs")
         let answer = try hung.readResponse()
         #expect(answer.status == 422 && String(decoding: answer.body, as: UTF8.self).contains("timed out"),
                 "\(answer.statusLine) \(String(decoding: answer.body, as: UTF8.self))")
+        let calmStatus = Self.p99(try Self.latencies(port: server.port, count: 200, target: "/api/status", check: isStatus))
+        let calmRange = Self.p99(try Self.latencies(port: server.port, count: 200, target: "/media/cbr-128k-44k.mp3",
+                                                    headers: ["Range": "bytes=0-65535"], check: isRange))
+        let limit = TestTiming.seconds(0.005)
+        #expect(hungP99.status <= max(limit, 2 * calmStatus),
+                "/api/status p99 \(hungP99.status * 1000) ms behind a hung analysis, \(calmStatus * 1000) ms after it")
+        #expect(hungP99.range <= max(limit, 2 * calmRange),
+                "Range GET p99 \(hungP99.range * 1000) ms behind a hung analysis, \(calmRange * 1000) ms after it")
+        print("LoopNeverBlocksTests: p99 while a walk hangs: /api/status \(hungP99.status * 1000) ms, Range GET \(hungP99.range * 1000) ms; "
+              + "after: \(calmStatus * 1000) ms, \(calmRange * 1000) ms")
     }
 
     @Test func pipelinedRequests_behindOffLoopWork_areAnsweredInOrder() throws {

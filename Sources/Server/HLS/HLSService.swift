@@ -23,31 +23,31 @@ public final class HLSService: Sendable {
     // MARK: VOD
 
     /// `GET /hls/<path>/<name>`: `rest` is what follows `/hls/`, still percent-encoded.
-    public func vod(_ request: HTTPRequest, rest: Substring) -> HTTPResponse {
-        guard let slash = rest.lastIndex(of: "/") else { return .error(404, "not found") }
+    public func vod(_ request: HTTPRequest, rest: Substring) throws(HTTPRefusal) -> HTTPResponse {
+        guard let slash = rest.lastIndex(of: "/") else { throw .notFound() }
         let trackPart = rest[..<slash]
         let name = String(rest[rest.index(after: slash)...])
         let absolute: String
         do {
             absolute = try catalog.resolver.resolve(encoded: trackPart)
         } catch .malformed {
-            return .error(400, "bad path")
+            throw .badRequest("bad path")
         } catch .outsideRoot {
-            return .error(403, "forbidden")
+            throw HTTPRefusal(403, "forbidden")
         } catch {
-            return .error(404, "not found")
+            throw .notFound()
         }
         let file: OpenFile
         do {
             file = try OpenFile(path: absolute)
         } catch {
-            return .error(404, "not found")
+            throw .notFound()
         }
         let plan: HLSTrackPlan
         do {
             plan = try self.plan(for: absolute, file: file)
         } catch {
-            return .error(422, "\(error)")
+            throw HTTPRefusal(422, "\(error)")
         }
         let version = request.queryValue("v")
         switch name {

@@ -152,7 +152,7 @@ public struct HTTPResponse: Sendable {
     /// Work that may wait (a worker process, the disk, a query that is not a point lookup): the
     /// event loop runs it on the server's `BlockingPool` and sends the response it makes instead
     /// of this one, so the loop's other connections never wait behind it.
-    public var offLoop: (@Sendable () -> HTTPResponse)?
+    public var offLoop: (@Sendable () throws(HTTPRefusal) -> HTTPResponse)?
 
     public init(status: Int, headers: [(String, String)] = [], body: (any ResponseBody)? = nil) {
         self.status = status
@@ -161,7 +161,7 @@ public struct HTTPResponse: Sendable {
     }
 
     /// The response `make` returns, made on the blocking pool rather than on the event loop.
-    public static func offLoop(_ make: @escaping @Sendable () -> HTTPResponse) -> HTTPResponse {
+    public static func offLoop(_ make: @escaping @Sendable () throws(HTTPRefusal) -> HTTPResponse) -> HTTPResponse {
         var response = HTTPResponse(status: 0)
         response.offLoop = make
         return response

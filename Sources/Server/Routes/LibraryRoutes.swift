@@ -53,8 +53,6 @@ struct LibraryRoutes: Sendable {
 
     // MARK: Parameters
 
-    /// A refusal of the request, as the response to send.
-    struct Refusal: Error { var response: HTTPResponse }
 
     /// The response `body` builds, on the blocking pool (it reads the database or files); a
     /// refused parameter or a database error becomes its error response.
@@ -65,7 +63,7 @@ struct LibraryRoutes: Sendable {
     private func answerNow(_ body: () throws -> HTTPResponse) -> HTTPResponse {
         do {
             return try body()
-        } catch let refusal as Refusal {
+        } catch let refusal as HTTPRefusal {
             return refusal.response
         } catch {
             catalog.warn("library: \(error)")
@@ -73,7 +71,7 @@ struct LibraryRoutes: Sendable {
         }
     }
 
-    static func bad(_ message: String) -> Refusal { Refusal(response: .error(400, message)) }
+    static func bad(_ message: String) -> HTTPRefusal { .badRequest(message) }
 
     /// A JSON answer of the API: the document and the headers that go with it (`X-Total-Count`, `X-More`).
     struct JSONAnswer {
@@ -179,7 +177,7 @@ struct LibraryRoutes: Sendable {
         JSONAnswer(text: "[" + items.joined(separator: ",\n") + "]\n", headers: [("X-Total-Count", String(total))])
     }
 
-    static func notFound(_ what: String) -> Refusal { Refusal(response: .error(404, "no such \(what)")) }
+    static func notFound(_ what: String) -> HTTPRefusal { .notFound("no such \(what)") }
 
     // MARK: Routes
 

@@ -48,7 +48,7 @@ public final class Router: Sendable {
 
     /// The request handler for `HTTPServer`: called on an event loop, so anything that may wait
     /// (a worker, the disk, a query that is not a point lookup) is returned as `.offLoop` work.
-    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+    public func handle(_ request: HTTPRequest) throws(HTTPRefusal) -> HTTPResponse {
         // Icecast sources: PUT, or the legacy SOURCE method, on a channel's mount.
         if let radio, request.method == "PUT" || request.method == "SOURCE", request.path.hasPrefix("/radio/") {
             return radio.source(request, name: request.path.dropFirst("/radio/".count))
@@ -59,18 +59,16 @@ public final class Router: Sendable {
         case "OPTIONS":
             return HTTPResponse(status: 204, headers: [("Allow", Self.allowed)])
         case let method where Self.knownMethods.contains(method):
-            var response = HTTPResponse.error(405, "method \(method) not allowed")
-            response.headers.append(("Allow", Self.allowed))
-            return response
+            throw HTTPRefusal(405, "method \(method) not allowed", headers: [("Allow", Self.allowed)])
         default:
-            return .error(501, "method \(request.method) not implemented")
+            throw HTTPRefusal(501, "method \(request.method) not implemented")
         }
         let path = request.path
         if path == "/" || path == "/index.html" {
             return .generated(WebPage.bytes, contentType: "text/html; charset=utf-8", for: request)
         }
         if path.hasPrefix("/media/") {
-            return media(request, relative: path.dropFirst("/media/".count))
+            return try media(request, relative: path.dropFirst("/media/".count))
         }
         if path == "/api/status" {
             return .offLoop { [catalog] in .json(catalog.statusJSON(), for: request) }
@@ -83,17 +81,17 @@ public final class Router: Sendable {
             var around: Double?
             if let text = request.queryValue("t") {
                 guard let seconds = QueryValue.decimal(text, in: Self.seekTimeRange) else {
-                    return .error(400, "t must be a number of seconds in 0...\(Int(Self.seekTimeRange.upperBound))")
+                    throw .badRequest("t must be a number of seconds in 0...\(Int(Self.seekTimeRange.upperBound))")
                 }
                 around = seconds
             }
             let relative = path.dropFirst("/api/index/".count)
-            return .offLoop { [self, around] in index(request, relative: relative, around: around) }
+            return .offLoop { [self, around] () throws(HTTPRefusal) in try index(request, relative: relative, around: around) }
         }
         if let hls, path.hasPrefix("/hls/") {
             // Planning walks the file in a worker; a segment reads it: both on the blocking pool.
             let rest = path.dropFirst("/hls/".count)
-            return .offLoop { hls.vod(request, rest: rest) }
+            return .offLoop { () throws(HTTPRefusal) in try hls.vod(request, rest: rest) }
         }
         if let hls, path.hasPrefix("/live/") {
             return hls.live(request, rest: path.dropFirst("/live/".count))
@@ -113,33 +111,15 @@ public final class Router: Sendable {
                 return .json(RadioStatus.icecastJSON(radio.allChannels(), host: host, serverStart: startedWall), for: request)
             }
         }
-        return .error(404, "not found")
+        throw .notFound()
     }
 
-    /// The file for a relative URL path, or the error response that refuses it.
-    private func resolve(_ relative: Substring) -> (path: String?, refusal: HTTPResponse?) {
-        do {
-            return (try resolver.resolve(encoded: relative), nil)
-        } catch {
-            return (nil, Self.refusal(error))
-        }
-    }
-
-    /// The answer to a path that does not lead to a file of the library.
-    static func refusal(_ error: PathError) -> HTTPResponse {
-        switch error {
-        case .malformed: return .error(400, "bad path")
-        case .outsideRoot: return .error(403, "forbidden")
-        case .notFound: return .error(404, "not found")
-        }
-    }
-
-    private func media(_ request: HTTPRequest, relative: Substring) -> HTTPResponse {
+    private func media(_ request: HTTPRequest, relative: Substring) throws(HTTPRefusal) -> HTTPResponse {
         let absolute: String, file: OpenFile
         do {
             (absolute, file) = try resolver.open(encoded: relative)
         } catch {
-            return Self.refusal(error)
+            throw error.refusal
         }
         // The client may seek next: its exact index is built meanwhile (once per track and run).
         let contentType = catalog.mediaContentType(forAbsolutePath: absolute)
@@ -149,14 +129,29 @@ public final class Router: Sendable {
     /// Seek times a client may ask about: up to a week, the longest track streamd takes.
     static let seekTimeRange = 0.0...604_800.0
 
-    private func index(_ request: HTTPRequest, relative: Substring, around: Double?) -> HTTPResponse {
-        let resolved = resolve(relative)
-        guard let absolute = resolved.path else { return resolved.refusal ?? .error(404, "not found") }
+    private func index(_ request: HTTPRequest, relative: Substring, around: Double?) throws(HTTPRefusal) -> HTTPResponse {
+        let absolute: String
+        do {
+            absolute = try resolver.resolve(encoded: relative)
+        } catch {
+            throw error.refusal
+        }
         switch catalog.seekIndexJSON(forAbsolutePath: absolute, around: around) {
         case .success(let json):
             return .json(json, for: request)
         case .failure(let error):
-            return .error(422, "\(error)")
+            throw HTTPRefusal(422, "\(error)")
+        }
+    }
+}
+
+extension PathError {
+    /// How a path that does not lead to a file of the library is refused.
+    var refusal: HTTPRefusal {
+        switch self {
+        case .malformed: return .badRequest("bad path")
+        case .outsideRoot: return HTTPRefusal(403, "forbidden")
+        case .notFound: return .notFound()
         }
     }
 }

@@ -6,8 +6,9 @@ import Atomics
 import Logging
 import Foundation
 
-/// Answers one parsed request. Called on an event-loop thread, so it must not block for long.
-public typealias RequestHandler = @Sendable (HTTPRequest) -> HTTPResponse
+/// Answers one parsed request, or refuses it (the loop renders the refusal). Called on an
+/// event-loop thread, so it must not block: work that may wait goes in `HTTPResponse.offLoop`.
+public typealias RequestHandler = @Sendable (HTTPRequest) throws(HTTPRefusal) -> HTTPResponse
 
 /// Settings shared by every event loop of a server.
 struct LoopSettings: Sendable {
@@ -462,7 +463,12 @@ final class EventLoop: @unchecked Sendable {
         }
         connection.readBuffer.removeFirst(consumed)
         connection.headDeadline = connection.readBuffer.isEmpty ? nil : now + settings.headTimeout
-        var response = handler(request)
+        var response: HTTPResponse
+        do throws(HTTPRefusal) {
+            response = try handler(request)
+        } catch {
+            response = error.response
+        }
         if request.hasBody && !response.takesRequestBody {
             // Only a radio source reads a body; refused here, the body is dropped by the lingering close.
             response = HTTPResponse.error(413, Self.message(for: .bodyNotAllowed), close: true)
@@ -491,12 +497,17 @@ final class EventLoop: @unchecked Sendable {
 
     /// Hands `make` to the pool; the connection waits (reading nothing more) until
     /// `sendMadeOffLoop` sends the response. A full pool is a 503 at once.
-    private func makeOffLoop(_ make: @escaping @Sendable () -> HTTPResponse, for request: HTTPRequest,
+    private func makeOffLoop(_ make: @escaping @Sendable () throws(HTTPRefusal) -> HTTPResponse, for request: HTTPRequest,
                              on connection: Connection, now: UInt64) {
         let fd = connection.fd, generation = connection.generation
         connection.awaiting = request
         let queued = pool.submit { [self] in
-            var response = make()
+            var response: HTTPResponse
+            do throws(HTTPRefusal) {
+                response = try make()
+            } catch {
+                response = error.response
+            }
             // Work made off the loop answers once: a second deferral would be a bug, not a wait.
             if response.offLoop != nil { response = .error(500, "response deferred twice") }
             post(fd: fd, generation: generation, response)
