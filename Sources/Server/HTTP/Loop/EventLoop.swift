@@ -38,20 +38,20 @@ final class EventLoop: @unchecked Sendable {
     let pool: BlockingPool
     let logger: Logger
     let openConnections: ManagedAtomic<Int>
-    private var connections: [Int32: Connection] = [:]
+    var connections: [Int32: Connection] = [:]
     /// Connections handed to a live exchange (radio listeners and sources): every wake of the
     /// loop pumps those not waiting for room in their socket.
-    private var liveConnections: [Int32: Connection] = [:]
-    private var waker: LoopWaker { LoopWaker(fd: wakeFD) }
-    private var nextGeneration: UInt32 = 1
-    private let parser: HTTPRequestParser
-    private var listening = true
+    var liveConnections: [Int32: Connection] = [:]
+    var waker: LoopWaker { LoopWaker(fd: wakeFD) }
+    var nextGeneration: UInt32 = 1
+    let parser: HTTPRequestParser
+    var listening = true
     let stopRequested = ManagedAtomic<Bool>(false)
     let drainDeadline = ManagedAtomic<UInt64>(0)
-    private var cachedDateSecond = -1
-    private var cachedDate = ""
+    var cachedDateSecond = -1
+    var cachedDate = ""
     /// Receive buffer for every read of this loop's connections (one thread, so one buffer).
-    private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+    var scratch = [UInt8](repeating: 0, count: 64 * 1024)
     /// Connections this loop serves or has been handed and not yet taken: what the loops compare
     /// when one accepts, so a burst of connections is shared out instead of kept by the loop that
     /// woke (the listening socket wakes one loop at a time, and often the same one).
@@ -60,13 +60,13 @@ final class EventLoop: @unchecked Sendable {
     var siblings: [EventLoop] = []
     /// Connections another loop accepted for this one: the descriptor and the peer's address;
     /// both under `handoffLock`, and `handoffClosed` once the loop has taken its last ones.
-    private let handoffLock = NSLock()
-    private var handedOver: [(fd: Int32, peer: String)] = []
-    private var handoffClosed = false
+    let handoffLock = NSLock()
+    var handedOver: [(fd: Int32, peer: String)] = []
+    var handoffClosed = false
     /// Responses the pool has made, waiting for this loop to send them; under `handoffLock`.
-    private var madeOffLoop: [(fd: Int32, generation: UInt32, response: HTTPResponse)] = []
+    var madeOffLoop: [(fd: Int32, generation: UInt32, response: HTTPResponse)] = []
     /// The loop's thread, once it runs: loop-owned state is touched only there (checked in debug builds).
-    private var loopThread: pthread_t?
+    var loopThread: pthread_t?
 
     static let wakeToken: UInt64 = UInt64.max
     static let listenToken: UInt64 = UInt64.max - 1
@@ -152,127 +152,9 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    // MARK: Accepting
-
-    /// Connections taken per wake of the listening socket. The socket stays readable while more
-    /// wait (level-triggered, EPOLLEXCLUSIVE), so the rest go to the next wake of this loop or of
-    /// another one: a burst of connections is shared by the loops, and each loop serves the
-    /// requests of those it took between batches instead of accepting a thousand first.
-    static let acceptBatch = 32
-
-    private func acceptPending() {
-        for _ in 0..<Self.acceptBatch {
-            var address = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let fd = withUnsafeMutablePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    accept4(listenFD, $0, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
-                }
-            }
-            if fd < 0 {
-                switch errno {
-                case EINTR, ECONNABORTED: continue
-                case EAGAIN, EWOULDBLOCK: return
-                case EMFILE, ENFILE:
-                    logger.warning("accept4: out of file descriptors")
-                    return
-                default:
-                    return
-                }
-            }
-            // The connection cap: beyond it, new connections are closed at once.
-            if openConnections.loadThenWrappingIncrement(ordering: .relaxed) >= settings.maxConnections {
-                openConnections.wrappingDecrement(ordering: .relaxed)
-                close(fd)
-                continue
-            }
-            var one: Int32 = 1
-            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            let peer = Self.describe(address)
-            // The loop with the fewest connections serves it (this one on a tie).
-            let mine = ownedCount.load(ordering: .relaxed)
-            let fewest = siblings.lazy.map { ($0, $0.ownedCount.load(ordering: .relaxed)) }.min { $0.1 < $1.1 }
-            if let (other, theirs) = fewest, other !== self, theirs < mine, other.take(fd: fd, peer: peer) {
-                continue
-            }
-            ownedCount.wrappingIncrement(ordering: .relaxed)
-            register(fd: fd, peer: peer)
-        }
-    }
-
-    private func register(fd: Int32, peer: String) {
-        let generation = nextGeneration
-        nextGeneration = nextGeneration == UInt32.max ? 1 : nextGeneration + 1
-        let connection = Connection(fd: fd, generation: generation, peer: peer)
-        connection.headDeadline = monotonicNanos() + settings.headTimeout
-        connections[fd] = connection
-        setInterest(connection, Epoll.readable, add: true)
-    }
-
-    /// Called by another loop: queues a connection it accepted for this one and wakes it; false
-    /// when this loop is stopping (the caller keeps the connection).
-    private func take(fd: Int32, peer: String) -> Bool {
-        handoffLock.lock()
-        guard !handoffClosed, !stopRequested.load(ordering: .acquiring) else {
-            handoffLock.unlock()
-            return false
-        }
-        ownedCount.wrappingIncrement(ordering: .relaxed)
-        handedOver.append((fd, peer))
-        handoffLock.unlock()
-        Epoll.signal(eventFD: wakeFD)
-        return true
-    }
-
-    /// Registers the connections other loops handed over (on this loop's thread); when stopping,
-    /// closes them instead.
-    private func takeHandedOver(last: Bool = false) {
-        handoffLock.lock()
-        let taken = handedOver
-        handedOver.removeAll()
-        if last { handoffClosed = true }
-        handoffLock.unlock()
-        for (fd, peer) in taken {
-            if stopRequested.load(ordering: .acquiring) {
-                close(fd)
-                ownedCount.wrappingDecrement(ordering: .relaxed)
-                openConnections.wrappingDecrement(ordering: .relaxed)
-            } else {
-                register(fd: fd, peer: peer)
-            }
-        }
-    }
-
-    static func describe(_ address: sockaddr_storage) -> String {
-        var copy = address
-        var host = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        switch Int32(address.ss_family) {
-        case AF_INET:
-            return withUnsafePointer(to: &copy) { pointer in
-                pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
-                    var addr = sin.pointee.sin_addr
-                    inet_ntop(AF_INET, &addr, &host, socklen_t(host.count))
-                    return String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                        + ":\(UInt16(bigEndian: sin.pointee.sin_port))"
-                }
-            }
-        case AF_INET6:
-            return withUnsafePointer(to: &copy) { pointer in
-                pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin in
-                    var addr = sin.pointee.sin6_addr
-                    inet_ntop(AF_INET6, &addr, &host, socklen_t(host.count))
-                    return "[" + String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                        + "]:\(UInt16(bigEndian: sin.pointee.sin6_port))"
-                }
-            }
-        default:
-            return "unknown"
-        }
-    }
-
     // MARK: Connection events
 
-    private func handle(event: UInt32, on connection: Connection) {
+    func handle(event: UInt32, on connection: Connection) {
         if event & UInt32(EPOLLERR.rawValue) != 0 {
             closeConnection(connection)
             return
@@ -302,14 +184,14 @@ final class EventLoop: @unchecked Sendable {
         updateInterest(connection)
     }
 
-    private func isOpen(_ connection: Connection) -> Bool { connections[connection.fd] === connection }
+    func isOpen(_ connection: Connection) -> Bool { connections[connection.fd] === connection }
 
     /// Most bytes buffered from a client ahead of the response being written (pipelining).
-    private var maxReadBuffer: Int { settings.limits.maxRequestLine + settings.limits.maxHeaderBytes + 4096 }
+    var maxReadBuffer: Int { settings.limits.maxRequestLine + settings.limits.maxHeaderBytes + 4096 }
 
     /// Reads until the socket is empty, the peer has closed its side or the buffer is full; the
     /// rest stays in the kernel, unwatched, until the buffer has room again.
-    private func readAvailable(_ connection: Connection) {
+    func readAvailable(_ connection: Connection) {
         while !connection.peerClosed && connection.readBuffer.count < maxReadBuffer {
             let n = scratch.withUnsafeMutableBytes { raw in
                 recv(connection.fd, raw.baseAddress, raw.count, 0)
@@ -337,7 +219,7 @@ final class EventLoop: @unchecked Sendable {
     /// level-triggered, so a condition that stays true while the loop can do nothing about it
     /// (end of input already seen, a full read buffer, a client that takes no bytes) must not be
     /// watched, or epoll_wait returns at once, forever.
-    private func updateInterest(_ connection: Connection) {
+    func updateInterest(_ connection: Connection) {
         var events: UInt32 = 0
         if connection.lingerDeadline != nil {
             events = Epoll.readable
@@ -352,7 +234,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Starts the next response if none is running, and writes what can be written.
-    private func progress(_ connection: Connection) {
+    func progress(_ connection: Connection) {
         assertOnLoop()
         while true {
             // A response made on the pool comes back through `sendMadeOffLoop`.
@@ -412,7 +294,7 @@ final class EventLoop: @unchecked Sendable {
     /// sending a body; so our side is shut down (the client sees the end of the response) and
     /// what the client still sends is read and dropped until it closes too, within bounds
     /// (RFC 9112 section 9.6, lingering close).
-    private func closeAfterResponse(_ connection: Connection, now: UInt64) {
+    func closeAfterResponse(_ connection: Connection, now: UInt64) {
         if connection.peerClosed {
             closeConnection(connection)   // all input was read: nothing to reset
             return
@@ -428,7 +310,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Lingering close: reads and drops input until the client closes or the budget is spent.
-    private func discardInput(_ connection: Connection) {
+    func discardInput(_ connection: Connection) {
         while connection.lingerBudget > 0 {
             let n = scratch.withUnsafeMutableBytes { raw in
                 recv(connection.fd, raw.baseAddress, min(raw.count, connection.lingerBudget), 0)
@@ -446,7 +328,7 @@ final class EventLoop: @unchecked Sendable {
 
     /// Parses the next request from the buffer and prepares its response; false when
     /// no complete request is buffered yet.
-    private func startNextResponse(_ connection: Connection) -> Bool {
+    func startNextResponse(_ connection: Connection) -> Bool {
         let now = monotonicNanos()
         let request: HTTPRequest
         let consumed: Int
@@ -481,78 +363,7 @@ final class EventLoop: @unchecked Sendable {
         return true
     }
 
-    /// What is sent for `request`: no body for HEAD, and `Connection: keep-alive` said to an
-    /// HTTP/1.0 client, which keeps the connection only when told so (RFC 9112 section 9.3).
-    static func finished(_ response: HTTPResponse, for request: HTTPRequest) -> HTTPResponse {
-        var response = response
-        if request.minorVersion == 0 && request.keepAlive { response.announceKeepAlive = true }
-        if request.method == "HEAD" {
-            response.body = nil
-            response.live = nil
-        }
-        return response
-    }
-
-    // MARK: Responses made off the loop
-
-    /// Hands `make` to the pool; the connection waits (reading nothing more) until
-    /// `sendMadeOffLoop` sends the response. A full pool is a 503 at once.
-    private func makeOffLoop(_ make: @escaping @Sendable () throws(HTTPRefusal) -> HTTPResponse, for request: HTTPRequest,
-                             on connection: Connection, now: UInt64) {
-        let fd = connection.fd, generation = connection.generation
-        connection.awaiting = request
-        let queued = pool.submit { [self] in
-            var response: HTTPResponse
-            do throws(HTTPRefusal) {
-                response = try make()
-            } catch {
-                response = error.response
-            }
-            // Work made off the loop answers once: a second deferral would be a bug, not a wait.
-            if response.offLoop != nil { response = .error(500, "response deferred twice") }
-            post(fd: fd, generation: generation, response)
-        }
-        if !queued {
-            connection.awaiting = nil
-            var busy = HTTPResponse.error(503, "server busy: try again shortly")
-            busy.headers.append(("Retry-After", "1"))
-            begin(Self.finished(busy, for: request), for: request, on: connection, now: now)
-        }
-    }
-
-    /// Called on a pool thread: queues a made response for this loop and wakes it.
-    private func post(fd: Int32, generation: UInt32, _ response: HTTPResponse) {
-        handoffLock.lock()
-        madeOffLoop.append((fd, generation, response))
-        handoffLock.unlock()
-        Epoll.signal(eventFD: wakeFD)
-    }
-
-    /// Sends the responses the pool has made, to the connections still waiting for them (a
-    /// connection closed meanwhile, or its fd reused, gets nothing).
-    private func sendMadeOffLoop() {
-        handoffLock.lock()
-        let made = madeOffLoop
-        madeOffLoop.removeAll()
-        handoffLock.unlock()
-        let now = monotonicNanos()
-        for (fd, generation, response) in made {
-            guard let connection = connections[fd], connection.generation == generation,
-                  let request = connection.awaiting else { continue }
-            connection.awaiting = nil
-            begin(Self.finished(response, for: request), for: request, on: connection, now: now)
-            progress(connection)
-            if isOpen(connection) { updateInterest(connection) }
-        }
-    }
-
-    /// Traps in debug builds when called off this loop's thread.
-    @inline(__always)
-    private func assertOnLoop() {
-        assert(loopThread.map { pthread_equal($0, pthread_self()) != 0 } ?? true, "event-loop state touched off its loop")
-    }
-
-    private func begin(_ response: HTTPResponse, for request: HTTPRequest?, on connection: Connection, now: UInt64) {
+    func begin(_ response: HTTPResponse, for request: HTTPRequest?, on connection: Connection, now: UInt64) {
         assertOnLoop()
         let keepAlive = !(response.closeConnection || request?.keepAlive == false || request == nil
                           || stopRequested.load(ordering: .relaxed))
@@ -566,63 +377,6 @@ final class EventLoop: @unchecked Sendable {
             status: response.status, started: now, pace: response.pacingBytesPerSecond, live: response.live)
     }
 
-    // MARK: Live exchanges
-
-    /// Starts (once) and pumps the live exchange of a connection whose head is out.
-    private func runLive(_ connection: Connection, now: UInt64, readable: Bool = false) {
-        guard let live = connection.outgoing?.live else { return }
-        if connection.outgoing?.liveStarted == false {
-            connection.outgoing?.liveStarted = true
-            liveConnections[connection.fd] = connection
-            connection.liveExchange = live
-            // Idle and head timers do not apply to a live exchange; it keeps its own.
-            connection.headDeadline = nil
-            connection.idleDeadline = nil
-            let leftover = connection.readBuffer
-            connection.readBuffer = []
-            live.start(waker: waker, leftover: leftover, now: now)
-        }
-        var written = 0
-        let step = live.pump(fd: connection.fd, now: now, readable: readable, written: &written)
-        if written > 0 {
-            connection.bytesWritten += written
-            connection.outgoing?.bytesSent += written
-        }
-        switch step {
-        case .wait(let readable, let writable, let wakeAt):
-            connection.outgoing?.liveWantsInput = readable
-            connection.writeBlocked = writable
-            setWake(connection, wakeAt)
-        case .finished:
-            if let done = connection.outgoing { logAccess(connection, done, now: now) }
-            stopLive(connection)
-            connection.outgoing = nil
-            connection.writeBlocked = false
-            closeAfterResponse(connection, now: now)
-        case .failed:
-            if let done = connection.outgoing { logAccess(connection, done, now: now) }
-            closeConnection(connection, reset: true)
-        }
-    }
-
-    /// A loop wake: channels published or a source feed has room. Connections waiting for room
-    /// in their socket are left to EPOLLOUT.
-    private func pumpLiveConnections() {
-        guard !liveConnections.isEmpty else { return }
-        let now = monotonicNanos()
-        for connection in Array(liveConnections.values)
-        where !connection.writeBlocked && (connection.liveExchange?.quietUntil ?? 0) <= now && isOpen(connection) {
-            runLive(connection, now: now)
-            if isOpen(connection) { updateInterest(connection) }
-        }
-    }
-
-    private func stopLive(_ connection: Connection) {
-        connection.liveExchange = nil
-        guard liveConnections.removeValue(forKey: connection.fd) != nil else { return }
-        connection.outgoing?.live?.stop()
-    }
-
     static func message(for error: HTTPParseError) -> String {
         switch error {
         case .badRequest(let why): return "bad request: \(why)"
@@ -633,7 +387,7 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func currentDate() -> String {
+    func currentDate() -> String {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         let second = Int(ts.tv_sec)
@@ -644,112 +398,21 @@ final class EventLoop: @unchecked Sendable {
         return cachedDate
     }
 
-    private func logAccess(_ connection: Connection, _ out: Connection.Outgoing, now: UInt64) {
+    func logAccess(_ connection: Connection, _ out: Connection.Outgoing, now: UInt64) {
         guard settings.accessLog else { return }
         let ms = Double(now - out.started) / 1e6
         logger.info("\(connection.peer) \(out.method) \(out.target) \(out.status) \(out.bytesSent) \(Int(ms.rounded()))ms")
     }
 
-    // MARK: Timers
-
-    /// Sets when the connection's response is due again, and queues the time (once per change).
-    private func setWake(_ connection: Connection, _ wake: UInt64?) {
-        guard connection.outgoing != nil, connection.outgoing?.wakeAt != wake else { return }
-        connection.outgoing?.wakeAt = wake
-        if let wake { timers.push(.init(time: wake, fd: connection.fd, generation: connection.generation)) }
-    }
-
     /// Wake times of the connections (pacing, a live exchange's timer); see `TimerHeap`.
-    private var timers = TimerHeap()
+    var timers = TimerHeap()
 
-    private func nextTimeoutMillis(now: UInt64) -> Int32 {
-        // A coarse tick bounds the work of checking timers; pacing needs finer steps. No scan of
-        // the connections here: with tens of thousands of listeners, a loop that wakes often
-        // would spend its time in it.
-        var earliest: UInt64 = now + 1_000_000_000
-        if let wake = timers.earliest { earliest = min(earliest, wake) }
-        // Deadlines (head, idle, linger, write timeout) are handled by the sweep, at most every
-        // 250 ms: waking sooner for one would spin.
-        if !connections.isEmpty { earliest = min(earliest, lastSweep + Self.sweepInterval + 1_000_000) }
-        if stopRequested.load(ordering: .relaxed) { earliest = min(earliest, now + 50_000_000) }
-        // Rounded up: rounding down wakes the loop just before the time and makes it spin.
-        return Int32(min(1000, ((earliest > now ? earliest - now : 0) + 999_999) / 1_000_000))
-    }
-
-    private var lastSweep: UInt64 = 0
-    private static let sweepInterval: UInt64 = 250_000_000
-
-    private func checkTimers(now: UInt64) {
-        for entry in timers.popDue(now: now) {
-            // Stale entries (the connection closed, or its wake time changed) are dropped here.
-            guard let connection = connections[entry.fd], connection.generation == entry.generation,
-                  let wake = connection.outgoing?.wakeAt, wake <= now else { continue }
-            connection.outgoing?.wakeAt = nil
-            progress(connection)
-            if isOpen(connection) { updateInterest(connection) }
-        }
-        // Timeouts need only second precision: sweep at most a few times a second.
-        guard now - lastSweep > Self.sweepInterval else { return }
-        lastSweep = now
-        for connection in Array(connections.values) {
-            // Waiting on the pool: the work's own bounds (a worker's timeout) end the wait.
-            if connection.awaiting != nil { continue }
-            if connection.outgoing != nil {
-                checkDelivery(connection, now: now)
-                // A live exchange stuck on a full socket still has deadlines (radio lag).
-                if isOpen(connection), connection.writeBlocked, connection.outgoing?.liveStarted == true {
-                    runLive(connection, now: now)
-                    if isOpen(connection) { updateInterest(connection) }
-                }
-                continue
-            }
-            if let deadline = connection.lingerDeadline {
-                if deadline <= now { closeConnection(connection) }
-                continue
-            }
-            if let deadline = connection.headDeadline, deadline <= now, !connection.readBuffer.isEmpty {
-                // Slowloris: a request head that does not arrive in time.
-                begin(HTTPResponse.error(408, "request head not received in time", close: true), for: nil,
-                      on: connection, now: now)
-                progress(connection)
-                if isOpen(connection) { updateInterest(connection) }
-            } else if let deadline = connection.idleDeadline, deadline <= now {
-                closeConnection(connection)
-            } else if let deadline = connection.headDeadline, deadline <= now {
-                closeConnection(connection)
-            }
-        }
-    }
-
-    /// The write timeout: a pending response whose client has acknowledged no byte for
-    /// `writeTimeout` is dropped, with a reset so what is queued for it is freed at once.
-    /// Progress is what the client's TCP acknowledged (bytes written minus those still
-    /// unacknowledged, SIOCOUTQ): the kernel's send buffer grows to megabytes, so whether the
-    /// socket is full says little either way. Checked a few times per timeout period.
-    private func checkDelivery(_ connection: Connection, now: UInt64) {
-        // Times taken on this thread can be a little later than `now` (a response begun since).
-        guard now >= connection.deliveryCheckedAt, now - connection.deliveryCheckedAt >= settings.writeTimeout / 4 else {
-            return
-        }
-        connection.deliveryCheckedAt = now
-        let delivered = acknowledgedBytes(connection)
-        // Nothing waiting on the client (a paced response between writes) is not a stall.
-        if delivered != connection.deliveredCheckpoint || (delivered == connection.bytesWritten && !connection.writeBlocked) {
-            connection.deliveredCheckpoint = delivered
-            connection.deliveredAt = now
-        } else if now >= connection.deliveredAt, now - connection.deliveredAt >= settings.writeTimeout {
-            closeConnection(connection, reset: true)
-        }
-    }
-
-    /// Bytes of this connection the client's TCP has acknowledged.
-    private func acknowledgedBytes(_ connection: Connection) -> Int {
-        connection.bytesWritten - max(0, Int(clinux_unacknowledged_bytes(connection.fd)))
-    }
+    var lastSweep: UInt64 = 0
+    static let sweepInterval: UInt64 = 250_000_000
 
     // MARK: Bookkeeping
 
-    private func setInterest(_ connection: Connection, _ events: UInt32, add: Bool = false) {
+    func setInterest(_ connection: Connection, _ events: UInt32, add: Bool = false) {
         guard add || connection.interest != events else { return }
         let data = UInt64(connection.generation) << 32 | UInt64(UInt32(bitPattern: connection.fd))
         do {
@@ -766,7 +429,7 @@ final class EventLoop: @unchecked Sendable {
 
     /// Closes at once; `reset` sends RST (SO_LINGER 0) instead of a FIN, freeing what is still
     /// queued for the client.
-    private func closeConnection(_ connection: Connection, reset: Bool = false) {
+    func closeConnection(_ connection: Connection, reset: Bool = false) {
         assertOnLoop()
         guard connections[connection.fd] === connection else { return }
         stopLive(connection)

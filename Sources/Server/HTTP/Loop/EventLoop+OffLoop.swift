@@ -1,0 +1,79 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import Atomics
+import Logging
+import Foundation
+
+/// Responses made off the loop: work that may wait runs on the blocking pool and comes back here.
+extension EventLoop {
+    /// What is sent for `request`: no body for HEAD, and `Connection: keep-alive` said to an
+    /// HTTP/1.0 client, which keeps the connection only when told so (RFC 9112 section 9.3).
+    static func finished(_ response: HTTPResponse, for request: HTTPRequest) -> HTTPResponse {
+        var response = response
+        if request.minorVersion == 0 && request.keepAlive { response.announceKeepAlive = true }
+        if request.method == "HEAD" {
+            response.body = nil
+            response.live = nil
+        }
+        return response
+    }
+
+    /// Hands `make` to the pool; the connection waits (reading nothing more) until
+    /// `sendMadeOffLoop` sends the response. A full pool is a 503 at once.
+    func makeOffLoop(_ make: @escaping @Sendable () throws(HTTPRefusal) -> HTTPResponse, for request: HTTPRequest,
+                             on connection: Connection, now: UInt64) {
+        let fd = connection.fd, generation = connection.generation
+        connection.awaiting = request
+        let queued = pool.submit { [self] in
+            var response: HTTPResponse
+            do throws(HTTPRefusal) {
+                response = try make()
+            } catch {
+                response = error.response
+            }
+            // Work made off the loop answers once: a second deferral would be a bug, not a wait.
+            if response.offLoop != nil { response = .error(500, "response deferred twice") }
+            post(fd: fd, generation: generation, response)
+        }
+        if !queued {
+            connection.awaiting = nil
+            var busy = HTTPResponse.error(503, "server busy: try again shortly")
+            busy.headers.append(("Retry-After", "1"))
+            begin(Self.finished(busy, for: request), for: request, on: connection, now: now)
+        }
+    }
+
+    /// Called on a pool thread: queues a made response for this loop and wakes it.
+    func post(fd: Int32, generation: UInt32, _ response: HTTPResponse) {
+        handoffLock.lock()
+        madeOffLoop.append((fd, generation, response))
+        handoffLock.unlock()
+        Epoll.signal(eventFD: wakeFD)
+    }
+
+    /// Sends the responses the pool has made, to the connections still waiting for them (a
+    /// connection closed meanwhile, or its fd reused, gets nothing).
+    func sendMadeOffLoop() {
+        handoffLock.lock()
+        let made = madeOffLoop
+        madeOffLoop.removeAll()
+        handoffLock.unlock()
+        let now = monotonicNanos()
+        for (fd, generation, response) in made {
+            guard let connection = connections[fd], connection.generation == generation,
+                  let request = connection.awaiting else { continue }
+            connection.awaiting = nil
+            begin(Self.finished(response, for: request), for: request, on: connection, now: now)
+            progress(connection)
+            if isOpen(connection) { updateInterest(connection) }
+        }
+    }
+
+    /// Traps in debug builds when called off this loop's thread.
+    @inline(__always)
+    func assertOnLoop() {
+        assert(loopThread.map { pthread_equal($0, pthread_self()) != 0 } ?? true, "event-loop state touched off its loop")
+    }
+}
