@@ -1,0 +1,265 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Atomics
+internal import CSQLite
+import Foundation
+import StreamShared
+import StreamHTTP
+
+/// Search: FTS5 queries and the in-memory copy of its index that answers most of them.
+extension LibraryStore {
+    /// The FTS5 query for what a user typed: each word a quoted prefix term, all of them required.
+    /// nil when there is no word (punctuation only).
+    public static func ftsQuery(_ text: String) -> String? {
+        let terms = searchWords(text).map { "\"\($0)\"*" }
+        return terms.isEmpty ? nil : terms.joined(separator: " ")
+    }
+
+    /// The words of what a user typed that a search looks for (each a prefix): runs of letters
+    /// and digits, the first 16, each cut to 64 characters.
+    static func searchWords(_ text: String) -> [String] {
+        var words: [String] = []
+        var current = ""
+        for scalar in text.unicodeScalars {
+            if scalar.properties.isAlphabetic || scalar.properties.numericType != nil {
+                current.unicodeScalars.append(scalar)
+            } else if !current.isEmpty {
+                words.append(current)
+                current = ""
+            }
+        }
+        if !current.isEmpty { words.append(current) }
+        return words.prefix(16).map { String($0.prefix(64)) }
+    }
+
+    /// Matches up to which `search` ranks by bm25. Ranking costs 1.5-11 µs a match (at 100,000
+    /// tracks: 13,000 matches of "river" 20-30 ms, 32,000 of "a" 85 ms, 1,500 of two prefixes
+    /// 17 ms), and the prefixes typed into a search box reach thousands at once; up to 200 it is
+    /// about 2 ms. Whether there are more is read from the index's first 201 rows, not a count.
+    static let rankedMatchLimit = 200
+
+    /// Tracks whose title, artist or album match every word of `query` as a prefix, best first,
+    /// at most `limit`. Up to `rankedMatchLimit` matches are ranked by bm25 (a title hit weighing
+    /// most); beyond that, the tracks whose title holds every word come first, then the others,
+    /// each group in catalog order, read from the index only as far as the page goes.
+    public func search(query: String, limit: Int) throws(SQLiteError) -> [TrackRow] {
+        var rows: [TrackRow] = []
+        try search(query: query, limit: limit) { rows.append(Self.trackRow($0)) }
+        return rows
+    }
+
+    /// `search(query:limit:)` handing each row to `body` as the statement's row (`trackColumns`).
+    public func search(query: String, limit: Int, _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
+        let index = currentSearchIndex()
+        try read { db throws(SQLiteError) in
+            try db.reading { () throws(SQLiteError) in
+                let ids = try Self.searchIDs(query: query, limit: limit, db, index: index)
+                guard !ids.isEmpty else { return }
+                try db.each("SELECT \(Self.trackColumns) FROM tracks t WHERE t.id = ?", keys: ids, body)
+            }
+        }
+    }
+
+    /// `search(query:limit:)` handing each track's `/api/tracks` item to `body` (`forEachTrackJSON`).
+    public func searchJSON(query: String, limit: Int, _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
+        let index = currentSearchIndex()
+        try read { db throws(SQLiteError) in
+            try db.reading { () throws(SQLiteError) in
+                try Self.eachTrackJSON(ids: try Self.searchIDs(query: query, limit: limit, db, index: index), db, body)
+            }
+        }
+    }
+
+    /// The ids `search` answers with, from FTS5 alone (`inMemoryIndex` false) or from the
+    /// in-memory index where it can (true: read first when it is not current). What the tests
+    /// compare.
+    func searchIDs(query: String, limit: Int, inMemoryIndex: Bool) throws(SQLiteError) -> [Int] {
+        var index: SearchIndex?
+        if inMemoryIndex {
+            index = currentSearchIndex(startBuilding: false)
+            if index == nil { index = try buildSearchIndex() }
+        }
+        return try read { db throws(SQLiteError) in
+            try db.reading { () throws(SQLiteError) in try Self.searchIDs(query: query, limit: limit, db, index: index) }
+        }
+    }
+
+    /// The ids `search` answers with, best first: only the search index is read (the rows are
+    /// read by id after, one prepared statement for them all). With `index` (current), a query
+    /// of plain ASCII words is answered from it, and FTS5 only ranks 1 to `rankedMatchLimit`
+    /// matches (bm25).
+    static func searchIDs(query: String, limit: Int, _ db: SQLiteDatabase, index: SearchIndex?) throws(SQLiteError) -> [Int] {
+        guard limit > 0 else { return [] }
+        let words = searchWords(query)
+        guard !words.isEmpty else { return [] }
+        let match = words.map { "\"\($0)\"*" }.joined(separator: " ")
+        if let index, let prefixes = SearchIndex.terms(words) {
+            switch index.search(prefixes: prefixes, limit: limit, rankedMatchLimit: rankedMatchLimit) {
+            case .ids(let ids): return ids
+            case .fewMatches: return try rankedIDs(match: match, limit: limit, db)
+            }
+        }
+        let inOrder = "SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? ORDER BY rowid LIMIT ?"
+        // The first matches in catalog order tell whether there are few enough to rank, and are
+        // the first of the others once the title hits are placed.
+        var asked = rankedMatchLimit + 1
+        var matches = try db.query(inOrder, [.text(match), .int(Int64(asked))]) { $0.int(0) }
+        if matches.count <= rankedMatchLimit { return try rankedIDs(match: match, limit: limit, db) }
+        var ids = try db.query(inOrder, [.text("{title} : (\(match))"), .int(Int64(limit))]) { $0.int(0) }
+        guard ids.count < limit else { return ids }
+        // Fewer title hits than the page holds: these are all of them, so the rest of the page is
+        // the other matches in catalog order, read on from where the first read stopped (one
+        // pass of the index instead of a second query that negates the first).
+        let titleHits = Set(ids)
+        let after = "SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? AND rowid > ? ORDER BY rowid LIMIT ?"
+        while true {
+            for id in matches where !titleHits.contains(id) {
+                ids.append(id)
+                if ids.count == limit { return ids }
+            }
+            guard matches.count == asked, let last = matches.last else { return ids }
+            asked = max(limit, 256)
+            matches = try db.query(after, [.text(match), .int(Int64(last)), .int(Int64(asked))]) { $0.int(0) }
+        }
+    }
+
+    /// The matches of the FTS5 query `match` ranked by bm25 (a title hit weighing most), then path.
+    static func rankedIDs(match: String, limit: Int, _ db: SQLiteDatabase) throws(SQLiteError) -> [Int] {
+        try db.query("""
+            SELECT t.id FROM tracks_fts JOIN tracks t ON t.id = tracks_fts.rowid
+            WHERE tracks_fts MATCH ? ORDER BY bm25(tracks_fts, 10.0, 5.0, 3.0), t.path LIMIT ?
+            """, [.text(match), .int(Int64(limit))]) { $0.int(0) }
+    }
+
+    // MARK: the in-memory search index
+
+    /// The in-memory search index when it is current (built at this generation); else nil, and
+    /// a build is started in the background (`startBuilding`) unless one runs or this
+    /// generation's failed.
+    func currentSearchIndex(startBuilding: Bool = true) -> SearchIndex? {
+        let now = generation
+        let (current, start): (SearchIndex?, Bool) = withSearchIndexState { state in
+            if let index = state.index {
+                if index.generation == now { return (index, false) }
+                // A stale index is let go at once: never two in memory while the next is read.
+                if index.generation < now { state.index = nil }
+            }
+            guard startBuilding, !state.building, state.failedGeneration != now else { return (nil, false) }
+            state.building = true
+            return (nil, true)
+        }
+        if start {
+            // Holds the store only while a step runs: a store dropped meanwhile ends the thread.
+            let thread = Thread { [weak self] in
+                while let pause = self?.searchIndexBuildStep() { usleep(useconds_t(min(pause / 1_000, 1_000_000))) }
+            }
+            thread.name = "search index"
+            thread.start()
+        }
+        return current
+    }
+
+    func withSearchIndexState<T>(_ body: (inout SearchIndexState) -> T) -> T {
+        searchIndexLock.lock()
+        defer { searchIndexLock.unlock() }
+        return body(&searchIndexStorage)
+    }
+
+    /// The in-memory index's state, under its lock.
+    struct SearchIndexState {
+        var index: SearchIndex?
+        var building = false
+        /// A generation whose build failed (a database error, or ids it cannot hold): not tried again.
+        var failedGeneration: UInt64?
+        /// When the last build ended and how long it took (`DispatchTime` nanoseconds).
+        var lastBuildEnd: UInt64 = 0
+        var lastBuildCost: UInt64 = 0
+    }
+
+    /// How long the catalog must have been unchanged before the index is read: a scan writes a
+    /// chunk every fraction of a second, and an index read between two writes would be stale at once.
+    static let searchIndexSettleNanos: UInt64 = 300_000_000
+
+    /// Reads of the index take at most one part in this many of the wall clock: a read of 0.4 s
+    /// waits 3.6 s after the one before.
+    static let searchIndexDutyCycle: UInt64 = 10
+
+    /// One step of the background build: nil when it is over (the index is current, or cannot
+    /// be built for this generation), else how long to wait before the next step. It waits until
+    /// writes settle, reads the index and publishes it when no write came in the meantime.
+    func searchIndexBuildStep() -> UInt64? {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let quiet = now &- lastWriteNanos.load(ordering: .acquiring)
+        if quiet < Self.searchIndexSettleNanos { return Self.searchIndexSettleNanos - quiet }
+        // A library that changes every few seconds would have the index read again after each
+        // change: builds take at most a tenth of the time (FTS5 answers in between).
+        let due = withSearchIndexState { $0.lastBuildEnd &+ $0.lastBuildCost &* (Self.searchIndexDutyCycle - 1) }
+        if now < due { return due - now }
+        let attempted = generation
+        let done: Bool
+        do {
+            done = try buildSearchIndex() != nil || withSearchIndexState { $0.failedGeneration == attempted }
+            let end = DispatchTime.now().uptimeNanoseconds
+            withSearchIndexState { state in
+                state.lastBuildEnd = end
+                state.lastBuildCost = end &- now
+            }
+        } catch {
+            withSearchIndexState { $0.failedGeneration = attempted }
+            done = true
+        }
+        if done { withSearchIndexState { $0.building = false } }
+        return done ? nil : 1_000_000
+    }
+
+    /// Reads the in-memory index now and publishes it when the catalog did not change meanwhile;
+    /// returns it then (nil when a write came in: it is stale; or when it cannot be held here,
+    /// which marks this generation failed).
+    @discardableResult
+    func buildSearchIndex() throws(SQLiteError) -> SearchIndex? {
+        let before = generation
+        let built = try read { db throws(SQLiteError) -> SearchIndex? in
+            try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS \(SearchIndex.vocabularyTable) USING fts5vocab(main, tracks_fts, instance)")
+            return try db.reading { () throws(SQLiteError) in try SearchIndex.build(db, generation: before) }
+        }
+        guard generation == before else { return nil }
+        return withSearchIndexState { state in
+            guard let built else {
+                state.failedGeneration = before
+                return nil
+            }
+            if let index = state.index, index.generation == before { return index }
+            state.index = built
+            return built
+        }
+    }
+
+    /// Search-index segments above which `compactSearchIndex` merges them.
+    public static let maxSearchSegments = 4
+
+    /// Merges the search index into one segment when writes have left it in more than
+    /// `maxSegments` (each transaction that adds tracks writes a segment; FTS5's automerge keeps
+    /// several per level). A query then reads one doclist per term instead of one per segment: at
+    /// 100,000 tracks, 9 segments after a first scan made a two-word search's index work about
+    /// 560 µs of CPU, one segment 390 µs. Answers do not change. Returns the segments it merged
+    /// into one, nil when there were not more than `maxSegments`.
+    @discardableResult
+    public func compactSearchIndex(maxSegments: Int = LibraryStore.maxSearchSegments) throws(SQLiteError) -> Int? {
+        try write { db throws(SQLiteError) in
+            let segments = try Self.searchIndexSegments(db)
+            guard segments > maxSegments else { return nil }
+            try db.execute("INSERT INTO tracks_fts(tracks_fts) VALUES('optimize')")
+            return segments
+        }
+    }
+
+    /// Segments of the search index now.
+    public func searchIndexSegments() throws(SQLiteError) -> Int {
+        try read { db throws(SQLiteError) in try Self.searchIndexSegments(db) }
+    }
+
+    static func searchIndexSegments(_ db: SQLiteDatabase) throws(SQLiteError) -> Int {
+        try db.queryOne("SELECT count(DISTINCT segid) FROM tracks_fts_idx") { $0.int(0) } ?? 0
+    }
+}
