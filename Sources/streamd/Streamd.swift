@@ -169,6 +169,36 @@ extension Serve {
         // Before any thread starts: two arenas keep RSS under API load 6-8 MB lower than glibc's
         // default (one per busy thread), with no loss of requests/s measured (docs/BENCHMARKS.md).
         clinux_limit_malloc_arenas(2)
+        let logger = makeLogger()
+        let library = try openLibrary(logger: logger)
+        let scanner = try makeScanner(library.catalog)
+        let hlsService = try makeHLS(library.catalog)
+        let radio = try makeRadio(library.catalog, logger: logger)
+        let router = Router(resolver: library.catalog.resolver, catalog: library.catalog, hls: hlsService,
+                            framing: contentLength ? .contentLength : .chunked, radio: radio)
+        router.playlistFolder.warn = { logger.warning("\($0)") }
+        let server = makeServer(router, catalog: library.catalog, logger: logger)
+        let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, store: library.store) { logger.warning("\($0)") }
+        // Signals are taken synchronously by this thread: blocked before any thread starts.
+        var signals = Self.blockedSignals()
+        let bound: Int
+        do {
+            bound = try lifecycle.start()
+        } catch {
+            FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        let shownHost = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        // Unbuffered, so a parent process reading the pipe sees the line at once.
+        FileHandle.standardOutput.write(Data("listening on http://\(shownHost):\(bound)/\n".utf8))
+        logger.info("serving \((try? library.store.trackCount()) ?? 0) tracks from \(library.catalog.resolver.root) (catalog \(library.databasePath)); scanning in the background")
+        waitForSignals(&signals, lifecycle: lifecycle, scanner: scanner, logger: logger)
+    }
+}
+
+/// The steps of `Serve.run`, each building one part of the server from the options.
+extension Serve {
+    func makeLogger() -> Logger {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = .info
@@ -176,13 +206,18 @@ extension Serve {
         }
         var logger = Logger(label: "streamd")
         logger.logLevel = quiet ? .warning : .info
+        return logger
+    }
+
+    /// The folder, its catalog database and the catalog over it.
+    func openLibrary(logger: Logger) throws -> (catalog: Catalog, store: LibraryStore, databasePath: String) {
+        let warnLogger = logger
         guard let resolver = PathResolver(folder: folder) else {
             FileHandle.standardError.write(Data("streamd: no such folder: \(folder)\n".utf8))
             throw ExitCode(1)
         }
         var analyzerSettings = IsolatedAnalyzer.Settings()
         analyzerSettings.timeoutSeconds = analyzeTimeout
-        let warnLogger = logger
         let databasePath = db.map { ($0 as NSString).expandingTildeInPath }
             ?? LibraryStore.defaultPath(forFolder: resolver.root, environment: ProcessInfo.processInfo.environment)
         let store: LibraryStore
@@ -203,6 +238,11 @@ extension Serve {
         if let real = LibraryStore.realParentPath(databasePath), real.hasPrefix(resolver.root + "/") {
             catalog.excludedPrefix = real
         }
+        return (catalog, store, databasePath)
+    }
+
+    /// The scanner that keeps the catalog current (started by the lifecycle).
+    func makeScanner(_ catalog: Catalog) throws -> CatalogScanner {
         let scanner: CatalogScanner
         do {
             let maxWatches = ProcessInfo.processInfo.environment[CatalogScanner.maxWatchesVariable].flatMap { Int($0) }
@@ -211,6 +251,11 @@ extension Serve {
             FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
             throw ExitCode(1)
         }
+        return scanner
+    }
+
+    /// The HLS routes and `--live` loops; nil with `--no-hls`.
+    func makeHLS(_ catalog: Catalog) throws -> HLSService? {
         var hlsService: HLSService?
         if hls {
             var sources: [HLSLiveSource] = []
@@ -226,6 +271,12 @@ extension Serve {
             }
             hlsService = HLSService(catalog: catalog, cacheBytes: hlsCacheMb << 20, live: sources)
         }
+        return hlsService
+    }
+
+    /// The radio channels, fallbacks and relays; nil when none is configured.
+    func makeRadio(_ catalog: Catalog, logger: Logger) throws -> RadioService? {
+        let warnLogger = logger
         var radio: RadioService?
         var password = sourcePassword
         if let path = sourcePasswordFile {
@@ -282,10 +333,11 @@ extension Serve {
             }
             radio = service
         }
-        let router = Router(resolver: resolver, catalog: catalog, hls: hlsService,
-                            framing: contentLength ? .contentLength : .chunked, radio: radio)
-        router.playlistFolder.warn = { warnLogger.warning("\($0)") }
+        return radio
+    }
 
+    /// The HTTP server over the router, configured from the options.
+    func makeServer(_ router: Router, catalog: Catalog, logger: Logger) -> HTTPServer {
         var config = HTTPServerConfiguration()
         config.host = host
         config.port = port
@@ -305,56 +357,32 @@ extension Serve {
             let list = "[" + perLoop.map { String($0) }.joined(separator: ",") + "]"
             return scannerFields() + [("connections", String(server?.connectionCount ?? 0)), ("connections_per_loop", list)]
         }
+        return server
+    }
 
-        // Signals are taken synchronously by this thread: block them before the loops start.
+    /// SIGINT, SIGTERM and SIGHUP, blocked in this thread (and the threads it starts), to be taken by `sigwait`.
+    static func blockedSignals() -> sigset_t {
         var signals = sigset_t()
         sigemptyset(&signals)
         for s in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&signals, s) }
         pthread_sigmask(SIG_BLOCK, &signals, nil)
+        return signals
+    }
 
-        let bound: Int
-        do {
-            bound = try server.start()
-        } catch {
-            FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
-            throw ExitCode(1)
-        }
-        let shownHost = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-        // Unbuffered, so a parent process reading the pipe sees the line at once.
-        FileHandle.standardOutput.write(Data("listening on http://\(shownHost):\(bound)/\n".utf8))
-        logger.info("serving \((try? store.trackCount()) ?? 0) tracks from \(resolver.root) (catalog \(databasePath)); scanning in the background")
-        scanner.start()
-
+    /// SIGHUP rescans the folder; SIGINT or SIGTERM stops everything and returns.
+    func waitForSignals(_ signals: inout sigset_t, lifecycle: ServerLifecycle, scanner: CatalogScanner, logger: Logger) {
         while true {
             var received: Int32 = 0
             sigwait(&signals, &received)
             if received == SIGHUP {
-                logger.info("SIGHUP: rescanning \(resolver.root)")
+                logger.info("SIGHUP: rescanning \(scanner.catalog.resolver.root)")
                 scanner.requestFullScan()
                 continue
             }
             logger.info("shutting down")
-            shutDown(server: server, radio: radio, scanner: scanner, store: store, logger: logger)
+            lifecycle.stop()
             return
         }
-    }
-}
-
-extension Serve {
-    /// Stops what `run` started, last started first, in at most 5 s: the HTTP server (connections
-    /// drain for up to 3 s, then its loops and pool are joined), the radio producers, the scanner
-    /// and indexer threads (their analyzer workers stop and are reaped with them), then the
-    /// database is checkpointed and closed.
-    func shutDown(server: HTTPServer, radio: RadioService?, scanner: CatalogScanner, store: LibraryStore, logger: Logger) {
-        let started = Date()
-        server.shutdown()
-        radio?.stop()
-        let left = 4.5 - Date().timeIntervalSince(started)
-        if !scanner.stop(within: left) {
-            logger.warning("shutdown: the scanner did not stop within \(String(format: "%.1f", max(0, left))) s; leaving it")
-            return
-        }
-        store.close()
     }
 }
 
