@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -71,7 +72,7 @@ import Glibc
         try Data("not a sound\n".utf8).write(to: library.appendingPathComponent("text-named.mp3"))
         let started = Date()
         let server = try StreamdProcess(folder: library, extraArguments: ["--analyze-timeout", "1"],
-                                        environment: ["STREAMD_TEST_ANALYZER_FAULT": "trap:trap-me.mp3,hang:hang-me.mp3"])
+                                        analyzerFault: "trap:trap-me.mp3,hang:hang-me.mp3")
         #expect(Date().timeIntervalSince(started) < 15, "the hang cost its 1 s bound, not the start")
 
         // Every other track is listed and served.
@@ -203,7 +204,7 @@ import Glibc
             try FileManager.default.copyItem(at: TestPaths.media.appendingPathComponent("vbr-v2.mp3"), to: library.appendingPathComponent(name))
         }
         // Listed by the quick scan; the full walk traps, after 400 ms (every walk overlaps).
-        let server = try StreamdProcess(folder: library, environment: ["STREAMD_TEST_ANALYZER_FAULT": "walktrap:walktrap-me.mp3,delay:400"])
+        let server = try StreamdProcess(folder: library, analyzerFault: "walktrap:walktrap-me.mp3,delay:400")
         #expect(try Self.trackPaths(server).contains("walktrap-me.mp3"))
         let port = server.port
         let statuses = LockedData()
@@ -235,8 +236,9 @@ import Glibc
         try FileManager.default.copyItem(at: library.appendingPathComponent("adts.aac"), to: library.appendingPathComponent("trap-me.aac"))
         let process = Process()
         process.executableURL = TestPaths.binDir.appendingPathComponent("streamd")
-        process.arguments = ["package", library.path, "--out", out.path]
-        process.environment = ProcessInfo.processInfo.environment.merging(["STREAMD_TEST_ANALYZER_FAULT": "trap:trap-me.aac"]) { _, new in new }
+        let worker = try FaultDrillWorker.write(in: library.appendingPathComponent(".drill"), streamd: TestPaths.binDir.appendingPathComponent("streamd").path,
+                                                fault: "trap:trap-me.aac")
+        process.arguments = ["package", library.path, "--out", out.path, "--analyze-worker", worker]
         let stdout = Pipe(), stderr = Pipe()
         process.standardOutput = stdout
         process.standardError = stderr

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Joins between a queue's tracks, end to end on real files and the real streamd: the next track
 /// is opened ahead so the output never waits at a join (also over a link that adds 100 ms to

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// streamplay on streamd's own HLS: packed MP3/AAC, fMP4, byte ranges, the master playlist and
 /// the --live loop, against the file's own decode.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -676,15 +677,7 @@ final class LivePlaylistPublisher: @unchecked Sendable {
         let dir = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         // Nothing listens on the proxy's upstream: every request fails to connect.
-        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(probe, $0, &length) } }
-        let port = Int(UInt16(bigEndian: addr.sin_port))
-        close(probe)
+        let port = try freeLoopbackPort()
         let started = Date()
         let run = try runCommand(PlayerTests.streamplay, ["http://127.0.0.1:\(port)/live/index.m3u8", "--output", "null", "--retry-for", "2"],
                                  timeout: 30)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,9 +43,9 @@ import StreamShared
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let server = try StreamdProcess(folder: library, extraArguments: ["--channel", "mix=mix"],
-                                        environment: ["STREAMD_TEST_DECODER_FAULT": "trap:2-crash.m4a"])
+                                        decoderFault: "trap:2-crash.m4a")
         defer { server.stop() }
-        let socket = try ClientSocket(port: server.port)
+        let socket = try RawConnection(port: server.port)
         socket.send("GET /radio/mix HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
         // Long enough for two passes of the playlist (its one good track is 2 s).
         let seconds = TestTiming.seconds(7)

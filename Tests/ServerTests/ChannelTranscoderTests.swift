@@ -116,7 +116,7 @@ import StreamShared
         var settings = DecodeWorker.Settings()
         settings.executable = streamd
         settings.unitSeconds = unitSeconds
-        if let faults { settings.environment[DecodeWorker.faultVariable] = faults }
+        if let faults { settings.arguments += [DecodeWorker.faultOption, faults] }
         return settings
     }
 

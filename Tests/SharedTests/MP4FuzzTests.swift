@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// Hostile-input checks for the MP4 parser: every outcome is a value or a `FormatError`,

@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// How the runs of one fuzzed parser ended. A trap or a hang fails the whole test run instead.
