@@ -1,5 +1,4 @@
 import Foundation
-import TestSupport
 
 /// RFC 8216 rules, checked on playlist text in the tests (an independent reading of the spec,
 /// not the writer's code): each problem found is one line.
