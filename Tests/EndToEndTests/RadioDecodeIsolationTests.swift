@@ -31,8 +31,6 @@ import StreamShared
 
     /// A 16-bit stereo WAV of silence with `rate` in its header.
     static func wav(rate: Int, frames: Int) -> [UInt8] {
-        func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
-        func le16(_ v: Int) -> [UInt8] { (0..<2).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
         let data = [UInt8](repeating: 0, count: frames * 4)
         let fmt = le16(1) + le16(2) + le32(rate) + le32(rate * 4) + le16(4) + le16(16)
         return Array("RIFF".utf8) + le32(4 + 8 + fmt.count + 8 + data.count) + Array("WAVE".utf8)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// Builds ID3v2 tags byte by byte, so each test shows exactly what it feeds the parser.
@@ -8,11 +9,6 @@ enum ID3v2Bytes {
         [UInt8(n >> 21 & 0x7F), UInt8(n >> 14 & 0x7F), UInt8(n >> 7 & 0x7F), UInt8(n & 0x7F)]
     }
 
-    static func be32(_ n: Int) -> [UInt8] {
-        [UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)]
-    }
-
-    static func be24(_ n: Int) -> [UInt8] { [UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] }
 
     /// A frame: 2.2 has 3-character ids and 24-bit sizes, 2.3 plain 32-bit sizes, 2.4 synchsafe
     /// ones (or plain when `plainSize`, as iTunes wrote them).
@@ -273,26 +269,26 @@ enum ID3v2Bytes {
     // MARK: Extended header, footer, padding
 
     @Test func v23_extendedHeader_sizeExcludesItself() throws {
-        let extended = B.be32(6) + [0, 0] + B.be32(0)                  // flags, padding size
+        let extended = be32(6) + [0, 0] + be32(0)                  // flags, padding size
         let body = extended + B.frame("TIT2", B.latin1("X"), version: 3)
         #expect(try ID3v2.parse(B.tag(version: 3, flags: 0x40, body: body)[...]).tags.title == "X")
     }
 
     @Test func v23_extendedHeaderWithCRC() throws {
-        let extended = B.be32(10) + [0x80, 0] + B.be32(0) + [0xDE, 0xAD, 0xBE, 0xEF]
+        let extended = be32(10) + [0x80, 0] + be32(0) + [0xDE, 0xAD, 0xBE, 0xEF]
         let body = extended + B.frame("TIT2", B.latin1("CRC"), version: 3)
         #expect(try ID3v2.parse(B.tag(version: 3, flags: 0x40, body: body)[...]).tags.title == "CRC")
     }
 
     @Test func v23_extendedHeaderUnderTagUnsynchronisation() throws {
         // The 2.3 extended header is part of the unsynchronised body; its CRC may hold 0xFF.
-        let extended = B.be32(10) + [0x80, 0] + B.be32(0) + [0xFF, 0xFF, 0x00, 0xFF]
+        let extended = be32(10) + [0x80, 0] + be32(0) + [0xFF, 0xFF, 0x00, 0xFF]
         let stored = B.unsynchronise(extended + B.frame("TIT2", B.latin1("U"), version: 3))
         #expect(try ID3v2.parse(B.tag(version: 3, flags: 0xC0, body: stored)[...]).tags.title == "U")
     }
 
     @Test func v23_extendedHeaderOverrunningTheTag_throwsInvalid() {
-        let body = B.be32(5000) + [0, 0] + B.frame("TIT2", B.latin1("X"), version: 3)
+        let body = be32(5000) + [0, 0] + B.frame("TIT2", B.latin1("X"), version: 3)
         let error = #expect(throws: FormatError.self) { try ID3v2.parse(B.tag(version: 3, flags: 0x40, body: body)[...]) }
         #expect(Self.isInvalid(error))
     }
@@ -349,7 +345,7 @@ enum ID3v2Bytes {
     @Test func compressedAndEncryptedFrames_areSkipped() throws {
         // 2.3 flags: 0x80 compression (a 4-byte size in front), 0x40 encryption; 2.4: 0x08
         // compression (with 0x01, the data length indicator), 0x04 encryption.
-        for (version, compressed, encrypted, size) in [(UInt8(3), UInt8(0x80), UInt8(0x40), B.be32(100)),
+        for (version, compressed, encrypted, size) in [(UInt8(3), UInt8(0x80), UInt8(0x40), be32(100)),
                                                        (4, 0x09, 0x04, B.synchsafe(100))] {
             let body = B.frame("TIT2", size + [0x78, 0x9C, 0x01, 0x02], version: version, formatFlags: compressed)
                 + B.frame("TPE1", [0x01] + B.latin1("Secret"), version: version, formatFlags: encrypted)

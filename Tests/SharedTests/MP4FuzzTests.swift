@@ -18,7 +18,7 @@ import TestSupport
 
     /// A small whole file: ftyp, moov, mdat.
     static var builtFile: [UInt8] {
-        MP4Builder.box("ftyp", Array("M4A ".utf8) + MP4Builder.be32(0) + Array("isomM4A ".utf8)) + builtMoov
+        MP4Builder.box("ftyp", Array("M4A ".utf8) + be32(0) + Array("isomM4A ".utf8)) + builtMoov
             + MP4Builder.box("mdat", [UInt8](repeating: 0x21, count: 256))
     }
 

@@ -8,7 +8,6 @@ enum ID3Builder {
         [UInt8(n >> 21 & 0x7F), UInt8(n >> 14 & 0x7F), UInt8(n >> 7 & 0x7F), UInt8(n & 0x7F)]
     }
 
-    static func be32(_ n: Int) -> [UInt8] { [UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] }
 
     /// A frame for version 2 (3-char ids, 24-bit sizes), 3 (plain sizes) or 4 (synchsafe sizes).
     static func frame(_ id: String, _ body: [UInt8], version: UInt8, flags: UInt8 = 0) -> [UInt8] {
@@ -90,7 +89,7 @@ enum ID3Builder {
     }
 
     @Test func v23_extendedHeaderIsSkipped() throws {
-        let extended: [UInt8] = ID3Builder.be32(6) + [0, 0, 0, 0, 0, 0]
+        let extended: [UInt8] = be32(6) + [0, 0, 0, 0, 0, 0]
         let body = extended + ID3Builder.frame("TIT2", ID3Builder.latin1("X"), version: 3)
         #expect(try ID3v2.parse(ID3Builder.tag(version: 3, flags: 0x40, body: body)[...]).tags.title == "X")
     }
