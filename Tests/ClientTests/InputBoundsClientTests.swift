@@ -6,7 +6,6 @@ import TestSupport
 /// Values from a server or a segment that would overflow the player's arithmetic: refused or
 /// ignored, never a trap (issue 12, item 2).
 @Suite struct InputBoundsClientTests {
-
     @Test func responseSizes_digitsOnlyAndAtMost2to40() {
         #expect(HTTPSource.Transfer.byteCount("12345") == 12_345)
         #expect(HTTPSource.Transfer.byteCount("0") == 0)

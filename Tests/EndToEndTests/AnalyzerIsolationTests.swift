@@ -233,8 +233,9 @@ import Glibc
         try FileManager.default.copyItem(at: library.appendingPathComponent("adts.aac"), to: library.appendingPathComponent("trap-me.aac"))
         let process = Process()
         process.executableURL = TestPaths.binDir.appendingPathComponent("streamd")
-        let worker = try FaultDrillWorker.write(in: library.appendingPathComponent(".drill"), streamd: TestPaths.binDir.appendingPathComponent("streamd").path,
-                                                fault: "trap:trap-me.aac")
+        let drill = FileManager.default.temporaryDirectory.appendingPathComponent("pkg-drill-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: drill) }
+        let worker = try FaultDrillWorker.write(in: drill, streamd: TestPaths.streamd, fault: "trap:trap-me.aac")
         process.arguments = ["package", library.path, "--out", out.path, "--analyze-worker", worker]
         let stdout = Pipe(), stderr = Pipe()
         process.standardOutput = stdout

@@ -79,7 +79,7 @@ import Glibc
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-pkg-\(getpid())-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: work) }
         let out = work.appendingPathComponent("out")
-        let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
+        let streamd = TestPaths.streamd
         let run = try runCommand(streamd, ["package", library.path, "--out", out.path, "--quiet"])
         #expect(run.status == 0, "\(String(decoding: run.stderr, as: UTF8.self))")
         #expect(String(decoding: run.stdout, as: UTF8.self).contains("packaged 10 tracks"), "every MP3, ADTS and M4A track")
@@ -141,7 +141,7 @@ import Glibc
     @Test func package_refusesAnOutputInsideTheLibrary() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
-        let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
+        let streamd = TestPaths.streamd
         let run = try runCommand(streamd, ["package", library.path, "--out", library.appendingPathComponent("hls-out").path])
         #expect(run.status == 1 && String(decoding: run.stderr, as: UTF8.self).contains("inside the music folder"))
         let missing = try runCommand(streamd, ["package", library.appendingPathComponent("nope").path, "--out", "/tmp/x"])

@@ -56,7 +56,6 @@ enum HLSFixtures {
 
     /// An ID3v2.4 tag holding only the PRIV transportStreamTimestamp frame.
     static func id3Timestamp(_ pts: UInt64) -> [UInt8] {
-        func synchsafe(_ n: Int) -> [UInt8] { [UInt8(n >> 21 & 0x7F), UInt8(n >> 14 & 0x7F), UInt8(n >> 7 & 0x7F), UInt8(n & 0x7F)] }
         let data = Array("com.apple.streaming.transportStreamTimestamp".utf8) + [0]
             + (0..<8).map { UInt8(pts >> (56 - 8 * UInt64($0)) & 0xFF) }
         let frame = Array("PRIV".utf8) + synchsafe(data.count) + [0, 0] + data

@@ -283,7 +283,7 @@ import StreamShared
     @Test func badChannelOption_isAUsageError() throws {
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
-        let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
+        let streamd = TestPaths.streamd
         let bad = try runCommand(streamd, [library.path, "--port", "0", "--channel", "no name=ch"], timeout: 30)
         #expect(bad.status != 0)
         #expect(String(decoding: bad.stderr, as: UTF8.self).contains("--channel"))

@@ -318,7 +318,7 @@ final class PacedSource: @unchecked Sendable {
             offset += frame.length
         }
         #expect(heard.audio.count - offset < 1500)
-        let bad = try runCommand(TestPaths.binDir.appendingPathComponent("streamd").path,
+        let bad = try runCommand(TestPaths.streamd,
                                  [library.path, "--port", "0", "--relay", "x=ftp://h/"], timeout: 30)
         #expect(bad.status == 1)
     }

@@ -318,7 +318,7 @@ import StreamShared
     @Test func badBitrate_isAUsageError() throws {
         let library = try Self.makeLibrary([Self.tracks[0]])
         defer { try? FileManager.default.removeItem(at: library) }
-        let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
+        let streamd = TestPaths.streamd
         let bad = try runCommand(streamd, [library.path, "--port", "0", "--channel", "x=mix,bitrate=1000"], timeout: 30)
         #expect(bad.status != 0)
         #expect(String(decoding: bad.stderr, as: UTF8.self).contains("bitrate takes kbit/s from 8 to 320"))

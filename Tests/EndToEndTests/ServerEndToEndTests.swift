@@ -239,7 +239,7 @@ import Glibc
     }
 
     @Test func missingFolder_isAClearError() throws {
-        let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
+        let streamd = TestPaths.streamd
         let result = try runCommand(streamd, ["/nonexistent/music", "--port", "0"])
         #expect(result.status == 1)
         #expect(String(decoding: result.stderr, as: UTF8.self).contains("no such folder"))
@@ -249,7 +249,7 @@ import Glibc
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let first = try StreamdProcess(folder: library)
-        let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
+        let streamd = TestPaths.streamd
         let result = try runCommand(streamd, [library.path, "--port", String(first.port), "--db", TestPaths.temporaryDatabase()])
         #expect(result.status == 1)
         #expect(String(decoding: result.stderr, as: UTF8.self).contains("address already in use"))

@@ -26,9 +26,9 @@ final class StreamdProcess {
     /// first background scan has finished, so the catalog lists the folder. `analyzerFault` and
     /// `decoderFault` are fault drills for the workers (`streamd analyze-worker --fault SPEC`),
     /// started through a wrapper named by `--analyze-worker` / `--decode-worker`.
-    init(folder: URL, extraArguments: [String] = [], environment: [String: String] = [:],
-         analyzerFault: String? = nil, decoderFault: String? = nil, waitForScan: Bool = true) throws {
-        let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
+    init(folder: URL, extraArguments: [String] = [], analyzerFault: String? = nil, decoderFault: String? = nil,
+         waitForScan: Bool = true) throws {
+        let streamd = TestPaths.streamd
         process.executableURL = URL(fileURLWithPath: streamd)
         var extra = extraArguments
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-test-db-\(UUID().uuidString)")
@@ -46,9 +46,6 @@ final class StreamdProcess {
             extra += ["--decode-worker", try FaultDrillWorker.write(in: scratch, streamd: streamd, fault: decoderFault)]
         }
         process.arguments = [folder.path, "--host", "127.0.0.1", "--port", "0"] + extra
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        }
         let out = Pipe()
         process.standardOutput = out
         process.standardError = stderrPipe

@@ -243,7 +243,7 @@ enum FragmentBuilder {
     /// The fragmented file of the media library: every moof parses, the fragments add up to
     /// the analyzer's totals, and its mfra table points at the same moofs as the seek index.
     @Test func generatedFragmentedM4A_fragmentsAndMfraAgree() throws {
-        guard let file = try MP4MediaFile.load("fragmented.m4a") else { return }
+        guard let file = try GeneratedMedia.load("fragmented.m4a") else { return }
         let (layout, _) = try MP4TopLevel.scan(prefix: file[...], fileSize: file.count)
         #expect(layout.isFragmented)
         let moovRange = try #require(layout.moovRange)
@@ -314,7 +314,7 @@ enum FragmentBuilder {
     }
 
     @Test func generatedMoof_seededMutations() throws {
-        guard let file = try MP4MediaFile.load("fragmented.m4a") else { return }
+        guard let file = try GeneratedMedia.load("fragmented.m4a") else { return }
         let (layout, _) = try MP4TopLevel.scan(prefix: file[...], fileSize: file.count)
         let moof = try #require(layout.boxes.first { $0.type == "moof" })
         let bytes = Array(file[moof.offset..<(moof.offset + (moof.size ?? 0))])

@@ -24,7 +24,7 @@ import TestSupport
 
     /// The moov of the generated track.m4a, when media/make-media.sh has been run.
     static func generatedMoov() throws -> [UInt8]? {
-        guard let file = try MP4MediaFile.load("track.m4a") else { return nil }
+        guard let file = try GeneratedMedia.load("track.m4a") else { return nil }
         let (layout, _) = try MP4TopLevel.scan(prefix: file[...], fileSize: file.count)
         guard let range = layout.moovRange else {
             Issue.record("track.m4a has no moov")

@@ -706,7 +706,7 @@ struct MP4Fixture {
 
     /// track.m4a from media/make-media.sh: AAC-LC, 44.1 kHz stereo, title/artist/album tags.
     @Test func generatedTrackM4A_matchesFFprobe() throws {
-        guard let file = try MP4MediaFile.load("track.m4a") else { return }
+        guard let file = try GeneratedMedia.load("track.m4a") else { return }
         let (layout, _) = try MP4TopLevel.scan(prefix: file[...], fileSize: file.count)
         let moovRange = try #require(layout.moovRange)
         #expect(layout.majorBrand == "M4A ")
@@ -736,7 +736,7 @@ struct MP4Fixture {
         let gapless = try #require(movie.gapless)
         let trimmedTicks = track.totalTicks - gapless.encoderDelay - gapless.encoderPadding
         print("track.m4a: \(track.sampleCount) samples × 1024 / \(track.timescale) = \(untrimmed) s; stts total \(track.totalTicks) ticks; delay \(gapless.encoderDelay), padding \(gapless.encoderPadding); trimmed \(trimmedTicks) ticks")
-        guard let probe = MP4MediaFile.ffprobe(["-select_streams", "a:0", "-show_entries",
+        guard let probe = GeneratedMedia.ffprobe(["-select_streams", "a:0", "-show_entries",
                                                 "stream=channels,sample_rate,nb_frames,duration_ts,duration"], file: "track.m4a") else {
             return
         }
@@ -765,44 +765,3 @@ extension MP4Tests {
     }
 }
 
-/// Finds the generated media (media/make-media.sh) for tests that use it when present.
-enum MP4MediaFile {
-    static var directory: URL {
-        if let dir = ProcessInfo.processInfo.environment["STREAM_MEDIA_DIR"] { return URL(fileURLWithPath: dir) }
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("media/out")
-    }
-
-    /// The file's bytes; nil when it is absent and STREAM_MEDIA_DIR is not set (media not
-    /// generated on this machine). With STREAM_MEDIA_DIR set, a missing file is a failure.
-    static func load(_ name: String) throws -> [UInt8]? {
-        let url = directory.appendingPathComponent(name)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            if ProcessInfo.processInfo.environment["STREAM_MEDIA_DIR"] != nil {
-                Issue.record("STREAM_MEDIA_DIR is set but \(url.path) is missing: run media/make-media.sh")
-            }
-            return nil
-        }
-        return [UInt8](try Data(contentsOf: url))
-    }
-
-    /// `ffprobe -of default=nw=1` output as key/value pairs; nil when ffprobe cannot be run.
-    static func ffprobe(_ arguments: [String], file: String) -> [String: String]? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffprobe", "-v", "error"] + arguments + ["-of", "default=nw=1", directory.appendingPathComponent(file).path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return nil }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return nil }
-        var result: [String: String] = [:]
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
-            let parts = line.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { result[String(parts[0])] = String(parts[1]) }
-        }
-        return result
-    }
-}

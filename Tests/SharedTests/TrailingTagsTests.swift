@@ -78,7 +78,6 @@ enum TrailingBytes {
     }
 }
 
-
 @Suite struct TrailingTagsScanTests {
     typealias T = TrailingBytes
 

@@ -4,7 +4,6 @@ import TestSupport
 
 /// Builds RIFF/WAVE files for tests. (TrackAnalyzerTests uses `file` and `fmt` too.)
 enum WAVBuilder {
-
     /// A chunk with its pad byte when the body is odd-sized.
     static func chunk(_ id: String, _ body: [UInt8]) -> [UInt8] {
         Array(id.utf8) + le32(body.count) + body + (body.count % 2 == 1 ? [0] : [])
@@ -305,7 +304,7 @@ enum WAVBuilder {
 @Suite struct WAVMediaTests {
     /// media/out/pcm16.wav: 16-bit 44.1 kHz stereo with LIST/INFO title and artist.
     @Test func generatedPCM16() throws {
-        guard let bytes = try AACWAVMedia.load("pcm16.wav") else { return }
+        guard let bytes = try GeneratedMedia.load("pcm16.wav") else { return }
         let i = try #require(try WAV.parse(prefix: bytes.prefix(4096)))
         #expect(i.format.kind == .integer)
         #expect(i.format.bitsPerSample == 16)
@@ -318,7 +317,7 @@ enum WAVBuilder {
         #expect(i.dataOffset + dataSize == bytes.count, "data runs to the end of the file")
         let frames = try #require(i.frameCount(fileSize: bytes.count))
         print("pcm16.wav: \(frames) frames = \(Double(frames) / 44_100) s, data at \(i.dataOffset)")
-        guard let probe = AACWAVMedia.ffprobe(["-select_streams", "a:0", "-show_entries",
+        guard let probe = GeneratedMedia.ffprobe(["-select_streams", "a:0", "-show_entries",
                                                "stream=duration_ts,sample_rate,channels,bits_per_sample"],
                                               file: "pcm16.wav") else { return }
         print("ffprobe: \(probe)")
@@ -332,7 +331,7 @@ enum WAVBuilder {
     @Test(arguments: [("pcm24-96k.wav", WAVFormat.SampleKind.integer, 24, 96_000, 1),
                       ("float32.wav", WAVFormat.SampleKind.float, 32, 44_100, 1)])
     func generatedWAV(name: String, kind: WAVFormat.SampleKind, bits: Int, rate: Int, channels: Int) throws {
-        guard let bytes = try AACWAVMedia.load(name) else { return }
+        guard let bytes = try GeneratedMedia.load(name) else { return }
         let i = try #require(try WAV.parse(prefix: bytes.prefix(4096)))
         #expect(i.format.kind == kind)
         #expect(i.format.bitsPerSample == bits)
@@ -340,7 +339,7 @@ enum WAVBuilder {
         #expect(i.format.channels == channels)
         let frames = try #require(i.frameCount(fileSize: bytes.count))
         print("\(name): format tag \(i.format.formatTag), \(frames) frames, data at \(i.dataOffset)")
-        guard let probe = AACWAVMedia.ffprobe(["-select_streams", "a:0", "-show_entries", "stream=duration_ts"],
+        guard let probe = GeneratedMedia.ffprobe(["-select_streams", "a:0", "-show_entries", "stream=duration_ts"],
                                               file: name) else { return }
         #expect(probe["duration_ts"].flatMap { Int($0) } == frames)
     }

@@ -5,7 +5,6 @@ import TestSupport
 /// The PCM variants found in real-world WAV test collections: big-endian RIFX, samples narrower
 /// than their container, 64-bit integers, G.711, and tags written after the samples.
 @Suite struct WAVVariantTests {
-
     /// A RIFX file: every header field big-endian. `data` holds the sample bytes as given.
     static func rifx(channels: Int = 2, rate: Int = 44_100, bits: Int = 16, data: [UInt8]) -> [UInt8] {
         let align = channels * bits / 8

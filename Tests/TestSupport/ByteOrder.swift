@@ -19,3 +19,8 @@ public func be64(_ value: Int) -> [UInt8] { littleEndian(value, bytes: 8).revers
 private func littleEndian(_ value: Int, bytes: Int) -> [UInt8] {
     (0..<bytes).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
 }
+
+/// `value`'s low 28 bits as ID3v2's synchsafe integer: four bytes of 7 bits, big-endian.
+public func synchsafe(_ value: Int) -> [UInt8] {
+    [21, 14, 7, 0].map { UInt8(truncatingIfNeeded: value >> $0 & 0x7F) }
+}
