@@ -83,10 +83,14 @@ let package = Package(
         .executableTarget(name: "dspbench", dependencies: ["StreamClient", "StreamShared", "DSPPeers"],
                           path: "Sources/dspbench"),
 
-        .testTarget(name: "SharedTests", dependencies: ["StreamShared"], path: "Tests/SharedTests"),
+        // The tests' shared helpers (timing scale, paths, raw socket client, fake HTTP server,
+        // commands): not a test target itself, only linked into them.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "SharedTests", dependencies: ["StreamShared", "TestSupport"], path: "Tests/SharedTests"),
         .testTarget(name: "ServerTests", dependencies: ["StreamServer", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio",
-                                                       "StreamShared", "StreamAudio"], path: "Tests/ServerTests"),
-        .testTarget(name: "ClientTests", dependencies: ["StreamClient", "StreamShared", "StreamAudio"], path: "Tests/ClientTests"),
-        .testTarget(name: "EndToEndTests", dependencies: ["StreamShared"], path: "Tests/EndToEndTests"),
+                                                       "StreamShared", "StreamAudio", "TestSupport"], path: "Tests/ServerTests"),
+        .testTarget(name: "ClientTests", dependencies: ["StreamClient", "StreamShared", "StreamAudio", "TestSupport"],
+                    path: "Tests/ClientTests"),
+        .testTarget(name: "EndToEndTests", dependencies: ["StreamShared", "TestSupport"], path: "Tests/EndToEndTests"),
     ]
 )

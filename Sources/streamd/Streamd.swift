@@ -109,6 +109,24 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Tracks at least this long get their exact seek index built in the background after each scan, so their first seek does not wait for it (0: only when first asked for).",
                                valueName: "SECONDS"))
     var indexAhead: Double = Catalog.defaultIndexAheadSeconds
+
+    // Tuning and diagnostics, shown by --help-hidden only.
+
+    @Option(help: ArgumentHelp("The program started as each analysis worker, with `analyze-worker` as its first argument (default: streamd itself); a wrapper can run the worker under nice, ulimit, a tracer or a fault drill.",
+                               valueName: "PROGRAM", visibility: .hidden))
+    var analyzeWorker: String?
+
+    @Option(help: ArgumentHelp("The program started as each radio decode worker, with `decode-worker` as its first argument (default: streamd itself); see --analyze-worker.",
+                               valueName: "PROGRAM", visibility: .hidden))
+    var decodeWorker: String?
+
+    @Option(help: ArgumentHelp("Files the scan reads and writes to the database per chunk (default 2048).",
+                               valueName: "FILES", visibility: .hidden))
+    var scanChunk: Int?
+
+    @Option(help: ArgumentHelp("Folders inotify may watch before the scanner falls back to periodic rescans, below the kernel's own limit.",
+                               valueName: "FOLDERS", visibility: .hidden))
+    var maxWatches: Int?
 }
 
 extension Serve {
@@ -163,6 +181,10 @@ extension Serve {
             throw ValidationError("--rescan-interval must be 0.5...86400 seconds")
         }
         if let db, db.isEmpty { throw ValidationError("--db needs a path") }
+        if let analyzeWorker, analyzeWorker.isEmpty { throw ValidationError("--analyze-worker needs a program") }
+        if let decodeWorker, decodeWorker.isEmpty { throw ValidationError("--decode-worker needs a program") }
+        if let scanChunk, !(1...1_000_000).contains(scanChunk) { throw ValidationError("--scan-chunk must be 1...1000000") }
+        if let maxWatches, maxWatches < 1 { throw ValidationError("--max-watches must be at least 1") }
     }
 
     func run() throws {
@@ -218,6 +240,7 @@ extension Serve {
         }
         var analyzerSettings = IsolatedAnalyzer.Settings()
         analyzerSettings.timeoutSeconds = analyzeTimeout
+        if let analyzeWorker { analyzerSettings.executable = analyzeWorker }
         let databasePath = db.map { ($0 as NSString).expandingTildeInPath }
             ?? LibraryStore.defaultPath(forFolder: resolver.root, environment: ProcessInfo.processInfo.environment)
         let store: LibraryStore
@@ -231,9 +254,7 @@ extension Serve {
         catalog.warn = { warnLogger.warning("\($0)") }
         catalog.info = { warnLogger.info("\($0)") }
         catalog.indexAheadSeconds = indexAhead > 0 ? indexAhead : nil
-        if let chunk = ProcessInfo.processInfo.environment[Catalog.chunkSizeVariable].flatMap({ Int($0) }), chunk > 0 {
-            catalog.chunkSize = chunk
-        }
+        if let scanChunk { catalog.chunkSize = scanChunk }
         // The database may sit inside the folder when asked to: the scan leaves it out.
         if let real = LibraryStore.realParentPath(databasePath), real.hasPrefix(resolver.root + "/") {
             catalog.excludedPrefix = real
@@ -245,7 +266,6 @@ extension Serve {
     func makeScanner(_ catalog: Catalog) throws -> CatalogScanner {
         let scanner: CatalogScanner
         do {
-            let maxWatches = ProcessInfo.processInfo.environment[CatalogScanner.maxWatchesVariable].flatMap { Int($0) }
             scanner = try CatalogScanner(catalog: catalog, rescanInterval: rescanInterval, maxWatches: maxWatches)
         } catch {
             FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
@@ -294,6 +314,7 @@ extension Serve {
             settings.burstBytes = burstKb * 1024
             settings.ringBytes = max(settings.ringBytes, settings.burstBytes * 2)
             settings.listenerLagSeconds = listenerLag
+            if let decodeWorker { settings.decodeWorker.executable = decodeWorker }
             let service = RadioService(settings: settings) { warnLogger.warning("\($0)") }
             for text in channel {
                 do {
@@ -399,6 +420,10 @@ struct Package: ParsableCommand {
 
     @Flag(help: "Only errors on stderr.")
     var quiet = false
+
+    @Option(help: ArgumentHelp("The program started as each analysis worker (see `streamd serve --help-hidden`).",
+                               valueName: "PROGRAM", visibility: .hidden))
+    var analyzeWorker: String?
 }
 
 extension Package {
@@ -409,7 +434,9 @@ extension Package {
         }
         let catalog: Catalog
         do {
-            catalog = try Catalog(resolver: resolver)
+            var settings = IsolatedAnalyzer.Settings()
+            if let analyzeWorker, !analyzeWorker.isEmpty { settings.executable = analyzeWorker }
+            catalog = try Catalog(resolver: resolver, analyzer: IsolatedAnalyzer(settings: settings))
         } catch {
             FileHandle.standardError.write(Data("streamd: package: \(error)\n".utf8))
             throw ExitCode(1)
@@ -436,11 +463,16 @@ struct AnalyzeWorker: ParsableCommand {
         commandName: AnalyzerWorker.subcommand,
         abstract: "Internal: analyze files named on stdin for a streamd server.",
         shouldDisplay: false)
+
+    @Option(name: .customLong(String(AnalyzerWorker.faultOption.dropFirst(2))),
+            help: ArgumentHelp("Fault drill: trap:NAME, hang:NAME, walktrap:NAME, walkhang:NAME, delay:MS (comma-separated).",
+                               valueName: "SPEC", visibility: .hidden))
+    var fault = ""
 }
 
 extension AnalyzeWorker {
     func run() throws {
-        let status = AnalyzerWorker.run()
+        let status = AnalyzerWorker.run(faultSpec: fault)
         if status != 0 { throw ExitCode(status) }
     }
 }
@@ -452,11 +484,15 @@ struct DecodeWorkerCommand: ParsableCommand {
         commandName: DecodeWorker.subcommand,
         abstract: "Internal: decode the track named on stdin for a streamd radio channel.",
         shouldDisplay: false)
+
+    @Option(name: .customLong(String(DecodeWorker.faultOption.dropFirst(2))),
+            help: ArgumentHelp("Fault drill: trap:NAME, hang:NAME (comma-separated).", valueName: "SPEC", visibility: .hidden))
+    var fault = ""
 }
 
 extension DecodeWorkerCommand {
     func run() throws {
-        let status = DecodeWorker.run()
+        let status = DecodeWorker.run(faultSpec: fault)
         if status != 0 { throw ExitCode(status) }
     }
 }

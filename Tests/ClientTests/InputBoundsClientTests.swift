@@ -1,12 +1,11 @@
 import Testing
+import TestSupport
 @testable import StreamClient
 @testable import StreamShared
 
 /// Values from a server or a segment that would overflow the player's arithmetic: refused or
 /// ignored, never a trap (issue 12, item 2).
 @Suite struct InputBoundsClientTests {
-    static func be32(_ v: Int) -> [UInt8] { [UInt8(v >> 24 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
-
     @Test func responseSizes_digitsOnlyAndAtMost2to40() {
         #expect(HTTPSource.Transfer.byteCount("12345") == 12_345)
         #expect(HTTPSource.Transfer.byteCount("0") == 0)
@@ -18,8 +17,8 @@ import Testing
 
     @Test func segmentDecodeTime_boxOfInt64MaxBytes_isNil() {
         // An styp, then a box whose 64-bit size is Int.max: offset + size overflowed.
-        let styp = Self.be32(16) + Array("stypmsdh".utf8) + Self.be32(0)
-        let huge = Self.be32(1) + Array("free".utf8) + Self.be32(0x7FFF_FFFF) + Self.be32(0xFFFF_FFFF) + [UInt8](repeating: 0, count: 32)
+        let styp = be32(16) + Array("stypmsdh".utf8) + be32(0)
+        let huge = be32(1) + Array("free".utf8) + be32(0x7FFF_FFFF) + be32(0xFFFF_FFFF) + [UInt8](repeating: 0, count: 32)
         #expect(HLSSource.firstDecodeTime(styp + huge, trackID: 1) == nil)
     }
 }

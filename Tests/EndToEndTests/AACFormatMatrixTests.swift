@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// AAC-LC at every common rate, mono and stereo, in every container streamplay reads: the
 /// output keeps the stream's own rate and channels (libfaad2 would make 8 kHz mono into 16 kHz

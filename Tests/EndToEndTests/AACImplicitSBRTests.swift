@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// HE-AAC signalled only inside the frames (implicit SBR: the only way in ADTS, and common in
 /// M4A), made without an HE-AAC encoder (Debian has none): every ADTS frame of an AAC-LC file gets

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// No heap allocation per decoded frame on streamplay's decode and output path. heaptrack counts
 /// every call to an allocation function while streamplay plays the library's 30-second CBR MP3

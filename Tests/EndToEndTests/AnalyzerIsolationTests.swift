@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -71,7 +72,7 @@ import Glibc
         try Data("not a sound\n".utf8).write(to: library.appendingPathComponent("text-named.mp3"))
         let started = Date()
         let server = try StreamdProcess(folder: library, extraArguments: ["--analyze-timeout", "1"],
-                                        environment: ["STREAMD_TEST_ANALYZER_FAULT": "trap:trap-me.mp3,hang:hang-me.mp3"])
+                                        analyzerFault: "trap:trap-me.mp3,hang:hang-me.mp3")
         #expect(Date().timeIntervalSince(started) < 15, "the hang cost its 1 s bound, not the start")
 
         // Every other track is listed and served.
@@ -135,9 +136,6 @@ import Glibc
     /// 2^50 ticks, so the delay in samples is past Int.max (a trapping Double → Int conversion
     /// in the analyzer at the time). Built here byte by byte, 584 bytes.
     static func craftedTimescaleOneM4A() -> [UInt8] {
-        func be16(_ v: Int) -> [UInt8] { [UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
-        func be32(_ v: Int) -> [UInt8] { [UInt8(v >> 24 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
-        func be64(_ v: Int) -> [UInt8] { be32(v >> 32) + be32(v & 0xFFFF_FFFF) }
         func box(_ type: String, _ body: [UInt8]) -> [UInt8] { be32(8 + body.count) + Array(type.utf8) + body }
         func full(_ type: String, version: UInt8 = 0, flags: UInt8 = 0, _ body: [UInt8]) -> [UInt8] { box(type, [version, 0, 0, flags] + body) }
         func descriptor(_ tag: UInt8, _ body: [UInt8]) -> [UInt8] { [tag, UInt8(body.count)] + body }
@@ -203,7 +201,7 @@ import Glibc
             try FileManager.default.copyItem(at: TestPaths.media.appendingPathComponent("vbr-v2.mp3"), to: library.appendingPathComponent(name))
         }
         // Listed by the quick scan; the full walk traps, after 400 ms (every walk overlaps).
-        let server = try StreamdProcess(folder: library, environment: ["STREAMD_TEST_ANALYZER_FAULT": "walktrap:walktrap-me.mp3,delay:400"])
+        let server = try StreamdProcess(folder: library, analyzerFault: "walktrap:walktrap-me.mp3,delay:400")
         #expect(try Self.trackPaths(server).contains("walktrap-me.mp3"))
         let port = server.port
         let statuses = LockedData()
@@ -235,8 +233,10 @@ import Glibc
         try FileManager.default.copyItem(at: library.appendingPathComponent("adts.aac"), to: library.appendingPathComponent("trap-me.aac"))
         let process = Process()
         process.executableURL = TestPaths.binDir.appendingPathComponent("streamd")
-        process.arguments = ["package", library.path, "--out", out.path]
-        process.environment = ProcessInfo.processInfo.environment.merging(["STREAMD_TEST_ANALYZER_FAULT": "trap:trap-me.aac"]) { _, new in new }
+        let drill = FileManager.default.temporaryDirectory.appendingPathComponent("pkg-drill-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: drill) }
+        let worker = try FaultDrillWorker.write(in: drill, streamd: TestPaths.streamd, fault: "trap:trap-me.aac")
+        process.arguments = ["package", library.path, "--out", out.path, "--analyze-worker", worker]
         let stdout = Pipe(), stderr = Pipe()
         process.standardOutput = stdout
         process.standardError = stderr

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// streamplay's own command-line parser (no ArgumentParser): the help text, both option
 /// spellings, `--` and the usage errors, as a user meets them.

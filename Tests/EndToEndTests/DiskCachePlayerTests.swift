@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `--cache-dir` end to end: a track and a whole album streamed from the real streamd play again
 /// from the disk cache bit for bit with streamd stopped, a seek into cached bytes needs no

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,7 +7,7 @@ import Glibc
 /// A loopback TCP proxy that breaks connections on purpose: per accepted connection, it can
 /// cut the response after N bytes or stall it for a while. Used to test reconnection.
 final class FaultProxy: @unchecked Sendable {
-    // @unchecked: `faults` and `acceptedCount` are guarded by `lock`; sockets belong to their threads.
+    // @unchecked: the shared state is `plan`'s, behind its lock; sockets belong to their threads.
     struct Fault {
         /// Close both sides after forwarding this many response bytes.
         var cutAfter: Int?
@@ -20,85 +21,56 @@ final class FaultProxy: @unchecked Sendable {
         var shoutcast = false
     }
 
-    let port: Int
-    private let listener: Int32
-    private let upstreamPort: Int
-    private let lock = NSLock()
-    private var faults: [Fault]
-    private var acceptedCount = 0
-    /// Connections accepted so far (read under the lock: the accept thread writes it).
-    var accepted: Int { lock.withLock { acceptedCount } }
-    private var closed = false
-    /// Requests whose path starts with this get a 404 from the proxy (a server without that endpoint).
-    private let refusedPathPrefix: String?
+    /// The state the connection threads share: the faults still to apply, and connections seen.
+    private final class Plan: @unchecked Sendable {
+        // @unchecked: every field is guarded by `lock`.
+        let lock = NSLock()
+        let faults: [Fault]
+        var accepted = 0
 
-    /// Seconds every request waits before it goes upstream (a slow link's round trip).
-    private let requestDelay: Double
+        init(faults: [Fault]) { self.faults = faults }
 
-    /// `faults[i]` applies to the i-th connection; later ones pass through untouched.
+        /// Counts a new connection and returns its fault, if any.
+        func nextFault() -> Fault? {
+            lock.withLock {
+                defer { accepted += 1 }
+                return accepted < faults.count ? faults[accepted] : nil
+            }
+        }
+    }
+
+    private let plan: Plan
+    private let listener: LoopbackListener
+    /// The port it listens on.
+    var port: Int { listener.port }
+    /// Connections accepted so far.
+    var accepted: Int { plan.lock.withLock { plan.accepted } }
+
+    /// `faults[i]` applies to the i-th connection; later ones pass through untouched. Requests
+    /// whose path starts with `refusedPathPrefix` get a 404 from the proxy (a server without
+    /// that endpoint); every request waits `requestDelay` seconds before it goes upstream (a slow
+    /// link's round trip).
     init(upstreamPort: Int, faults: [Fault], refusingPathsStartingWith refusedPathPrefix: String? = nil,
          requestDelay: Double = 0) throws {
-        self.upstreamPort = upstreamPort
-        self.requestDelay = requestDelay
-        self.faults = faults
-        self.refusedPathPrefix = refusedPathPrefix
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var one: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(listener, 64) == 0 else { throw TestFailure("proxy: bind/listen failed") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        self.listener = listener
-        port = Int(UInt16(bigEndian: addr.sin_port))
-        Thread.detachNewThread { [self] in acceptLoop() }
-    }
-
-    /// Closes the listener once: a second close (deinit after stop) could close a descriptor
-    /// number a newer proxy's listener already reuses.
-    func stop() {
-        let first = lock.withLock { () -> Bool in
-            defer { closed = true }
-            return !closed
-        }
-        guard first else { return }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-    }
-
-    deinit { stop() }
-
-    private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 { return }
-            let fault: Fault? = lock.withLock {
-                defer { acceptedCount += 1 }
-                return acceptedCount < faults.count ? faults[acceptedCount] : nil
-            }
-            guard let upstream = ServerHostileTests.connectRaw(port: upstreamPort) else {
+        let plan = Plan(faults: faults)
+        self.plan = plan
+        listener = try LoopbackListener { client in
+            let fault = plan.nextFault()
+            guard let upstream = try? connectLoopback(port: upstreamPort) else {
                 close(client)
-                continue
+                return
             }
-            let strip = fault?.stripRange ?? false
-            let shoutcast = fault?.shoutcast ?? false
-            let refused = refusedPathPrefix
             let pair = SocketPair(client, upstream)
-            let delay = requestDelay
             Thread.detachNewThread {
-                Self.pump(from: client, to: upstream, fault: nil, stripRange: strip, http10: shoutcast, refusing: refused,
-                          requestDelay: delay, pair: pair)
+                Self.pump(from: client, to: upstream, fault: nil, stripRange: fault?.stripRange ?? false,
+                          http10: fault?.shoutcast ?? false, refusing: refusedPathPrefix, requestDelay: requestDelay, pair: pair)
             }
-            Thread.detachNewThread { Self.pump(from: upstream, to: client, fault: fault, pair: pair) }
+            Self.pump(from: upstream, to: client, fault: fault, pair: pair)
         }
     }
+
+    /// Stops accepting connections (the ones under way go on).
+    func stop() { listener.stop() }
 
     /// Copies bytes one way until EOF or the fault says to cut; then closes both sockets.
     /// Closes a connection's two sockets once both pumps are done with them: closing earlier
@@ -183,7 +155,7 @@ final class FaultProxy: @unchecked Sendable {
             }
             var sent = 0
             while sent < n {
-                let m = buffer.withUnsafeBytes { send(to, $0.baseAddress! + sent, n - sent, Int32(MSG_NOSIGNAL)) }
+                let m = buffer.withUnsafeBytes { send(to, $0.baseAddress.map { $0 + sent }, n - sent, Int32(MSG_NOSIGNAL)) }
                 if m <= 0 { break }
                 sent += m
             }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// streamd with GStreamer's souphttpsrc (Rhythmbox, GNOME players): it seeks and learns the
 /// duration only from a 200 with Content-Length, which `streamd --content-length` sends.

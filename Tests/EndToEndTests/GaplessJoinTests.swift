@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Joins between a queue's tracks, end to end on real files and the real streamd: the next track
 /// is opened ahead so the output never waits at a join (also over a link that adds 100 ms to
@@ -67,7 +68,6 @@ import Testing
 
     /// A mono 16-bit WAV of `frames` samples, all `value`.
     static func constantWAV(_ path: String, value: Int16, frames: Int, rate: Int = 44_100) throws {
-        func le32(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24 & 0xFF)] }
         let data = frames * 2
         var bytes = Array("RIFF".utf8) + le32(36 + data) + Array("WAVEfmt ".utf8) + le32(16) + [1, 0, 1, 0] + le32(rate)
             + le32(rate * 2) + [2, 0, 16, 0] + Array("data".utf8) + le32(data)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// GStreamer's HLS demuxer (hlsdemux2, through uridecodebin3) as a strict independent client:
 /// it refuses packed audio whose segments do not start with their ID3 timestamp, which is what

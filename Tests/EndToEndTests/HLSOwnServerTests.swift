@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// streamplay on streamd's own HLS: packed MP3/AAC, fMP4, byte ranges, the master playlist and
 /// the --live loop, against the file's own decode.
@@ -122,7 +123,7 @@ import Testing
         let work = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: work) }
         let out = work.appendingPathComponent("out")
-        let run = try runCommand(TestPaths.binDir.appendingPathComponent("streamd").path, ["package", library.path, "--out", out.path, "--quiet"])
+        let run = try runCommand(TestPaths.streamd, ["package", library.path, "--out", out.path, "--quiet"])
         #expect(run.status == 0, "\(String(decoding: run.stderr, as: UTF8.self))")
         let nginx = try HLSPackageTests.Nginx(root: out, prefix: work.appendingPathComponent("nginx"))
         let server = try StreamdProcess(folder: library, extraArguments: ["--quiet"])

@@ -1,29 +1,13 @@
 import Foundation
 import StreamShared
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// `streamd package`: static HLS that nginx serves and ffmpeg plays like the original files.
 @Suite(.serialized) struct HLSPackageTests {
-    /// A free loopback port (bound, read, released; nginx takes it a moment later).
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else { throw TestFailure("no free port: errno \(errno)") }
-        return Int(UInt16(bigEndian: addr.sin_port))
-    }
-
     /// nginx in the foreground on 127.0.0.1:port serving `root`, with every path under `prefix`;
     /// `server` replaces the server block's body (a proxy), `http` adds directives (a cache zone),
     /// and `readyPath` is what must answer 200 once it runs.
@@ -35,7 +19,7 @@ import Glibc
             let nginx = try #require(["/usr/sbin/nginx", which("nginx")].compactMap { $0 }.first {
                 FileManager.default.isExecutableFile(atPath: $0)
             }, "nginx-light is installed by scripts/deps.sh")
-            port = try HLSPackageTests.freePort()
+            port = try freeLoopbackPort()
             let p = prefix.path
             let config = """
             daemon off;
@@ -95,7 +79,7 @@ import Glibc
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-pkg-\(getpid())-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: work) }
         let out = work.appendingPathComponent("out")
-        let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
+        let streamd = TestPaths.streamd
         let run = try runCommand(streamd, ["package", library.path, "--out", out.path, "--quiet"])
         #expect(run.status == 0, "\(String(decoding: run.stderr, as: UTF8.self))")
         #expect(String(decoding: run.stdout, as: UTF8.self).contains("packaged 10 tracks"), "every MP3, ADTS and M4A track")
@@ -157,7 +141,7 @@ import Glibc
     @Test func package_refusesAnOutputInsideTheLibrary() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
-        let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
+        let streamd = TestPaths.streamd
         let run = try runCommand(streamd, ["package", library.path, "--out", library.appendingPathComponent("hls-out").path])
         #expect(run.status == 1 && String(decoding: run.stderr, as: UTF8.self).contains("inside the music folder"))
         let missing = try runCommand(streamd, ["package", library.appendingPathComponent("nope").path, "--out", "/tmp/x"])

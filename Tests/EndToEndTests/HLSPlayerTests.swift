@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -55,7 +56,6 @@ enum HLSFixtures {
 
     /// An ID3v2.4 tag holding only the PRIV transportStreamTimestamp frame.
     static func id3Timestamp(_ pts: UInt64) -> [UInt8] {
-        func synchsafe(_ n: Int) -> [UInt8] { [UInt8(n >> 21 & 0x7F), UInt8(n >> 14 & 0x7F), UInt8(n >> 7 & 0x7F), UInt8(n & 0x7F)] }
         let data = Array("com.apple.streaming.transportStreamTimestamp".utf8) + [0]
             + (0..<8).map { UInt8(pts >> (56 - 8 * UInt64($0)) & 0xFF) }
         let frame = Array("PRIV".utf8) + synchsafe(data.count) + [0, 0] + data
@@ -676,15 +676,7 @@ final class LivePlaylistPublisher: @unchecked Sendable {
         let dir = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         // Nothing listens on the proxy's upstream: every request fails to connect.
-        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(probe, $0, &length) } }
-        let port = Int(UInt16(bigEndian: addr.sin_port))
-        close(probe)
+        let port = try freeLoopbackPort()
         let started = Date()
         let run = try runCommand(PlayerTests.streamplay, ["http://127.0.0.1:\(port)/live/index.m3u8", "--output", "null", "--retry-for", "2"],
                                  timeout: 30)

@@ -1,6 +1,7 @@
 import Foundation
 import StreamShared
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -371,7 +372,7 @@ import Glibc
     @Test func live_badArgumentsExitClearly() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
-        let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
+        let streamd = TestPaths.streamd
         let badName = try runCommand(streamd, [library.path, "--port", "0", "--live", "a/b=\(library.path)/adts.aac", "--db", TestPaths.temporaryDatabase()], timeout: 10)
         #expect(badName.status != 0 && String(decoding: badName.stderr, as: UTF8.self).contains("NAME=PATH"))
         let missing = try runCommand(streamd, [library.path, "--port", "0", "--live", "x=\(library.path)/nope.mp3", "--db", TestPaths.temporaryDatabase()], timeout: 10)

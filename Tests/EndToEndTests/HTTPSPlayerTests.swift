@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,7 +23,7 @@ import Glibc
                                      "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
             // A free port (s_server buffers its "ACCEPT host:port" line in a pipe, so the port is
             // chosen here and the server is ready once it accepts a connection).
-            let port = try Self.freePort()
+            let port = try freeLoopbackPort()
             process = Process()
             process.executableURL = URL(fileURLWithPath: openssl)
             process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-WWW", "-quiet"]
@@ -33,7 +34,7 @@ import Glibc
             try process.run()
             var ready = false
             for _ in 0..<100 {
-                if let fd = ServerHostileTests.connectRaw(port: port) {
+                if let fd = (try? connectLoopback(port: port)) {
                     close(fd)
                     ready = true
                     break
@@ -45,21 +46,6 @@ import Glibc
                 throw TestFailure("openssl s_server did not listen on port \(port)")
             }
             self.port = port
-        }
-
-        /// A port no socket holds right now (bound to 0, read back, released).
-        static func freePort() throws -> Int {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var addr = sockaddr_in()
-            addr.sin_family = sa_family_t(AF_INET)
-            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let ok = withUnsafeMutablePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-            }
-            guard ok else { throw TestFailure("no free loopback port") }
-            return Int(UInt16(bigEndian: addr.sin_port))
         }
 
         /// SIGKILL: s_server does not end on SIGTERM while it waits in accept.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `streamplay --info` on every file of the generated library, checked against ffprobe and
 /// against ffmpeg's own decode length.

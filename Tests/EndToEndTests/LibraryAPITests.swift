@@ -1,6 +1,7 @@
 import Foundation
 import StreamShared
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -154,7 +155,7 @@ import Glibc
         let server = try StreamdProcess(folder: library)
         let chunked = try Self.get(server, "/playlist/all.m3u8")
         let connection = try RawConnection(port: server.port)
-        try connection.send("GET /playlist/all.m3u8 HTTP/1.0\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n")
+        try connection.sendAll("GET /playlist/all.m3u8 HTTP/1.0\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n")
         let response = try connection.readResponse()
         #expect(response.status == 200 && response.header("Transfer-Encoding") == nil)
         #expect(response.header("Connection")?.lowercased() == "close")

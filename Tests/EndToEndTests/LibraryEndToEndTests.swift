@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -116,8 +117,7 @@ import Glibc
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         // No inotify help: a folder beyond the (test) watch limit changes, SIGHUP finds it.
-        let server = try StreamdProcess(folder: library, extraArguments: ["--rescan-interval", "3600"],
-                                        environment: ["STREAMD_TEST_MAX_WATCHES": "1"])
+        let server = try StreamdProcess(folder: library, extraArguments: ["--rescan-interval", "3600", "--max-watches", "1"])
         try FileManager.default.createDirectory(at: library.appendingPathComponent("later"), withIntermediateDirectories: true)
         try Self.copy(library.appendingPathComponent("vbr-v2.mp3"), library.appendingPathComponent("later/deep/x.mp3"))
         Thread.sleep(forTimeInterval: 0.5)
@@ -130,8 +130,7 @@ import Glibc
     @Test func watchLimit_isReported_andPeriodicRescansTakeOver() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
-        let server = try StreamdProcess(folder: library, extraArguments: ["--rescan-interval", "1"],
-                                        environment: ["STREAMD_TEST_MAX_WATCHES": "1"])
+        let server = try StreamdProcess(folder: library, extraArguments: ["--rescan-interval", "1", "--max-watches", "1"])
         let status = try server.status()
         #expect(status["watch"] as? String == "polling" && status["watched_folders"] as? Int == 1, "\(status)")
         // The status can say so a moment before the warning reaches the log through its pipe.
@@ -251,7 +250,7 @@ import Glibc
         let original = try Data(contentsOf: removed)
         // Paced so the removal lands mid-response: 545 kB at 2 Mbit/s is about two seconds.
         let connection = try RawConnection(port: server.port, timeout: 20)
-        try connection.send("GET /media/cbr-128k-44k.mp3?kbps=2000 HTTP/1.1\r\nHost: x\r\n\r\n")
+        try connection.sendAll("GET /media/cbr-128k-44k.mp3?kbps=2000 HTTP/1.1\r\nHost: x\r\n\r\n")
         Thread.sleep(forTimeInterval: 0.5)
         try FileManager.default.removeItem(at: removed)
         let response = try connection.readResponse()
@@ -260,7 +259,7 @@ import Glibc
         let truncated = library.appendingPathComponent("speech-22k.mp3")
         let size = try Data(contentsOf: truncated).count
         let second = try RawConnection(port: server.port, timeout: 20)
-        try second.send("GET /media/speech-22k.mp3?kbps=500 HTTP/1.1\r\nHost: x\r\n\r\n")
+        try second.sendAll("GET /media/speech-22k.mp3?kbps=500 HTTP/1.1\r\nHost: x\r\n\r\n")
         Thread.sleep(forTimeInterval: 0.5)
         truncate(truncated.path, off_t(size / 4))
         let cut = try? second.readResponse()
@@ -279,8 +278,7 @@ import Glibc
         for n in 0..<24 {
             try Self.copy(library.appendingPathComponent("vbr-v2.mp3"), library.appendingPathComponent("zz-later/\(n).mp3"))
         }
-        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet"],
-                                        environment: ["STREAMD_TEST_ANALYZER_FAULT": "delay:300", "STREAMD_TEST_SCAN_CHUNK": "4"],
+        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--scan-chunk", "4"], analyzerFault: "delay:300",
                                         waitForScan: false)
         try Self.waitForStatus(server, within: 30, "a first chunk written") { ($0["tracks"] as? Int ?? 0) >= 4 }
         // A word of the title of a track already listed (its own row, not the file name).

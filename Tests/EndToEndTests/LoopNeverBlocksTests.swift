@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -56,15 +57,14 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: library) }
         let walkTimeout = TestTiming.seconds(10)
         let arguments = ["--threads", "1", "--analyze-timeout", "\(walkTimeout)", "--quiet"]
-        let server = try StreamdProcess(folder: library, extraArguments: arguments,
-                                        environment: ["STREAMD_TEST_ANALYZER_FAULT": "walkhang:slow-walk.mp3"])
+        let server = try StreamdProcess(folder: library, extraArguments: arguments, analyzerFault: "walkhang:slow-walk.mp3")
         defer { _ = server.stop() }
         let control = try StreamdProcess(folder: library, extraArguments: arguments)
         defer { _ = control.stop() }
 
         // The request that needs the hanging walk: sent, not yet answered.
         let hung = try RawConnection(port: server.port, timeout: walkTimeout + 30)
-        try hung.send("GET /api/index/slow-walk.mp3 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        try hung.sendAll("GET /api/index/slow-walk.mp3 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         // Until the worker is walking the file (its child appears), the wait has not begun.
         let waitStart = Date()
         while AnalyzerIsolationTests.children(of: server.process.processIdentifier).isEmpty {
@@ -112,7 +112,7 @@ import Glibc
         let connection = try RawConnection(port: server.port, timeout: 20)
         // The seek index (made on the pool), then a file (made on the loop), then HEAD of status
         // (on the pool): three answers, in the order asked.
-        try connection.send("GET /api/index/cbr-128k-44k.mp3 HTTP/1.1\r\nHost: x\r\n\r\n"
+        try connection.sendAll("GET /api/index/cbr-128k-44k.mp3 HTTP/1.1\r\nHost: x\r\n\r\n"
                             + "GET /media/cbr-128k-44k.mp3 HTTP/1.1\r\nHost: x\r\nRange: bytes=0-9\r\n\r\n"
                             + "HEAD /api/status HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
         let index = try connection.readResponse()

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// A Xing/Info frame count is a hint, not the truth (files cut from songs, taggers that rewrite
 /// the header, a count of 0): streamplay plays the frames that are there, trims the padding from

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// An MP4 whose mdat runs past the end of the file (a cut download, a lying box size) fails the
 /// same way from a path and over HTTP: exit 1 and one line naming the box and the file size.

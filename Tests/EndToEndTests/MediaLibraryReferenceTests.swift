@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Every file of the generated library (media/make-media.sh) played by streamplay and compared
 /// with its reference decoder: mpg123 for MPEG audio (bit-exact, both with the LAME tag's

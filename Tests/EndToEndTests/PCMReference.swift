@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// A PCM WAV file as written by streamplay, ffmpeg, mpg123 or sox: its format and its data chunk.
 struct PCMFile {

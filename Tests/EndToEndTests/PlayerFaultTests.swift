@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -144,21 +145,14 @@ import Glibc
     }
 
     @Test func silentServer_givesUpWithinTheRetryTime() throws {
-        // Accepts connections and never answers.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        // Accepts connections and never answers (each is held until the client closes it).
+        let silent = try LoopbackListener { client in
+            var byte: UInt8 = 0
+            while recv(client, &byte, 1, 0) > 0 {}
+            close(client)
         }
-        listen(listener, 16)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        let port = Int(UInt16(bigEndian: addr.sin_port))
+        defer { silent.stop() }
+        let port = silent.port
         let (status, line, seconds) = try Self.failing(["http://127.0.0.1:\(port)/media/x.mp3", "--output", "null",
                                                         "--retry-for", "2", "--stall-timeout", "1"])
         #expect(status == 3)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -117,7 +118,6 @@ func sampleDifference(_ a: [Int16], _ b: [Int16]) -> String? {
     @Test func mp4BoxOverrunningTheFile_afterMdat_isAnError() throws {
         let dir = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        func be32(_ v: Int) -> [UInt8] { [UInt8(v >> 24 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
         let mdat = 4 << 20
         let file = be32(16) + Array("ftypM4A ".utf8) + be32(0) + be32(8 + mdat) + Array("mdat".utf8)
             + [UInt8](repeating: 0, count: mdat) + be32(1) + Array("free".utf8) + be32(0x7FFF_FFFF) + be32(0xFFFF_FFFF)   // Int.max
@@ -226,7 +226,6 @@ func sampleDifference(_ a: [Int16], _ b: [Int16]) -> String? {
         defer { try? FileManager.default.removeItem(at: dir) }
         let original = [UInt8](try Data(contentsOf: TestPaths.media.appendingPathComponent("track.m4a")))
         func u32(_ at: Int) -> Int { original[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) } }
-        func be32(_ v: Int) -> [UInt8] { [UInt8(v >> 24 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
         let moovAt = try #require(original.firstRange(of: Array("moov".utf8))).lowerBound - 4
         let moovEnd = moovAt + u32(moovAt)
         let filler = 300_000

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -48,7 +49,7 @@ import Glibc
         let connection = try RawConnection(port: server.port)
         var text = "GET \(target) HTTP/1.1\r\nHost: \(host ?? "127.0.0.1:\(server.port)")\r\n"
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { text += "\(name): \(value)\r\n" }
-        try connection.send(text + "\r\n")
+        try connection.sendAll(text + "\r\n")
         return try connection.readResponse()
     }
 

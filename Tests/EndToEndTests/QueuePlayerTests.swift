@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// streamplay with several sources, folders and playlists: the queue end to end, on real files
 /// and the real streamd.

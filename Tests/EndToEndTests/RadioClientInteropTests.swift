@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,7 +20,7 @@ final class IcecastProcess {
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
         chmod(dir.path, 0o755)
         chmod(logs.path, 0o777)
-        port = try HLSPackageTests.freePort()
+        port = try freeLoopbackPort()
         let owner = getuid() == 0 ? "<changeowner><user>nobody</user><group>nogroup</group></changeowner>" : ""
         let config = """
         <icecast>
@@ -45,7 +46,7 @@ final class IcecastProcess {
         try process.run()
         let deadline = Date().addingTimeInterval(TestTiming.seconds(10))
         while Date() < deadline {
-            if let fd = ServerHostileTests.connectRaw(port: port) {
+            if let fd = (try? connectLoopback(port: port)) {
                 close(fd)
                 return
             }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,8 +31,6 @@ import StreamShared
 
     /// A 16-bit stereo WAV of silence with `rate` in its header.
     static func wav(rate: Int, frames: Int) -> [UInt8] {
-        func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
-        func le16(_ v: Int) -> [UInt8] { (0..<2).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
         let data = [UInt8](repeating: 0, count: frames * 4)
         let fmt = le16(1) + le16(2) + le32(rate) + le32(rate * 4) + le16(4) + le16(16)
         return Array("RIFF".utf8) + le32(4 + 8 + fmt.count + 8 + data.count) + Array("WAVE".utf8)
@@ -42,9 +41,9 @@ import StreamShared
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let server = try StreamdProcess(folder: library, extraArguments: ["--channel", "mix=mix"],
-                                        environment: ["STREAMD_TEST_DECODER_FAULT": "trap:2-crash.m4a"])
+                                        decoderFault: "trap:2-crash.m4a")
         defer { server.stop() }
-        let socket = try ClientSocket(port: server.port)
+        let socket = try RawConnection(port: server.port)
         socket.send("GET /radio/mix HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
         // Long enough for two passes of the playlist (its one good track is 2 s).
         let seconds = TestTiming.seconds(7)

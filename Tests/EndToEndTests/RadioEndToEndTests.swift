@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -36,7 +37,7 @@ import StreamShared
     /// A GET on a raw socket, read for `seconds`: the response head and the body bytes.
     static func listen(port: Int, path: String = "/radio/main", version: String = "1.1", headers: [String] = [],
                        seconds: Double) throws -> (head: String, body: [UInt8]) {
-        let socket = try ClientSocket(port: port)
+        let socket = try RawConnection(port: port)
         socket.send("GET \(path) HTTP/\(version)\r\nHost: 127.0.0.1\r\n" + headers.map { $0 + "\r\n" }.joined() + "\r\n")
         let (bytes, _) = socket.readUntilEnd(quiet: seconds, limit: seconds)
         guard let split = bytes.firstRange(of: Array("\r\n\r\n".utf8)) else { throw TestFailure("no response head") }
@@ -168,9 +169,9 @@ import StreamShared
     @Test(.timeLimit(.scaledMinutes(2))) func stalledListener_doesNotSlowAnother() throws {
         try Self.withServer { server in
             // Five listeners that never read, with tiny receive windows.
-            var stalled: [ClientSocket] = []
+            var stalled: [RawConnection] = []
             for _ in 0..<5 {
-                let socket = try ClientSocket(port: server.port, receiveBuffer: 2048)
+                let socket = try RawConnection(port: server.port, receiveBuffer: 2048)
                 socket.send("GET /radio/main HTTP/1.1\r\nHost: x\r\nIcy-MetaData: 1\r\n\r\n")
                 stalled.append(socket)
             }
@@ -198,7 +199,7 @@ import StreamShared
     /// would push its listeners 7 s behind the live edge in one go.
     @Test(.timeLimit(.scaledMinutes(2))) func stoppedServer_goesOnFromNow_withoutACatchUpBurst() throws {
         try Self.withServer { server in
-            let socket = try ClientSocket(port: server.port)
+            let socket = try RawConnection(port: server.port)
             socket.send("GET /radio/main HTTP/1.1\r\nHost: x\r\n\r\n")
             _ = socket.readUntilEnd(quiet: 3, limit: 3)   // the burst, then the stream at its rate
             let pid = server.process.processIdentifier
@@ -222,7 +223,7 @@ import StreamShared
 
     @Test(.timeLimit(.scaledMinutes(2))) func statusPages_describeTheChannel() throws {
         try Self.withServer { server in
-            let listener = try ClientSocket(port: server.port)
+            let listener = try RawConnection(port: server.port)
             listener.send("GET /radio/main HTTP/1.1\r\nHost: x\r\n\r\n")
             _ = listener.readUntilEnd(quiet: 1, limit: 1)
             let connection = try RawConnection(port: server.port)
@@ -282,7 +283,7 @@ import StreamShared
     @Test func badChannelOption_isAUsageError() throws {
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
-        let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
+        let streamd = TestPaths.streamd
         let bad = try runCommand(streamd, [library.path, "--port", "0", "--channel", "no name=ch"], timeout: 30)
         #expect(bad.status != 0)
         #expect(String(decoding: bad.stderr, as: UTF8.self).contains("--channel"))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,7 +9,7 @@ import StreamShared
 /// A live source over a raw socket: sends an MP3 file at its real rate (16 kB/s for 128 kbit/s)
 /// on a background thread, until stopped or the file ends.
 final class PacedSource: @unchecked Sendable {
-    let socket: ClientSocket
+    let socket: RawConnection
     private let lock = NSLock()
     private var stopped = false
     private let done = DispatchSemaphore(value: 0)
@@ -19,7 +20,7 @@ final class PacedSource: @unchecked Sendable {
     init(port: Int, mount: String, password: String, file: URL, method: String = "PUT",
          headers: [String] = ["Content-Type: audio/mpeg", "ice-name: Test Live", "ice-genre: Test"],
          bytesPerSecond: Int = 16_000) throws {
-        socket = try ClientSocket(port: port)
+        socket = try RawConnection(port: port)
         let auth = Data("source:\(password)".utf8).base64EncodedString()
         let version = method == "SOURCE" ? "1.0" : "1.1"
         let expect = method == "PUT" ? "Expect: 100-continue\r\n" : ""
@@ -38,7 +39,7 @@ final class PacedSource: @unchecked Sendable {
             let step = bytesPerSecond / 10
             while offset < bytes.count, !isStopped {
                 let end = min(bytes.count, offset + step)
-                if ClientSocket.send(fd: fd, Array(bytes[offset..<end]), timeout: 5) <= 0 { break }
+                if RawConnection.send(fd: fd, Array(bytes[offset..<end]), timeout: 5) <= 0 { break }
                 offset = end
                 Thread.sleep(forTimeInterval: 0.1)
             }
@@ -146,9 +147,9 @@ final class PacedSource: @unchecked Sendable {
                 "GET", "/admin/metadata?mount=/radio/live&mode=updinfo&song=x", headers: ["Authorization": "Basic \(auth)"])
             #expect(metadata.status == 401)
             // Other requests with a body are still refused.
-            let post = try ClientSocket(port: server.port)
+            let post = try RawConnection(port: server.port)
             post.send("PUT /media/a.mp3 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
-            #expect(post.readResponse()?.status == 413)
+            #expect(post.readSizedResponse()?.status == 413)
         }
     }
 
@@ -203,7 +204,7 @@ final class PacedSource: @unchecked Sendable {
         try Self.withServer(["--source-timeout", "1"]) { server, file in
             let source = try PacedSource(port: server.port, mount: "/radio/live", password: Self.password, file: file)
             Thread.sleep(forTimeInterval: 1)
-            let listener = try ClientSocket(port: server.port)
+            let listener = try RawConnection(port: server.port)
             listener.send("GET /radio/live HTTP/1.1\r\nHost: x\r\n\r\n")
             _ = listener.readUntilEnd(quiet: 0.5, limit: 0.5)
             let dropped = Date()
@@ -224,7 +225,7 @@ final class PacedSource: @unchecked Sendable {
     /// deadline is checked on whole seconds: at most a second late).
     @Test(.timeLimit(.scaledMinutes(2))) func silentSource_isDroppedAfterTheTimeout() throws {
         try Self.withServer(["--source-timeout", "1"]) { server, file in
-            let source = try ClientSocket(port: server.port)
+            let source = try RawConnection(port: server.port)
             let auth = Data("source:\(Self.password)".utf8).base64EncodedString()
             source.send("PUT /radio/quiet HTTP/1.1\r\nHost: x\r\nAuthorization: Basic \(auth)\r\nContent-Type: audio/mpeg\r\n"
                         + "Expect: 100-continue\r\n\r\n")
@@ -232,7 +233,7 @@ final class PacedSource: @unchecked Sendable {
             #expect(String(decoding: head, as: UTF8.self).hasPrefix("HTTP/1.1 100"))
             // A second of audio, then silence on a connection left open.
             let audio = Array(try Data(contentsOf: file).prefix(16_000))
-            #expect(ClientSocket.send(fd: source.fd, audio, timeout: 5) == audio.count)
+            #expect(RawConnection.send(fd: source.fd, audio, timeout: 5) == audio.count)
             let quietSince = Date()
             let (_, end) = source.readUntilEnd(quiet: TestTiming.seconds(6), limit: TestTiming.seconds(8))
             let after = Date().timeIntervalSince(quietSince)
@@ -317,7 +318,7 @@ final class PacedSource: @unchecked Sendable {
             offset += frame.length
         }
         #expect(heard.audio.count - offset < 1500)
-        let bad = try runCommand(TestPaths.binDir.appendingPathComponent("streamd").path,
+        let bad = try runCommand(TestPaths.streamd,
                                  [library.path, "--port", "0", "--relay", "x=ftp://h/"], timeout: 30)
         #expect(bad.status == 1)
     }

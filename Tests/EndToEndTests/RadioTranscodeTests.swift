@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -133,7 +134,7 @@ import StreamShared
         // The burst first (however long a loaded machine takes to encode it), then 3 s in which
         // the channel catches up the time that took (a debug build under load: seconds), then 8 s
         // of the stream at its pace: the rate is measured over those 8 s only.
-        let socket = try ClientSocket(port: server.port)
+        let socket = try RawConnection(port: server.port)
         socket.send("GET /radio/mix HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         var received: [UInt8] = []
         let burstDeadline = Date().addingTimeInterval(TestTiming.seconds(20))
@@ -217,7 +218,7 @@ import StreamShared
         defer { try? FileManager.default.removeItem(at: library) }
         let server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--channel", "mix=mix"])
         defer { server.stop() }
-        let socket = try ClientSocket(port: server.port)
+        let socket = try RawConnection(port: server.port)
         socket.send("GET /radio/mix HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         _ = socket.readUntilEnd(quiet: 1, limit: 1)
         // The WAV goes: the channel says so and plays on with the MP3.
@@ -248,7 +249,7 @@ import StreamShared
         defer { try? FileManager.default.removeItem(at: library) }
         let server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--channel", "sw=mix", "--burst-kb", "16"])
         defer { server.stop() }
-        let socket = try ClientSocket(port: server.port)
+        let socket = try RawConnection(port: server.port)
         socket.send("GET /radio/sw HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
         var bytes = socket.readUntilEnd(quiet: 1, limit: 1).bytes
         #expect(!server.log.contains("transcodes"), "one format: frames pass as they are")
@@ -317,7 +318,7 @@ import StreamShared
     @Test func badBitrate_isAUsageError() throws {
         let library = try Self.makeLibrary([Self.tracks[0]])
         defer { try? FileManager.default.removeItem(at: library) }
-        let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
+        let streamd = TestPaths.streamd
         let bad = try runCommand(streamd, [library.path, "--port", "0", "--channel", "x=mix,bitrate=1000"], timeout: 30)
         #expect(bad.status != 0)
         #expect(String(decoding: bad.stderr, as: UTF8.self).contains("bitrate takes kbit/s from 8 to 320"))

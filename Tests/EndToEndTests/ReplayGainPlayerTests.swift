@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `--replaygain` end to end: files tagged by a real tagger (Debian's loudgain: ID3v2.4 TXXX in
 /// MP3, iTunes freeform atoms in M4A), played from disk and from the real streamd, and the played

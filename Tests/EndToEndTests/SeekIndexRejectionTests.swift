@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// A listed track whose full walk is rejected (its headers read well, its frames do not) on the
 /// real streamd: the rejection is remembered for that version of the file, so seek index

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,7 +25,7 @@ import Glibc
     /// connection, also whether the server closed it (waiting up to 5 s for that).
     static func exchange(_ port: Int, _ text: String) throws -> (RawResponse, closed: Bool) {
         let c = try RawConnection(port: port, timeout: 5)
-        try c.send(text)
+        try c.sendAll(text)
         let response = try c.readResponse()
         let endsConnection = response.header("Connection") == "close"
         return (response, endsConnection && c.isClosedByPeer())
@@ -106,14 +107,14 @@ import Glibc
         let server = try StreamdProcess(folder: library)
         let c = try RawConnection(port: server.port)
         let origin = try c.request("GET", "/api/tracks")
-        try c.send("GET http://127.0.0.1:\(server.port)/api/tracks HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        try c.sendAll("GET http://127.0.0.1:\(server.port)/api/tracks HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         let absolute = try c.readResponse()
         #expect(absolute.status == 200)
         #expect(absolute.body == origin.body)
-        try c.send("GET http://127.0.0.1/media/pcm16.wav HTTP/1.1\r\nHost: x\r\nRange: bytes=0-3\r\n\r\n")
+        try c.sendAll("GET http://127.0.0.1/media/pcm16.wav HTTP/1.1\r\nHost: x\r\nRange: bytes=0-3\r\n\r\n")
         #expect(try c.readResponse().body == Array("RIFF".utf8))
         // HTTP/1.2 is served as 1.1 on the same connection.
-        try c.send("GET /media/pcm16.wav HTTP/1.2\r\nHost: x\r\nRange: bytes=8-11\r\n\r\n")
+        try c.sendAll("GET /media/pcm16.wav HTTP/1.2\r\nHost: x\r\nRange: bytes=8-11\r\n\r\n")
         let later = try c.readResponse()
         #expect(later.statusLine == "HTTP/1.1 206 Partial Content")
         #expect(later.body == Array("WAVE".utf8))
@@ -140,7 +141,7 @@ import Glibc
             #expect(try c.request(method, "/api/tracks").statusLine == "HTTP/1.1 501 Not Implemented", "\(method)")
         }
         for target in ["*", "/media/pcm16.wav"] {
-            try c.send("OPTIONS \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+            try c.sendAll("OPTIONS \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
             let options = try c.readResponse()
             #expect(options.status == 204)
             #expect(options.header("Allow") == "GET, HEAD, OPTIONS")
@@ -155,18 +156,18 @@ import Glibc
         let original = try ServerEndToEndTests.bytes(of: library.appendingPathComponent("vbr-v2.mp3"))
         let server = try StreamdProcess(folder: library)
         let c = try RawConnection(port: server.port, timeout: 5)
-        try c.send("GET /media/vbr-v2.mp3 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        try c.sendAll("GET /media/vbr-v2.mp3 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
         let file = try c.readResponse()
         #expect(file.header("Connection") == "keep-alive")
         #expect(file.header("Content-Length") == String(original.count))
         #expect(file.header("Transfer-Encoding") == nil)
         #expect(file.body == original)
-        try c.send("GET /api/tracks HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n")
+        try c.sendAll("GET /api/tracks HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n")
         let json = try c.readResponse()
         #expect(json.status == 200)
         #expect(json.header("Connection") == "keep-alive")
         // A plain HTTP/1.0 request ends the connection after its response.
-        try c.send("GET /media/pcm16.wav HTTP/1.0\r\nRange: bytes=0-3\r\n\r\n")
+        try c.sendAll("GET /media/pcm16.wav HTTP/1.0\r\nRange: bytes=0-3\r\n\r\n")
         let last = try c.readResponse()
         #expect(last.body == Array("RIFF".utf8))
         #expect(last.header("Connection") == "close")

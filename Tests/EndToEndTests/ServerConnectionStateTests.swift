@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,8 +26,8 @@ import Glibc
         /// Connects and sends nothing.
         case silent
 
-        func open(port: Int) throws -> ClientSocket {
-            let c = try ClientSocket(port: port, receiveBuffer: 4096)
+        func open(port: Int) throws -> RawConnection {
+            let c = try RawConnection(port: port, receiveBuffer: 4096)
             switch self {
             case .halfClosedNonReader:
                 c.send("GET \(ServerConnectionStateTests.bigFile) HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -60,7 +61,7 @@ import Glibc
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let (server, pid, baseline) = try Self.start(library, ["--threads", "2"])
-        var clients: [ClientSocket] = []
+        var clients: [RawConnection] = []
         let mix: [(Stuck, Int)] = [(.halfClosedNonReader, 40), (.pipeliner, 40), (.halfClosedPaced, 20)]
         for (kind, count) in mix {
             for _ in 0..<count { clients.append(try kind.open(port: server.port)) }
@@ -84,7 +85,7 @@ import Glibc
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let (server, pid, baseline) = try Self.start(library, ["--write-timeout", "1"])
-        let stuck = try ClientSocket(port: server.port, receiveBuffer: 4096)
+        let stuck = try RawConnection(port: server.port, receiveBuffer: 4096)
         stuck.send("GET \(Self.bigFile) HTTP/1.1\r\nHost: x\r\n\r\n")
         let started = Date()
         Thread.sleep(forTimeInterval: 0.5)
@@ -98,7 +99,7 @@ import Glibc
         #expect(bytes.count < Self.bigFileSize)
 
         // A slow reader that keeps taking bytes is not cut off, however long the response takes.
-        let slow = try ClientSocket(port: server.port, receiveBuffer: 16_384)
+        let slow = try RawConnection(port: server.port, receiveBuffer: 16_384)
         slow.send("GET \(Self.bigFile) HTTP/1.1\r\nHost: x\r\n\r\n")
         var received = 0
         for _ in 0..<12 {
@@ -129,10 +130,10 @@ import Glibc
             for _ in 0..<30 {
                 // A simple client: it writes the whole request, then reads. A reset while it is
                 // still writing fails the send, and the answer is lost to it.
-                let c = try ClientSocket(port: server.port)
+                let c = try RawConnection(port: server.port)
                 let bytes = Array(request.utf8)
                 let sent = c.send(bytes, timeout: 5)
-                let response = c.readResponse(timeout: 10)
+                let response = c.readSizedResponse(timeout: 10)
                 if sent == bytes.count, let response, (400..<500).contains(response.status),
                    response.body.starts(with: Array("{".utf8)) {
                     delivered += 1
@@ -156,20 +157,20 @@ import Glibc
         for (request, status) in cases {
             var answered = 0
             for _ in 0..<10 {
-                let c = try ClientSocket(port: server.port)
+                let c = try RawConnection(port: server.port)
                 c.send(request)
                 c.halfClose()
-                if c.readResponse(timeout: 5)?.status == status { answered += 1 }
+                if c.readSizedResponse(timeout: 5)?.status == status { answered += 1 }
             }
             print("\(status) then half-close: answered \(answered) of 10 times")
             #expect(answered == 10, "\(status): the error was dropped \(10 - answered) of 10 times")
         }
         // A well-formed request followed by a half-close is served as before; a partial one just closes.
-        let whole = try ClientSocket(port: server.port)
+        let whole = try RawConnection(port: server.port)
         whole.send("GET /api/tracks HTTP/1.1\r\nHost: x\r\n\r\n")
         whole.halfClose()
-        #expect(whole.readResponse()?.status == 200)
-        let partial = try ClientSocket(port: server.port)
+        #expect(whole.readSizedResponse()?.status == 200)
+        let partial = try RawConnection(port: server.port)
         partial.send("GET /api/tracks HTTP/1.1\r\nHo")
         partial.halfClose()
         let (bytes, end) = partial.readUntilEnd(quiet: 3)
@@ -180,13 +181,13 @@ import Glibc
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let (server, _, _) = try Self.start(library, ["--head-timeout", "1", "--idle-timeout", "2"])
-        let idle = try ClientSocket(port: server.port)
+        let idle = try RawConnection(port: server.port)
         idle.send("GET /api/tracks HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(idle.readResponse()?.status == 200)
+        #expect(idle.readSizedResponse()?.status == 200)
         let started = Date()
         let partial = try Stuck.partialHead.open(port: server.port)
         let silent = try Stuck.silent.open(port: server.port)
-        let answer = partial.readResponse(timeout: 4)
+        let answer = partial.readSizedResponse(timeout: 4)
         #expect(answer?.status == 408, "a head not received in time gets 408")
         #expect(silent.readUntilEnd(quiet: 3).end == .eof, "a silent connection is closed")
         let headTook = Date().timeIntervalSince(started)
@@ -202,14 +203,14 @@ import Glibc
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let (server, _, _) = try Self.start(library)
-        let idle = try ClientSocket(port: server.port)
+        let idle = try RawConnection(port: server.port)
         idle.send("GET /api/tracks HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(idle.readResponse()?.status == 200)
+        #expect(idle.readSizedResponse()?.status == 200)
         let started = Date()
         let partial = try Stuck.partialHead.open(port: server.port)
         Thread.sleep(forTimeInterval: 8.5)
         #expect(partial.readUntilEnd(quiet: 0.1).end == .open, "open at 8.5 s")
-        #expect(partial.readResponse(timeout: 4)?.status == 408, "408 by 12.5 s")
+        #expect(partial.readSizedResponse(timeout: 4)?.status == 408, "408 by 12.5 s")
         Thread.sleep(forTimeInterval: max(0, 28 - Date().timeIntervalSince(started)))
         #expect(idle.readUntilEnd(quiet: 0.1).end == .open, "idle connection open at 28 s")
         #expect(idle.readUntilEnd(quiet: 5).end == .eof, "closed by 33 s")
@@ -223,22 +224,22 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: library) }
         let (server, pid, baseline) = try Self.start(library)
         let body = String(repeating: "x", count: 64 * 1024)
-        var clients: [ClientSocket] = []
+        var clients: [RawConnection] = []
         for kind in Stuck.allCases {
             for _ in 0..<200 { clients.append(try kind.open(port: server.port)) }
         }
         for i in 0..<200 {
             // An error answer to a request whose body nobody reads (the lingering close).
-            let errored = try ClientSocket(port: server.port)
+            let errored = try RawConnection(port: server.port)
             errored.sendSome(Array("GET / HTTP/1.1\r\nHost: x\r\nNo-Colon\r\n\r\n\(body)".utf8))
             clients.append(errored)
             // A keep-alive client gone idle after one answer.
-            let idle = try ClientSocket(port: server.port)
+            let idle = try RawConnection(port: server.port)
             idle.send("GET /api/tracks HTTP/1.1\r\nHost: x\r\n\r\n")
-            _ = idle.readResponse()
+            _ = idle.readSizedResponse()
             clients.append(idle)
             // A reader that resets the connection in the middle of a file.
-            let reset = try ClientSocket(port: server.port, receiveBuffer: 4096)
+            let reset = try RawConnection(port: server.port, receiveBuffer: 4096)
             reset.send("GET \(Self.bigFile)\(i % 2 == 0 ? "" : "?kbps=512") HTTP/1.1\r\nHost: x\r\n\r\n")
             _ = reset.readUntilEnd(quiet: 0.01, limit: 0.05)
             reset.abort()
@@ -260,14 +261,14 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: library) }
         let (server, pid, baseline) = try Self.start(
             library, ["--write-timeout", "1", "--head-timeout", "1", "--idle-timeout", "1"])
-        var clients: [ClientSocket] = []
+        var clients: [RawConnection] = []
         for kind in Stuck.allCases {
             for _ in 0..<200 { clients.append(try kind.open(port: server.port)) }
         }
         for _ in 0..<200 {
-            let idle = try ClientSocket(port: server.port)
+            let idle = try RawConnection(port: server.port)
             idle.send("GET /api/tracks HTTP/1.1\r\nHost: x\r\n\r\n")
-            _ = idle.readResponse()
+            _ = idle.readSizedResponse()
             clients.append(idle)
         }
         // The clients stay connected; the write, head and idle timeouts must close every one.

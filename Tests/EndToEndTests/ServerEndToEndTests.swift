@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -49,8 +50,8 @@ import Glibc
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let server = try StreamdProcess(folder: library, extraArguments: ["--threads", "2", "--quiet"])
-        var sockets: [ClientSocket] = []
-        for _ in 0..<40 { sockets.append(try ClientSocket(port: server.port)) }
+        var sockets: [RawConnection] = []
+        for _ in 0..<40 { sockets.append(try RawConnection(port: server.port)) }
         var perLoop: [Int] = []
         for _ in 0..<100 {
             perLoop = try server.status()["connections_per_loop"] as? [Int] ?? []
@@ -182,7 +183,7 @@ import Glibc
         let one = "GET /media/pcm16.wav HTTP/1.1\r\nHost: x\r\nRange: bytes=0-3\r\n\r\n"
         let two = "HEAD /api/tracks HTTP/1.1\r\nHost: x\r\n\r\n"
         let three = "GET /media/pcm16.wav HTTP/1.1\r\nHost: x\r\nRange: bytes=8-11\r\nConnection: close\r\n\r\n"
-        try c.send(one + two + three)
+        try c.sendAll(one + two + three)
         #expect(try c.readResponse().body == Array("RIFF".utf8))
         #expect(try c.readResponse(head: true).status == 200)
         let last = try c.readResponse()
@@ -204,7 +205,7 @@ import Glibc
         ]
         for (text, status) in cases {
             let c = try RawConnection(port: server.port)
-            try c.send(text)
+            try c.sendAll(text)
             let response = try c.readResponse()
             #expect(response.status == status, "\(text.prefix(40).debugDescription)")
             #expect(response.header("Connection") == "close")
@@ -238,7 +239,7 @@ import Glibc
     }
 
     @Test func missingFolder_isAClearError() throws {
-        let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
+        let streamd = TestPaths.streamd
         let result = try runCommand(streamd, ["/nonexistent/music", "--port", "0"])
         #expect(result.status == 1)
         #expect(String(decoding: result.stderr, as: UTF8.self).contains("no such folder"))
@@ -248,7 +249,7 @@ import Glibc
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
         let first = try StreamdProcess(folder: library)
-        let streamd = TestPaths.binDir.appendingPathComponent("streamd").path
+        let streamd = TestPaths.streamd
         let result = try runCommand(streamd, [library.path, "--port", String(first.port), "--db", TestPaths.temporaryDatabase()])
         #expect(result.status == 1)
         #expect(String(decoding: result.stderr, as: UTF8.self).contains("address already in use"))

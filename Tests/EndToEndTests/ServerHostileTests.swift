@@ -1,26 +1,12 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// streamd under hostile and broken clients; it must keep serving everyone else.
 @Suite(.serialized) struct ServerHostileTests {
-    /// Opens a plain TCP connection without sending anything.
-    static func connectRaw(port: Int) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port)).bigEndian
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let ok = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
-        if !ok { close(fd) }
-        return ok ? fd : nil
-    }
-
     static func raiseFileLimit() {
         var limit = rlimit()
         getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
@@ -36,7 +22,7 @@ import Glibc
         var slow: [Int32] = []
         defer { slow.forEach { close($0) } }
         for _ in 0..<2000 {
-            guard let fd = Self.connectRaw(port: server.port) else { break }
+            guard let fd = (try? connectLoopback(port: server.port)) else { break }
             slow.append(fd)
         }
         #expect(slow.count == 2000)
@@ -76,12 +62,12 @@ import Glibc
         for i in 0..<50 {
             let c = try RawConnection(port: server.port)
             // A large body, abandoned after the first bytes: the server must just drop it.
-            try c.send("GET /media/pcm16.wav\(i % 2 == 0 ? "?kbps=256" : "") HTTP/1.1\r\nHost: x\r\n\r\n")
+            try c.sendAll("GET /media/pcm16.wav\(i % 2 == 0 ? "?kbps=256" : "") HTTP/1.1\r\nHost: x\r\n\r\n")
         }
         for garbage in [[UInt8](repeating: 0, count: 4096), (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31) },
                         Array("\u{16}\u{03}\u{01}\u{02}\u{00}\u{01}\u{00}\u{01}\u{fc}\u{03}\u{03}".utf8)] {
             let c = try RawConnection(port: server.port)
-            try c.send(garbage)
+            try c.sendAll(garbage)
             let response = try c.readResponse()
             #expect(response.status == 400)
             #expect(c.isClosedByPeer())

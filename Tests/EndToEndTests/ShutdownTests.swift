@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,10 +16,10 @@ import Glibc
         let pid = server.process.processIdentifier
 
         // A radio listener, reading; a download paced to 8 kbit/s (minutes to go), reading.
-        let listener = try ClientSocket(port: server.port)
+        let listener = try RawConnection(port: server.port)
         listener.send("GET /radio/main HTTP/1.1\r\nHost: x\r\n\r\n")
         _ = listener.readUntilEnd(quiet: 1, limit: 1)
-        let download = try ClientSocket(port: server.port)
+        let download = try RawConnection(port: server.port)
         download.send("GET /media/ch/a.mp3?kbps=8 HTTP/1.1\r\nHost: x\r\n\r\n")
         _ = download.readUntilEnd(quiet: 0.5, limit: 0.5)
         #expect(server.process.isRunning)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The WAV variants of real-world test collections, played by streamplay from streamd and
 /// compared with the samples the file holds: big-endian RIFX, 12-bit and 20-bit samples in wider

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The library page in a real headless Chromium (Tests/browser/check_page.py drives it): small
 /// HTML, the album grid with covers, search as you type within 300 ms, an album played in order

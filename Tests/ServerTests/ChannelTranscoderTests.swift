@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import StreamServer
 @testable import StreamRadio
 @testable import StreamHLS
@@ -66,8 +67,6 @@ import StreamShared
 
     /// A 16-bit stereo WAV of a 500 Hz tone with `rate` in its header (RIFF allows any rate).
     static func wav(rate: Int, frames: Int) -> [UInt8] {
-        func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
-        func le16(_ v: Int) -> [UInt8] { (0..<2).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
         var data: [UInt8] = []
         for i in 0..<frames {
             let sample = Int(8000 * sin(2 * Double.pi * 500 * Double(i) / Double(max(rate, 1))))
@@ -116,7 +115,7 @@ import StreamShared
         var settings = DecodeWorker.Settings()
         settings.executable = streamd
         settings.unitSeconds = unitSeconds
-        if let faults { settings.environment[DecodeWorker.faultVariable] = faults }
+        if let faults { settings.arguments += [DecodeWorker.faultOption, faults] }
         return settings
     }
 
@@ -176,7 +175,6 @@ import StreamShared
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         func le32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * UInt32($0))) } }
-        func le16(_ v: Int) -> [UInt8] { (0..<2).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
         let pattern: [Float] = [.nan, .infinity, -.infinity, 1e30, -1e30, 0.5, -0.25, .signalingNaN]
         let frames = 48_000
         var data: [UInt8] = []

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 import Testing
+import TestSupport
 @testable import StreamServer
 @testable import StreamRadio
 @testable import StreamHLS
@@ -15,29 +16,20 @@ import StreamShared
 @Suite struct IsolatedAnalyzerTests {
     /// The streamd binary SwiftPM built beside this test bundle.
     static var streamd: String? {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var url = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        while url.path != "/" {
-            let candidate = url.appendingPathComponent("streamd").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            url = url.deletingLastPathComponent()
-        }
+        let candidate = TestPaths.streamd
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         Issue.record("no streamd binary beside the tests: build with `swift build --build-tests`")
         return nil
     }
 
-    static var media: URL {
-        if let dir = ProcessInfo.processInfo.environment["STREAM_MEDIA_DIR"] { return URL(fileURLWithPath: dir) }
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("media/out")
-    }
+    static var media: URL { TestPaths.media }
 
     static func settings(_ streamd: String, faults: String? = nil, timeout: Double = 10, workers: Int = 2) -> IsolatedAnalyzer.Settings {
         var settings = IsolatedAnalyzer.Settings()
         settings.executable = streamd
         settings.timeoutSeconds = timeout
         settings.workers = workers
-        if let faults { settings.environment[AnalyzerWorker.faultVariable] = faults }
+        if let faults { settings.arguments += [AnalyzerWorker.faultOption, faults] }
         return settings
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,118 +10,6 @@ import Glibc
 @testable import StreamHLS
 @testable import StreamRadio
 @testable import StreamShared
-
-/// An upstream for a relay on loopback (IPv4 or IPv6): answers every connection with the same
-/// bytes, then closes it, and keeps the request heads it got.
-final class FakeUpstream: @unchecked Sendable {
-    // @unchecked: `heads` and `stopped` are guarded by `lock`; `fd` is closed once the thread ends.
-    let port: Int
-    private let fd: Int32
-    private let answer: [UInt8]
-    private let lock = NSLock()
-    private var heads: [String] = []
-    private var stopped = false
-    private let done = DispatchSemaphore(value: 0)
-
-    struct SetupError: Error {
-        var call: String
-    }
-
-    init(ipv6: Bool, answer: [UInt8]) throws {
-        self.answer = answer
-        (fd, port) = try Self.listening(ipv6: ipv6)
-        Thread.detachNewThread { [self] in
-            serve()
-            done.signal()
-        }
-    }
-
-    /// A socket listening on the loopback address, and its port.
-    private static func listening(ipv6: Bool) throws -> (Int32, Int) {
-        let fd = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SetupError(call: "socket") }
-        let bound: Int32
-        if ipv6 {
-            var address = sockaddr_in6()
-            address.sin6_family = sa_family_t(AF_INET6)
-            address.sin6_addr = in6addr_loopback
-            bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-            }
-        } else {
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-            bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-        }
-        guard bound == 0, listen(fd, 8) == 0 else {
-            close(fd)
-            throw SetupError(call: "bind/listen")
-        }
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        let port = withUnsafePointer(to: &storage) { pointer in
-            ipv6 ? pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
-                 : pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
-        }
-        return (fd, port)
-    }
-
-    /// The request heads received so far, one per connection.
-    var requests: [String] {
-        lock.lock()
-        defer { lock.unlock() }
-        return heads
-    }
-
-    private var isStopped: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return stopped
-    }
-
-    private func serve() {
-        while !isStopped {
-            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&entry, 1, 50) > 0 else { continue }
-            let client = accept(fd, nil, nil)
-            guard client >= 0 else { continue }
-            var head: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while head.count < 65_536, head.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
-                var wait = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
-                guard poll(&wait, 1, 2000) > 0 else { break }
-                let n = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
-                guard n > 0 else { break }
-                head += buffer[0..<n]
-            }
-            lock.lock()
-            heads.append(String(decoding: head, as: UTF8.self))
-            lock.unlock()
-            var sent = 0
-            while sent < answer.count {
-                let n = answer[sent...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                guard n > 0 else { break }
-                sent += n
-            }
-            shutdown(client, Int32(SHUT_WR))
-            close(client)
-        }
-    }
-
-    func stop() {
-        lock.lock()
-        stopped = true
-        lock.unlock()
-        done.wait()
-        close(fd)
-    }
-}
 
 /// streamd's relay against upstreams on loopback: what a good one sends comes through (audio,
 /// titles, over IPv6 too), and a hostile one is refused with a typed error, never a trap or an
@@ -145,7 +34,7 @@ final class FakeUpstream: @unchecked Sendable {
 
     @Test func ipv6LoopbackUpstream_icyAudioAndTitles() throws {
         let head = "ICY 200 OK\r\nicy-name: Six\r\nicy-metaint: 16\r\nContent-Type: audio/aacp\r\n\r\n"
-        let upstream = try FakeUpstream(ipv6: true, answer: Array(head.utf8) + Self.icyStream)
+        let upstream = try FakeHTTPServer(always: .init(bytes: Array(head.utf8) + Self.icyStream), ipv6: true)
         defer { upstream.stop() }
         let (relay, audio, titles) = try Self.read("http://[::1]:\(upstream.port)/radio/main")
         #expect(audio == Self.audio && titles == [Self.title])
@@ -164,7 +53,7 @@ final class FakeUpstream: @unchecked Sendable {
         }
         chunked += Array("0\r\n\r\n".utf8)
         let body = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nicy-metaint: 16\r\n\r\n"
-        let upstream = try FakeUpstream(ipv6: false, answer: Array(body.utf8) + chunked)
+        let upstream = try FakeHTTPServer(always: .init(bytes: Array(body.utf8) + chunked))
         defer { upstream.stop() }
         let (relay, audio, titles) = try Self.read("http://127.0.0.1:\(upstream.port)/")
         #expect(audio == Self.audio && titles == [Self.title])
@@ -172,7 +61,7 @@ final class FakeUpstream: @unchecked Sendable {
     }
 
     @Test func upstreamWithoutMetadata_isAllAudio() throws {
-        let upstream = try FakeUpstream(ipv6: false, answer: Array("HTTP/1.0 200 OK\r\n\r\n".utf8) + Self.audio)
+        let upstream = try FakeHTTPServer(always: .init(bytes: Array("HTTP/1.0 200 OK\r\n\r\n".utf8) + Self.audio))
         defer { upstream.stop() }
         let (_, audio, titles) = try Self.read("http://127.0.0.1:\(upstream.port)/")
         #expect(audio == Self.audio && titles.isEmpty)
@@ -192,7 +81,7 @@ final class FakeUpstream: @unchecked Sendable {
         ("HTTP/1.1 200 OK\r\nicy-name: cut", .closedBeforeHead),
     ])
     func hostileHead_isATypedError(answer: String, error: RelayError) throws {
-        let upstream = try FakeUpstream(ipv6: false, answer: Array(answer.utf8))
+        let upstream = try FakeHTTPServer(always: .init(bytes: Array(answer.utf8)))
         defer { upstream.stop() }
         #expect(throws: error) { try RelayUpstream(url: try HTTPURL("http://127.0.0.1:\(upstream.port)/")) }
     }
@@ -200,7 +89,7 @@ final class FakeUpstream: @unchecked Sendable {
     /// A head that never ends is refused at `HTTPResponseHead.maxHeadBytes`, not buffered on.
     @Test func endlessHead_isRefusedAtItsLimit() throws {
         let answer = Array("HTTP/1.1 200 OK\r\nX-Pad: ".utf8) + [UInt8](repeating: UInt8(ascii: "a"), count: 200_000)
-        let upstream = try FakeUpstream(ipv6: false, answer: answer)
+        let upstream = try FakeHTTPServer(always: .init(bytes: answer))
         defer { upstream.stop() }
         #expect(throws: RelayError.malformedHead(.headTooLarge)) { try RelayUpstream(url: try HTTPURL("http://127.0.0.1:\(upstream.port)/")) }
     }
@@ -210,7 +99,7 @@ final class FakeUpstream: @unchecked Sendable {
     @Test func oversizedBinaryMetadataBlock_breaksTheStream() throws {
         let binary = (0..<(255 * 16)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 1) }
         let stream = Array(Self.audio[0..<16]) + [0xFF] + binary + Self.audio
-        let upstream = try FakeUpstream(ipv6: true, answer: Array("ICY 200 OK\r\nicy-metaint: 16\r\n\r\n".utf8) + stream)
+        let upstream = try FakeHTTPServer(always: .init(bytes: Array("ICY 200 OK\r\nicy-metaint: 16\r\n\r\n".utf8) + stream), ipv6: true)
         defer { upstream.stop() }
         let relay = try RelayUpstream(url: try HTTPURL("http://[::1]:\(upstream.port)/"))
         var audio: [UInt8] = []
@@ -227,7 +116,7 @@ final class FakeUpstream: @unchecked Sendable {
     /// names the upstream and the problem, and the relay keeps reconnecting (without repeating it).
     @Test func hostileUpstream_isReportedOnce_andRetried() throws {
         let stream = Array(Self.audio[0..<16]) + [0x02] + Array("\u{1}not a title at all, just bytes!".utf8) + Self.audio
-        let upstream = try FakeUpstream(ipv6: true, answer: Array("ICY 200 OK\r\nicy-metaint: 16\r\n\r\n".utf8) + stream)
+        let upstream = try FakeHTTPServer(always: .init(bytes: Array("ICY 200 OK\r\nicy-metaint: 16\r\n\r\n".utf8) + stream), ipv6: true)
         defer { upstream.stop() }
         let warnings = Warnings()
         let service = RadioService(settings: RadioSettings()) { warnings.add($0) }

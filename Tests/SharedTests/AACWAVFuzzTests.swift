@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// How one fuzzed input ended. Anything else (a trap, a hang) fails the run outright.

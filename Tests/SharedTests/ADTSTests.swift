@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// One ADTS frame described field by field, so each test names the field it bends.
@@ -267,58 +268,12 @@ struct ADTSFrameSpec {
     }
 }
 
-/// The generated library (media/make-media.sh), for tests that check real files when present.
-enum AACWAVMedia {
-    static let variable = "STREAM_MEDIA_DIR"
-
-    static var directory: URL {
-        if let dir = ProcessInfo.processInfo.environment[variable] { return URL(fileURLWithPath: dir) }
-        // Tests/SharedTests/<file> → package root → media/out
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("media/out")
-    }
-
-    /// The file's bytes, or nil when it is absent. Absent is a failure only when
-    /// STREAM_MEDIA_DIR is set (the caller asked for the media); else the test is skipped.
-    static func load(_ name: String) throws -> [UInt8]? {
-        let url = directory.appendingPathComponent(name)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            if ProcessInfo.processInfo.environment[variable] != nil {
-                Issue.record("\(variable) is set but \(url.path) is missing: run media/make-media.sh")
-            }
-            return nil
-        }
-        return [UInt8](try Data(contentsOf: url))
-    }
-
-    /// `ffprobe -of default=nw=1` key/value output; nil when ffprobe cannot be run.
-    static func ffprobe(_ arguments: [String], file: String) -> [String: String]? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffprobe", "-v", "error"] + arguments
-            + ["-of", "default=nw=1", directory.appendingPathComponent(file).path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return nil }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return nil }
-        var result: [String: String] = [:]
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
-            let parts = line.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { result[String(parts[0])] = String(parts[1]) }
-        }
-        return result
-    }
-}
-
 @Suite struct ADTSMediaTests {
     /// Walks every frame of a generated ADTS file by frame length: they must tile the file
     /// exactly, and ffprobe (when installed) must count the same packets.
     @Test(arguments: [("adts.aac", 44_100, 2), ("adts-8k-mono.aac", 8_000, 1)])
     func generatedADTS_framesTileTheFile(name: String, sampleRate: Int, channels: Int) throws {
-        guard let bytes = try AACWAVMedia.load(name) else { return }
+        guard let bytes = try GeneratedMedia.load(name) else { return }
         let start = try #require(try ADTSSync.findFirstFrame(in: bytes[...], limit: 4096))
         #expect(start == 0, "ffmpeg's ADTS muxer writes no junk or tags")
         let first = try #require(try ADTSHeader.parse(bytes[start...]))
@@ -340,7 +295,7 @@ enum AACWAVMedia {
         print("\(name): \(frames) frames × 1024 / \(sampleRate) = \(seconds) s")
         // ffprobe's ADTS duration is a bit-rate estimate, so it is printed, not compared;
         // its packet count is exact.
-        guard let probe = AACWAVMedia.ffprobe(["-count_packets", "-select_streams", "a:0", "-show_entries",
+        guard let probe = GeneratedMedia.ffprobe(["-count_packets", "-select_streams", "a:0", "-show_entries",
                                                "stream=nb_read_packets,sample_rate,channels:format=duration"],
                                               file: name) else { return }
         print("ffprobe \(name): \(probe)")

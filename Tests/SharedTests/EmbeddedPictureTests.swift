@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// The cover picture read from ID3v2 APIC/PIC frames and MP4 `covr` items.
@@ -68,11 +69,11 @@ import Testing
     }
 
     static func covr(_ picture: [UInt8], type: Int = 13) -> [UInt8] {
-        M.box("covr", M.box("data", M.be32(type) + M.be32(0) + picture))
+        M.box("covr", M.box("data", be32(type) + be32(0) + picture))
     }
 
     static func mp4(moovChildren: [UInt8], moovFirst: Bool = true) -> [UInt8] {
-        let ftyp = M.box("ftyp", Array("M4A ".utf8) + M.be32(0) + Array("M4A mp42isom".utf8))
+        let ftyp = M.box("ftyp", Array("M4A ".utf8) + be32(0) + Array("M4A mp42isom".utf8))
         let moov = M.box("moov", moovChildren)
         let mdat = M.box("mdat", [UInt8](repeating: 0x21, count: 100))
         return moovFirst ? ftyp + moov + mdat : ftyp + mdat + moov
@@ -80,7 +81,7 @@ import Testing
 
     @Test func mp4_covrInUdtaMeta_moovAtTheEnd() throws {
         let picture = Self.jpeg(64)
-        let ilst = M.box("ilst", M.box("\u{A9}nam", M.box("data", M.be32(1) + M.be32(0) + Array("T".utf8))) + Self.covr(picture))
+        let ilst = M.box("ilst", M.box("\u{A9}nam", M.box("data", be32(1) + be32(0) + Array("T".utf8))) + Self.covr(picture))
         let meta = M.fullBox("meta", M.box("hdlr", [UInt8](repeating: 0, count: 25)) + ilst)
         let file = Self.mp4(moovChildren: M.box("mvhd", [UInt8](repeating: 0, count: 100)) + M.box("udta", meta), moovFirst: false)
         #expect(try EmbeddedPictureReader.picture(in: MemoryBytes(file)) == EmbeddedPicture(mimeType: "image/jpeg", data: picture))

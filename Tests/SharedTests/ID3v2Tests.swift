@@ -1,19 +1,10 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// Builds ID3v2 tags byte by byte, so each test shows exactly what it feeds the parser.
 enum ID3v2Bytes {
-    static func synchsafe(_ n: Int) -> [UInt8] {
-        [UInt8(n >> 21 & 0x7F), UInt8(n >> 14 & 0x7F), UInt8(n >> 7 & 0x7F), UInt8(n & 0x7F)]
-    }
-
-    static func be32(_ n: Int) -> [UInt8] {
-        [UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)]
-    }
-
-    static func be24(_ n: Int) -> [UInt8] { [UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] }
-
     /// A frame: 2.2 has 3-character ids and 24-bit sizes, 2.3 plain 32-bit sizes, 2.4 synchsafe
     /// ones (or plain when `plainSize`, as iTunes wrote them).
     static func frame(_ id: String, _ content: [UInt8], version: UInt8, formatFlags: UInt8 = 0,
@@ -248,7 +239,7 @@ enum ID3v2Bytes {
 
     @Test func v24_frameUnsynchronisationWithDataLengthIndicator() throws {
         let text: [UInt8] = [0, 0x41, 0xFF, 0x42, 0xFF]               // "AÿBÿ" before unsynchronisation
-        let content = B.synchsafe(text.count) + B.unsynchronise(text)
+        let content = synchsafe(text.count) + B.unsynchronise(text)
         let body = B.frame("TIT2", content, version: 4, formatFlags: 0x03)
             + B.frame("TPE1", B.latin1("Plain ÿ"), version: 4)         // not unsynchronised: left alone
         let tag = try ID3v2.parse(B.tag(version: 4, body: body)[...])
@@ -273,39 +264,39 @@ enum ID3v2Bytes {
     // MARK: Extended header, footer, padding
 
     @Test func v23_extendedHeader_sizeExcludesItself() throws {
-        let extended = B.be32(6) + [0, 0] + B.be32(0)                  // flags, padding size
+        let extended = be32(6) + [0, 0] + be32(0)                  // flags, padding size
         let body = extended + B.frame("TIT2", B.latin1("X"), version: 3)
         #expect(try ID3v2.parse(B.tag(version: 3, flags: 0x40, body: body)[...]).tags.title == "X")
     }
 
     @Test func v23_extendedHeaderWithCRC() throws {
-        let extended = B.be32(10) + [0x80, 0] + B.be32(0) + [0xDE, 0xAD, 0xBE, 0xEF]
+        let extended = be32(10) + [0x80, 0] + be32(0) + [0xDE, 0xAD, 0xBE, 0xEF]
         let body = extended + B.frame("TIT2", B.latin1("CRC"), version: 3)
         #expect(try ID3v2.parse(B.tag(version: 3, flags: 0x40, body: body)[...]).tags.title == "CRC")
     }
 
     @Test func v23_extendedHeaderUnderTagUnsynchronisation() throws {
         // The 2.3 extended header is part of the unsynchronised body; its CRC may hold 0xFF.
-        let extended = B.be32(10) + [0x80, 0] + B.be32(0) + [0xFF, 0xFF, 0x00, 0xFF]
+        let extended = be32(10) + [0x80, 0] + be32(0) + [0xFF, 0xFF, 0x00, 0xFF]
         let stored = B.unsynchronise(extended + B.frame("TIT2", B.latin1("U"), version: 3))
         #expect(try ID3v2.parse(B.tag(version: 3, flags: 0xC0, body: stored)[...]).tags.title == "U")
     }
 
     @Test func v23_extendedHeaderOverrunningTheTag_throwsInvalid() {
-        let body = B.be32(5000) + [0, 0] + B.frame("TIT2", B.latin1("X"), version: 3)
+        let body = be32(5000) + [0, 0] + B.frame("TIT2", B.latin1("X"), version: 3)
         let error = #expect(throws: FormatError.self) { try ID3v2.parse(B.tag(version: 3, flags: 0x40, body: body)[...]) }
         #expect(Self.isInvalid(error))
     }
 
     @Test func v24_extendedHeader_synchsafeSizeIncludesItself() throws {
         // Size 12: the size field, one flag byte count, flags (CRC present), CRC length 5, 5 CRC bytes.
-        let extended = B.synchsafe(12) + [1, 0x20, 5, 0x01, 0x02, 0x03, 0x04, 0x05]
+        let extended = synchsafe(12) + [1, 0x20, 5, 0x01, 0x02, 0x03, 0x04, 0x05]
         let body = extended + B.frame("TIT2", B.latin1("Y"), version: 4)
         #expect(try ID3v2.parse(B.tag(version: 4, flags: 0x40, body: body)[...]).tags.title == "Y")
     }
 
     @Test func v24_extendedHeaderWithImpossibleSize_throwsInvalid() {
-        for size: [UInt8] in [B.synchsafe(5), [0, 0, 0x80, 6], B.synchsafe(4000)] {
+        for size: [UInt8] in [synchsafe(5), [0, 0, 0x80, 6], synchsafe(4000)] {
             let body = size + [1, 0] + B.frame("TIT2", B.latin1("Y"), version: 4)
             let error = #expect(throws: FormatError.self) { try ID3v2.parse(B.tag(version: 4, flags: 0x40, body: body)[...]) }
             #expect(Self.isInvalid(error), "size bytes \(size)")
@@ -349,8 +340,8 @@ enum ID3v2Bytes {
     @Test func compressedAndEncryptedFrames_areSkipped() throws {
         // 2.3 flags: 0x80 compression (a 4-byte size in front), 0x40 encryption; 2.4: 0x08
         // compression (with 0x01, the data length indicator), 0x04 encryption.
-        for (version, compressed, encrypted, size) in [(UInt8(3), UInt8(0x80), UInt8(0x40), B.be32(100)),
-                                                       (4, 0x09, 0x04, B.synchsafe(100))] {
+        for (version, compressed, encrypted, size) in [(UInt8(3), UInt8(0x80), UInt8(0x40), be32(100)),
+                                                       (4, 0x09, 0x04, synchsafe(100))] {
             let body = B.frame("TIT2", size + [0x78, 0x9C, 0x01, 0x02], version: version, formatFlags: compressed)
                 + B.frame("TPE1", [0x01] + B.latin1("Secret"), version: version, formatFlags: encrypted)
                 + B.frame("TALB", B.latin1("Kept"), version: version)
@@ -363,7 +354,7 @@ enum ID3v2Bytes {
         let v23 = B.frame("TIT2", [0x07] + B.latin1("Grouped"), version: 3, formatFlags: 0x20)
         #expect(try ID3v2.parse(B.tag(version: 3, body: v23)[...]).tags.title == "Grouped")
         // 2.4: group byte first, then the data length indicator.
-        let v24 = B.frame("TIT2", [0x07] + B.synchsafe(8) + B.latin1("Grouped"), version: 4, formatFlags: 0x41)
+        let v24 = B.frame("TIT2", [0x07] + synchsafe(8) + B.latin1("Grouped"), version: 4, formatFlags: 0x41)
         #expect(try ID3v2.parse(B.tag(version: 4, body: v24)[...]).tags.title == "Grouped")
     }
 
@@ -512,7 +503,7 @@ enum ID3v2Bytes {
 
 /// The generated library's files (loaded as `AACWAVMedia` does) and the tags make-media.sh writes.
 enum TagMediaFiles {
-    static func load(_ name: String) throws -> [UInt8]? { try AACWAVMedia.load(name) }
+    static func load(_ name: String) throws -> [UInt8]? { try GeneratedMedia.load(name) }
 
     static let artist = "streamd test band"
     static let album = "Generated Library"

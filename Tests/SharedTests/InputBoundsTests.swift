@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// Values from a file that would overflow a conversion or claim an absurd length: each is a
@@ -33,7 +34,7 @@ import Testing
         fixture.movieTimescale = timescale
         let moof = F.moof(trafs: [F.tfhd(trackID: 2, defaultDuration: duration, defaultSize: size, baseIsMoof: true)
                                   + F.tfdt(0) + F.trun(.init(count: count))])
-        return B.box("ftyp", Array("M4A ".utf8) + B.be32(0)) + fixture.moov() + moof
+        return B.box("ftyp", Array("M4A ".utf8) + be32(0)) + fixture.moov() + moof
             + B.box("mdat", [UInt8](repeating: 0x21, count: mdat))
     }
 
@@ -83,7 +84,7 @@ import Testing
         fixture.edits = [(duration: 5, mediaTime: 1 << 62)]
         let moov = fixture.moov()
         #expect(Self.outOfRangeField { try MP4Movie.parse(moov: moov[...]) } == "elst.media_time")
-        let file = B.box("ftyp", Array("M4A ".utf8) + B.be32(0)) + moov + B.box("mdat", [UInt8](repeating: 0, count: 2000))
+        let file = B.box("ftyp", Array("M4A ".utf8) + be32(0)) + moov + B.box("mdat", [UInt8](repeating: 0, count: 2000))
         #expect(Self.outOfRangeField { try TrackAnalyzer.analyze(MemoryBytes(file)) } == "elst.media_time")
     }
 
@@ -123,7 +124,7 @@ import Testing
         fixture.edits = []
         var moov = fixture.moov()
         // An mehd of 2^62 movie ticks inside mvex (version 1: 64-bit), sizes fixed up.
-        let mehd = B.fullBox("mehd", version: 1, B.be64(1 << 62))
+        let mehd = B.fullBox("mehd", version: 1, be64(1 << 62))
         let mvexAt = try #require(Self.find("mvex", in: moov))
         moov.insert(contentsOf: mehd, at: mvexAt + 8)
         Self.grow(&moov, at: mvexAt, by: mehd.count)
@@ -139,14 +140,14 @@ import Testing
         var moov = fixture.moov()
         let stszAt = try #require(Self.find("stsz", in: moov))
         // stsz body: version/flags, sample_size, sample_count, then the table (left in place: unread).
-        moov.replaceSubrange((stszAt + 12)..<(stszAt + 20), with: B.be32(1) + B.be32(0xFFFF_FFFF))
-        let file = B.box("ftyp", Array("M4A ".utf8) + B.be32(0)) + moov + B.box("mdat", [UInt8](repeating: 0, count: 2000))
+        moov.replaceSubrange((stszAt + 12)..<(stszAt + 20), with: be32(1) + be32(0xFFFF_FFFF))
+        let file = B.box("ftyp", Array("M4A ".utf8) + be32(0)) + moov + B.box("mdat", [UInt8](repeating: 0, count: 2000))
         #expect(Self.outOfRangeField { try TrackAnalyzer.analyze(MemoryBytes(file)) } == "stsz.sample_count")
     }
 
     @Test func topLevelScan_hugeBoxInAStreamOfUnknownLength_throws() {
         // A 64-bit size of Int.max after the ftyp: offset + size overflowed when no file size bounded it.
-        let bytes = B.box("ftyp", Array("M4A ".utf8) + B.be32(0)) + B.be32(1) + B.fourCC("mdat") + B.be64(Int.max)
+        let bytes = B.box("ftyp", Array("M4A ".utf8) + be32(0)) + be32(1) + B.fourCC("mdat") + be64(Int.max)
         #expect(Self.outOfRangeField { try MP4TopLevel.scan(prefix: bytes[...], fileSize: nil) } == "mdat.size")
     }
 
@@ -160,7 +161,7 @@ import Testing
     /// Adds `n` to the 32-bit size of the box at `offset`.
     static func grow(_ bytes: inout [UInt8], at offset: Int, by n: Int) {
         let size = bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) }
-        bytes.replaceSubrange(offset..<(offset + 4), with: B.be32(size + n))
+        bytes.replaceSubrange(offset..<(offset + 4), with: be32(size + n))
     }
 
     // MARK: MP3
@@ -213,8 +214,8 @@ import Testing
 
     /// RF64, 16-bit stereo at 44.1 kHz, 1000 bytes of samples, with `dataSize` in its ds64 chunk.
     static func rf64(dataSize: UInt64) -> [UInt8] {
-        let size = WAVBuilder.le32(Int(dataSize & 0xFFFF_FFFF)) + WAVBuilder.le32(Int(dataSize >> 32))
-        let ds64 = WAVBuilder.chunk("ds64", WAVBuilder.le64(0) + size + WAVBuilder.le64(0) + WAVBuilder.le32(0))
+        let size = le32(Int(dataSize & 0xFFFF_FFFF)) + le32(Int(dataSize >> 32))
+        let ds64 = WAVBuilder.chunk("ds64", le64(0) + size + le64(0) + le32(0))
         return WAVBuilder.file(ds64 + WAVBuilder.fmt(), dataBytes: 1000, dataSizeField: 0xFFFF_FFFF,
                                riffSizeField: 0xFFFF_FFFF, riff: "RF64")
     }

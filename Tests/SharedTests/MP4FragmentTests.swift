@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// Builds moof boxes for tests: each trun field is written only when its flag is set.
@@ -26,15 +27,15 @@ enum FragmentBuilder {
         if run.flags != nil { flags |= 0x400 }
         if run.compositionOffsets != nil { flags |= 0x800 }
         let count = run.count ?? run.durations?.count ?? run.sizes?.count ?? 0
-        var body = B.be32(count)
-        if let offset = run.dataOffset { body += B.be32(Int(UInt32(bitPattern: Int32(offset)))) }
-        if let first = run.firstSampleFlags { body += B.be32(first) }
+        var body = be32(count)
+        if let offset = run.dataOffset { body += be32(Int(UInt32(bitPattern: Int32(offset)))) }
+        if let first = run.firstSampleFlags { body += be32(first) }
         let perSample = run.durations != nil || run.sizes != nil || run.flags != nil || run.compositionOffsets != nil
         for i in 0..<(perSample ? count : 0) {
-            if let d = run.durations { body += B.be32(d[i]) }
-            if let s = run.sizes { body += B.be32(s[i]) }
-            if let f = run.flags { body += B.be32(f[i]) }
-            if let c = run.compositionOffsets { body += B.be32(c[i]) }
+            if let d = run.durations { body += be32(d[i]) }
+            if let s = run.sizes { body += be32(s[i]) }
+            if let f = run.flags { body += be32(f[i]) }
+            if let c = run.compositionOffsets { body += be32(c[i]) }
         }
         return B.fullBox("trun", flags: flags, body)
     }
@@ -43,21 +44,21 @@ enum FragmentBuilder {
     static func tfhd(trackID: Int, baseDataOffset: Int? = nil, descriptionIndex: Int? = nil, defaultDuration: Int? = nil,
                      defaultSize: Int? = nil, defaultFlags: Int? = nil, baseIsMoof: Bool = false) -> [UInt8] {
         var flags = baseIsMoof ? 0x020000 : 0
-        var body = B.be32(trackID)
-        if let v = baseDataOffset { flags |= 0x1; body += B.be64(v) }
-        if let v = descriptionIndex { flags |= 0x2; body += B.be32(v) }
-        if let v = defaultDuration { flags |= 0x8; body += B.be32(v) }
-        if let v = defaultSize { flags |= 0x10; body += B.be32(v) }
-        if let v = defaultFlags { flags |= 0x20; body += B.be32(v) }
+        var body = be32(trackID)
+        if let v = baseDataOffset { flags |= 0x1; body += be64(v) }
+        if let v = descriptionIndex { flags |= 0x2; body += be32(v) }
+        if let v = defaultDuration { flags |= 0x8; body += be32(v) }
+        if let v = defaultSize { flags |= 0x10; body += be32(v) }
+        if let v = defaultFlags { flags |= 0x20; body += be32(v) }
         return B.fullBox("tfhd", flags: flags, body)
     }
 
     static func tfdt(_ time: Int, version: UInt8 = 1) -> [UInt8] {
-        B.fullBox("tfdt", version: version, version == 1 ? B.be64(time) : B.be32(time))
+        B.fullBox("tfdt", version: version, version == 1 ? be64(time) : be32(time))
     }
 
     static func moof(sequence: Int = 1, trafs: [[UInt8]]) -> [UInt8] {
-        B.box("moof", B.fullBox("mfhd", B.be32(sequence)) + trafs.flatMap { B.box("traf", $0) })
+        B.box("moof", B.fullBox("mfhd", be32(sequence)) + trafs.flatMap { B.box("traf", $0) })
     }
 }
 
@@ -119,7 +120,7 @@ enum FragmentBuilder {
 
     @Test func trunCountBeyondItsBox_throwsInvalid() {
         var trun = F.trun(.init(durations: [1, 2], sizes: [3, 4]))
-        trun.replaceSubrange(12..<16, with: B.be32(0x00FF_FFFF))
+        trun.replaceSubrange(12..<16, with: be32(0x00FF_FFFF))
         let moof = F.moof(trafs: [F.tfhd(trackID: 1, baseIsMoof: true) + trun])
         #expect(throws: FormatError.self) { try MP4Fragment.parse(moof: moof[...], at: 0, trackID: 1, defaults: nil) }
     }
@@ -180,7 +181,7 @@ enum FragmentBuilder {
         var moov = fixture.moov()
         // Add an mehd (version 1) to the fixture's mvex.
         let mvexAt = try #require(moov.firstRange(of: Array("mvex".utf8))).lowerBound - 4
-        let mehd = B.fullBox("mehd", version: 1, B.be64(123_456))
+        let mehd = B.fullBox("mehd", version: 1, be64(123_456))
         moov.insert(contentsOf: mehd, at: mvexAt + 8)
         MP4Tests.fixSize(of: "mvex", in: &moov, delta: mehd.count)
         MP4Tests.fixSize(of: "moov", in: &moov, delta: mehd.count)
@@ -194,10 +195,10 @@ enum FragmentBuilder {
     // MARK: mfra / tfra
 
     static func tfra(version: UInt8, trackID: Int, entries: [(Int, Int)], lengthSizes: (Int, Int, Int) = (0, 0, 0)) -> [UInt8] {
-        var body = B.be32(trackID) + B.be32(lengthSizes.0 << 4 | lengthSizes.1 << 2 | lengthSizes.2) + B.be32(entries.count)
+        var body = be32(trackID) + be32(lengthSizes.0 << 4 | lengthSizes.1 << 2 | lengthSizes.2) + be32(entries.count)
         let extra = lengthSizes.0 + lengthSizes.1 + lengthSizes.2 + 3
         for (time, offset) in entries {
-            body += version == 1 ? B.be64(time) + B.be64(offset) : B.be32(time) + B.be32(offset)
+            body += version == 1 ? be64(time) + be64(offset) : be32(time) + be32(offset)
             body += [UInt8](repeating: 1, count: extra)
         }
         return B.fullBox("tfra", version: version, body)
@@ -205,7 +206,7 @@ enum FragmentBuilder {
 
     static func mfra(_ children: [UInt8]) -> [UInt8] {
         let size = 8 + children.count + 16
-        return B.box("mfra", children + B.fullBox("mfro", B.be32(size)))
+        return B.box("mfra", children + B.fullBox("mfro", be32(size)))
     }
 
     @Test(arguments: [UInt8(0), 1])
@@ -225,7 +226,7 @@ enum FragmentBuilder {
 
     @Test func tfra_lyingCountAndTimesOutOfOrder_throw() {
         var lying = Self.mfra(Self.tfra(version: 0, trackID: 1, entries: [(0, 1)]))
-        lying.replaceSubrange(28..<32, with: B.be32(0x7FFF_FFFF))       // number_of_entry
+        lying.replaceSubrange(28..<32, with: be32(0x7FFF_FFFF))       // number_of_entry
         #expect(throws: FormatError.self) { try MP4RandomAccess.parse(mfra: lying[...], trackID: 1) }
         let backwards = Self.mfra(Self.tfra(version: 0, trackID: 1, entries: [(500, 1), (100, 2)]))
         #expect(throws: FormatError.self) { try MP4RandomAccess.parse(mfra: backwards[...], trackID: 1) }
@@ -233,7 +234,7 @@ enum FragmentBuilder {
 
     @Test func mfro_notThere_givesNil() {
         #expect(MP4RandomAccess.mfraSize(fromLast16: [UInt8](repeating: 0, count: 16)[...]) == nil)
-        #expect(MP4RandomAccess.mfraSize(fromLast16: B.fullBox("mfro", B.be32(8))[...]) == nil)   // smaller than itself
+        #expect(MP4RandomAccess.mfraSize(fromLast16: B.fullBox("mfro", be32(8))[...]) == nil)   // smaller than itself
         #expect(MP4RandomAccess.mfraSize(fromLast16: [1, 2, 3][...]) == nil)
     }
 
@@ -242,7 +243,7 @@ enum FragmentBuilder {
     /// The fragmented file of the media library: every moof parses, the fragments add up to
     /// the analyzer's totals, and its mfra table points at the same moofs as the seek index.
     @Test func generatedFragmentedM4A_fragmentsAndMfraAgree() throws {
-        guard let file = try MP4MediaFile.load("fragmented.m4a") else { return }
+        guard let file = try GeneratedMedia.load("fragmented.m4a") else { return }
         let (layout, _) = try MP4TopLevel.scan(prefix: file[...], fileSize: file.count)
         #expect(layout.isFragmented)
         let moovRange = try #require(layout.moovRange)
@@ -313,7 +314,7 @@ enum FragmentBuilder {
     }
 
     @Test func generatedMoof_seededMutations() throws {
-        guard let file = try MP4MediaFile.load("fragmented.m4a") else { return }
+        guard let file = try GeneratedMedia.load("fragmented.m4a") else { return }
         let (layout, _) = try MP4TopLevel.scan(prefix: file[...], fileSize: file.count)
         let moof = try #require(layout.boxes.first { $0.type == "moof" })
         let bytes = Array(file[moof.offset..<(moof.offset + (moof.size ?? 0))])

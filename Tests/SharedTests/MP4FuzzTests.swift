@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// Hostile-input checks for the MP4 parser: every outcome is a value or a `FormatError`,
@@ -17,13 +18,13 @@ import Testing
 
     /// A small whole file: ftyp, moov, mdat.
     static var builtFile: [UInt8] {
-        MP4Builder.box("ftyp", Array("M4A ".utf8) + MP4Builder.be32(0) + Array("isomM4A ".utf8)) + builtMoov
+        MP4Builder.box("ftyp", Array("M4A ".utf8) + be32(0) + Array("isomM4A ".utf8)) + builtMoov
             + MP4Builder.box("mdat", [UInt8](repeating: 0x21, count: 256))
     }
 
     /// The moov of the generated track.m4a, when media/make-media.sh has been run.
     static func generatedMoov() throws -> [UInt8]? {
-        guard let file = try MP4MediaFile.load("track.m4a") else { return nil }
+        guard let file = try GeneratedMedia.load("track.m4a") else { return nil }
         let (layout, _) = try MP4TopLevel.scan(prefix: file[...], fileSize: file.count)
         guard let range = layout.moovRange else {
             Issue.record("track.m4a has no moov")

@@ -1,12 +1,10 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// Byte-level helpers for building MP4 boxes in tests.
 enum MP4Builder {
-    static func be16(_ v: Int) -> [UInt8] { [UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
-    static func be32(_ v: Int) -> [UInt8] { [UInt8(v >> 24 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
-    static func be64(_ v: Int) -> [UInt8] { be32(v >> 32) + be32(v & 0xFFFF_FFFF) }
     /// Box types are bytes: "\u{A9}nam" must become A9 6E 61 6D.
     static func fourCC(_ s: String) -> [UInt8] { s.unicodeScalars.map { UInt8(truncatingIfNeeded: $0.value) } }
 
@@ -133,15 +131,15 @@ struct MP4Fixture {
     }
 
     private func count(_ type: String, _ n: Int) -> [UInt8] {
-        lyingCount == type ? MP4Builder.be32(0xFFFF_FFFF) : MP4Builder.be32(n)
+        lyingCount == type ? be32(0xFFFF_FFFF) : be32(n)
     }
 
     func stbl() -> [UInt8] {
         typealias B = MP4Builder
         let runs = stts ?? [(sizes.count, 1024)]
-        let sttsBox = B.fullBox("stts", count("stts", runs.count) + runs.flatMap { B.be32($0.count) + B.be32($0.delta) })
+        let sttsBox = B.fullBox("stts", count("stts", runs.count) + runs.flatMap { be32($0.count) + be32($0.delta) })
         let stscBox = B.fullBox("stsc", count("stsc", stscEntries.count)
-                                + stscEntries.flatMap { B.be32($0.firstChunk) + B.be32($0.samplesPerChunk) + B.be32(1) })
+                                + stscEntries.flatMap { be32($0.firstChunk) + be32($0.samplesPerChunk) + be32(1) })
         var sizeBox: [UInt8]
         if let field = compactFieldSize {
             var packed: [UInt8] = []
@@ -152,17 +150,17 @@ struct MP4Fixture {
                     packed.append(UInt8(sizes[pair] << 4 | low))
                 }
             case 8: packed = sizes.map { UInt8($0) }
-            default: packed = sizes.flatMap(B.be16)
+            default: packed = sizes.flatMap(be16)
             }
             sizeBox = B.fullBox("stz2", [0, 0, 0, UInt8(field)] + count("stz2", sizes.count) + packed)
         } else {
-            sizeBox = B.fullBox("stsz", B.be32(0) + count("stsz", sizes.count) + sizes.flatMap(B.be32))
+            sizeBox = B.fullBox("stsz", be32(0) + count("stsz", sizes.count) + sizes.flatMap(be32))
         }
         let offsets = chunkOffsets
         let chunkBox = wideOffsets
-            ? B.fullBox("co64", count("co64", offsets.count) + offsets.flatMap(B.be64))
-            : B.fullBox("stco", count("stco", offsets.count) + offsets.flatMap(B.be32))
-        let stsd = B.fullBox("stsd", version: stsdVersion, B.be32(1) + (sampleEntry ?? B.mp4a()))
+            ? B.fullBox("co64", count("co64", offsets.count) + offsets.flatMap(be64))
+            : B.fullBox("stco", count("stco", offsets.count) + offsets.flatMap(be32))
+        let stsd = B.fullBox("stsd", version: stsdVersion, be32(1) + (sampleEntry ?? B.mp4a()))
         return B.box("stbl", stsd + sttsBox + stscBox + sizeBox + chunkBox)
     }
 
@@ -171,28 +169,28 @@ struct MP4Fixture {
         let totalTicks = (stts ?? [(sizes.count, 1024)]).reduce(0) { $0 &+ $1.count &* $1.delta }  // may wrap: some fixtures lie
         let duration = mdhdDuration ?? totalTicks
         let mdhd = mdhdVersion == 1
-            ? B.fullBox("mdhd", version: 1, B.be64(0) + B.be64(0) + B.be32(timescale) + B.be64(duration) + [0x55, 0xC4, 0, 0])
-            : B.fullBox("mdhd", B.be32(0) + B.be32(0) + B.be32(timescale) + B.be32(duration) + [0x55, 0xC4, 0, 0])
+            ? B.fullBox("mdhd", version: 1, be64(0) + be64(0) + be32(timescale) + be64(duration) + [0x55, 0xC4, 0, 0])
+            : B.fullBox("mdhd", be32(0) + be32(0) + be32(timescale) + be32(duration) + [0x55, 0xC4, 0, 0])
         let mdia = B.box("mdia", mdhd + B.hdlr("soun") + B.box("minf", stbl()))
-        var trak = B.box("tkhd", [0, 0, 0, 7] + B.be32(0) + B.be32(0) + B.be32(2) + [UInt8](repeating: 0, count: 68))
+        var trak = B.box("tkhd", [0, 0, 0, 7] + be32(0) + be32(0) + be32(2) + [UInt8](repeating: 0, count: 68))
         if !edits.isEmpty {
             let entries = edits.flatMap { edit in
-                elstVersion == 1 ? B.be64(edit.duration) + B.be64(edit.mediaTime) + B.be32(0x0001_0000)
-                    : B.be32(edit.duration) + B.be32(edit.mediaTime) + B.be32(0x0001_0000)
+                elstVersion == 1 ? be64(edit.duration) + be64(edit.mediaTime) + be32(0x0001_0000)
+                    : be32(edit.duration) + be32(edit.mediaTime) + be32(0x0001_0000)
             }
             trak += B.box("edts", B.fullBox("elst", version: elstVersion, count("elst", edits.count) + entries))
         }
         trak += mdia
-        var body = B.fullBox("mvhd", B.be32(0) + B.be32(0) + B.be32(movieTimescale) + B.be32(totalTicks)
+        var body = B.fullBox("mvhd", be32(0) + be32(0) + be32(movieTimescale) + be32(totalTicks)
                              + [UInt8](repeating: 0, count: 80))
         if video {
-            let vmdhd = B.fullBox("mdhd", B.be32(0) + B.be32(0) + B.be32(90_000) + B.be32(90_000) + [0, 0, 0, 0])
-            let vstbl = B.box("stbl", B.fullBox("stsd", B.be32(1) + B.box("avc1", [UInt8](repeating: 0, count: 78))))
-            body += B.box("trak", B.box("tkhd", [0, 0, 0, 7] + B.be32(0) + B.be32(0) + B.be32(1) + [UInt8](repeating: 0, count: 68))
+            let vmdhd = B.fullBox("mdhd", be32(0) + be32(0) + be32(90_000) + be32(90_000) + [0, 0, 0, 0])
+            let vstbl = B.box("stbl", B.fullBox("stsd", be32(1) + B.box("avc1", [UInt8](repeating: 0, count: 78))))
+            body += B.box("trak", B.box("tkhd", [0, 0, 0, 7] + be32(0) + be32(0) + be32(1) + [UInt8](repeating: 0, count: 68))
                           + B.box("mdia", vmdhd + B.hdlr("vide") + B.box("minf", vstbl)))
         }
         body += B.box("trak", trak)
-        if mvex { body += B.box("mvex", B.fullBox("trex", B.be32(2) + B.be32(1) + B.be32(0) + B.be32(0) + B.be32(0))) }
+        if mvex { body += B.box("mvex", B.fullBox("trex", be32(2) + be32(1) + be32(0) + be32(0) + be32(0))) }
         if tags || smpb != nil || !freeform.isEmpty {
             var ilst: [UInt8] = []
             if tags {
@@ -239,12 +237,12 @@ struct MP4Fixture {
         var moov = fixture.moov()
         // Insert a 64-bit-size free box as moov's first child, then fix moov's size.
         moov.insert(contentsOf: B.box64("free", [1, 2, 3, 4]), at: 8)
-        moov.replaceSubrange(0..<4, with: B.be32(moov.count))
+        moov.replaceSubrange(0..<4, with: be32(moov.count))
         #expect(try MP4Movie.parse(moov: moov[...]).audio?.sampleCount == 10)
     }
 
     @Test func header_sizeZero_extendsToEndOfFile() throws {
-        let file = B.box("ftyp", Array("M4A ".utf8) + B.be32(0)) + B.be32(0) + Array("mdat".utf8) + [UInt8](repeating: 7, count: 100)
+        let file = B.box("ftyp", Array("M4A ".utf8) + be32(0)) + be32(0) + Array("mdat".utf8) + [UInt8](repeating: 7, count: 100)
         let header = try #require(try MP4BoxHeader.parse(file[...], at: 16))
         #expect(header.size == nil)
         let (layout, next) = try MP4TopLevel.scan(prefix: file[...], fileSize: file.count)
@@ -267,13 +265,13 @@ struct MP4Fixture {
     }
 
     @Test func header_sizeSmallerThanHeader_throws() {
-        #expect(throws: FormatError.self) { try MP4BoxHeader.parse((B.be32(4) + B.fourCC("free"))[...], at: 0) }
-        #expect(throws: FormatError.self) { try MP4BoxHeader.parse((B.be32(1) + B.fourCC("mdat") + B.be64(12))[...], at: 0) }
-        #expect(throws: FormatError.self) { try MP4BoxHeader.parse((B.be32(20) + B.fourCC("uuid") + [UInt8](repeating: 0, count: 16))[...], at: 0) }
+        #expect(throws: FormatError.self) { try MP4BoxHeader.parse((be32(4) + B.fourCC("free"))[...], at: 0) }
+        #expect(throws: FormatError.self) { try MP4BoxHeader.parse((be32(1) + B.fourCC("mdat") + be64(12))[...], at: 0) }
+        #expect(throws: FormatError.self) { try MP4BoxHeader.parse((be32(20) + B.fourCC("uuid") + [UInt8](repeating: 0, count: 16))[...], at: 0) }
     }
 
     @Test func header_64BitSizeBeyondIntMax_throws() {
-        let bytes = B.be32(1) + B.fourCC("mdat") + [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
+        let bytes = be32(1) + B.fourCC("mdat") + [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
         #expect(throws: FormatError.self) { try MP4BoxHeader.parse(bytes[...], at: 0) }
     }
 
@@ -332,7 +330,7 @@ struct MP4Fixture {
         var fixture = MP4Fixture()
         fixture.tags = false
         var bytes = fixture.moov()
-        let mdhd = B.fullBox("mdhd", B.be32(0) + B.be32(0) + B.be32(44_100) + B.be32(10_240) + [0x55, 0xC4, 0, 0])
+        let mdhd = B.fullBox("mdhd", be32(0) + be32(0) + be32(44_100) + be32(10_240) + [0x55, 0xC4, 0, 0])
         let range = try #require(bytes.firstRange(of: mdhd))
         bytes.replaceSubrange(range, with: B.fullBox("mdhd", version: 1, Array(mdhd[12...])))
         #expect {
@@ -417,9 +415,9 @@ struct MP4Fixture {
         fixture.chunkSamples = [6, 6]
         var bytes = fixture.moov()
         // Rewrite stsz as "every sample 3 bytes" (sample_size 3, no table).
-        let table = B.fullBox("stsz", B.be32(0) + B.be32(12) + fixture.sizes.flatMap(B.be32))
+        let table = B.fullBox("stsz", be32(0) + be32(12) + fixture.sizes.flatMap(be32))
         let range = try #require(bytes.firstRange(of: table))
-        bytes.replaceSubrange(range, with: B.fullBox("stsz", B.be32(3) + B.be32(12)))
+        bytes.replaceSubrange(range, with: B.fullBox("stsz", be32(3) + be32(12)))
         for parent in ["moov", "trak", "mdia", "minf", "stbl"] { Self.fixSize(of: parent, in: &bytes, delta: -48) }
         let track = try #require(try MP4Movie.parse(moov: bytes[...]).audio)
         #expect(track.sampleSizes == .constant(3))
@@ -463,7 +461,7 @@ struct MP4Fixture {
 
     @Test func stsc_firstChunkZero_throws() throws {
         var bytes = MP4Fixture().moov()
-        let stsc = B.fourCC("stsc") + [0, 0, 0, 0] + B.be32(2) + B.be32(1)
+        let stsc = B.fourCC("stsc") + [0, 0, 0, 0] + be32(2) + be32(1)
         let range = try #require(bytes.firstRange(of: stsc))
         bytes[range.upperBound - 1] = 0
         #expect(throws: FormatError.self) { try MP4Movie.parse(moov: bytes[...]) }
@@ -556,7 +554,7 @@ struct MP4Fixture {
         var bytes = fixture.moov()
         let udta = B.box("udta", B.fullBox("meta", B.hdlr("mdir") + ilst))
         bytes += udta
-        bytes.replaceSubrange(0..<4, with: B.be32(bytes.count))
+        bytes.replaceSubrange(0..<4, with: be32(bytes.count))
         let tags = try MP4Movie.parse(moov: bytes[...]).tags
         #expect(tags == TrackTags(title: "Zero", artist: "Bände", track: "3"))
     }
@@ -580,7 +578,7 @@ struct MP4Fixture {
     }
 
     @Test func noAudioTrack_givesNilAudio() throws {
-        let vmdhd = B.fullBox("mdhd", B.be32(0) + B.be32(0) + B.be32(90_000) + B.be32(90_000) + [0, 0, 0, 0])
+        let vmdhd = B.fullBox("mdhd", be32(0) + be32(0) + be32(90_000) + be32(90_000) + [0, 0, 0, 0])
         let moov = B.box("moov", B.fullBox("mvhd", [UInt8](repeating: 0, count: 96))
                          + B.box("trak", B.box("mdia", vmdhd + B.hdlr("vide"))))
         let movie = try MP4Movie.parse(moov: moov[...])
@@ -648,14 +646,14 @@ struct MP4Fixture {
         var fixture = MP4Fixture()
         fixture.mvex = true
         #expect(try MP4Movie.parse(moov: fixture.moov()[...]).isFragmented)
-        let file = B.box("ftyp", Array("iso6".utf8) + B.be32(0)) + fixture.moov()
+        let file = B.box("ftyp", Array("iso6".utf8) + be32(0)) + fixture.moov()
         #expect(try MP4TopLevel.scan(prefix: file[...], fileSize: file.count).0.isFragmented)
     }
 
     // MARK: Top-level layout
 
     @Test func topLevel_moovAfterMdat() throws {
-        let ftyp = B.box("ftyp", Array("M4A ".utf8) + B.be32(0) + Array("isomM4A ".utf8))
+        let ftyp = B.box("ftyp", Array("M4A ".utf8) + be32(0) + Array("isomM4A ".utf8))
         let mdat = B.box("mdat", [UInt8](repeating: 0, count: 5000))
         let moov = MP4Fixture().moov()
         let file = ftyp + mdat + moov
@@ -674,7 +672,7 @@ struct MP4Fixture {
     }
 
     @Test func topLevel_faststartWith64BitMdat() throws {
-        let ftyp = B.box("ftyp", Array("isom".utf8) + B.be32(0))
+        let ftyp = B.box("ftyp", Array("isom".utf8) + be32(0))
         let moov = MP4Fixture().moov()
         let mdat = B.box64("mdat", [UInt8](repeating: 1, count: 64))
         let file = ftyp + moov + mdat
@@ -686,19 +684,19 @@ struct MP4Fixture {
     }
 
     @Test func topLevel_unknownFileSize_asksForNextHeader() throws {
-        let file = B.box("ftyp", Array("M4A ".utf8) + B.be32(0)) + B.box("free", [1, 2])
+        let file = B.box("ftyp", Array("M4A ".utf8) + be32(0)) + B.box("free", [1, 2])
         let (layout, next) = try MP4TopLevel.scan(prefix: file[...], fileSize: nil)
         #expect(layout.boxes.count == 2)
         #expect(next == file.count)
     }
 
     @Test func topLevel_boxOverrunningFile_throws() {
-        let file = B.box("ftyp", Array("M4A ".utf8) + B.be32(0)) + B.be32(1000) + B.fourCC("mdat")
+        let file = B.box("ftyp", Array("M4A ".utf8) + be32(0)) + be32(1000) + B.fourCC("mdat")
         #expect(throws: FormatError.self) { try MP4TopLevel.scan(prefix: file[...], fileSize: file.count) }
     }
 
     @Test func topLevel_moofMarksFragmented() throws {
-        let file = B.box("ftyp", Array("iso6".utf8) + B.be32(0)) + B.box("moov", []) + B.box("moof", [])
+        let file = B.box("ftyp", Array("iso6".utf8) + be32(0)) + B.box("moov", []) + B.box("moof", [])
             + B.box("mdat", [1])
         let (layout, _) = try MP4TopLevel.scan(prefix: file[...], fileSize: file.count)
         #expect(layout.isFragmented)
@@ -708,7 +706,7 @@ struct MP4Fixture {
 
     /// track.m4a from media/make-media.sh: AAC-LC, 44.1 kHz stereo, title/artist/album tags.
     @Test func generatedTrackM4A_matchesFFprobe() throws {
-        guard let file = try MP4MediaFile.load("track.m4a") else { return }
+        guard let file = try GeneratedMedia.load("track.m4a") else { return }
         let (layout, _) = try MP4TopLevel.scan(prefix: file[...], fileSize: file.count)
         let moovRange = try #require(layout.moovRange)
         #expect(layout.majorBrand == "M4A ")
@@ -738,7 +736,7 @@ struct MP4Fixture {
         let gapless = try #require(movie.gapless)
         let trimmedTicks = track.totalTicks - gapless.encoderDelay - gapless.encoderPadding
         print("track.m4a: \(track.sampleCount) samples × 1024 / \(track.timescale) = \(untrimmed) s; stts total \(track.totalTicks) ticks; delay \(gapless.encoderDelay), padding \(gapless.encoderPadding); trimmed \(trimmedTicks) ticks")
-        guard let probe = MP4MediaFile.ffprobe(["-select_streams", "a:0", "-show_entries",
+        guard let probe = GeneratedMedia.ffprobe(["-select_streams", "a:0", "-show_entries",
                                                 "stream=channels,sample_rate,nb_frames,duration_ts,duration"], file: "track.m4a") else {
             return
         }
@@ -763,48 +761,7 @@ extension MP4Tests {
     static func fixSize(of type: String, in bytes: inout [UInt8], delta: Int) {
         guard let at = bytes.firstRange(of: B.fourCC(type))?.lowerBound, at >= 4 else { return }
         let size = bytes[(at - 4)..<at].reduce(0) { $0 << 8 | Int($1) }
-        bytes.replaceSubrange((at - 4)..<at, with: B.be32(size + delta))
+        bytes.replaceSubrange((at - 4)..<at, with: be32(size + delta))
     }
 }
 
-/// Finds the generated media (media/make-media.sh) for tests that use it when present.
-enum MP4MediaFile {
-    static var directory: URL {
-        if let dir = ProcessInfo.processInfo.environment["STREAM_MEDIA_DIR"] { return URL(fileURLWithPath: dir) }
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("media/out")
-    }
-
-    /// The file's bytes; nil when it is absent and STREAM_MEDIA_DIR is not set (media not
-    /// generated on this machine). With STREAM_MEDIA_DIR set, a missing file is a failure.
-    static func load(_ name: String) throws -> [UInt8]? {
-        let url = directory.appendingPathComponent(name)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            if ProcessInfo.processInfo.environment["STREAM_MEDIA_DIR"] != nil {
-                Issue.record("STREAM_MEDIA_DIR is set but \(url.path) is missing: run media/make-media.sh")
-            }
-            return nil
-        }
-        return [UInt8](try Data(contentsOf: url))
-    }
-
-    /// `ffprobe -of default=nw=1` output as key/value pairs; nil when ffprobe cannot be run.
-    static func ffprobe(_ arguments: [String], file: String) -> [String: String]? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffprobe", "-v", "error"] + arguments + ["-of", "default=nw=1", directory.appendingPathComponent(file).path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return nil }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return nil }
-        var result: [String: String] = [:]
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
-            let parts = line.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { result[String(parts[0])] = String(parts[1]) }
-        }
-        return result
-    }
-}

@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// Every truncation and 10,000 seeded mutations of MPEG streams end in a value or a thrown

@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import StreamShared
 
 @Suite struct ProbeTests {
@@ -12,8 +13,6 @@ import Testing
     }
 
     static func wavHeader(dataBytes: Int) -> [UInt8] {
-        func le32(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24 & 0xFF)] }
-        func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
         var b: [UInt8] = Array("RIFF".utf8) + le32(36 + dataBytes) + Array("WAVE".utf8)
         b += Array("fmt ".utf8) + le32(16) + le16(1) + le16(2) + le32(44_100) + le32(44_100 * 4) + le16(4) + le16(16)
         b += Array("data".utf8) + le32(dataBytes)

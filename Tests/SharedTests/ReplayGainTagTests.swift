@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// ReplayGain read from each tag format that carries it, with tags built byte by byte here.
@@ -71,7 +72,7 @@ import Testing
 
     @Test func ape_binaryItem_isSkipped_textAfterItIsRead() throws {
         // Flags 0b010: binary. Its bytes are not text, even when they look like a number.
-        let binary = T.le32(5) + T.le32(2) + Array("REPLAYGAIN_TRACK_GAIN".utf8) + [0] + Array("-1.00".utf8)
+        let binary = le32(5) + le32(2) + Array("REPLAYGAIN_TRACK_GAIN".utf8) + [0] + Array("-1.00".utf8)
         let ape = Self.ape([binary, T.apeItem("REPLAYGAIN_ALBUM_GAIN", "-2.00 dB")])
         let file = T.audio(100) + ape
         let result = try TrailingTags.scan(tail: file[...], fileSize: file.count)
@@ -80,7 +81,7 @@ import Testing
 
     @Test func ape_itemOverrunningTheTag_endsTheWalk_keepsEarlierItems() throws {
         // The second item claims 4000 bytes: the first is kept, nothing past the lie is read.
-        let lying = T.le32(4000) + T.le32(0) + Array("REPLAYGAIN_ALBUM_GAIN".utf8) + [0] + Array("-2".utf8)
+        let lying = le32(4000) + le32(0) + Array("REPLAYGAIN_ALBUM_GAIN".utf8) + [0] + Array("-2".utf8)
         let ape = Self.ape([T.apeItem("REPLAYGAIN_TRACK_GAIN", "-1.5 dB"), lying])
         let file = T.audio(100) + ape
         let result = try TrailingTags.scan(tail: file[...], fileSize: file.count)
@@ -100,7 +101,7 @@ import Testing
     }
 
     @Test func ape_keyWithoutTerminator_readsNothing() throws {
-        let broken = T.le32(1) + T.le32(0) + Array("REPLAYGAIN_TRACK_GAIN".utf8)
+        let broken = le32(1) + le32(0) + Array("REPLAYGAIN_TRACK_GAIN".utf8)
         let size = broken.count + 32
         let file = T.audio(100) + broken + T.apeHeaderOrFooter(size: size, items: 1, hasHeader: false, isHeader: false)
         let result = try TrailingTags.scan(tail: file[...], fileSize: file.count)

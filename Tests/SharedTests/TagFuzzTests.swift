@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// How the runs of one fuzzed parser ended. A trap or a hang fails the whole test run instead.
@@ -43,7 +44,7 @@ struct TagFuzzOutcomes: CustomStringConvertible {
     /// length indicator) and a footer; 2.4 allows no padding with a footer.
     static var unsyncV24WithFooter: [UInt8] {
         func unsynced(_ id: String, _ content: [UInt8]) -> [UInt8] {
-            B.frame(id, B.synchsafe(content.count) + B.unsynchronise(content), version: 4, formatFlags: 0x03)
+            B.frame(id, synchsafe(content.count) + B.unsynchronise(content), version: 4, formatFlags: 0x03)
         }
         let body = unsynced("TIT2", B.latin1("ÿes ÿes"))
             + unsynced("TPE1", B.utf16("Ünsync", bigEndian: false))

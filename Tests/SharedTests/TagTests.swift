@@ -1,14 +1,9 @@
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// Builds ID3v2 tags byte by byte.
 enum ID3Builder {
-    static func synchsafe(_ n: Int) -> [UInt8] {
-        [UInt8(n >> 21 & 0x7F), UInt8(n >> 14 & 0x7F), UInt8(n >> 7 & 0x7F), UInt8(n & 0x7F)]
-    }
-
-    static func be32(_ n: Int) -> [UInt8] { [UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] }
-
     /// A frame for version 2 (3-char ids, 24-bit sizes), 3 (plain sizes) or 4 (synchsafe sizes).
     static func frame(_ id: String, _ body: [UInt8], version: UInt8, flags: UInt8 = 0) -> [UInt8] {
         switch version {
@@ -89,13 +84,13 @@ enum ID3Builder {
     }
 
     @Test func v23_extendedHeaderIsSkipped() throws {
-        let extended: [UInt8] = ID3Builder.be32(6) + [0, 0, 0, 0, 0, 0]
+        let extended: [UInt8] = be32(6) + [0, 0, 0, 0, 0, 0]
         let body = extended + ID3Builder.frame("TIT2", ID3Builder.latin1("X"), version: 3)
         #expect(try ID3v2.parse(ID3Builder.tag(version: 3, flags: 0x40, body: body)[...]).tags.title == "X")
     }
 
     @Test func v24_extendedHeaderIsSkipped() throws {
-        let extended: [UInt8] = ID3Builder.synchsafe(6) + [1, 0]
+        let extended: [UInt8] = synchsafe(6) + [1, 0]
         let body = extended + ID3Builder.frame("TIT2", ID3Builder.latin1("Y"), version: 4)
         #expect(try ID3v2.parse(ID3Builder.tag(version: 4, flags: 0x40, body: body)[...]).tags.title == "Y")
     }
@@ -111,7 +106,7 @@ enum ID3Builder {
 
     @Test func v24_frameUnsyncAndDataLength() throws {
         let text: [UInt8] = [0, 0x41, 0xFF, 0x00, 0x42]          // stored with unsync: "A\u{FF}B"
-        let withLength = ID3Builder.synchsafe(4) + text
+        let withLength = synchsafe(4) + text
         let body = ID3Builder.frame("TIT2", withLength, version: 4, flags: 0x03)
         #expect(try ID3v2.parse(ID3Builder.tag(version: 4, body: body)[...]).tags.title == "A\u{FF}B")
     }

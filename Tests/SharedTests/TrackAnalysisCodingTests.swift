@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// The wire form of an analysis (streamd's analyzer worker → server): equal after a round
@@ -42,19 +43,19 @@ import Testing
     }
 
     @Test func roundTrip_everyTrackOfTheLibrary() throws {
-        let dir = AACWAVMedia.directory
+        let dir = TestPaths.media
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
         var checked = 0
         for name in names.sorted() where !name.hasPrefix(".") {
             var isFolder: ObjCBool = false
             guard FileManager.default.fileExists(atPath: dir.appendingPathComponent(name).path, isDirectory: &isFolder),
                   !isFolder.boolValue else { continue }
-            guard let bytes = try AACWAVMedia.load(name) else { continue }
+            guard let bytes = try GeneratedMedia.load(name) else { continue }
             guard let analysis = try? TrackAnalyzer.analyze(MemoryBytes(bytes)) else { continue }
             #expect(try TrackAnalysis(encoded: analysis.encoded()[...]) == analysis, "\(name)")
             checked += 1
         }
-        if ProcessInfo.processInfo.environment[AACWAVMedia.variable] != nil {
+        if ProcessInfo.processInfo.environment[GeneratedMedia.variable] != nil {
             #expect(checked >= 10, "the library's tracks were all round-tripped (\(checked))")
         }
     }

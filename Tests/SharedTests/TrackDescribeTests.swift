@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// `TrackAnalyzer.describe`, the catalog's quick read: the facts of the full analysis from a
@@ -24,7 +25,7 @@ import Testing
 
     @Test(arguments: files)
     func describe_readsAFraction_andAgreesWithTheFullAnalysis(_ name: String) throws {
-        guard let file = try AACWAVMedia.load(name) else { return }
+        guard let file = try GeneratedMedia.load(name) else { return }
         let quick = CountingBytes(file)
         let described = try TrackAnalyzer.describe(quick, adtsWindow: 64 * 1024)
         let full = try TrackAnalyzer.analyze(MemoryBytes(file))
@@ -47,7 +48,7 @@ import Testing
     }
 
     @Test func smallADTS_isExact() throws {
-        guard let file = try AACWAVMedia.load("adts-8k-mono.aac") else { return }
+        guard let file = try GeneratedMedia.load("adts-8k-mono.aac") else { return }
         let described = try TrackAnalyzer.describe(MemoryBytes(file))
         #expect(described.durationSeconds == (try TrackAnalyzer.analyze(MemoryBytes(file))).durationSeconds,
                 "a file inside the window is walked whole")

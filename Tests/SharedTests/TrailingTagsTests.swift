@@ -1,12 +1,9 @@
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// Builds the tags that sit at the end of a file, byte by byte.
 enum TrailingBytes {
-    static func le32(_ v: Int) -> [UInt8] {
-        [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24 & 0xFF)]
-    }
-
     /// Bytes standing in for audio.
     static func audio(_ count: Int) -> [UInt8] { [UInt8](repeating: 0x55, count: count) }
 
@@ -80,7 +77,6 @@ enum TrailingBytes {
         Array("LYRICSBEGIN".utf8) + Array(lyrics.utf8) + Array("LYRICSEND".utf8)
     }
 }
-
 
 @Suite struct TrailingTagsScanTests {
     typealias T = TrailingBytes

@@ -1,12 +1,9 @@
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// Builds RIFF/WAVE files for tests. (TrackAnalyzerTests uses `file` and `fmt` too.)
 enum WAVBuilder {
-    static func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
-    static func le32(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24 & 0xFF)] }
-    static func le64(_ v: Int) -> [UInt8] { le32(v & 0xFFFF_FFFF) + le32(v >> 32) }
-
     /// A chunk with its pad byte when the body is odd-sized.
     static func chunk(_ id: String, _ body: [UInt8]) -> [UInt8] {
         Array(id.utf8) + le32(body.count) + body + (body.count % 2 == 1 ? [0] : [])
@@ -175,7 +172,7 @@ enum WAVBuilder {
 
     @Test func unknownChunks_areSkipped() throws {
         let i = try info(WAVBuilder.file(WAVBuilder.chunk("bext", [UInt8](repeating: 1, count: 100)) + WAVBuilder.fmt()
-                                         + WAVBuilder.chunk("fact", WAVBuilder.le32(4))
+                                         + WAVBuilder.chunk("fact", le32(4))
                                          + WAVBuilder.chunk("\u{0}\u{0}\u{0}\u{0}", [9, 9])))
         #expect(i.format.channels == 2)
         #expect(i.dataOffset == 12 + 108 + 24 + 12 + 10 + 8)
@@ -215,8 +212,8 @@ enum WAVBuilder {
     }
 
     @Test func rf64_dataSizeFromDs64() throws {
-        let ds64 = WAVBuilder.chunk("ds64", WAVBuilder.le64(0) + WAVBuilder.le64(5_000_000_000) + WAVBuilder.le64(0)
-                                    + WAVBuilder.le32(0))
+        let ds64 = WAVBuilder.chunk("ds64", le64(0) + le64(5_000_000_000) + le64(0)
+                                    + le32(0))
         let i = try info(WAVBuilder.file(ds64 + WAVBuilder.fmt(), dataSizeField: 0xFFFF_FFFF, riffSizeField: 0xFFFF_FFFF,
                                          riff: "RF64"))
         #expect(i.dataSize == 5_000_000_000)
@@ -275,8 +272,8 @@ enum WAVBuilder {
     }
 
     @Test func shortFmtChunk_throws() {
-        let fmt14 = WAVBuilder.chunk("fmt ", WAVBuilder.le16(1) + WAVBuilder.le16(2) + WAVBuilder.le32(44_100)
-                                     + WAVBuilder.le32(176_400) + WAVBuilder.le16(4))
+        let fmt14 = WAVBuilder.chunk("fmt ", le16(1) + le16(2) + le32(44_100)
+                                     + le32(176_400) + le16(4))
         #expect(throws: FormatError.self) { try WAV.parse(prefix: WAVBuilder.file(fmt14)[...]) }
     }
 
@@ -287,13 +284,13 @@ enum WAVBuilder {
 
     @Test func impossibleFmtSize_throwsWithoutWaiting() {
         // A 3 GB fmt chunk cannot exist (cbSize is 16 bits): an error now, not "send 3 GB more".
-        let bytes = Array("RIFF".utf8) + WAVBuilder.le32(0) + Array("WAVEfmt ".utf8) + WAVBuilder.le32(3_000_000_000)
+        let bytes = Array("RIFF".utf8) + le32(0) + Array("WAVEfmt ".utf8) + le32(3_000_000_000)
         #expect(throws: FormatError.self) { try WAV.parse(prefix: bytes[...]) }
     }
 
     @Test func hugeUnknownChunk_isNilWithoutAllocating() throws {
         // A 4 GB chunk before data: nothing is allocated from the size, the parser just needs more.
-        let bytes = Array(WAVBuilder.file(WAVBuilder.fmt())[0..<36]) + Array("junk".utf8) + WAVBuilder.le32(0xFFFF_FFFF) + [1, 2, 3]
+        let bytes = Array(WAVBuilder.file(WAVBuilder.fmt())[0..<36]) + Array("junk".utf8) + le32(0xFFFF_FFFF) + [1, 2, 3]
         #expect(try WAV.parse(prefix: bytes[...]) == nil)
     }
 
@@ -307,7 +304,7 @@ enum WAVBuilder {
 @Suite struct WAVMediaTests {
     /// media/out/pcm16.wav: 16-bit 44.1 kHz stereo with LIST/INFO title and artist.
     @Test func generatedPCM16() throws {
-        guard let bytes = try AACWAVMedia.load("pcm16.wav") else { return }
+        guard let bytes = try GeneratedMedia.load("pcm16.wav") else { return }
         let i = try #require(try WAV.parse(prefix: bytes.prefix(4096)))
         #expect(i.format.kind == .integer)
         #expect(i.format.bitsPerSample == 16)
@@ -320,7 +317,7 @@ enum WAVBuilder {
         #expect(i.dataOffset + dataSize == bytes.count, "data runs to the end of the file")
         let frames = try #require(i.frameCount(fileSize: bytes.count))
         print("pcm16.wav: \(frames) frames = \(Double(frames) / 44_100) s, data at \(i.dataOffset)")
-        guard let probe = AACWAVMedia.ffprobe(["-select_streams", "a:0", "-show_entries",
+        guard let probe = GeneratedMedia.ffprobe(["-select_streams", "a:0", "-show_entries",
                                                "stream=duration_ts,sample_rate,channels,bits_per_sample"],
                                               file: "pcm16.wav") else { return }
         print("ffprobe: \(probe)")
@@ -334,7 +331,7 @@ enum WAVBuilder {
     @Test(arguments: [("pcm24-96k.wav", WAVFormat.SampleKind.integer, 24, 96_000, 1),
                       ("float32.wav", WAVFormat.SampleKind.float, 32, 44_100, 1)])
     func generatedWAV(name: String, kind: WAVFormat.SampleKind, bits: Int, rate: Int, channels: Int) throws {
-        guard let bytes = try AACWAVMedia.load(name) else { return }
+        guard let bytes = try GeneratedMedia.load(name) else { return }
         let i = try #require(try WAV.parse(prefix: bytes.prefix(4096)))
         #expect(i.format.kind == kind)
         #expect(i.format.bitsPerSample == bits)
@@ -342,7 +339,7 @@ enum WAVBuilder {
         #expect(i.format.channels == channels)
         let frames = try #require(i.frameCount(fileSize: bytes.count))
         print("\(name): format tag \(i.format.formatTag), \(frames) frames, data at \(i.dataOffset)")
-        guard let probe = AACWAVMedia.ffprobe(["-select_streams", "a:0", "-show_entries", "stream=duration_ts"],
+        guard let probe = GeneratedMedia.ffprobe(["-select_streams", "a:0", "-show_entries", "stream=duration_ts"],
                                               file: name) else { return }
         #expect(probe["duration_ts"].flatMap { Int($0) } == frames)
     }

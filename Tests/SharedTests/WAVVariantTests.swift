@@ -1,12 +1,10 @@
 import Testing
+import TestSupport
 @testable import StreamShared
 
 /// The PCM variants found in real-world WAV test collections: big-endian RIFX, samples narrower
 /// than their container, 64-bit integers, G.711, and tags written after the samples.
 @Suite struct WAVVariantTests {
-    static func be16(_ v: Int) -> [UInt8] { [UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
-    static func be32(_ v: Int) -> [UInt8] { [UInt8(v >> 24 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
-
     /// A RIFX file: every header field big-endian. `data` holds the sample bytes as given.
     static func rifx(channels: Int = 2, rate: Int = 44_100, bits: Int = 16, data: [UInt8]) -> [UInt8] {
         let align = channels * bits / 8
@@ -100,7 +98,7 @@ import Testing
 
     @Test func trailingTags_ignoreCutAndHostileChunks() {
         // A LIST chunk whose size runs past the end, then garbage: no tags, no trap.
-        let cut = Array("LIST".utf8) + WAVBuilder.le32(1 << 30) + Array("INFO".utf8)
+        let cut = Array("LIST".utf8) + le32(1 << 30) + Array("INFO".utf8)
         #expect(WAV.trailingTags(cut[...], bigEndian: false).isEmpty)
         #expect(WAV.trailingTags([0xFF, 0xFF, 0xFF][...], bigEndian: true).isEmpty)
     }

@@ -79,8 +79,6 @@ public final class Catalog: @unchecked Sendable {
     public var info: @Sendable (String) -> Void = { _ in }
     /// Files read per batch written to the database.
     public var chunkSize = 2048
-    /// Test-only: `STREAMD_TEST_SCAN_CHUNK=N` sets `chunkSize` (a small library then spans chunks).
-    public static let chunkSizeVariable = "STREAMD_TEST_SCAN_CHUNK"
     /// Absolute paths the walk leaves out (the database and its WAL files, when they sit inside the folder).
     public var excludedPrefix: String?
 

@@ -15,8 +15,6 @@ public final class CatalogScanner: @unchecked Sendable {
     // are behind `lock`, `indexWanted` and `playedPaths` behind `indexCondition`; `wake` is an eventfd, safe to
     // write from any thread.
     public let catalog: Catalog
-    /// Test-only: `STREAMD_TEST_MAX_WATCHES=N` acts as if the kernel's watch limit were N.
-    public static let maxWatchesVariable = "STREAMD_TEST_MAX_WATCHES"
     /// Seconds between full rescans when inotify does not cover the tree.
     public let rescanInterval: Double
     private let wake: Int32
@@ -44,7 +42,7 @@ public final class CatalogScanner: @unchecked Sendable {
 
     /// - Parameters:
     ///   - inotify: watch the tree with inotify (else only rescans every `rescanInterval` seconds).
-    ///   - maxWatches: test-only stand-in for the kernel's watch limit.
+    ///   - maxWatches: a watch limit below the kernel's (`--max-watches`).
     public init(catalog: Catalog, rescanInterval: Double, inotify: Bool = true, maxWatches: Int? = nil) throws(SystemError) {
         self.catalog = catalog
         self.rescanInterval = rescanInterval

@@ -21,9 +21,10 @@ import StreamHLS
 public enum DecodeWorker {
     /// The hidden subcommand that runs the worker.
     public static let subcommand = "decode-worker"
-    /// Test-only: `trap:NAME,hang:NAME` makes the worker trap or spin on files of that name
-    /// after their first samples (a decoder that crashes or loops mid-track).
-    public static let faultVariable = "STREAMD_TEST_DECODER_FAULT"
+    /// The worker's own option for fault drills (`streamd decode-worker --fault SPEC`): SPEC
+    /// `trap:NAME,hang:NAME` makes the worker trap or spin on files of that name after their
+    /// first samples (a decoder that crashes or loops mid-track). The server never passes it.
+    public static let faultOption = "--fault"
     package static let hello = Array("streamd-decoder/1".utf8)
     /// The most samples one frame from the worker may carry (a unit is at most 4096 frames of
     /// two channels; the rest is room).
@@ -72,8 +73,9 @@ public enum DecodeWorker {
         return (String(decoding: reader.rest, as: UTF8.self), hints, channels)
     }
 
-    /// Decodes the one requested track; returns the process exit status.
-    public static func run() -> Int32 {
+    /// Decodes the one requested track; returns the process exit status. `faultSpec` is the
+    /// worker's `--fault` (empty: none).
+    public static func run(faultSpec: String = "") -> Int32 {
         WorkerSide.becomeExpendable()
         guard WorkerSide.writeAll(AnalyzerProtocol.frame(hello)) else { return 1 }
         var frames = FrameAssembler()
@@ -89,7 +91,7 @@ public enum DecodeWorker {
         }
         guard let payload = request, let parsed = try? parseRequest(payload) else { return 2 }
         let (path, hints, channels) = parsed
-        let fault = Fault(getenv(faultVariable).map { String(cString: $0) } ?? "", path: path)
+        let fault = Fault(faultSpec, path: path)
         var samples: [Float] = []
         do {
             let pcm = try LocalTrackPCM(path: path, hints: hints, channels: channels)
@@ -127,7 +129,7 @@ public enum DecodeWorker {
         return AnalyzerProtocol.frame(payload)
     }
 
-    /// The test-only fault for this file, if `spec` names it.
+    /// The `--fault` for this file, if `spec` names it.
     struct Fault {
         var trap = false
         var hang = false

@@ -13,15 +13,19 @@ import StreamRadio
 public enum AnalyzerWorker {
     /// The hidden subcommand that runs the worker loop.
     public static let subcommand = AnalyzerProtocol.workerSubcommand
-    /// Test-only: `trap:NAME,hang:NAME` makes the worker trap or spin on files of that name;
+    /// The worker's own option for fault drills (`streamd analyze-worker --fault SPEC`): SPEC
+    /// `trap:NAME,hang:NAME` makes the worker trap or spin on files of that name;
     /// `walktrap:NAME` and `walkhang:NAME` trap or spin only in the full walk (a file the quick scan lists);
     /// `delay:MS` makes every analysis take MS milliseconds more (a slow disk, a slow scan).
-    public static let faultVariable = "STREAMD_TEST_ANALYZER_FAULT"
+    /// The server never passes it: a drill starts the workers through `IsolatedAnalyzer.Settings`
+    /// (streamd's hidden `--analyze-worker PROGRAM`) with a program that does.
+    public static let faultOption = "--fault"
 
-    /// Serves requests until stdin ends; returns the process exit status.
-    public static func run() -> Int32 {
+    /// Serves requests until stdin ends; returns the process exit status. `faultSpec` is the
+    /// worker's `--fault` (empty: none).
+    public static func run(faultSpec: String = "") -> Int32 {
         WorkerSide.becomeExpendable()
-        let faults = Faults(getenv(faultVariable).map { String(cString: $0) } ?? "")
+        let faults = Faults(faultSpec)
         guard WorkerSide.writeAll(AnalyzerProtocol.frame(AnalyzerProtocol.hello)) else { return 1 }
         var frames = FrameAssembler()
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
@@ -64,7 +68,7 @@ public enum AnalyzerWorker {
         }
     }
 
-    /// The test-only fault hook: file names that make the worker trap or hang, a delay for all.
+    /// The faults `--fault` asks for: file names that make the worker trap or hang, a delay for all.
     struct Faults {
         var trapNames: Set<String> = []
         var walkTrapNames: Set<String> = []

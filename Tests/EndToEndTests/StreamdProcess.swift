@@ -1,0 +1,136 @@
+import Foundation
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A running `streamd` on 127.0.0.1 with `--port 0`, stopped when the test ends.
+final class StreamdProcess {
+    let process = Process()
+    let port: Int
+    let stderrPipe = Pipe()
+    private let logBox = LockedData()
+    /// Signalled when the stderr reader has read to EOF (streamd and its children have exited).
+    private let logDrained = DispatchSemaphore(value: 0)
+    private var waitedForLog = false
+
+    /// Everything streamd wrote to stderr so far (the access log).
+    var log: String { logBox.withLock { String(decoding: $0, as: UTF8.self) } }
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// The catalog database of this server (a fresh temporary one unless `--db` is passed).
+    let databasePath: String
+
+    /// Starts streamd on FOLDER. Without `--db` in `extraArguments` it gets a new database in a
+    /// temporary folder (never the user's state folder). With `waitForScan`, returns once the
+    /// first background scan has finished, so the catalog lists the folder. `analyzerFault` and
+    /// `decoderFault` are fault drills for the workers (`streamd analyze-worker --fault SPEC`),
+    /// started through a wrapper named by `--analyze-worker` / `--decode-worker`.
+    init(folder: URL, extraArguments: [String] = [], analyzerFault: String? = nil, decoderFault: String? = nil,
+         waitForScan: Bool = true) throws {
+        let streamd = TestPaths.streamd
+        process.executableURL = URL(fileURLWithPath: streamd)
+        var extra = extraArguments
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-test-db-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        if let at = extra.firstIndex(of: "--db"), at + 1 < extra.count {
+            databasePath = extra[at + 1]
+        } else {
+            databasePath = scratch.appendingPathComponent("catalog.db").path
+            extra += ["--db", databasePath]
+        }
+        if let analyzerFault {
+            extra += ["--analyze-worker", try FaultDrillWorker.write(in: scratch, streamd: streamd, fault: analyzerFault)]
+        }
+        if let decoderFault {
+            extra += ["--decode-worker", try FaultDrillWorker.write(in: scratch, streamd: streamd, fault: decoderFault)]
+        }
+        process.arguments = [folder.path, "--host", "127.0.0.1", "--port", "0"] + extra
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = stderrPipe
+        // Drain the access log as it comes, or a full pipe would block the server. A thread doing
+        // blocking reads, not `readabilityHandler`: tearing down FileHandle's dispatch read sources
+        // while other tests set theirs up races in libdispatch's epoll bookkeeping on Linux and
+        // crashed the test process in `_dispatch_event_loop_drain` (swift-corelibs-libdispatch #949).
+        let log = self.logBox
+        let pipe = stderrPipe
+        let drained = logDrained
+        let reader = Thread {
+            // The thread holds the pipe, so its descriptor stays open until the read ends at EOF.
+            let fd = pipe.fileHandleForReading.fileDescriptor
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n > 0 {
+                    log.withLock { $0.append(contentsOf: buffer[0..<n]) }
+                } else if n < 0, errno == EINTR {
+                    continue
+                } else {
+                    break
+                }
+            }
+            drained.signal()
+        }
+        reader.name = "streamd-stderr"
+        try process.run()
+        reader.start()
+        // The first stdout line names the port: "listening on http://127.0.0.1:PORT/".
+        var line = Data()
+        let handle = out.fileHandleForReading
+        let deadline = Date().addingTimeInterval(TestTiming.seconds(30))
+        while !line.contains(0x0A), Date() < deadline {
+            let byte = handle.readData(ofLength: 1)
+            if byte.isEmpty { break }
+            line.append(byte)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix("listening on http://127.0.0.1:"),
+              let portText = text.split(separator: ":").last?.split(separator: "/").first, let port = Int(portText) else {
+            process.terminate()
+            Thread.sleep(forTimeInterval: 0.2)
+            throw TestFailure("streamd did not report its port: '\(text)'; stderr: \(String(decoding: logBox.withLock { $0 }, as: UTF8.self).suffix(2000))")
+        }
+        self.port = port
+        if waitForScan { try self.waitForScan(atLeast: 1) }
+    }
+
+    /// `/api/status` as an object.
+    func status() throws -> [String: Any] {
+        let response = try RawConnection(port: port).request("GET", "/api/status")
+        guard response.status == 200,
+              let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] else {
+            throw TestFailure("/api/status answered \(response.status)")
+        }
+        return object
+    }
+
+    /// Waits until `scans` in /api/status reaches `count` (full scans finished) and none is running.
+    func waitForScan(atLeast count: Int, timeout: Double = 60) throws {
+        let deadline = Date().addingTimeInterval(TestTiming.seconds(timeout))
+        while Date() < deadline {
+            let now = try status()
+            if (now["scans"] as? Int ?? 0) >= count, now["scanning"] as? Bool == false { return }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        throw TestFailure("streamd's scan \(count) did not finish in \(Int(timeout)) s")
+    }
+
+    /// Sends SIGTERM and waits for exit; returns the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        // The whole log is read once stderr reaches EOF; a child that outlives streamd holding
+        // the pipe must not hang the test, so the wait is bounded.
+        if !waitedForLog {
+            waitedForLog = true
+            _ = logDrained.wait(timeout: .now() + 5)
+        }
+        return process.terminationStatus
+    }
+
+    deinit { stop() }
+}
