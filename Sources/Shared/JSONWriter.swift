@@ -58,7 +58,8 @@ public struct JSONObjectWriter: Sendable {
         if text.contains("e"), abs(rounded) < 1 {
             // Very small values: fall back to fixed notation digit by digit.
             let negative = rounded < 0
-            let whole = Int64(abs(rounded) * scale)
+            // Rounded, not truncated: 1.2e-05 * 1e6 may come out a hair under 12.
+            let whole = Int64((abs(rounded) * scale).rounded())
             var digits = String(whole)
             while digits.count <= decimals { digits = "0" + digits }
             let cut = digits.index(digits.endIndex, offsetBy: -decimals)

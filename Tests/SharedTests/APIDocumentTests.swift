@@ -218,6 +218,13 @@ import Testing
             let text = JSONObjectWriter.number(value)
             #expect(try JSONValue.parse(Array(text.utf8)).double == value, "\(text)")
         }
+        // Small values are written in fixed notation, rounded (a product a hair under the digit is not cut).
+        for micros in 1..<1000 {
+            var digits = String(micros)
+            digits = String(repeating: "0", count: 6 - digits.count) + digits
+            while digits.hasSuffix("0") { digits.removeLast() }
+            #expect(JSONObjectWriter.number(Double(micros) / 1e6) == "0." + digits)
+        }
     }
 }
 
