@@ -1,11 +1,13 @@
 /// JSON written straight into a byte buffer: what the API's hot writers (`TrackItem.append`)
 /// use instead of `JSONObjectWriter`'s Strings. The same text as `JSONObjectWriter` writes.
 public enum JSONBytes {
-    static let quote = UInt8(ascii: "\"")
-    static let backslash = UInt8(ascii: "\\")
-    static let lowerHex = Array("0123456789abcdef".utf8)
+    // Constants, not stored statics: a stored one read from another module costs a lazy-init check per use.
+    @inlinable static var quote: UInt8 { 0x22 }
+    @inlinable static var backslash: UInt8 { 0x5C }
+    @usableFromInline static let lowerHex = Array("0123456789abcdef".utf8)
 
     /// `"key":`, after a comma unless `first`.
+    @inlinable
     public static func key(_ name: StaticString, _ out: inout [UInt8], first: Bool = false) {
         if !first { out.append(UInt8(ascii: ",")) }
         out.append(quote)
@@ -14,12 +16,14 @@ public enum JSONBytes {
         out.append(UInt8(ascii: ":"))
     }
 
+    @inlinable
     public static func null(_ out: inout [UInt8]) {
         out.append(contentsOf: [UInt8(ascii: "n"), UInt8(ascii: "u"), UInt8(ascii: "l"), UInt8(ascii: "l")])
     }
 
     /// A JSON string of UTF-8 text: `"`, `\` and control characters escaped as
     /// `JSONObjectWriter.quote` does, runs of plain bytes copied whole.
+    @inlinable
     public static func string(_ text: UnsafeBufferPointer<UInt8>, _ out: inout [UInt8]) {
         out.append(quote)
         var start = 0
@@ -42,6 +46,7 @@ public enum JSONBytes {
     }
 
     /// Decimal digits of `value` (with its sign), as `String(value)`.
+    @inlinable
     public static func integer(_ value: Int, _ out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
@@ -58,6 +63,7 @@ public enum JSONBytes {
     }
 
     /// Lower-case hex digits of `value`, as `String(value, radix: 16)`.
+    @inlinable
     public static func hex(_ value: UInt64, _ out: inout [UInt8]) {
         var rest = value
         var buffer: (UInt64, UInt64) = (0, 0)   // 16 digits at most

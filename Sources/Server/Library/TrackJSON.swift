@@ -58,6 +58,8 @@ package enum TrackJSON {
 struct CatalogRowTrackFields: TrackItemFields {
     let row: SQLiteDatabase.Statement
 
+    // Always inlined: the writer asks for each member by a constant, so each call folds to its column.
+    @inline(__always)
     func withText(_ member: TrackItem.TextMember, _ body: (UnsafeBufferPointer<UInt8>?) -> Void) {
         switch member {
         case .path: body(row.textBytes(1))
@@ -73,6 +75,7 @@ struct CatalogRowTrackFields: TrackItemFields {
         }
     }
 
+    @inline(__always)
     func integer(_ member: TrackItem.IntegerMember) -> Int? {
         switch member {
         case .sampleRate: return row.int(18)
@@ -96,27 +99,43 @@ struct CatalogRowTrackFields: TrackItemFields {
 
     private func optionalInt(_ column: Int) -> Int? { row.isNull(column) ? nil : row.int(column) }
 
-    /// `APIRoutes.mediaPath(forLibraryPath:)` of the row's path (`TrackRow.url`), without a String.
+    /// The row's url is its path's `/media/` URL path (`TrackRow.url`).
+    var urlIsMediaPathOfPath: Bool { true }
+
     private func withURL(_ body: (UnsafeBufferPointer<UInt8>?) -> Void) {
-        let path = row.textBytes(1)
-        var url: [UInt8] = []
-        url.reserveCapacity(APIRoutes.mediaPrefix.utf8.count + path.count * 3)
-        url.append(contentsOf: APIRoutes.mediaPrefix.utf8)
-        APIRoutes.appendPercentEncoded(path, to: &url)
+        var url = Array(APIRoutes.mediaPrefix.utf8)
+        APIRoutes.appendPercentEncoded(row.textBytes(1), to: &url)
         url.withUnsafeBufferPointer { body($0) }
     }
 
-    /// `FileStamp.etag` of the row's stamp, `"<inode>-<size>-<mtime ns>"` in hex, without a String.
+    /// `FileStamp.etag` of the row's stamp, `"<inode>-<size>-<mtime ns>"` in hex, in a stack
+    /// buffer (no String, no array: this runs for every item written).
     private func withETag(_ body: (UnsafeBufferPointer<UInt8>?) -> Void) {
-        var etag: [UInt8] = []
-        etag.reserveCapacity(52)
-        etag.append(UInt8(ascii: "\""))
-        JSONBytes.hex(UInt64(bitPattern: Int64(row.int(4))), &etag)
-        etag.append(UInt8(ascii: "-"))
-        JSONBytes.hex(UInt64(bitPattern: Int64(row.int(2))), &etag)
-        etag.append(UInt8(ascii: "-"))
-        JSONBytes.hex(UInt64(max(0, row.int(3))), &etag)
-        etag.append(UInt8(ascii: "\""))
-        etag.withUnsafeBufferPointer { body($0) }
+        // Two quotes, three numbers of at most 16 digits, two dashes: 52 bytes.
+        var buffer: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &buffer) { raw in
+            var end = 0
+            func put(_ byte: UInt8) {
+                raw[end] = byte
+                end += 1
+            }
+            func hex(_ value: UInt64) {
+                var shift = max(0, (64 - value.leadingZeroBitCount + 3) / 4 - 1) * 4
+                while shift >= 0 {
+                    put(Self.hexDigits[Int((value >> UInt64(shift)) & 15)])
+                    shift -= 4
+                }
+            }
+            put(UInt8(ascii: "\""))
+            hex(UInt64(bitPattern: Int64(row.int(4))))
+            put(UInt8(ascii: "-"))
+            hex(UInt64(bitPattern: Int64(row.int(2))))
+            put(UInt8(ascii: "-"))
+            hex(UInt64(max(0, row.int(3))))
+            put(UInt8(ascii: "\""))
+            body(UnsafeBufferPointer(rebasing: raw.bindMemory(to: UInt8.self)[..<end]))
+        }
     }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 }

@@ -39,6 +39,7 @@ public enum APIRoutes {
     /// Percent-encodes a relative path's bytes for a URL: unreserved bytes (RFC 3986) and `/`
     /// stay, every other byte becomes `%XX`.
     /// (Bytes in place, not a generic sequence: the API encodes a URL for every track it lists.)
+    @inlinable
     public static func appendPercentEncoded(_ path: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
         for byte in path {
             switch byte {
@@ -54,5 +55,5 @@ public enum APIRoutes {
         }
     }
 
-    private static let upperHex = Array("0123456789ABCDEF".utf8)
+    @usableFromInline static let upperHex = Array("0123456789ABCDEF".utf8)
 }
