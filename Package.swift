@@ -71,7 +71,7 @@ let package = Package(
                                .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Client"),
         .executableTarget(name: "streamd",
-                          dependencies: ["StreamServer", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "CLinux",
+                          dependencies: ["StreamServer", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamShared", "CLinux",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                          .product(name: "Logging", package: "swift-log")],
                           path: "Sources/streamd"),

@@ -225,6 +225,22 @@ def main():
                 b"http://[fe80::1%25eth0]/", b"http://[v1.x]/", b"[::1]:80", b"example.org:8080", b"h%41st"]:
         write(out, "url", url)
 
+    # api: streamd's API documents as streamplay reads them (a seek index, a track list, a status).
+    write(out, "api", b'{"path":"a/b \\"c\\".mp3","duration_s":184.033,"first_frame_offset":4096,"audio_end_offset":2950000,'
+          b'"encoder_delay":576,"encoder_padding":1152,"sample_rate":44100,"etag":"\\"1a-2d-17\\"",'
+          b'"points":[{"t":0,"byte":4096},{"t":0.522449,"byte":12456},{"t":1e-05,"byte":21000}]}\n')
+    track = (b'{"path":"Q/01 \\u00e9.mp3","url":"/media/Q/01%20%C3%A9.mp3","title":"T\\n","artist":null,"album":"A",'
+             b'"duration_s":1234.56789,"codec":"mp3","container":"mp3","sample_rate":44100,"channels":2,"bitrate":320000,'
+             b'"size":4242424,"etag":"\\"ff-40-0\\"","id":17,"album_id":3,"artist_id":null,"album_artist":null,'
+             b'"track":1,"disc":null,"year":1999,"genre":"Rock"}')
+    write(out, "api", track)
+    write(out, "api", b"[" + track + b",\n" + track.replace(b'"id":17', b'"id":18') + b"]\n")
+    write(out, "api", b'{"tracks":120,"skipped_count":3,"ignored_count":1,"quarantined_count":1,"scans":2,"last_scan_ms":850,'
+          b'"scanning":false,"scan_found":124,"scan_to_read":0,"scan_read":124,"analyzer_workers":2,"analyze_timeout_s":10,'
+          b'"db":"/tmp/catalog.db","seek_indexes_cached":40,"seek_indexes_built_ahead":38,"seek_indexes_built_on_play":2,'
+          b'"index_ahead_s":600,"watch":"inotify","watched_folders":12,"rescan_interval_s":3600,"connections":3,'
+          b'"connections_per_loop":[1,2],"skipped":[{"path":"cover.jpg","reason":"not audio","quarantined":false}]}\n')
+
     # decode: a transcoding channel reads the same whole files the analyzer does.
     shutil.copytree(os.path.join(out, "analyze"), os.path.join(out, "decode"))
     # encode: input rate, channels and format indexes, then float samples (a tone; a tone with

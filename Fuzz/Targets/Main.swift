@@ -6,7 +6,7 @@ import Glibc
 
 /// The parsers the fuzzer can drive, by the FUZZ_TARGET name `make fuzz` uses.
 enum FuzzTarget: String, CaseIterable {
-    case analyze, decode, encode, mpeg, tags, adts, wav, mp4, ts, m3u8, playlist, http, range, icy, icystream, response, url
+    case analyze, decode, encode, mpeg, tags, adts, wav, mp4, ts, m3u8, playlist, http, range, icy, icystream, response, url, api
 
     /// Feeds one input to the parser; any thrown error is a normal outcome, a trap is a finding.
     func run(_ bytes: [UInt8]) {
@@ -28,6 +28,7 @@ enum FuzzTarget: String, CaseIterable {
         case .icystream: ICYStreamTarget.run(bytes)
         case .response: ResponseTarget.run(bytes)
         case .url: URLTarget.run(bytes)
+        case .api: APITarget.run(bytes)
         }
     }
 

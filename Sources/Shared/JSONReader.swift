@@ -33,9 +33,11 @@ public enum JSONValue: Equatable, Sendable {
     /// Nesting deeper than this is refused (a hostile body cannot exhaust the stack).
     public static let maxDepth = 64
 
-    /// Parses one JSON text (whitespace around it allowed, nothing else after it).
-    public static func parse(_ bytes: [UInt8]) throws(JSONError) -> JSONValue {
-        var reader = JSONByteReader(bytes: bytes)
+    /// Parses one JSON text (whitespace around it allowed, nothing else after it). At most
+    /// `maxValues` values (each array, object, member value and item counts) are read: a
+    /// document of known shape bounds its memory that way, whatever the body's size.
+    public static func parse(_ bytes: [UInt8], maxValues: Int = .max) throws(JSONError) -> JSONValue {
+        var reader = JSONByteReader(bytes: bytes, valuesLeft: maxValues)
         let value = try reader.value(depth: 0)
         reader.skipWhitespace()
         guard reader.index == bytes.count else { throw JSONError(offset: reader.index, reason: "text after the value") }
@@ -44,7 +46,7 @@ public enum JSONValue: Equatable, Sendable {
 }
 
 /// Why a JSON text was refused, and where.
-public struct JSONError: Error, CustomStringConvertible, Sendable {
+public struct JSONError: Error, Equatable, CustomStringConvertible, Sendable {
     public var offset: Int
     public var reason: String
     public var description: String { "JSON: \(reason) at byte \(offset)" }
@@ -54,6 +56,13 @@ public struct JSONError: Error, CustomStringConvertible, Sendable {
 private struct JSONByteReader {
     let bytes: [UInt8]
     var index = 0
+    /// Values still allowed (`JSONValue.parse`'s `maxValues`).
+    var valuesLeft: Int
+
+    init(bytes: [UInt8], valuesLeft: Int) {
+        self.bytes = bytes
+        self.valuesLeft = valuesLeft
+    }
 
     mutating func skipWhitespace() {
         while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
@@ -63,6 +72,8 @@ private struct JSONByteReader {
 
     mutating func value(depth: Int) throws(JSONError) -> JSONValue {
         guard depth < JSONValue.maxDepth else { throw fail("nested deeper than \(JSONValue.maxDepth)") }
+        guard valuesLeft > 0 else { throw fail("more values than the document may hold") }
+        valuesLeft -= 1
         skipWhitespace()
         guard index < bytes.count else { throw fail("unexpected end") }
         switch bytes[index] {

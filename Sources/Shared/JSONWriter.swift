@@ -48,13 +48,18 @@ public struct JSONObjectWriter: Sendable {
         guard value.isFinite else { return "null" }
         var scale = 1.0
         for _ in 0..<max(0, min(decimals, 12)) { scale *= 10 }
-        let rounded = (value * scale).rounded() / scale
+        var rounded = (value * scale).rounded() / scale
+        // Near Double's limit the scaling overflows; a number that large has no decimals to round.
+        if !rounded.isFinite { rounded = value }
         if rounded == rounded.rounded(), abs(rounded) < 1e15 { return String(Int64(rounded)) }
         var text = String(rounded)
-        if text.contains("e") {
+        // Large values keep Swift's exponent form ("1e+16" is a JSON number); the fixed form
+        // below is for small ones only (in Int64, a large one would overflow and trap).
+        if text.contains("e"), abs(rounded) < 1 {
             // Very small values: fall back to fixed notation digit by digit.
             let negative = rounded < 0
-            let whole = Int64(abs(rounded) * scale)
+            // Rounded, not truncated: 1.2e-05 * 1e6 may come out a hair under 12.
+            let whole = Int64((abs(rounded) * scale).rounded())
             var digits = String(whole)
             while digits.count <= decimals { digits = "0" + digits }
             let cut = digits.index(digits.endIndex, offsetBy: -decimals)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import StreamServer
+import StreamShared
 import CLinux
 import StreamHTTP
 import StreamLibrary
@@ -373,10 +374,10 @@ extension Serve {
         let server = HTTPServer(configuration: config, logger: logger, handler: router.handle)
         // Set before the loops start (they read it): the scanner's fields, then the connections.
         let scannerFields = catalog.statusExtras
-        catalog.statusExtras = { [weak server] () -> [(String, String)] in
-            let perLoop: [Int] = server?.loopConnectionCounts ?? []
-            let list = "[" + perLoop.map { String($0) }.joined(separator: ",") + "]"
-            return scannerFields() + [("connections", String(server?.connectionCount ?? 0)), ("connections_per_loop", list)]
+        catalog.statusExtras = { [weak server] status in
+            scannerFields(&status)
+            status.connections = StatusDocument.Connections(total: server?.connectionCount ?? 0,
+                                                            perLoop: server?.loopConnectionCounts ?? [])
         }
         return server
     }

@@ -174,12 +174,12 @@ import Testing
     @Test func numbers_areWrittenAsStringDoes() {
         for value in [0, 1, -1, 9, 10, 12_345, Int.max, Int.min + 1, Int.min, -987_654_321] {
             var out: [UInt8] = []
-            TrackJSON.integer(value, &out)
+            JSONBytes.integer(value, &out)
             #expect(String(decoding: out, as: UTF8.self) == String(value))
         }
         for value: UInt64 in [0, 1, 15, 16, 0xdead_beef, UInt64.max] {
             var out: [UInt8] = []
-            TrackJSON.hex(value, &out)
+            JSONBytes.hex(value, &out)
             #expect(String(decoding: out, as: UTF8.self) == String(value, radix: 16))
         }
     }

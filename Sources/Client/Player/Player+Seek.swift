@@ -104,20 +104,21 @@ extension Player {
             return table(analysis.seekIndex.points)
         }
         // streamd publishes /api/index/<path> beside /media/<path>.
-        guard let range = url.firstRange(of: "/media/") else { return nil }
-        let mediaPath = url[range.upperBound...].split(separator: "?", maxSplits: 1).first ?? ""
-        let base = String(url[..<range.lowerBound]) + "/api/index/" + mediaPath
-        let indexURL = base + (seconds.map { "?t=\($0)" } ?? "")
-        guard let body = try? HTTPSource(url: indexURL, options: options.http).fetch(limit: 16 << 20),
-              let points = (try? JSONValue.parse(body))?["points"]?.array else {
-            log("parser", "no seek index at \(indexURL); seeking by \(plan.stream.vbrHeader?.xingTOC != nil ? "Xing TOC" : "CBR arithmetic")")
+        guard let indexURL = APIRoutes.seekIndexURL(forMediaURL: url, around: seconds) else { return nil }
+        let fallback = plan.stream.vbrHeader?.xingTOC != nil ? "Xing TOC" : "CBR arithmetic"
+        guard let body = try? HTTPSource(url: indexURL, options: options.http).fetch(limit: 16 << 20) else {
+            log("parser", "no seek index at \(indexURL); seeking by \(fallback)")
             return nil
         }
-        log("parser", "seek index from \(indexURL): \(points.count) points")
-        return table(points.compactMap { p in
-            guard let t = p["t"]?.double, let byte = p["byte"]?.int else { return nil }
-            return SeekPoint(t: t, byte: byte)
-        })
+        let index: SeekIndexDocument
+        do {
+            index = try SeekIndexDocument.decode(body)
+        } catch {
+            log("parser", "seek index at \(indexURL) refused (\(error)); seeking by \(fallback)")
+            return nil
+        }
+        log("parser", "seek index from \(indexURL): \(index.points.count) points")
+        return table(index.points)
     }
 
     /// Fragmented MP4: the moof that holds `unit` (decoding restarts at a moof). The index comes

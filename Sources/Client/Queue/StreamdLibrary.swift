@@ -56,25 +56,29 @@ public enum StreamdLibrary {
 
     /// The URLs of the tracks `/api/search` finds for `query` (at most 1000, best first).
     public static func searchTracks(_ query: String, base: String, http: HTTPSourceOptions) throws -> [String] {
-        let answer = try json(root(base) + "api/search?q=\(formEncoded(query))&limit=1000", http: http)
-        guard let tracks = answer.array else { throw QueueError(message: "\(base): /api/search did not answer a list") }
-        let urls = tracks.compactMap { track -> String? in
-            guard case .string(let url)? = track["url"] else { return nil }
-            return HLSFetcher.resolve(url, against: root(base))
+        let url = root(base) + "api/search?q=\(formEncoded(query))&limit=1000"
+        let tracks: [TrackItem]
+        do { tracks = try TrackItem.decodeList(try body(url, http: http)) } catch let error as APIDocumentError {
+            throw QueueError(message: "\(base): /api/search did not answer a list of tracks (\(error))")
         }
+        let urls = tracks.compactMap { HLSFetcher.resolve($0.url, against: root(base)) }
         guard !urls.isEmpty else { throw QueueError(message: "\(base): nothing found for '\(query)'") }
         return urls
     }
 
     /// GETs and parses a JSON answer; an answer that is not JSON means the server is not streamd.
     static func json(_ url: String, http: HTTPSourceOptions) throws -> JSONValue {
-        let body: [UInt8]
-        do { body = try HTTPSource(url: url, options: http).fetch(limit: maxBody) } catch let error as SourceError {
-            if case .httpStatus(404, _) = error { throw QueueError(message: "\(url): HTTP 404 (not a streamd server?)") }
-            throw error
-        }
+        let body = try body(url, http: http)
         do { return try JSONValue.parse(body) } catch {
             throw QueueError(message: "\(url): not streamd's API (\(error))")
+        }
+    }
+
+    /// GETs an API answer's bytes; a 404 means the server is not streamd.
+    static func body(_ url: String, http: HTTPSourceOptions) throws -> [UInt8] {
+        do { return try HTTPSource(url: url, options: http).fetch(limit: maxBody) } catch let error as SourceError {
+            if case .httpStatus(404, _) = error { throw QueueError(message: "\(url): HTTP 404 (not a streamd server?)") }
+            throw error
         }
     }
 

@@ -537,47 +537,34 @@ public final class Catalog: @unchecked Sendable {
         return result
     }
 
-    /// The `/api/status` JSON object: track count, skipped, quarantined and ignored files, scans, scan progress.
-    public func statusJSON() -> String {
+    /// The `/api/status` document: track count, skipped, quarantined and ignored files, scans, scan progress.
+    public func status() -> StatusDocument {
         let state = scanProgress
         // The first 100 by path: a library of cover pictures and notes would make this list the whole answer.
         let skips = (try? store.skippedSummary(limit: Self.statusSkippedLimit)) ?? (count: 0, quarantined: 0, first: [])
-        let items = skips.first.map { skip -> String in
-            var w = JSONObjectWriter()
-            w.add("path", skip.path)
-            w.add("reason", skip.reason)
-            w.add("quarantined", skip.quarantined)
-            return w.text
-        }
-        var w = JSONObjectWriter()
-        w.add("tracks", (try? store.trackCount()) ?? 0)
-        w.add("skipped_count", skips.count)
-        // Until a full scan has ended, the first one's count so far.
-        w.add("ignored_count", state.scans > 0 ? state.lastIgnored : state.ignored)
-        w.add("quarantined_count", skips.quarantined)
-        w.add("scans", state.scans)
-        w.add("last_scan_ms", state.lastScanMillis)
-        w.add("scanning", state.scanning)
-        w.add("scan_found", state.found)
-        w.add("scan_to_read", state.toRead)
-        w.add("scan_read", state.read)
-        w.add("analyzer_workers", analyzer.settings.workers)
-        w.add("analyze_timeout_s", analyzer.settings.timeoutSeconds)
-        w.add("db", store.path)
-        w.add("seek_indexes_cached", (try? store.cachedAnalysisCount()) ?? 0)
-        w.add("seek_indexes_built_ahead", indexesBuiltAhead)
-        w.add("seek_indexes_built_on_play", indexesBuiltOnPlay)
-        w.add("index_ahead_s", indexAheadSeconds)
-        for (key, value) in statusExtras() { w.addRaw(key, value) }
-        w.addRaw("skipped", "[" + items.joined(separator: ",\n") + "]")
-        return w.text + "\n"
+        var status = StatusDocument(
+            tracks: (try? store.trackCount()) ?? 0, skippedCount: skips.count,
+            // Until a full scan has ended, the first one's count so far.
+            ignoredCount: state.scans > 0 ? state.lastIgnored : state.ignored,
+            quarantinedCount: skips.quarantined, scans: state.scans, lastScanMillis: state.lastScanMillis,
+            scanning: state.scanning, scanFound: state.found, scanToRead: state.toRead, scanRead: state.read,
+            analyzerWorkers: analyzer.settings.workers, analyzeTimeoutSeconds: analyzer.settings.timeoutSeconds,
+            database: store.path, seekIndexesCached: (try? store.cachedAnalysisCount()) ?? 0,
+            seekIndexesBuiltAhead: indexesBuiltAhead, seekIndexesBuiltOnPlay: indexesBuiltOnPlay,
+            indexAheadSeconds: indexAheadSeconds,
+            skipped: skips.first.map { StatusDocument.SkippedFile(path: $0.path, reason: $0.reason, quarantined: $0.quarantined) })
+        statusExtras(&status)
+        return status
     }
+
+    /// The `/api/status` JSON text (`status()`, encoded).
+    public func statusJSON() -> String { status().encoded() }
 
     /// Skipped files `/api/status` lists by name (`skipped_count` counts them all).
     static let statusSkippedLimit = 100
 
-    /// More `/api/status` members (raw JSON values): the watcher's, and the server's connections.
-    public var statusExtras: () -> [(String, String)] = { [] }
+    /// Fills in the `/api/status` members the catalog does not know: the watcher's, and the server's connections.
+    public var statusExtras: (inout StatusDocument) -> Void = { _ in }
 
     /// All tracks, ordered by path (the whole library: for the library page and `streamd package`).
     public func tracks() -> [CatalogEntry] {
@@ -645,31 +632,7 @@ public final class Catalog: @unchecked Sendable {
     }
 
     /// One `/api/tracks` item.
-    public static func trackJSON(_ row: TrackRow) -> String {
-        var w = JSONObjectWriter()
-        w.add("path", row.path)
-        w.add("url", row.url)
-        w.add("title", row.title)
-        w.add("artist", row.artist)
-        w.add("album", row.album)
-        w.add("duration_s", row.durationSeconds)
-        w.add("codec", row.codec)
-        w.add("container", row.container)
-        w.add("sample_rate", row.sampleRate)
-        w.add("channels", row.channels)
-        w.add("bitrate", row.bitrate)
-        w.add("size", row.stamp.size)
-        w.add("etag", row.etag)
-        w.add("id", row.id)
-        w.add("album_id", row.albumID)
-        w.add("artist_id", row.artistID)
-        w.add("album_artist", row.albumArtist)
-        w.add("track", row.trackNumber)
-        w.add("disc", row.discNumber)
-        w.add("year", row.year)
-        w.add("genre", row.genre)
-        return w.text
-    }
+    public static func trackJSON(_ row: TrackRow) -> String { row.item.encoded() }
 
     /// Why a seek index cannot be served.
     public enum IndexError: Error, CustomStringConvertible {
@@ -681,9 +644,9 @@ public final class Catalog: @unchecked Sendable {
         }
     }
 
-    /// The `/api/index/<path>` JSON object (the exact index, built on first need).
+    /// The `/api/index/<path>` document (the exact index, built on first need).
     /// With `around`, only the points from 2 s before to 1 s after that time are listed.
-    public func seekIndexJSON(forAbsolutePath path: String, around: Double? = nil) -> Result<String, IndexError> {
+    public func seekIndex(forAbsolutePath path: String, around: Double? = nil) -> Result<SeekIndexDocument, IndexError> {
         guard let file = try? OpenFile(path: path) else { return .failure(.notAudio("not in the catalog")) }
         let analysis: TrackAnalysis
         do {
@@ -692,24 +655,21 @@ public final class Catalog: @unchecked Sendable {
             return .failure(.notAudio(error.reason))
         }
         let index = analysis.seekIndex
-        var w = JSONObjectWriter()
-        w.add("path", resolver.relative(path) ?? path)
-        w.add("duration_s", analysis.durationSeconds)
-        w.add("first_frame_offset", index.firstFrameOffset)
-        w.add("audio_end_offset", index.audioEndOffset)
-        w.add("encoder_delay", index.encoderDelay)
-        w.add("encoder_padding", index.encoderPadding)
-        w.add("sample_rate", analysis.sampleRate)
-        w.add("etag", file.etag)
         var selected = index.points[...]
         if let around {
             let lower = selected.firstIndex { $0.t >= around - 2 } ?? max(0, selected.count - 1)
             let upper = selected.firstIndex { $0.t > around + 1 } ?? selected.count
             selected = selected[max(0, min(lower, upper - 1))..<upper]
         }
-        let points = selected.map { "{\"t\":\(JSONObjectWriter.number($0.t)),\"byte\":\($0.byte)}" }
-        w.addRaw("points", "[" + points.joined(separator: ",") + "]")
-        return .success(w.text + "\n")
+        return .success(SeekIndexDocument(path: resolver.relative(path) ?? path, durationSeconds: analysis.durationSeconds,
+                                          firstFrameOffset: index.firstFrameOffset, audioEndOffset: index.audioEndOffset,
+                                          encoderDelay: index.encoderDelay, encoderPadding: index.encoderPadding,
+                                          sampleRate: analysis.sampleRate, etag: file.etag, points: Array(selected)))
+    }
+
+    /// The `/api/index/<path>` JSON text (`seekIndex(forAbsolutePath:around:)`, encoded).
+    public func seekIndexJSON(forAbsolutePath path: String, around: Double? = nil) -> Result<String, IndexError> {
+        seekIndex(forAbsolutePath: path, around: around).map { $0.encoded() }
     }
 }
 

@@ -54,11 +54,10 @@ public final class CatalogScanner: @unchecked Sendable {
                 catalog.warn("catalog: inotify unavailable (\(error)); rescanning every \(Int(rescanInterval)) s instead")
             }
         }
-        catalog.statusExtras = { [weak self] in
-            guard let self else { return [] }
+        catalog.statusExtras = { [weak self] status in
+            guard let self else { return }
             let now = lock.withLock { state }
-            return [("watch", "\"\(now.mode)\""), ("watched_folders", "\(now.folders)"),
-                    ("rescan_interval_s", JSONObjectWriter.number(rescanInterval))]
+            status.watcher = StatusDocument.Watcher(mode: now.mode, folders: now.folders, rescanIntervalSeconds: rescanInterval)
         }
         catalog.scanned = { [weak self] folders in
             self?.watch(folders)

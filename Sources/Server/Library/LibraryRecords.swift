@@ -38,7 +38,15 @@ public struct TrackRow: Sendable, Equatable {
     public var displayTitle: String { title ?? Self.fileName(path) }
     public var etag: String { stamp.etag }
     /// The percent-encoded `/media/` URL path.
-    public var url: String { "/media/" + PathResolver.percentEncode(path) }
+    public var url: String { APIRoutes.mediaPath(forLibraryPath: path) }
+
+    /// The row as an API track item.
+    public var item: TrackItem {
+        TrackItem(path: path, url: url, title: title, artist: artist, album: album, durationSeconds: durationSeconds,
+                  codec: codec, container: container, sampleRate: sampleRate, channels: channels, bitrate: bitrate,
+                  size: stamp.size, etag: etag, id: id, albumID: albumID, artistID: artistID, albumArtist: albumArtist,
+                  trackNumber: trackNumber, discNumber: discNumber, year: year, genre: genre)
+    }
 
     static func fileName(_ path: String) -> String {
         String(path.split(separator: "/").last ?? Substring(path))

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CLinux
 import StreamHTTP
+import StreamShared
 
 /// Why a request path cannot be mapped to a file under the library folder.
 public enum PathError: Error, Equatable, Sendable {
@@ -134,23 +135,7 @@ public struct PathResolver: Sendable {
     }
 
     /// Percent-encodes a relative path for use in URLs (keeps `/` and unreserved characters).
-    public static func percentEncode(_ path: String) -> String {
-        // Bytes, then one String: the API encodes a URL for every track it lists.
-        let hex = Array("0123456789ABCDEF".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(path.utf8.count + 16)
-        for byte in path.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
-                 UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"):
-                out.append(byte)
-            default:
-                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    public static func percentEncode(_ path: String) -> String { APIRoutes.percentEncoded(path) }
 
     package static func realPath(_ path: String) -> String? {
         guard let resolved = realpath(path, nil) else { return nil }

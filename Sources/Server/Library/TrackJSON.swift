@@ -1,10 +1,10 @@
 import StreamShared
 import StreamHTTP
 
-/// Writes `/api/tracks` and `/api/search` items straight from a catalog row (the statement's
-/// `LibraryStore.trackColumns`) into one byte buffer: the same text as `Catalog.trackJSON`,
-/// without a `TrackRow`, a String per field or a String per item (a page of 100 tracks is
-/// 57 KB; built through Strings it cost 1 ms of CPU, most of a request's).
+/// Writes `/api/tracks` and `/api/search` arrays of items straight from catalog rows (the
+/// statement's `LibraryStore.trackColumns`) into one byte buffer, through `TrackItem`'s writer:
+/// the same text as `Catalog.trackJSON`, without a `TrackRow`, a String per field or a String
+/// per item (a page of 100 tracks is 57 KB; built through Strings it cost 1 ms of CPU).
 package enum TrackJSON {
     /// A JSON array of the rows `produce` hands over (items separated by ",\n", then "]\n").
     /// `produce` calls its argument once per row; at most `limit` rows are written, and the
@@ -47,161 +47,95 @@ package enum TrackJSON {
         return (out, more)
     }
 
-    /// One item: the members of `Catalog.trackJSON`, in its order.
+    /// One item, written by the shared `TrackItem` writer from the row in place.
     package static func append(_ s: SQLiteDatabase.Statement, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "{"))
-        key("path", first: true, &out)
-        string(s.textBytes(1), &out)
-        key("url", &out)
-        out.append(quote)
-        out.append(contentsOf: "/media/".utf8)
-        percentEncoded(s.textBytes(1), &out)
-        out.append(quote)
-        key("title", &out)
-        optionalString(s, 5, &out)
-        key("artist", &out)
-        optionalString(s, 6, &out)
-        key("album", &out)
-        optionalString(s, 7, &out)
-        key("duration_s", &out)
-        out.append(contentsOf: JSONObjectWriter.number(s.double(15)).utf8)
-        key("codec", &out)
-        string(s.textBytes(16), &out)
-        key("container", &out)
-        string(s.textBytes(17), &out)
-        key("sample_rate", &out)
-        integer(s.int(18), &out)
-        key("channels", &out)
-        integer(s.int(19), &out)
-        key("bitrate", &out)
-        integer(s.int(20), &out)
-        key("size", &out)
-        integer(s.int(2), &out)
-        // FileStamp.etag, `"<inode>-<size>-<mtime ns>"` in hex, as a JSON string: its quotes escaped.
-        key("etag", &out)
-        out.append(contentsOf: [quote, backslash, quote])
-        hex(UInt64(bitPattern: Int64(s.int(4))), &out)
-        out.append(UInt8(ascii: "-"))
-        hex(UInt64(bitPattern: Int64(s.int(2))), &out)
-        out.append(UInt8(ascii: "-"))
-        hex(UInt64(max(0, s.int(3))), &out)
-        out.append(contentsOf: [backslash, quote, quote])
-        key("id", &out)
-        integer(s.int(0), &out)
-        key("album_id", &out)
-        optionalInteger(s, 32, &out)
-        key("artist_id", &out)
-        optionalInteger(s, 31, &out)
-        key("album_artist", &out)
-        optionalString(s, 8, &out)
-        key("track", &out)
-        optionalInteger(s, 9, &out)
-        key("disc", &out)
-        optionalInteger(s, 11, &out)
-        key("year", &out)
-        optionalInteger(s, 13, &out)
-        key("genre", &out)
-        optionalString(s, 14, &out)
-        out.append(UInt8(ascii: "}"))
+        TrackItem.append(CatalogRowTrackFields(row: s), to: &out)
     }
+}
 
-    private static let quote = UInt8(ascii: "\"")
-    private static let backslash = UInt8(ascii: "\\")
-    private static let digits = Array("0123456789abcdef".utf8)
-    private static let upperHex = Array("0123456789ABCDEF".utf8)
+/// A `TrackItemFields` reading a catalog row where SQLite keeps it (the columns of
+/// `LibraryStore.trackColumns`): no `TrackRow`, no String per field.
+struct CatalogRowTrackFields: TrackItemFields {
+    let row: SQLiteDatabase.Statement
 
-    private static func key(_ name: StaticString, first: Bool = false, _ out: inout [UInt8]) {
-        if !first { out.append(UInt8(ascii: ",")) }
-        out.append(quote)
-        name.withUTF8Buffer { out.append(contentsOf: $0) }
-        out.append(quote)
-        out.append(UInt8(ascii: ":"))
-    }
-
-    private static func optionalString(_ s: SQLiteDatabase.Statement, _ column: Int, _ out: inout [UInt8]) {
-        if s.isNull(column) {
-            out.append(contentsOf: "null".utf8)
-        } else {
-            string(s.textBytes(column), &out)
+    // Always inlined: the writer asks for each member by a constant, so each call folds to its column.
+    @inline(__always)
+    func withText(_ member: TrackItem.TextMember, _ body: (UnsafeBufferPointer<UInt8>?) -> Void) {
+        switch member {
+        case .path: body(row.textBytes(1))
+        case .url: withURL(body)
+        case .title: optional(5, body)
+        case .artist: optional(6, body)
+        case .album: optional(7, body)
+        case .codec: body(row.textBytes(16))
+        case .container: body(row.textBytes(17))
+        case .etag: withETag(body)
+        case .albumArtist: optional(8, body)
+        case .genre: optional(14, body)
         }
     }
 
-    private static func optionalInteger(_ s: SQLiteDatabase.Statement, _ column: Int, _ out: inout [UInt8]) {
-        if s.isNull(column) {
-            out.append(contentsOf: "null".utf8)
-        } else {
-            integer(s.int(column), &out)
+    @inline(__always)
+    func integer(_ member: TrackItem.IntegerMember) -> Int? {
+        switch member {
+        case .sampleRate: return row.int(18)
+        case .channels: return row.int(19)
+        case .bitrate: return row.int(20)
+        case .size: return row.int(2)
+        case .id: return row.int(0)
+        case .albumID: return optionalInt(32)
+        case .artistID: return optionalInt(31)
+        case .trackNumber: return optionalInt(9)
+        case .discNumber: return optionalInt(11)
+        case .year: return optionalInt(13)
         }
     }
 
-    /// A JSON string of UTF-8 text (the catalog writes its text from Swift strings, so it is
-    /// valid UTF-8): `"`, `\` and control characters escaped as `JSONObjectWriter.quote` does,
-    /// runs of plain bytes copied whole.
-    static func string(_ text: UnsafeBufferPointer<UInt8>, _ out: inout [UInt8]) {
-        out.append(quote)
-        var start = 0
-        for (i, byte) in text.enumerated() where byte < 0x20 || byte == quote || byte == backslash {
-            if start < i { out.append(contentsOf: UnsafeBufferPointer(rebasing: text[start..<i])) }
-            start = i + 1
-            switch byte {
-            case quote: out.append(contentsOf: [backslash, quote])
-            case backslash: out.append(contentsOf: [backslash, backslash])
-            case 0x0A: out.append(contentsOf: [backslash, UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [backslash, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [backslash, UInt8(ascii: "t")])
-            default:
-                out.append(contentsOf: [backslash, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                        digits[Int(byte >> 4)], digits[Int(byte & 15)]])
-            }
-        }
-        if start < text.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: text[start...])) }
-        out.append(quote)
+    var durationSeconds: Double? { row.double(15) }
+
+    private func optional(_ column: Int, _ body: (UnsafeBufferPointer<UInt8>?) -> Void) {
+        body(row.isNull(column) ? nil : row.textBytes(column))
     }
 
-    /// `PathResolver.percentEncode` into the buffer (its unreserved bytes and `/` kept).
-    package static func percentEncoded(_ path: UnsafeBufferPointer<UInt8>, _ out: inout [UInt8]) {
-        for byte in path {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
-                 UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"):
-                out.append(byte)
-            default:
-                out.append(UInt8(ascii: "%"))
-                out.append(upperHex[Int(byte >> 4)])
-                out.append(upperHex[Int(byte & 15)])
-            }
-        }
+    private func optionalInt(_ column: Int) -> Int? { row.isNull(column) ? nil : row.int(column) }
+
+    /// The row's url is its path's `/media/` URL path (`TrackRow.url`).
+    var urlIsMediaPathOfPath: Bool { true }
+
+    private func withURL(_ body: (UnsafeBufferPointer<UInt8>?) -> Void) {
+        var url = Array(APIRoutes.mediaPrefix.utf8)
+        APIRoutes.appendPercentEncoded(row.textBytes(1), to: &url)
+        url.withUnsafeBufferPointer { body($0) }
     }
 
-    /// Decimal digits of `value` (with its sign).
-    package static func integer(_ value: Int, _ out: inout [UInt8]) {
-        if value < 0 { out.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        var buffer: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: a UInt64 has at most 20 digits
+    /// `FileStamp.etag` of the row's stamp, `"<inode>-<size>-<mtime ns>"` in hex, in a stack
+    /// buffer (no String, no array: this runs for every item written).
+    private func withETag(_ body: (UnsafeBufferPointer<UInt8>?) -> Void) {
+        // Two quotes, three numbers of at most 16 digits, two dashes: 52 bytes.
+        var buffer: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &buffer) { raw in
-            var i = raw.count
-            repeat {
-                i -= 1
-                raw[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[i...]))
+            var end = 0
+            func put(_ byte: UInt8) {
+                raw[end] = byte
+                end += 1
+            }
+            func hex(_ value: UInt64) {
+                var shift = max(0, (64 - value.leadingZeroBitCount + 3) / 4 - 1) * 4
+                while shift >= 0 {
+                    put(Self.hexDigits[Int((value >> UInt64(shift)) & 15)])
+                    shift -= 4
+                }
+            }
+            put(UInt8(ascii: "\""))
+            hex(UInt64(bitPattern: Int64(row.int(4))))
+            put(UInt8(ascii: "-"))
+            hex(UInt64(bitPattern: Int64(row.int(2))))
+            put(UInt8(ascii: "-"))
+            hex(UInt64(max(0, row.int(3))))
+            put(UInt8(ascii: "\""))
+            body(UnsafeBufferPointer(rebasing: raw.bindMemory(to: UInt8.self)[..<end]))
         }
     }
 
-    /// Lower-case hex digits of `value`, as `String(value, radix: 16)`.
-    static func hex(_ value: UInt64, _ out: inout [UInt8]) {
-        var rest = value
-        var buffer: (UInt64, UInt64) = (0, 0)   // 16 digits at most
-        withUnsafeMutableBytes(of: &buffer) { raw in
-            var i = raw.count
-            repeat {
-                i -= 1
-                raw[i] = digits[Int(rest & 15)]
-                rest >>= 4
-            } while rest > 0
-            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[i...]))
-        }
-    }
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 }

@@ -70,7 +70,7 @@ final class LibraryPlaylistBody: ResponseBody, @unchecked Sendable {
     static func appendEntry(_ row: SQLiteDatabase.Statement, base: [UInt8], to out: inout [UInt8]) {
         let path = row.textBytes(0)
         out.append(contentsOf: "#EXTINF:".utf8)
-        TrackJSON.integer(M3UWriter.seconds(row.double(3)), &out)
+        JSONBytes.integer(M3UWriter.seconds(row.double(3)), &out)
         out.append(UInt8(ascii: ","))
         let title = row.isNull(1) ? fileName(path) : row.textBytes(1)
         let artist = row.textBytes(2)
@@ -90,8 +90,8 @@ final class LibraryPlaylistBody: ResponseBody, @unchecked Sendable {
         }
         out.append(UInt8(ascii: "\n"))
         out.append(contentsOf: base)
-        out.append(contentsOf: "/media/".utf8)
-        TrackJSON.percentEncoded(path, &out)
+        out.append(contentsOf: APIRoutes.mediaPrefix.utf8)
+        APIRoutes.appendPercentEncoded(path, to: &out)
         out.append(UInt8(ascii: "\n"))
     }
 

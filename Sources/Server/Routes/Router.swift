@@ -67,25 +67,25 @@ public final class Router: Sendable {
         if path == "/" || path == "/index.html" {
             return .generated(WebPage.bytes, contentType: "text/html; charset=utf-8", for: request)
         }
-        if path.hasPrefix("/media/") {
-            return try media(request, relative: path.dropFirst("/media/".count))
+        if path.hasPrefix(APIRoutes.mediaPrefix) {
+            return try media(request, relative: path.dropFirst(APIRoutes.mediaPrefix.count))
         }
-        if path == "/api/status" {
+        if path == APIRoutes.status {
             return .offLoop { [catalog] in .json(catalog.statusJSON(), for: request) }
         }
         if let response = library.handle(request, path: path) ?? playlists.handle(request, path: path) {
             return response
         }
-        if path.hasPrefix("/api/index/") {
+        if path.hasPrefix(APIRoutes.seekIndexPrefix) {
             // ?t=SECONDS narrows the table to the points just around that time (a client seeking).
             var around: Double?
-            if let text = request.queryValue("t") {
+            if let text = request.queryValue(APIRoutes.seekTimeQuery) {
                 guard let seconds = QueryValue.decimal(text, in: Self.seekTimeRange) else {
                     throw .badRequest("t must be a number of seconds in 0...\(Int(Self.seekTimeRange.upperBound))")
                 }
                 around = seconds
             }
-            let relative = path.dropFirst("/api/index/".count)
+            let relative = path.dropFirst(APIRoutes.seekIndexPrefix.count)
             return .offLoop { [self, around] () throws(HTTPRefusal) in try index(request, relative: relative, around: around) }
         }
         if let hls, path.hasPrefix("/hls/") {
