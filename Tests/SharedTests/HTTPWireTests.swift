@@ -14,6 +14,20 @@ import Testing
         #expect(throws: HTTPURL.Problem.notHTTP) { try HTTPURL("https://h/") }
     }
 
+    /// A delimiter followed by a combining mark is one Character but still a delimiter (the case
+    /// libFuzzer found: a fragment kept in the target, which a rebuilt URL then dropped).
+    @Test func delimiters_beforeCombiningMarks_stillSplit() throws {
+        let fragment = try HTTPURL("http://h/a#\u{07F2}b?c")
+        #expect(fragment.target == "/a")
+        let query = try HTTPURL("http://h/p?\u{0301}q#x")
+        #expect(query.target == "/p?%CC%81q")
+        let path = try HTTPURL("http://h/\u{0301}/x")
+        #expect(path.target == "/%CC%81/x")
+        #expect(throws: HTTPURL.Problem.self) { try HTTPURL("http://u@\u{0301}h/") }
+        let again = try HTTPURL("http://" + fragment.hostHeader + fragment.target)
+        #expect(again == fragment)
+    }
+
     @Test(arguments: [
         ("http://[::1]:8000/path", "::1", 8000, "/path", "[::1]:8000"),
         ("http://[::1]/radio/main?x=1", "::1", 80, "/radio/main?x=1", "[::1]"),

@@ -34,7 +34,7 @@ public struct HTTPURL: Equatable, Sendable {
         let reference = URIReference(Substring(text))
         guard reference.scheme?.lowercased() == "http" else { throw .notHTTP }
         guard let authority = reference.authority, !authority.isEmpty else { throw .malformed("no host") }
-        guard !authority.contains("@") else { throw .malformed("credentials in the URL are not supported") }
+        guard !authority.unicodeScalars.contains("@") else { throw .malformed("credentials in the URL are not supported") }
         guard let parts = HTTPAuthority(parsing: authority) else {
             if authority.hasPrefix("[") && !authority.contains("]") { throw .malformed("unclosed IPv6 literal") }
             throw .malformed("invalid host or port '\(authority.prefix(100))'")

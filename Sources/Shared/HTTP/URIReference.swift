@@ -10,26 +10,30 @@ public struct URIReference: Equatable, Sendable {
 
     /// Splits `text` the way RFC 3986's appendix B regular expression does (any text splits).
     public init(_ text: Substring) {
-        var rest = text
-        if let colon = rest.firstIndex(where: { ":/?#".contains($0) }), rest[colon] == ":", colon > rest.startIndex {
-            scheme = rest[..<colon]
+        // Split on Unicode scalars, not Characters: a delimiter followed by a combining mark
+        // (`#` + U+07F2) is one Character, and would hide the delimiter (libFuzzer found a
+        // fragment kept in the request target that way).
+        var rest = text.unicodeScalars
+        let schemeEnd: (Unicode.Scalar) -> Bool = { $0 == ":" || $0 == "/" || $0 == "?" || $0 == "#" }
+        if let colon = rest.firstIndex(where: schemeEnd), rest[colon] == ":", colon > rest.startIndex {
+            scheme = Substring(rest[..<colon])
             rest = rest[rest.index(after: colon)...]
         }
-        if rest.hasPrefix("//") {
+        if rest.starts(with: "//".unicodeScalars) {
             let start = rest.index(rest.startIndex, offsetBy: 2)
-            let end = rest[start...].firstIndex(where: { "/?#".contains($0) }) ?? rest.endIndex
-            authority = rest[start..<end]
+            let end = rest[start...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+            authority = Substring(rest[start..<end])
             rest = rest[end...]
         }
         if let hash = rest.firstIndex(of: "#") {
-            fragment = rest[rest.index(after: hash)...]
+            fragment = Substring(rest[rest.index(after: hash)...])
             rest = rest[..<hash]
         }
         if let question = rest.firstIndex(of: "?") {
-            query = rest[rest.index(after: question)...]
+            query = Substring(rest[rest.index(after: question)...])
             rest = rest[..<question]
         }
-        path = rest
+        path = Substring(rest)
     }
 
     private init(scheme: Substring?, authority: Substring?, path: Substring, query: Substring?, fragment: Substring?) {
