@@ -30,12 +30,8 @@ public final class HLSService: Sendable {
         let absolute: String
         do {
             absolute = try catalog.resolver.resolve(encoded: trackPart)
-        } catch .malformed {
-            throw .badRequest("bad path")
-        } catch .outsideRoot {
-            throw HTTPRefusal(403, "forbidden")
         } catch {
-            throw .notFound()
+            throw error.refusal
         }
         let file: OpenFile
         do {
@@ -207,12 +203,15 @@ public final class HLSService: Sendable {
                 return .error(404, "no such live segment")
             }
             let key = "live|\(source.name)|\(source.plan.version)|\(sequence)"
-            do {
-                let (bytes, _) = try cache.value(for: key) { try source.segment(sequence) }
-                return Self.respond(request, bytes, contentType: source.plan.segmentContentType,
-                                    etag: "\"\(source.plan.version)-live-\(sequence)\"", cacheControl: Self.immutable)
-            } catch {
-                return .error(500, "live segment \(sequence): \(error)")
+            // A segment not cached is read from the file: on the blocking pool, not the loop.
+            return .offLoop { [cache] in
+                do {
+                    let (bytes, _) = try cache.value(for: key) { try source.segment(sequence) }
+                    return Self.respond(request, bytes, contentType: source.plan.segmentContentType,
+                                        etag: "\"\(source.plan.version)-live-\(sequence)\"", cacheControl: Self.immutable)
+                } catch {
+                    return .error(500, "live segment \(sequence): \(error)")
+                }
             }
         }
     }

@@ -606,7 +606,9 @@ public final class Catalog: @unchecked Sendable {
     public func mediaContentType(forAbsolutePath path: String) -> String {
         let generation = store.generation
         if let known = mediaTypes.withLock({ $0.value(for: path, generation: generation) }) { return known }
-        let type = contentType(forAbsolutePath: path)
+        // On the loop: a point lookup, but never a wait for a reader that slow queries hold; when
+        // none is free, the extension says (and is not remembered).
+        guard let type = contentType(forAbsolutePath: path, waiting: false) else { return Self.contentType(byExtensionOf: path) }
         prefetchIndex(forAbsolutePath: path)
         mediaTypes.withLock { $0.insert(type, for: path, generation: generation) }
         return type
@@ -616,10 +618,24 @@ public final class Catalog: @unchecked Sendable {
 
     /// Content-Type for a file: from its probed container, else from its extension.
     public func contentType(forAbsolutePath path: String) -> String {
-        if let relative = resolver.relative(path), let row = try? store.track(path: relative),
-           let container = Container(rawValue: row.container) {
-            return container.mimeType
+        contentType(forAbsolutePath: path, waiting: true) ?? Self.contentType(byExtensionOf: path)
+    }
+
+    /// From the probed container; nil when the lookup would have had to wait (`waiting` false).
+    private func contentType(forAbsolutePath path: String, waiting: Bool) -> String? {
+        guard let relative = resolver.relative(path) else { return Self.contentType(byExtensionOf: path) }
+        do {
+            if let row = try store.track(path: relative, waiting: waiting), let container = Container(rawValue: row.container) {
+                return container.mimeType
+            }
+        } catch {
+            if error.code == LibraryStore.busy.code && !waiting { return nil }
         }
+        return Self.contentType(byExtensionOf: path)
+    }
+
+    /// Content-Type by file extension, for files the catalog does not describe.
+    static func contentType(byExtensionOf path: String) -> String {
         switch path.split(separator: ".").last?.lowercased() {
         case "mp3": return "audio/mpeg"
         case "aac": return "audio/aac"

@@ -93,8 +93,7 @@ public final class CatalogScanner: @unchecked Sendable {
         var one: UInt64 = 1
         _ = write(wake, &one, 8)
         for _ in 0..<threadsStarted {
-            let left = deadline > monotonicNanos() ? deadline - monotonicNanos() : 0
-            if ended.wait(timeout: .now() + .nanoseconds(Int(min(left, UInt64(Int.max))))) == .timedOut { return false }
+            if !ended.wait(untilMonotonic: deadline) { return false }
         }
         threadsStarted = 0
         return true

@@ -207,8 +207,9 @@ extension LibraryStore {
     }
 
     /// The track at a relative path.
-    public func track(path: String) throws(SQLiteError) -> TrackRow? {
-        try read { db throws(SQLiteError) in
+    /// `waiting: false`: `SQLITE_BUSY` rather than a wait for a reader (`read(waiting:)`).
+    public func track(path: String, waiting: Bool = true) throws(SQLiteError) -> TrackRow? {
+        try read(waiting: waiting) { db throws(SQLiteError) in
             try db.queryOne("SELECT \(Self.trackColumns) FROM tracks t WHERE t.path = ?", [.text(path)], row: Self.trackRow)
         }
     }

@@ -172,13 +172,15 @@ public final class LibraryStore: @unchecked Sendable {
     // MARK: connections
 
     /// Runs `body` with a reader connection of the pool.
-    func read<T>(_ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+    /// With `waiting` false (an event loop's point lookup) a busy pool, or a writer in use for an
+    /// in-memory database, is `SQLITE_BUSY` at once instead of a wait behind slow queries.
+    func read<T>(waiting: Bool = true, _ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
         if inMemory {
-            writeLock.lock()
+            if waiting { writeLock.lock() } else if !writeLock.try() { throw Self.busy }
             defer { writeLock.unlock() }
             return try body(writer)
         }
-        let db = try takeReader()
+        let db = try takeReader(waiting: waiting)
         defer {
             pool.lock()
             if closed { db.close() } else { idleReaders.append(db) }
@@ -189,7 +191,7 @@ public final class LibraryStore: @unchecked Sendable {
     }
 
     /// An idle reader, a new one while there are fewer than `maxReaders`, else the next one put back.
-    func takeReader() throws(SQLiteError) -> SQLiteDatabase {
+    func takeReader(waiting: Bool = true) throws(SQLiteError) -> SQLiteDatabase {
         pool.lock()
         defer { pool.unlock() }
         while true {
@@ -200,9 +202,12 @@ public final class LibraryStore: @unchecked Sendable {
                 readerCount += 1
                 return db
             }
+            guard waiting else { throw Self.busy }
             pool.wait()
         }
     }
+
+    package static let busy = SQLiteError(code: SQLITE_BUSY, message: "no reader free now", context: "read without waiting")
 
     /// Closes the database at shutdown: the WAL is checkpointed into the main file, the writer and
     /// the idle readers closed (a reader in use closes when it comes back); later calls fail.

@@ -80,11 +80,7 @@ public struct PathResolver: Sendable {
 
     /// The absolute path of the file for an encoded relative URL path (the part after /media/).
     public func resolve(encoded relative: Substring) throws(PathError) -> String {
-        guard let decoded = PathResolver.percentDecode(relative), PathResolver.isSafeRelativePath(decoded) else {
-            throw .malformed
-        }
-        // Dotfiles and dot-folders (.git, .DS_Store, .env) are not part of the library.
-        if PathResolver.isHidden(decoded) { throw .notFound }
+        let decoded = try Self.decodedLibraryPath(relative)
         let candidate = root + "/" + decoded
         guard let real = PathResolver.realPath(candidate) else { throw .notFound }
         // Symlinks may point anywhere: the resolved path must still be inside the root.
@@ -99,10 +95,7 @@ public struct PathResolver: Sendable {
     /// with a realpath (a readlink per path segment, 7 % of a Range GET's CPU); a path through a
     /// symlink, or a kernel without openat2, takes `resolve`'s way.
     public func open(encoded relative: Substring) throws(PathError) -> (path: String, file: OpenFile) {
-        guard let decoded = PathResolver.percentDecode(relative), PathResolver.isSafeRelativePath(decoded) else {
-            throw .malformed
-        }
-        if PathResolver.isHidden(decoded) { throw .notFound }
+        let decoded = try Self.decodedLibraryPath(relative)
         if let directory {
             let resolve = UInt64(RESOLVE_BENEATH) | UInt64(RESOLVE_NO_SYMLINKS) | UInt64(RESOLVE_NO_MAGICLINKS)
             let fd = clinux_open_beneath(directory.fd, decoded, resolve)
@@ -116,6 +109,15 @@ public struct PathResolver: Sendable {
         let absolute = try resolve(encoded: relative)
         guard let file = try? OpenFile(path: absolute) else { throw .notFound }
         return (absolute, file)
+    }
+
+    /// The decoded relative path of a URL path, checked: no bad escapes, no empty, `.` or `..`
+    /// segments (400), and nothing hidden: dotfiles and dot-folders (.git, .DS_Store, .env) are
+    /// not part of the library (404).
+    static func decodedLibraryPath(_ encoded: Substring) throws(PathError) -> String {
+        guard let decoded = percentDecode(encoded), isSafeRelativePath(decoded) else { throw .malformed }
+        if isHidden(decoded) { throw .notFound }
+        return decoded
     }
 
     /// Whether any segment of a relative path starts with a dot.
@@ -154,4 +156,15 @@ private final class RootDirectory: Sendable {
     }
 
     deinit { close(fd) }
+}
+
+extension PathError {
+    /// How a path that does not lead to a file of the library is refused.
+    package var refusal: HTTPRefusal {
+        switch self {
+        case .malformed: return .badRequest("bad path")
+        case .outsideRoot: return HTTPRefusal(403, "forbidden")
+        case .notFound: return .notFound()
+        }
+    }
 }

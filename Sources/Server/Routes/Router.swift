@@ -144,14 +144,3 @@ public final class Router: Sendable {
         }
     }
 }
-
-extension PathError {
-    /// How a path that does not lead to a file of the library is refused.
-    var refusal: HTTPRefusal {
-        switch self {
-        case .malformed: return .badRequest("bad path")
-        case .outsideRoot: return HTTPRefusal(403, "forbidden")
-        case .notFound: return .notFound()
-        }
-    }
-}

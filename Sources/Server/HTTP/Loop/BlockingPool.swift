@@ -68,8 +68,7 @@ public final class BlockingPool: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
         for done in exited {
-            let left = deadline > monotonicNanos() ? deadline - monotonicNanos() : 0
-            if done.wait(timeout: .now() + .nanoseconds(Int(min(left, UInt64(Int.max))))) == .timedOut { return false }
+            if !done.wait(untilMonotonic: deadline) { return false }
         }
         return true
     }
