@@ -25,11 +25,10 @@ import Testing
     }
 
     /// What `PlaylistRoutes.m3u` makes of the rows.
-    static func expected(_ rows: [TrackRow], title: String, base: String) -> String {
+    static func expected(_ rows: [Track], title: String, base: String) -> String {
         let entries = rows.map { row in
-            let track = LibraryRoutes.playlistTrack(row)
-            return PlaylistEntry(location: base + "/media/" + PathResolver.percentEncode(row.path), title: track.label,
-                                 duration: track.duration)
+            PlaylistEntry(location: base + "/media/" + PathResolver.percentEncode(row.path), title: row.label,
+                          duration: row.durationSeconds)
         }
         return M3UWriter.render(entries, title: title)
     }

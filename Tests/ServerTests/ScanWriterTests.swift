@@ -100,9 +100,7 @@ import StreamShared
         #expect(try empty.beginBulkLoad())
         #expect(try Self.orderIndexes(emptyPath).isEmpty)
         let sample = try LibraryStoreTests.sampleStore()
-        try empty.apply(try sample.tracks(offset: 0, limit: 100).rows.map { row in
-            .track(path: row.path, stamp: row.stamp, analysis: Catalog.analysis(row))
-        })
+        try empty.apply(try sample.tracks(offset: 0, limit: 100).rows.map { .track($0) })
         // Without the insert trigger, each write indexes its own tracks: searchable before the end.
         for query in ["band", "ope", "various", "late"] {
             #expect(try empty.search(query: query, limit: 10).map(\.path) == sample.search(query: query, limit: 10).map(\.path),

@@ -21,23 +21,6 @@ extension OpenFile: RandomAccessBytes {
     public var stamp: FileStamp { FileStamp(size: size, mtimeNanos: mtimeNanos, inode: inode) }
 }
 
-/// One track of the library, as the library page and `streamd package` take it.
-public struct CatalogEntry: Sendable {
-    /// Path relative to the library folder.
-    public var path: String
-    public var absolutePath: String
-    public var size: Int
-    public var mtime: Int
-    public var etag: String
-    /// The catalog's analysis: the facts of the database row; the seek index holds its first point only.
-    public var analysis: TrackAnalysis
-
-    /// The track's title, or its file name when it has no tag.
-    public var displayTitle: String {
-        analysis.tags.title ?? String(path.split(separator: "/").last ?? Substring(path))
-    }
-}
-
 /// A file the catalog does not list, and why.
 public struct SkippedFile: Sendable, Equatable {
     /// Size and mtime when it was tried: it is tried again only when they change.
@@ -364,9 +347,7 @@ public final class Catalog: @unchecked Sendable {
                 try store.storeAnalysis(path: relative, stamp: stamp, analysis: analysis)
                 if let row = try store.track(path: relative), row.stamp == stamp,
                    row.frames != analysis.frames || row.durationSeconds != analysis.durationSeconds {
-                    var summary = analysis
-                    summary.seekIndex.points = Array(summary.seekIndex.points.prefix(1))
-                    try store.apply([.track(path: relative, stamp: stamp, analysis: summary)])
+                    try store.apply([.track(path: relative, stamp: stamp, analysis: analysis)])
                 }
             } catch {
                 warn("catalog: cannot store the analysis of \(path): \(error)")
@@ -566,39 +547,21 @@ public final class Catalog: @unchecked Sendable {
     /// Fills in the `/api/status` members the catalog does not know: the watcher's, and the server's connections.
     public var statusExtras: (inout StatusDocument) -> Void = { _ in }
 
-    /// All tracks, ordered by path (the whole library: for the library page and `streamd package`).
-    public func tracks() -> [CatalogEntry] {
-        var result: [CatalogEntry] = []
-        try? store.forEachTrack { result.append(entry($0)) }
+    /// All tracks, ordered by path (the whole library: for `streamd package` and a channel of a folder).
+    public func tracks() -> [Track] {
+        var result: [Track] = []
+        try? store.forEachTrack { result.append($0) }
         return result
     }
 
-    /// The entry for a listed file.
-    public func entry(forAbsolutePath path: String) -> CatalogEntry? {
-        guard let relative = resolver.relative(path), let row = try? store.track(path: relative) else { return nil }
-        return entry(row)
+    /// The listed track at an absolute path (inside the folder); nil when it is not listed.
+    public func track(forAbsolutePath path: String) -> Track? {
+        guard let relative = resolver.relative(path) else { return nil }
+        return try? store.track(path: relative)
     }
 
-    private func entry(_ row: TrackRow) -> CatalogEntry {
-        CatalogEntry(path: row.path, absolutePath: resolver.root + "/" + row.path, size: row.stamp.size,
-                     mtime: row.stamp.mtimeNanos / 1_000_000_000, etag: row.etag, analysis: Self.analysis(row))
-    }
-
-    /// The database row's facts as a `TrackAnalysis` (seek index: the first frame only).
-    static func analysis(_ row: TrackRow) -> TrackAnalysis {
-        let tags = TrackTags(title: row.title, artist: row.artist, album: row.album,
-                             track: row.trackNumber.map { n in row.trackTotal.map { "\(n)/\($0)" } ?? "\(n)" },
-                             coverArtBytes: row.coverArtBytes, albumArtist: row.albumArtist,
-                             disc: row.discNumber.map { n in row.discTotal.map { "\(n)/\($0)" } ?? "\(n)" },
-                             date: row.year.map(String.init), genre: row.genre, replayGain: row.replayGain)
-        let seek = SeekIndex(points: [SeekPoint(t: 0, byte: row.firstFrameOffset)], firstFrameOffset: row.firstFrameOffset,
-                             audioEndOffset: row.stamp.size, encoderDelay: row.encoderDelay, encoderPadding: row.encoderPadding,
-                             durationSeconds: row.durationSeconds)
-        return TrackAnalysis(container: Container(rawValue: row.container) ?? .mp3, codec: row.codec, sampleRate: row.sampleRate,
-                             channels: row.channels, durationSeconds: row.durationSeconds, bitrate: row.bitrate,
-                             frames: row.frames, firstFrameOffset: row.firstFrameOffset, encoderDelay: row.encoderDelay,
-                             encoderPadding: row.encoderPadding, totalSamples: row.totalSamples, tags: tags, seekIndex: seek)
-    }
+    /// Where a listed track's file is.
+    public func absolutePath(of track: Track) -> String { resolver.root + "/" + track.path }
 
     /// Content-Type for a file served by `/media/`, and the first read's prefetch of its index:
     /// from memory while the catalog is unchanged. A database lookup on every request, on the
@@ -648,7 +611,7 @@ public final class Catalog: @unchecked Sendable {
     }
 
     /// One `/api/tracks` item.
-    public static func trackJSON(_ row: TrackRow) -> String { row.item.encoded() }
+    public static func trackJSON(_ track: Track) -> String { track.item.encoded() }
 
     /// Why a seek index cannot be served.
     public enum IndexError: Error, CustomStringConvertible {

@@ -32,7 +32,7 @@ extension LibraryStore {
     }
 
     /// An album and its tracks in disc, then track number order; nil when there is no such album.
-    public func album(id: Int) throws(SQLiteError) -> (album: AlbumRow, tracks: [TrackRow])? {
+    public func album(id: Int) throws(SQLiteError) -> (album: AlbumRow, tracks: [Track])? {
         try read { db throws(SQLiteError) in
             guard let album = try db.queryOne("SELECT \(Self.albumColumns) FROM albums a WHERE a.id = ?",
                                               [.int(Int64(id))], row: Self.albumRow) else { return nil }
@@ -78,7 +78,7 @@ extension LibraryStore {
 
     /// The tracks of an artist (its own, and those of the albums filed under it), album by album
     /// (by year, then title), each in disc, then track number order; tracks without an album last.
-    public func tracks(artistID: Int) throws(SQLiteError) -> [TrackRow] {
+    public func tracks(artistID: Int) throws(SQLiteError) -> [Track] {
         try read { db throws(SQLiteError) in
             try db.query("""
                 SELECT \(Self.trackColumns) FROM tracks t LEFT JOIN albums a ON a.id = t.album_id

@@ -43,8 +43,8 @@ extension LibraryStore {
     /// at most `limit`. Up to `rankedMatchLimit` matches are ranked by bm25 (a title hit weighing
     /// most); beyond that, the tracks whose title holds every word come first, then the others,
     /// each group in catalog order, read from the index only as far as the page goes.
-    public func search(query: String, limit: Int) throws(SQLiteError) -> [TrackRow] {
-        var rows: [TrackRow] = []
+    public func search(query: String, limit: Int) throws(SQLiteError) -> [Track] {
+        var rows: [Track] = []
         try search(query: query, limit: limit) { rows.append(Self.trackRow($0)) }
         return rows
     }

@@ -16,10 +16,10 @@ extension LibraryStore {
         t.rg_track_gain, t.rg_track_peak, t.rg_album_gain, t.rg_album_peak, t.cover_art_bytes, t.artist_id, t.album_id
         """
 
-    static func trackRow(_ s: SQLiteDatabase.Statement) -> TrackRow {
+    static func trackRow(_ s: SQLiteDatabase.Statement) -> Track {
         let gain = ReplayGain(trackGain: s.optionalDouble(26), trackPeak: s.optionalDouble(27),
                               albumGain: s.optionalDouble(28), albumPeak: s.optionalDouble(29))
-        return TrackRow(id: s.int(0), path: s.text(1),
+        return Track(id: s.int(0), path: s.text(1),
                         stamp: FileStamp(size: s.int(2), mtimeNanos: s.int(3), inode: UInt64(bitPattern: Int64(s.int(4)))),
                         title: s.optionalText(5), artist: s.optionalText(6), album: s.optionalText(7), albumArtist: s.optionalText(8),
                         trackNumber: s.optionalInt(9), trackTotal: s.optionalInt(10), discNumber: s.optionalInt(11),
@@ -75,7 +75,7 @@ extension LibraryStore {
     }
 
     /// A page of tracks in `sort` order (always ending on the path: stable across pages), and the total.
-    public func tracks(offset: Int, limit: Int, sort: TrackSort = .path) throws(SQLiteError) -> (total: Int, rows: [TrackRow]) {
+    public func tracks(offset: Int, limit: Int, sort: TrackSort = .path) throws(SQLiteError) -> (total: Int, rows: [Track]) {
         try read { db throws(SQLiteError) in
             let total = try db.queryOne("SELECT count(*) FROM tracks") { $0.int(0) } ?? 0
             let rows = try db.query("SELECT \(Self.trackColumns) FROM tracks t ORDER BY \(Self.orderClause(sort)) LIMIT ? OFFSET ?",
@@ -92,8 +92,8 @@ extension LibraryStore {
     }
 
     /// The tracks with these ids, in the order given (ids no longer listed are left out).
-    public func tracks(ids: [Int]) throws(SQLiteError) -> [TrackRow] {
-        var rows: [TrackRow] = []
+    public func tracks(ids: [Int]) throws(SQLiteError) -> [Track] {
+        var rows: [Track] = []
         rows.reserveCapacity(ids.count)
         try forEachTrack(ids: ids) { rows.append(Self.trackRow($0)) }
         return rows
@@ -197,7 +197,7 @@ extension LibraryStore {
     }
 
     /// Every track in path order, handed to `body` one at a time (no array of the whole library).
-    public func forEachTrack(_ body: (TrackRow) -> Void) throws(SQLiteError) {
+    public func forEachTrack(_ body: (Track) -> Void) throws(SQLiteError) {
         try read { db throws(SQLiteError) in
             let statement = try db.prepare("SELECT \(Self.trackColumns) FROM tracks t ORDER BY t.path")
             try statement.bind([])
@@ -208,14 +208,14 @@ extension LibraryStore {
 
     /// The track at a relative path.
     /// `waiting: false`: `SQLITE_BUSY` rather than a wait for a reader (`read(waiting:)`).
-    public func track(path: String, waiting: Bool = true) throws(SQLiteError) -> TrackRow? {
+    public func track(path: String, waiting: Bool = true) throws(SQLiteError) -> Track? {
         try read(waiting: waiting) { db throws(SQLiteError) in
             try db.queryOne("SELECT \(Self.trackColumns) FROM tracks t WHERE t.path = ?", [.text(path)], row: Self.trackRow)
         }
     }
 
     /// The track with a given id.
-    public func track(id: Int) throws(SQLiteError) -> TrackRow? {
+    public func track(id: Int) throws(SQLiteError) -> Track? {
         try read { db throws(SQLiteError) in
             try db.queryOne("SELECT \(Self.trackColumns) FROM tracks t WHERE t.id = ?", [.int(Int64(id))], row: Self.trackRow)
         }

@@ -3,7 +3,7 @@ import StreamHTTP
 
 /// Writes `/api/tracks` and `/api/search` arrays of items straight from catalog rows (the
 /// statement's `LibraryStore.trackColumns`) into one byte buffer, through `TrackItem`'s writer:
-/// the same text as `Catalog.trackJSON`, without a `TrackRow`, a String per field or a String
+/// the same text as `Catalog.trackJSON`, without a `Track`, a String per field or a String
 /// per item (a page of 100 tracks is 57 KB; built through Strings it cost 1 ms of CPU).
 package enum TrackJSON {
     /// A JSON array of the rows `produce` hands over (items separated by ",\n", then "]\n").
@@ -54,7 +54,7 @@ package enum TrackJSON {
 }
 
 /// A `TrackItemFields` reading a catalog row where SQLite keeps it (the columns of
-/// `LibraryStore.trackColumns`): no `TrackRow`, no String per field.
+/// `LibraryStore.trackColumns`): no `Track`, no String per field.
 struct CatalogRowTrackFields: TrackItemFields {
     let row: SQLiteDatabase.Statement
 
@@ -99,7 +99,7 @@ struct CatalogRowTrackFields: TrackItemFields {
 
     private func optionalInt(_ column: Int) -> Int? { row.isNull(column) ? nil : row.int(column) }
 
-    /// The row's url is its path's `/media/` URL path (`TrackRow.url`).
+    /// The row's url is its path's `/media/` URL path (`Track.url`).
     var urlIsMediaPathOfPath: Bool { true }
 
     private func withURL(_ body: (UnsafeBufferPointer<UInt8>?) -> Void) {

@@ -84,9 +84,9 @@ final class LibraryPlaylistBody: ResponseBody, @unchecked Sendable {
             }
             out.append(contentsOf: title)
         } else {
-            let track = PlaylistTrack(path: "", title: String(decoding: title, as: UTF8.self),
-                                      artist: row.isNull(2) ? nil : String(decoding: artist, as: UTF8.self), duration: nil)
-            out.append(contentsOf: M3UWriter.escapeTitle(track.label).utf8)
+            let label = Track.label(title: String(decoding: title, as: UTF8.self),
+                                    artist: row.isNull(2) ? nil : String(decoding: artist, as: UTF8.self))
+            out.append(contentsOf: M3UWriter.escapeTitle(label).utf8)
         }
         out.append(UInt8(ascii: "\n"))
         out.append(contentsOf: base)
@@ -95,7 +95,7 @@ final class LibraryPlaylistBody: ResponseBody, @unchecked Sendable {
         out.append(UInt8(ascii: "\n"))
     }
 
-    /// The last component of a relative path (`TrackRow.fileName`).
+    /// The last component of a relative path (`Track.fileName`).
     static func fileName(_ path: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
         guard let slash = path.lastIndex(of: UInt8(ascii: "/")) else { return path }
         return UnsafeBufferPointer(rebasing: path[(slash + 1)...])

@@ -141,7 +141,7 @@ struct LibraryRoutes: Sendable {
 
     // MARK: JSON
 
-    static func albumJSON(_ album: AlbumRow, tracks: [TrackRow]? = nil) -> String {
+    static func albumJSON(_ album: AlbumRow, tracks: [Track]? = nil) -> String {
         var w = JSONObjectWriter()
         w.add("id", album.id)
         w.add("title", album.title)
@@ -232,26 +232,22 @@ struct LibraryRoutes: Sendable {
 
     // MARK: Playlists
 
-    static func playlistTrack(_ row: TrackRow) -> PlaylistTrack {
-        PlaylistTrack(path: row.path, title: row.displayTitle, artist: row.artist, duration: row.durationSeconds)
-    }
-
     private func albumPlaylist(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
         guard let found = try store.album(id: id) else { return .error(404, "no such album") }
-        return PlaylistRoutes.m3u(found.tracks.map(Self.playlistTrack), title: "\(found.album.artistName) - \(found.album.title)",
+        return PlaylistRoutes.m3u(found.tracks, title: "\(found.album.artistName) - \(found.album.title)",
                                   for: request)
     }
 
     private func artistPlaylist(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
         guard let found = try store.artist(id: id) else { return .error(404, "no such artist") }
         let rows = try store.tracks(artistID: id)
-        return PlaylistRoutes.m3u(rows.map(Self.playlistTrack), title: found.artist.name, for: request)
+        return PlaylistRoutes.m3u(rows, title: found.artist.name, for: request)
     }
 
     private func searchPlaylist(_ request: HTTPRequest) throws -> HTTPResponse {
         let query = try Self.query(request)
         let rows = try store.search(query: query, limit: Self.maxSearchPlaylist)
-        return PlaylistRoutes.m3u(rows.map(Self.playlistTrack), title: "Search: \(query)", for: request)
+        return PlaylistRoutes.m3u(rows, title: "Search: \(query)", for: request)
     }
 
     /// Every track, in path order or shuffled by `?shuffle=SEED` (the same seed, the same order,

@@ -16,7 +16,7 @@ final class TrackOrderCache: @unchecked Sendable {
     private var orders: [TrackSort: (generation: UInt64, ids: [Int])] = [:]
 
     /// One page of tracks in `sort` order, and the number of tracks.
-    func page(_ store: LibraryStore, offset: Int, limit: Int, sort: TrackSort) throws(SQLiteError) -> (total: Int, rows: [TrackRow]) {
+    func page(_ store: LibraryStore, offset: Int, limit: Int, sort: TrackSort) throws(SQLiteError) -> (total: Int, rows: [Track]) {
         let page = try pageIDs(store, offset: offset, limit: limit, sort: sort)
         return (page.total, try store.tracks(ids: page.ids))
     }
