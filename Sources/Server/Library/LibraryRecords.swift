@@ -24,6 +24,22 @@ public struct ArtistRow: Sendable, Equatable {
     public var trackCount: Int
 }
 
+extension AlbumRow {
+    /// The album as an API album item, with `tracks` when given (`/api/albums/<id>`).
+    public func item(tracks: [Track]? = nil) -> AlbumItem {
+        AlbumItem(id: id, title: title, artist: artistName, artistID: artistID, trackCount: trackCount,
+                  durationSeconds: durationSeconds, year: year, folder: folder, embeddedCover: coverTrackPath != nil,
+                  tracks: tracks?.map(\.item))
+    }
+}
+
+extension ArtistRow {
+    /// The artist as an API artist item, with `albums` when given (`/api/artists/<id>`).
+    public func item(albums: [AlbumRow]? = nil) -> ArtistItem {
+        ArtistItem(id: id, name: name, albumCount: albumCount, trackCount: trackCount, albums: albums?.map { $0.item() })
+    }
+}
+
 /// Where an album's cover may come from.
 public struct CoverSource: Sendable, Equatable {
     /// Relative path of a track that embeds a picture (ID3 APIC/PIC, MP4 covr), when one does.

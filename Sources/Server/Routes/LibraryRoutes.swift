@@ -141,41 +141,8 @@ struct LibraryRoutes: Sendable {
 
     // MARK: JSON
 
-    static func albumJSON(_ album: AlbumRow, tracks: [Track]? = nil) -> String {
-        var w = JSONObjectWriter()
-        w.add("id", album.id)
-        w.add("title", album.title)
-        w.add("artist", album.artistName)
-        w.add("artist_id", album.artistID)
-        w.add("track_count", album.trackCount)
-        w.add("duration_s", album.durationSeconds, decimals: 3)
-        w.add("year", album.year)
-        w.add("folder", album.folder)
-        w.add("embedded_cover", album.coverTrackPath != nil)
-        w.add("cover", "/api/cover/\(album.id)")
-        w.add("url", "/api/albums/\(album.id)")
-        w.add("playlist", "/playlist/album/\(album.id).m3u8")
-        if let tracks { w.addRaw("tracks", "[" + tracks.map(Catalog.trackJSON).joined(separator: ",\n") + "]") }
-        return w.text
-    }
-
-    static func artistJSON(_ artist: ArtistRow, albums: [AlbumRow]? = nil) -> String {
-        var w = JSONObjectWriter()
-        w.add("id", artist.id)
-        w.add("name", artist.name)
-        w.add("album_count", artist.albumCount)
-        w.add("track_count", artist.trackCount)
-        w.add("url", "/api/artists/\(artist.id)")
-        w.add("playlist", "/playlist/artist/\(artist.id).m3u8")
-        if let albums { w.addRaw("albums", "[" + albums.map { albumJSON($0) }.joined(separator: ",\n") + "]") }
-        return w.text
-    }
-
-    /// A page of a list: the JSON array of its items, with the size of the whole list in
-    /// `X-Total-Count` (a header, so that `/api/tracks` stays the array it always was).
-    static func page(_ items: [String], total: Int) -> JSONAnswer {
-        JSONAnswer(text: "[" + items.joined(separator: ",\n") + "]\n", headers: [("X-Total-Count", String(total))])
-    }
+    /// The size of the whole list a page is of: a header, so that `/api/tracks` stays the array it always was.
+    static func total(_ count: Int) -> [(String, String)] { [("X-Total-Count", String(count))] }
 
     static func notFound(_ what: String) -> HTTPRefusal { .notFound("no such \(what)") }
 
@@ -194,7 +161,7 @@ struct LibraryRoutes: Sendable {
         let json = try TrackJSON.array(items: .max, reserving: page.ids.count) { each throws(SQLiteError) in
             try store.forEachTrackJSON(ids: page.ids, each)
         }
-        return JSONAnswer(bytes: json.bytes, headers: [("X-Total-Count", String(page.total))])
+        return JSONAnswer(bytes: json.bytes, headers: Self.total(page.total))
     }
 
     /// At most `limit` tracks, best match first; `X-More: true` when there are more.
@@ -211,23 +178,23 @@ struct LibraryRoutes: Sendable {
     private func albums(_ request: HTTPRequest) throws -> JSONAnswer {
         let (offset, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit)
         let page = try store.albums(offset: offset, limit: limit)
-        return Self.page(page.rows.map { Self.albumJSON($0) }, total: page.total)
+        return JSONAnswer(text: AlbumItem.encodeList(page.rows.map { $0.item() }), headers: Self.total(page.total))
     }
 
     private func album(_ request: HTTPRequest, id: Int) throws -> JSONAnswer {
         guard let found = try store.album(id: id) else { throw Self.notFound("album") }
-        return JSONAnswer(text: Self.albumJSON(found.album, tracks: found.tracks) + "\n")
+        return JSONAnswer(text: found.album.item(tracks: found.tracks).encoded() + "\n")
     }
 
     private func artists(_ request: HTTPRequest) throws -> JSONAnswer {
         let (offset, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit)
         let page = try store.artists(offset: offset, limit: limit)
-        return Self.page(page.rows.map { Self.artistJSON($0) }, total: page.total)
+        return JSONAnswer(text: ArtistItem.encodeList(page.rows.map { $0.item() }), headers: Self.total(page.total))
     }
 
     private func artist(_ request: HTTPRequest, id: Int) throws -> JSONAnswer {
         guard let found = try store.artist(id: id) else { throw Self.notFound("artist") }
-        return JSONAnswer(text: Self.artistJSON(found.artist, albums: found.albums) + "\n")
+        return JSONAnswer(text: found.artist.item(albums: found.albums).encoded() + "\n")
     }
 
     // MARK: Playlists
