@@ -214,7 +214,7 @@ extension Serve {
         let shownHost = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
         // Unbuffered, so a parent process reading the pipe sees the line at once.
         FileHandle.standardOutput.write(Data("listening on http://\(shownHost):\(bound)/\n".utf8))
-        logger.info("serving \((try? library.store.trackCount()) ?? 0) tracks from \(library.catalog.resolver.root) (catalog \(library.databasePath)); scanning in the background")
+        logger.info("serving \((try? library.store.tracks.count()) ?? 0) tracks from \(library.catalog.resolver.root) (catalog \(library.databasePath)); scanning in the background")
         waitForSignals(&signals, lifecycle: lifecycle, scanner: scanner, logger: logger)
     }
 }

@@ -208,7 +208,7 @@ public final class Catalog: @unchecked Sendable {
                 let filled = try store.fillMissingTrackJSON()
                 if filled > 0 { info("scan: \(filled) tracks' API items written (a database from before they were kept)") }
                 // A first scan writes the search index a chunk at a time: one segment each.
-                if let segments = try store.compactSearchIndex() { info("scan: search index merged from \(segments) segments into one") }
+                if let segments = try store.search.compact() { info("scan: search index merged from \(segments) segments into one") }
             } catch {
                 warn("catalog: cannot index the library database: \(error)")
             }
@@ -327,7 +327,7 @@ public final class Catalog: @unchecked Sendable {
         var claimed: String?
         defer { if let claimed { release(claimed) } }
         if let relative {
-            if let cached = try? store.cachedAnalysis(path: relative, stamp: stamp) { return cached }
+            if let cached = try? store.analyses.cached(path: relative, stamp: stamp) { return cached }
             if let reason = knownFailure(of: relative, stamp: stamp) { throw AnalysisFailure(reason: reason) }
             // Another thread (the indexer, another request) is walking this file: its result is
             // awaited rather than a second walk started.
@@ -335,7 +335,7 @@ public final class Catalog: @unchecked Sendable {
                 claimed = relative
             } else {
                 awaitBuild(of: relative, timeout: analyzer.settings.timeout(forSize: file.size))
-                if let cached = try? store.cachedAnalysis(path: relative, stamp: stamp) { return cached }
+                if let cached = try? store.analyses.cached(path: relative, stamp: stamp) { return cached }
                 // The other walk may have failed.
                 if let reason = knownFailure(of: relative, stamp: stamp) { throw AnalysisFailure(reason: reason) }
             }
@@ -344,8 +344,8 @@ public final class Catalog: @unchecked Sendable {
         case .analyzed(let analysis):
             guard let relative else { return analysis }
             do {
-                try store.storeAnalysis(path: relative, stamp: stamp, analysis: analysis)
-                if let row = try store.track(path: relative), row.stamp == stamp,
+                try store.analyses.save(path: relative, stamp: stamp, analysis: analysis)
+                if let row = try store.tracks.track(path: relative), row.stamp == stamp,
                    row.frames != analysis.frames || row.durationSeconds != analysis.durationSeconds {
                     try store.apply([.track(path: relative, stamp: stamp, analysis: analysis)])
                 }
@@ -357,7 +357,7 @@ public final class Catalog: @unchecked Sendable {
             // Recorded, so asking again costs no worker: as skipped, or, when the quick scan
             // listed the track (its headers read well, its frames do not), in memory.
             if let relative {
-                if (try? store.track(path: relative)) == nil {
+                if (try? store.tracks.track(path: relative)) == nil {
                     write([.skipped(path: relative, stamp: stamp, reason: why, quarantined: false)])
                 } else {
                     rememberRejection(of: relative, stamp: stamp, reason: why)
@@ -386,7 +386,7 @@ public final class Catalog: @unchecked Sendable {
     /// Why this version of the file is known not to analyze: recorded as skipped or quarantined,
     /// or remembered as rejected by the full walk; nil when it is not.
     private func knownFailure(of relative: String, stamp: FileStamp) -> String? {
-        if let skip = try? store.skipped(path: relative), skip.stamp == stamp { return skip.reason }
+        if let skip = try? store.skipped.file(path: relative), skip.stamp == stamp { return skip.reason }
         return rejection(of: relative, stamp: stamp)
     }
 
@@ -446,7 +446,7 @@ public final class Catalog: @unchecked Sendable {
     public func buildIndexesAhead(shouldStop: () -> Bool = { false }) -> Int {
         guard let minimum = indexAheadSeconds else { return 0 }
         let due: [(path: String, stamp: FileStamp)]
-        do { due = try store.tracksWithoutAnalysis(minSeconds: minimum, limit: 100_000) } catch {
+        do { due = try store.analyses.missing(minSeconds: minimum, limit: 100_000) } catch {
             warn("catalog: cannot list the tracks to index: \(error)")
             return 0
         }
@@ -494,9 +494,9 @@ public final class Catalog: @unchecked Sendable {
     /// The indexer's work for a played track: its analysis, unless stored, or WAV (whose seek is
     /// arithmetic), or not a listed track.
     func buildIndex(forAbsolutePath path: String) {
-        guard let relative = resolver.relative(path), let row = try? store.track(path: relative),
+        guard let relative = resolver.relative(path), let row = try? store.tracks.track(path: relative),
               row.container != "wav", let file = try? OpenFile(path: path), file.stamp == row.stamp else { return }
-        if (try? store.cachedAnalysis(path: relative, stamp: row.stamp)) != nil { return }
+        if (try? store.analyses.cached(path: relative, stamp: row.stamp)) != nil { return }
         if (try? analysis(forAbsolutePath: path, file: file)) != nil { lock.withLock { indexedOnPlay += 1 } }
     }
 
@@ -511,7 +511,7 @@ public final class Catalog: @unchecked Sendable {
     /// Files under the folder that are not listed, with the reason, by absolute path.
     public func skippedFiles() -> [String: SkippedFile] {
         var result: [String: SkippedFile] = [:]
-        for row in (try? store.skipped()) ?? [] {
+        for row in (try? store.skipped.all()) ?? [] {
             result[resolver.root + "/" + row.path] = SkippedFile(size: row.stamp.size, mtime: row.stamp.mtimeNanos / 1_000_000_000,
                                                                  reason: row.reason, quarantined: row.quarantined)
         }
@@ -522,15 +522,15 @@ public final class Catalog: @unchecked Sendable {
     public func status() -> StatusDocument {
         let state = scanProgress
         // The first 100 by path: a library of cover pictures and notes would make this list the whole answer.
-        let skips = (try? store.skippedSummary(limit: Self.statusSkippedLimit)) ?? (count: 0, quarantined: 0, first: [])
+        let skips = (try? store.skipped.summary(limit: Self.statusSkippedLimit)) ?? (count: 0, quarantined: 0, first: [])
         var status = StatusDocument(
-            tracks: (try? store.trackCount()) ?? 0, skippedCount: skips.count,
+            tracks: (try? store.tracks.count()) ?? 0, skippedCount: skips.count,
             // Until a full scan has ended, the first one's count so far.
             ignoredCount: state.scans > 0 ? state.lastIgnored : state.ignored,
             quarantinedCount: skips.quarantined, scans: state.scans, lastScanMillis: state.lastScanMillis,
             scanning: state.scanning, scanFound: state.found, scanToRead: state.toRead, scanRead: state.read,
             analyzerWorkers: analyzer.settings.workers, analyzeTimeoutSeconds: analyzer.settings.timeoutSeconds,
-            database: store.path, seekIndexesCached: (try? store.cachedAnalysisCount()) ?? 0,
+            database: store.path, seekIndexesCached: (try? store.analyses.count()) ?? 0,
             seekIndexesBuiltAhead: indexesBuiltAhead, seekIndexesBuiltOnPlay: indexesBuiltOnPlay,
             indexAheadSeconds: indexAheadSeconds,
             skipped: skips.first.map { StatusDocument.SkippedFile(path: $0.path, reason: $0.reason, quarantined: $0.quarantined) })
@@ -550,14 +550,14 @@ public final class Catalog: @unchecked Sendable {
     /// All tracks, ordered by path (the whole library: for `streamd package` and a channel of a folder).
     public func tracks() -> [Track] {
         var result: [Track] = []
-        try? store.forEachTrack { result.append($0) }
+        try? store.tracks.forEach { result.append($0) }
         return result
     }
 
     /// The listed track at an absolute path (inside the folder); nil when it is not listed.
     public func track(forAbsolutePath path: String) -> Track? {
         guard let relative = resolver.relative(path) else { return nil }
-        return try? store.track(path: relative)
+        return try? store.tracks.track(path: relative)
     }
 
     /// Where a listed track's file is.
@@ -588,7 +588,7 @@ public final class Catalog: @unchecked Sendable {
     private func contentType(forAbsolutePath path: String, waiting: Bool) -> String? {
         guard let relative = resolver.relative(path) else { return Self.contentType(byExtensionOf: path) }
         do {
-            if let row = try store.track(path: relative, waiting: waiting), let container = Container(rawValue: row.container) {
+            if let row = try store.tracks.track(path: relative, waiting: waiting), let container = Container(rawValue: row.container) {
                 return container.mimeType
             }
         } catch {

@@ -48,7 +48,7 @@ public struct CoverSource: Sendable, Equatable {
     public var folder: String
 }
 
-/// The orders `tracks(offset:limit:sort:)` can list in; every order ends on the path, so it is total and stable.
+/// The orders `TrackRepository.page(offset:limit:sort:)` can list in; every order ends on the path, so it is total and stable.
 public enum TrackSort: String, Sendable, CaseIterable {
     case path
     case title

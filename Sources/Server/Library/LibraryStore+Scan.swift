@@ -330,7 +330,7 @@ extension LibraryStore {
     func writeTrackJSON(path: String, _ db: SQLiteDatabase) throws(SQLiteError) {
         var item: [UInt8] = []
         var id: Int?
-        try db.each("SELECT \(Self.trackColumns) FROM tracks t WHERE t.path = ?", [.text(path)]) { row in
+        try db.each("SELECT \(TrackRepository.columns) FROM tracks t WHERE t.path = ?", [.text(path)]) { row in
             item.reserveCapacity(768)
             TrackJSON.append(row, to: &item)
             id = row.int(0)
@@ -350,7 +350,7 @@ extension LibraryStore {
                     // Read first, written after: no insert while the statement walks the tables.
                     var items: [(Int, [UInt8])] = []
                     try db.each("""
-                        SELECT \(Self.trackColumns) FROM tracks t WHERE NOT EXISTS (SELECT 1 FROM track_json j WHERE j.id = t.id)
+                        SELECT \(TrackRepository.columns) FROM tracks t WHERE NOT EXISTS (SELECT 1 FROM track_json j WHERE j.id = t.id)
                         LIMIT ?
                         """, [.int(Int64(max(1, batch)))]) { row in
                         var item: [UInt8] = []

@@ -47,7 +47,7 @@ final class LibraryPlaylistBody: ResponseBody, @unchecked Sendable {
             next += slice.count
             // A database error ends the list where it is: the response is already under way.
             do {
-                try store.forEachPlaylistTrack(ids: slice) { row in Self.appendEntry(row, base: base, to: &text) }
+                try store.tracks.forEachPlaylistLine(ids: slice) { row in Self.appendEntry(row, base: base, to: &text) }
             } catch {
                 next = ids.count
             }
@@ -66,7 +66,7 @@ final class LibraryPlaylistBody: ResponseBody, @unchecked Sendable {
 
     /// `#EXTINF:<seconds>,<artist> - <title>` and the location, as `M3UWriter.render` writes
     /// `PlaylistRoutes.m3u`'s entry for the track; plain ASCII text (nearly all) is copied as bytes.
-    /// The row: path, title, artist, duration_s (`LibraryStore.forEachPlaylistTrack`).
+    /// The row: path, title, artist, duration_s (`TrackRepository.forEachPlaylistLine`).
     static func appendEntry(_ row: SQLiteDatabase.Statement, base: [UInt8], to out: inout [UInt8]) {
         let path = row.textBytes(0)
         out.append(contentsOf: "#EXTINF:".utf8)

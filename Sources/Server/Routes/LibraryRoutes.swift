@@ -159,7 +159,7 @@ struct LibraryRoutes: Sendable {
         }
         let page = try orders.pageIDs(store, offset: offset, limit: limit, sort: sort)
         let json = try TrackJSON.array(items: .max, reserving: page.ids.count) { each throws(SQLiteError) in
-            try store.forEachTrackJSON(ids: page.ids, each)
+            try store.tracks.forEachJSON(ids: page.ids, each)
         }
         return JSONAnswer(bytes: json.bytes, headers: Self.total(page.total))
     }
@@ -170,50 +170,50 @@ struct LibraryRoutes: Sendable {
         let (_, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit, offsetAllowed: false)
         // One row more than asked tells whether there are more.
         let json = try TrackJSON.array(items: limit, reserving: limit) { each throws(SQLiteError) in
-            try store.searchJSON(query: query, limit: limit + 1, each)
+            try store.search.forEachJSON(query: query, limit: limit + 1, each)
         }
         return JSONAnswer(bytes: json.bytes, headers: [("X-More", json.more ? "true" : "false")])
     }
 
     private func albums(_ request: HTTPRequest) throws -> JSONAnswer {
         let (offset, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit)
-        let page = try store.albums(offset: offset, limit: limit)
+        let page = try store.albums.page(offset: offset, limit: limit)
         return JSONAnswer(text: AlbumItem.encodeList(page.rows.map { $0.item() }), headers: Self.total(page.total))
     }
 
     private func album(_ request: HTTPRequest, id: Int) throws -> JSONAnswer {
-        guard let found = try store.album(id: id) else { throw Self.notFound("album") }
+        guard let found = try store.albums.album(id: id) else { throw Self.notFound("album") }
         return JSONAnswer(text: found.album.item(tracks: found.tracks).encoded() + "\n")
     }
 
     private func artists(_ request: HTTPRequest) throws -> JSONAnswer {
         let (offset, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit)
-        let page = try store.artists(offset: offset, limit: limit)
+        let page = try store.artists.page(offset: offset, limit: limit)
         return JSONAnswer(text: ArtistItem.encodeList(page.rows.map { $0.item() }), headers: Self.total(page.total))
     }
 
     private func artist(_ request: HTTPRequest, id: Int) throws -> JSONAnswer {
-        guard let found = try store.artist(id: id) else { throw Self.notFound("artist") }
+        guard let found = try store.artists.artist(id: id) else { throw Self.notFound("artist") }
         return JSONAnswer(text: found.artist.item(albums: found.albums).encoded() + "\n")
     }
 
     // MARK: Playlists
 
     private func albumPlaylist(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
-        guard let found = try store.album(id: id) else { return .error(404, "no such album") }
+        guard let found = try store.albums.album(id: id) else { return .error(404, "no such album") }
         return PlaylistRoutes.m3u(found.tracks, title: "\(found.album.artistName) - \(found.album.title)",
                                   for: request)
     }
 
     private func artistPlaylist(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
-        guard let found = try store.artist(id: id) else { return .error(404, "no such artist") }
-        let rows = try store.tracks(artistID: id)
+        guard let found = try store.artists.artist(id: id) else { return .error(404, "no such artist") }
+        let rows = try store.artists.tracks(artistID: id)
         return PlaylistRoutes.m3u(rows, title: found.artist.name, for: request)
     }
 
     private func searchPlaylist(_ request: HTTPRequest) throws -> HTTPResponse {
         let query = try Self.query(request)
-        let rows = try store.search(query: query, limit: Self.maxSearchPlaylist)
+        let rows = try store.search.tracks(query: query, limit: Self.maxSearchPlaylist)
         return PlaylistRoutes.m3u(rows, title: "Search: \(query)", for: request)
     }
 
@@ -276,7 +276,7 @@ struct LibraryRoutes: Sendable {
     static let coverExtensions = ["jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp", "gif": "image/gif"]
 
     private func cover(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
-        guard let source = try store.coverSource(albumID: id) else { return .error(404, "no such album") }
+        guard let source = try store.covers.source(albumID: id) else { return .error(404, "no such album") }
         if let track = source.embeddedTrackPath, let picture = try embeddedPicture(track) {
             return .generated(picture.data, contentType: picture.mimeType, etag: picture.etag, for: request)
         }
@@ -291,7 +291,7 @@ struct LibraryRoutes: Sendable {
     /// ETag derived from the file's.
     private func embeddedPicture(_ relative: String) throws -> (data: [UInt8], mimeType: String, etag: String)? {
         guard let absolute = try? resolver.resolve(encoded: Substring(PathResolver.percentEncode(relative))),
-              let file = try? OpenFile(path: absolute), let row = try store.track(path: relative), row.stamp == file.stamp,
+              let file = try? OpenFile(path: absolute), let row = try store.tracks.track(path: relative), row.stamp == file.stamp,
               let picture = try? EmbeddedPictureReader.picture(in: file) else { return nil }
         return (picture.data, picture.mimeType, "\"cover-" + file.etag.filter { $0 != "\"" } + "\"")
     }

@@ -32,7 +32,7 @@ public final class Router: Sendable {
         self.framing = framing
         self.library = LibraryRoutes(catalog: catalog)
         self.playlists = PlaylistRoutes(folder: PlaylistFolder(resolver: resolver), describe: { [catalog] path in
-            try? catalog.store.track(path: path)
+            try? catalog.store.tracks.track(path: path)
         })
         self.radio = radio
     }
