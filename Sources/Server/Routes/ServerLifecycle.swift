@@ -55,8 +55,9 @@ public final class ServerLifecycle: Sendable {
     /// running ones get the drain's time: those still running are named in the log and left), the
     /// radio's threads (relays, producers and their decode workers), the `--live` loops, the
     /// scanner and indexer threads (their analyzer workers stop and are reaped with them); then
-    /// any worker process still running (one a job left behind) is killed and reaped, and the
-    /// database is checkpointed and closed. A part that does not stop in time is named in the
+    /// any worker process still running (one a job left behind) is killed and reaped, the thread
+    /// reading the in-memory search index (if one runs) is stopped, and the database is
+    /// checkpointed and closed. A part that does not stop in time is named in the
     /// log and left (the database then stays open under it).
     public func stop() {
         let started = Monotonic.now
@@ -83,6 +84,9 @@ public final class ServerLifecycle: Sendable {
         }
         reapWorkers(until: deadline)
         guard scannerStopped else { return }
+        if !store.stopSearchIndexBuilds(deadline: deadline.nanoseconds) {
+            warn("shutdown: the search index read did not stop in time; closing the database under it")
+        }
         store.close()
         let took = started.elapsed
         if took > Self.stopBudget { warn("shutdown took \(String(format: "%.1f", took)) s") }
