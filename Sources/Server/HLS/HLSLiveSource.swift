@@ -149,13 +149,14 @@ public final class HLSLiveSource: @unchecked Sendable {
         var failing = false
         while true {
             let now = monotonicNanos()
-            if sequence >= Self.windowSize, origin &+ end(of: sequence) > now {
-                if case .starting = condition.withLock({ state }) {
-                    condition.withLock {
-                        state = .running(plan, segmenter)
-                        condition.broadcast()
-                    }
+            if sequence == Self.windowSize {
+                // The first window is there: requests are answered from now on.
+                condition.withLock {
+                    if case .starting = state { state = .running(plan, segmenter) }
+                    condition.broadcast()
                 }
+            }
+            if sequence >= Self.windowSize, origin &+ end(of: sequence) > now {
                 // Sleep until the next segment is due; a stop wakes the thread at once.
                 condition.lock()
                 // At most half a second at a time: the due time is on the monotonic clock, the
