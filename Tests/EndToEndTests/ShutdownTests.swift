@@ -95,6 +95,44 @@ import Glibc
         for connection in [listener, live, download, hung] { _ = connection.readUntilEnd(quiet: 1, limit: 2) }
     }
 
+    /// A transcoding channel whose decode worker hangs: the producer waits for samples (up to
+    /// 10 s a unit). SIGTERM ends that wait within a quarter of a second: the worker is killed
+    /// and reaped, the producer joined, and streamd exits 0 within 5 s.
+    @Test(.timeLimit(.scaledMinutes(2))) func sigterm_whileADecodeWorkerHangs_joinsTheProducer_reapsTheWorker() throws {
+        let library = try RadioEndToEndTests.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        // The 64 KiB burst is 8 s at 64 kbit/s: the pre-roll reaches b.mp3, whose worker hangs.
+        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--channel", "main=ch,bitrate=64"],
+                                        decoderFault: "hang:b.mp3")
+        defer { _ = server.stop() }
+        let pid = server.process.processIdentifier
+        var children = Self.children(of: pid)
+        let waitUntil = Date().addingTimeInterval(10)
+        while children.isEmpty && Date() < waitUntil {
+            usleep(50_000)
+            children = Self.children(of: pid)
+        }
+        #expect(!children.isEmpty, "a decode worker runs")
+        Thread.sleep(forTimeInterval: 1)   // b.mp3's worker has sent its first samples and spins
+
+        let started = Date()
+        kill(pid, SIGTERM)
+        while server.process.isRunning {
+            children.formUnion(Self.children(of: pid))
+            usleep(10_000)
+        }
+        server.process.waitUntilExit()
+        let took = Date().timeIntervalSince(started)
+        #expect(server.process.terminationReason == .exit && server.process.terminationStatus == 0,
+                "exit status \(server.process.terminationStatus)")
+        #expect(took <= 5.0, "SIGTERM took \(took) s")
+        let alive = children.filter { Self.isAlive($0) }
+        #expect(alive.isEmpty, "child processes left running after streamd exited: \(alive)")
+        _ = server.stop()
+        #expect(!server.log.contains("did not stop"), "the producer stopped in time: \(server.log)")
+        #expect(!server.log.contains("killing"), "no worker was left for the last resort: \(server.log)")
+    }
+
     /// The pids whose parent is `parent` (/proc/PID/stat: "pid (comm) state ppid ...").
     static func children(of parent: pid_t) -> Set<pid_t> {
         var found: Set<pid_t> = []
