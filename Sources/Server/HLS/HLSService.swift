@@ -178,9 +178,6 @@ public final class HLSService: Sendable {
 
     // MARK: Live
 
-    /// The `--live` loops, each on its own thread.
-    public var liveSources: [HLSLiveSource] { Array(live.values) }
-
     /// Starts every `--live` loop and waits until each has its first window (their analyses run
     /// at once, each bounded by the analyzer's timeout); throws the first that cannot loop.
     public func startLive() throws(HLSLiveStartError) {
