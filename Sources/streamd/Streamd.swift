@@ -195,13 +195,14 @@ extension Serve {
         let logger = makeLogger()
         let library = try openLibrary(logger: logger)
         let scanner = try makeScanner(library.catalog)
-        let hlsService = try makeHLS(library.catalog)
+        let hlsService = try makeHLS(library.catalog, logger: logger)
         let radio = try makeRadio(library.catalog, logger: logger)
         let router = Router(resolver: library.catalog.resolver, catalog: library.catalog, hls: hlsService,
                             framing: contentLength ? .contentLength : .chunked, radio: radio)
         router.playlistFolder.warn = { logger.warning("\($0)") }
         let server = makeServer(router, catalog: library.catalog, logger: logger)
-        let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, store: library.store) { logger.warning("\($0)") }
+        let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, hls: hlsService,
+                                        store: library.store) { logger.warning("\($0)") }
         // Signals are taken synchronously by this thread: blocked before any thread starts.
         var signals = Self.blockedSignals()
         let bound: Int
@@ -275,8 +276,9 @@ extension Serve {
         return scanner
     }
 
-    /// The HLS routes and `--live` loops; nil with `--no-hls`.
-    func makeHLS(_ catalog: Catalog) throws -> HLSService? {
+    /// The HLS routes and `--live` loops (started by the lifecycle); nil with `--no-hls`.
+    func makeHLS(_ catalog: Catalog, logger: Logger) throws -> HLSService? {
+        let warnLogger = logger
         var hlsService: HLSService?
         if hls {
             var sources: [HLSLiveSource] = []
@@ -284,7 +286,7 @@ extension Serve {
                 guard let eq = spec.firstIndex(of: "=") else { continue }
                 let name = String(spec[..<eq]), path = String(spec[spec.index(after: eq)...])
                 do {
-                    sources.append(try HLSLiveSource(name: name, path: path, analyzer: catalog.analyzer))
+                    sources.append(try HLSLiveSource(name: name, path: path, analyzer: catalog.analyzer) { warnLogger.warning("\($0)") })
                 } catch {
                     FileHandle.standardError.write(Data("streamd: --live \(name): \(path): \(error)\n".utf8))
                     throw ExitCode(1)

@@ -152,6 +152,25 @@ import Testing
                 == (try store.search.ids(query: "riv", limit: 1000, inMemoryIndex: false)))
     }
 
+    /// Shutdown: the thread reading the index stops when asked (it waits for a write to settle
+    /// here), and no read starts after, so the database can be closed with no read on it.
+    @Test func stopSearchIndexBuilds_endsTheReadingThread_andNoneStartsAfter() throws {
+        let dir = try Fixture.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try LibraryStore(path: dir.appendingPathComponent("catalog.db").path, folder: "/music")
+        try store.apply(Self.library(300, seed: 5))
+        _ = try store.search(query: "riv", limit: 10)   // starts the thread, which waits for the write to settle
+        #expect(store.withSearchIndexState { $0.building }, "a read is under way")
+        let started = Date()
+        #expect(store.stopSearchIndexBuilds(deadline: monotonicNanos() + 2_000_000_000), "the thread ended")
+        #expect(Date().timeIntervalSince(started) < 1, "a stop is seen within a pause's slice")
+        #expect(!store.withSearchIndexState { $0.building })
+        _ = try store.search(query: "riv", limit: 10)
+        #expect(!store.withSearchIndexState { $0.building }, "no read starts once stopped")
+        #expect(store.currentSearchIndex(startBuilding: false) == nil)
+        store.close()
+    }
+
     @Test func termRanges_arePrefixesInByteOrder() throws {
         let store = try LibraryStore(path: ":memory:", folder: "/music")
         try store.apply([

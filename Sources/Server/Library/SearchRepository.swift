@@ -147,14 +147,17 @@ public struct SearchRepository: Sendable {
                 // A stale index is let go at once: never two in memory while the next is read.
                 if index.generation < now { state.index = nil }
             }
-            guard startBuilding, !state.building, state.failedGeneration != now else { return (nil, false) }
+            guard startBuilding, !state.building, !state.stopped, state.failedGeneration != now else { return (nil, false) }
             state.building = true
+            state.builderEnded = DispatchSemaphore(value: 0)
             return (nil, true)
         }
-        if start {
+        if start, let ended = withSearchIndexState({ $0.builderEnded }) {
             // Holds the store only while a step runs: a store dropped meanwhile ends the thread.
+            // Pauses are slept a tenth of a second at a time, so a stop is seen soon.
             let thread = Thread { [weak owner = store] in
-                while let pause = owner.flatMap({ SearchRepository(store: $0).buildStep() }) { usleep(useconds_t(min(pause / 1_000, 1_000_000))) }
+                while let pause = owner.flatMap({ SearchRepository(store: $0).buildStep() }) { usleep(useconds_t(min(pause / 1_000, 100_000))) }
+                ended.signal()
             }
             thread.name = "search index"
             thread.start()
@@ -174,6 +177,11 @@ public struct SearchRepository: Sendable {
     /// be built for this generation), else how long to wait before the next step. It waits until
     /// writes settle, reads the index and publishes it when no write came in the meantime.
     func buildStep() -> UInt64? {
+        let stopped = store.withSearchIndexState { state in
+            if state.stopped { state.building = false }
+            return state.stopped
+        }
+        if stopped { return nil }
         let now = DispatchTime.now().uptimeNanoseconds
         let quiet = now &- store.lastWriteNanos.load(ordering: .acquiring)
         if quiet < Self.settleNanos { return Self.settleNanos - quiet }
@@ -266,5 +274,24 @@ extension LibraryStore {
         /// When the last build ended and how long it took (`DispatchTime` nanoseconds).
         var lastBuildEnd: UInt64 = 0
         var lastBuildCost: UInt64 = 0
+        /// Set by `stopSearchIndexBuilds`: no build starts or goes on.
+        var stopped = false
+        /// Signalled when the last build thread started ends.
+        var builderEnded: DispatchSemaphore?
+    }
+
+    /// Shutdown: stops the thread that reads the in-memory index, if one runs, and waits for it
+    /// until `deadline` (monotonic ns), so no read holds the database while it is closed. True
+    /// once no build thread runs.
+    @discardableResult
+    public func stopSearchIndexBuilds(deadline: UInt64) -> Bool {
+        let ended: DispatchSemaphore? = withSearchIndexState { state in
+            state.stopped = true
+            return state.building ? state.builderEnded : nil
+        }
+        guard let ended else { return true }
+        guard ended.wait(untilMonotonic: deadline) else { return false }
+        ended.signal()
+        return true
     }
 }

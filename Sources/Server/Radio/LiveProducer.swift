@@ -53,11 +53,18 @@ final class LiveProducer: @unchecked Sendable {
         thread.start()
     }
 
-    package func stop() {
+    /// Stops the thread and waits for it, until `deadline` (monotonic ns) when given; true once
+    /// it has ended.
+    @discardableResult
+    package func stop(deadline: UInt64? = nil) -> Bool {
         lock.lock()
         stopped = true
         lock.unlock()
-        done.wait()
+        guard let deadline else {
+            done.wait()
+            return true
+        }
+        return done.wait(untilMonotonic: deadline)
     }
 
     /// Takes a new source unless one is connected (then false: the mount is in use).

@@ -48,18 +48,26 @@ final class PlaylistProducer: @unchecked Sendable {
     func start() {
         let thread = Thread { [self] in
             run()
+            // The track being decoded lets its worker go (killed and reaped) before the thread ends.
+            transcoder?.end()
             done.signal()
         }
         thread.name = "radio-\(channel.name)"
         thread.start()
     }
 
-    /// Stops the thread and waits for it.
-    package func stop() {
+    /// Stops the thread and waits for it, until `deadline` (monotonic ns) when given; true once
+    /// it has ended. A decode under way gives up within a quarter of a second (`isCancelled`).
+    @discardableResult
+    package func stop(deadline: UInt64? = nil) -> Bool {
         lock.lock()
         stopped = true
         lock.unlock()
-        done.wait()
+        guard let deadline else {
+            done.wait()
+            return true
+        }
+        return done.wait(untilMonotonic: deadline)
     }
 
     /// How late the channel may fall (the thread starved, the process stopped) and still catch

@@ -16,6 +16,9 @@ final class RelaySource: @unchecked Sendable {
     let warn: @Sendable (String) -> Void
     private let lock = NSLock()
     private var stopped = false
+    /// The upstream being read, shut by `requestStop` so a blocked read ends at once.
+    private var upstream: RelayUpstream?
+    private let done = DispatchSemaphore(value: 0)
     /// The last problem reported: a retry that fails the same way again is not logged again.
     private var lastProblem: String?
 
@@ -28,15 +31,39 @@ final class RelaySource: @unchecked Sendable {
     }
 
     func start() {
-        let thread = Thread { [self] in run() }
+        let thread = Thread { [self] in
+            run()
+            done.signal()
+        }
         thread.name = "radio-relay-\(producer.channel.name)"
         thread.start()
     }
 
-    package func stop() {
+    /// Asks the thread to stop: a read from the upstream under way ends now.
+    package func requestStop() {
         lock.lock()
         stopped = true
+        let reading = upstream
         lock.unlock()
+        reading?.interrupt()
+    }
+
+    /// Waits until the thread has ended, until `deadline` (monotonic ns) when given; true once
+    /// it has. (A connect under way ends with its own timeout.)
+    @discardableResult
+    package func join(deadline: UInt64?) -> Bool {
+        guard let deadline else {
+            done.wait()
+            done.signal()
+            return true
+        }
+        guard done.wait(untilMonotonic: deadline) else { return false }
+        done.signal()   // a second join returns at once
+        return true
+    }
+
+    package func stop() {
+        requestStop()
     }
 
     private var isStopped: Bool {
@@ -53,7 +80,9 @@ final class RelaySource: @unchecked Sendable {
             } catch {
                 report(error)
             }
-            sleepNanos(retryNanos)
+            // The pause before the next try, cut short by a stop.
+            let retryAt = monotonicNanos() + retryNanos
+            while !isStopped, monotonicNanos() < retryAt { sleepNanos(min(50_000_000, retryNanos)) }
         }
     }
 
@@ -68,6 +97,12 @@ final class RelaySource: @unchecked Sendable {
     /// One connection to the upstream, until its stream ends (returns) or breaks (throws).
     private func relayOnce() throws(RelayError) {
         let upstream = try RelayUpstream(url: url)
+        lock.lock()
+        self.upstream = upstream
+        let stopping = stopped
+        lock.unlock()
+        defer { lock.withLock { self.upstream = nil } }
+        if stopping { return }
         let head = upstream.head
         let station = StationInfo(name: head["icy-name"] ?? producer.channel.name, genre: head["icy-genre"],
                                   url: head["icy-url"], description: head["icy-description"])

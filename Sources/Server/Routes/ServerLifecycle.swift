@@ -1,49 +1,111 @@
 import Foundation
+import StreamShared
 import StreamHTTP
 import StreamLibrary
 import StreamRadio
+import StreamHLS
 
-/// The one owner of what streamd runs: it starts the HTTP server (its loops and blocking pool)
-/// and the catalog's scanner, and stops everything, last started first, within 5 s.
+/// The one owner of what streamd runs: it starts the `--live` loops, the HTTP server (its loops
+/// and blocking pool) and the catalog's scanner (the radio channels start as they are added),
+/// and stops every thread and worker process of them, last started first, within 5 s.
 public final class ServerLifecycle: Sendable {
     public let server: HTTPServer
     public let scanner: CatalogScanner
     public let radio: RadioService?
+    public let hls: HLSService?
     public let store: LibraryStore
     private let warn: @Sendable (String) -> Void
 
     /// Seconds a whole stop may take; the HTTP server's drain (`shutdownGrace`) is part of it.
     public static let stopBudget = 4.5
+    /// Of the budget, what is kept for the worker processes left at the end to be killed and
+    /// reaped, and the database to be checkpointed and closed.
+    static let closingReserve = 0.4
 
-    public init(server: HTTPServer, scanner: CatalogScanner, radio: RadioService?, store: LibraryStore,
-                warn: @escaping @Sendable (String) -> Void) {
+    public init(server: HTTPServer, scanner: CatalogScanner, radio: RadioService?, hls: HLSService? = nil,
+                store: LibraryStore, warn: @escaping @Sendable (String) -> Void) {
         self.server = server
         self.scanner = scanner
         self.radio = radio
+        self.hls = hls
         self.store = store
         self.warn = warn
     }
 
-    /// Starts listening, then the scan (the server answers from the database meanwhile); returns the bound port.
-    public func start() throws(ServerStartError) -> Int {
+    /// Starts the `--live` loops (their tracks are analyzed at once, each in a worker, and each
+    /// loop's first window fed), then listens, then scans (the server answers from the database
+    /// meanwhile); returns the bound port. Throws `HLSLiveStartError` for a track that cannot
+    /// loop (the loops started are stopped) or `ServerStartError`.
+    public func start() throws -> Int {
+        if let hls {
+            do {
+                try hls.startLive()
+            } catch {
+                _ = hls.stopLive(deadline: Monotonic.now.adding(seconds: Self.stopBudget).nanoseconds)
+                throw error
+            }
+        }
         let port = try server.start()
         scanner.start()
         return port
     }
 
-    /// Stops, in order: the HTTP server (connections drain, then its loops and pool are joined),
-    /// the radio producers, the scanner and indexer threads (their analyzer workers stop and are
-    /// reaped with them), then the database is checkpointed and closed. A part that does not stop
-    /// in time is named and left (the database stays open under it).
+    /// Stops, in order, each against one deadline on the monotonic clock: the HTTP server
+    /// (connections drain, the loops are joined, the blocking pool takes no new job and its
+    /// running ones get the drain's time: those still running are named in the log and left), the
+    /// radio's threads (relays, producers and their decode workers), the `--live` loops, the
+    /// scanner and indexer threads (their analyzer workers stop and are reaped with them); then
+    /// any worker process still running (one a job left behind) is killed and reaped, the thread
+    /// reading the in-memory search index (if one runs) is stopped, and the database is
+    /// checkpointed and closed. A part that does not stop in time is named in the
+    /// log and left (the database then stays open under it).
     public func stop() {
-        let started = Date()
-        server.shutdown()
-        radio?.stop()
-        let left = Self.stopBudget - Date().timeIntervalSince(started)
-        guard scanner.stop(within: left) else {
+        let started = Monotonic.now
+        let deadline = started.adding(seconds: Self.stopBudget)
+        let partsDeadline = started.adding(seconds: Self.stopBudget - Self.closingReserve)
+        let report = server.shutdown(joinDeadline: partsDeadline.nanoseconds)
+        if report.loopsLeft > 0 { warn("shutdown: \(report.loopsLeft) event loops did not stop in time; leaving them") }
+        if !report.pool.dropped.isEmpty {
+            warn("shutdown: \(report.pool.dropped.count) queued blocking jobs dropped: \(Self.list(report.pool.dropped))")
+        }
+        if !report.pool.abandoned.isEmpty {
+            warn("shutdown: \(report.pool.abandoned.count) blocking jobs still running at the deadline, left: \(Self.list(report.pool.abandoned))")
+        }
+        for name in radio?.stop(deadline: partsDeadline.nanoseconds) ?? [] {
+            warn("shutdown: radio \(name) did not stop in time; leaving it")
+        }
+        for name in hls?.stopLive(deadline: partsDeadline.nanoseconds) ?? [] {
+            warn("shutdown: the live loop \(name) did not stop in time; leaving it")
+        }
+        let left = partsDeadline.seconds(since: Monotonic.now)
+        let scannerStopped = scanner.stop(within: max(0, left))
+        if !scannerStopped {
             warn("shutdown: the scanner did not stop within \(String(format: "%.1f", max(0, left))) s; leaving it")
-            return
+        }
+        reapWorkers(until: deadline)
+        guard scannerStopped else { return }
+        if !store.stopSearchIndexBuilds(deadline: deadline.nanoseconds) {
+            warn("shutdown: the search index read did not stop in time; closing the database under it")
         }
         store.close()
+        let took = started.elapsed
+        if took > Self.stopBudget { warn("shutdown took \(String(format: "%.1f", took)) s") }
+    }
+
+    /// Kills the worker processes still running (those of jobs left behind) and waits until
+    /// `deadline` for their owners to reap them; names those that were not.
+    private func reapWorkers(until deadline: Monotonic) {
+        let running = ChildProcess.unreaped
+        guard !running.isEmpty else { return }
+        warn("shutdown: killing \(running.count) worker processes still running: \(Self.list(running.map { "\($0.executable) (\($0.pid))" }))")
+        ChildProcess.killAll()
+        while !ChildProcess.unreaped.isEmpty, Monotonic.now < deadline { Monotonic.sleep(seconds: 0.01) }
+        let left = ChildProcess.unreaped
+        if !left.isEmpty { warn("shutdown: worker processes not reaped: \(Self.list(left.map { String($0.pid) }))") }
+    }
+
+    /// At most ten items, then how many more.
+    private static func list(_ items: [String]) -> String {
+        items.prefix(10).joined(separator: ", ") + (items.count > 10 ? ", and \(items.count - 10) more" : "")
     }
 }
