@@ -159,15 +159,15 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try LibraryStore(path: dir.appendingPathComponent("catalog.db").path, folder: "/music")
         try store.apply(Self.library(300, seed: 5))
-        _ = try store.search(query: "riv", limit: 10)   // starts the thread, which waits for the write to settle
+        _ = try store.search.tracks(query: "riv", limit: 10)   // starts the thread, which waits for the write to settle
         #expect(store.withSearchIndexState { $0.building }, "a read is under way")
         let started = Date()
         #expect(store.stopSearchIndexBuilds(deadline: monotonicNanos() + 2_000_000_000), "the thread ended")
         #expect(Date().timeIntervalSince(started) < 1, "a stop is seen within a pause's slice")
         #expect(!store.withSearchIndexState { $0.building })
-        _ = try store.search(query: "riv", limit: 10)
+        _ = try store.search.tracks(query: "riv", limit: 10)
         #expect(!store.withSearchIndexState { $0.building }, "no read starts once stopped")
-        #expect(store.currentSearchIndex(startBuilding: false) == nil)
+        #expect(store.search.currentIndex(startBuilding: false) == nil)
         store.close()
     }
 

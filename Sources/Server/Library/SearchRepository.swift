@@ -152,7 +152,7 @@ public struct SearchRepository: Sendable {
             state.builderEnded = DispatchSemaphore(value: 0)
             return (nil, true)
         }
-        if start, let ended = withSearchIndexState({ $0.builderEnded }) {
+        if start, let ended = store.withSearchIndexState({ $0.builderEnded }) {
             // Holds the store only while a step runs: a store dropped meanwhile ends the thread.
             // Pauses are slept a tenth of a second at a time, so a stop is seen soon.
             let thread = Thread { [weak owner = store] in
