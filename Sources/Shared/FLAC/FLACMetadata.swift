@@ -113,6 +113,8 @@ public struct FLACStream: Sendable, Equatable {
     public var totalSamples: Int?
     /// The first frame's header.
     public var firstFrame: FLACFrameHeader
+    /// VORBIS_COMMENT and PICTURE blocks that did not parse (skipped: a bad tag costs only itself).
+    public var unreadableBlocks: Int
 
     /// Playing time in seconds, when the sample count is known.
     public var durationSeconds: Double? {
@@ -166,6 +168,7 @@ public enum FLACReader {
         var pictures: [FLACPicture] = []
         var types: [Int] = []
         var kept = 0
+        var unreadable = 0
         while true {
             guard types.count < maxBlocks else {
                 throw FormatError.outOfRange(component: component, field: "metadata blocks", value: "more than \(maxBlocks)")
@@ -195,11 +198,13 @@ public enum FLACReader {
                 case 3:
                     seekPoints += try FLACSeekPoint.parseTable(bytes)
                 case 4:
-                    let parsed = try VorbisComment.parse(bytes)
+                    // A broken tag block costs the tags, not the audio.
+                    guard let parsed = try? VorbisComment.parse(bytes) else { unreadable += 1; break }
                     if comment == nil { comment = parsed }
                     pictures += parsed.pictures
                 default:
-                    pictures.append(try FLACPicture.parse(bytes))
+                    guard let picture = try? FLACPicture.parse(bytes) else { unreadable += 1; break }
+                    pictures.append(picture)
                 }
             }
             offset = body + length
@@ -221,7 +226,10 @@ public enum FLACReader {
         let headLength = min(audioEnd - metadataEnd, maxGapBeforeAudio + 2 * streamMax)
         let head = try source.read(at: metadataEnd, count: headLength)
         let scanner = FLACFrameScanner(head[...], isComplete: metadataEnd + headLength == audioEnd, streamBits: info.bitsPerSample)
-        guard let first = scanner.nextFrame(from: 0), first.offset <= maxGapBeforeAudio else {
+        // A file cut inside its first frame cannot confirm it: a header right after the
+        // metadata is believed on its CRC-8 alone (where a frame must be, not found by a search).
+        let cutShort = scanner.header(at: 0).map { FLACFrame(offset: 0, length: headLength, header: $0) }
+        guard let first = scanner.nextFrame(from: 0) ?? cutShort, first.offset <= maxGapBeforeAudio else {
             throw FormatError.invalid(component: component, reason: "no FLAC frame after the metadata", offset: metadataEnd)
         }
         let header = first.header
@@ -245,6 +253,6 @@ public enum FLACReader {
         }
         return FLACStream(streamInfo: info, seekPoints: seekPoints, comment: comment, pictures: pictures, blockTypes: types,
                           leadingTagBytes: leading, metadataEnd: metadataEnd, audioStart: metadataEnd + first.offset,
-                          audioEnd: audioEnd, totalSamples: total, firstFrame: header)
+                          audioEnd: audioEnd, totalSamples: total, firstFrame: header, unreadableBlocks: unreadable)
     }
 }
