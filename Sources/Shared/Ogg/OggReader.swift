@@ -226,6 +226,8 @@ struct OggLinkWalker {
     var pages = 0
     /// The first error of an audio header, reported when no link could be read.
     var firstError: FormatError?
+    /// BOS pages that repeated the current link's stream (same serial) instead of starting a new link.
+    var repeatedHeaders = 0
     private var assembler: OggPacketAssembler?
     private var inBOSRun = false
     private var pendingHeaders = 0
@@ -250,8 +252,15 @@ struct OggLinkWalker {
             if assembler == nil {
                 do {
                     if let codec = try OggCodec.identify(first) {
-                        links.append(OggLink(serial: page.serial, codec: codec, comment: nil, otherSerials: [], offset: offset,
-                                             firstAudioGranule: nil, lastGranule: nil))
+                        if let last = links.last, last.serial == page.serial {
+                            // The same stream's headers again (a muxer that repeated them): one
+                            // link, read from its latest headers, not a chain.
+                            repeatedHeaders += 1
+                            links[links.count - 1].codec = codec
+                        } else {
+                            links.append(OggLink(serial: page.serial, codec: codec, comment: nil, otherSerials: [], offset: offset,
+                                                 firstAudioGranule: nil, lastGranule: nil))
+                        }
                         assembler = OggPacketAssembler(serial: page.serial)
                         headerIndex = 0
                         switch codec {
