@@ -241,6 +241,37 @@ def main():
           b'"index_ahead_s":600,"watch":"inotify","watched_folders":12,"rescan_interval_s":3600,"connections":3,'
           b'"connections_per_loop":[1,2],"skipped":[{"path":"cover.jpg","reason":"not audio","quarantined":false}]}\n')
 
+    # flac, ogg: short encodes of the first WAV (FLAC with a seek table and a picture, the same
+    # behind an ID3v2 tag and before APE + ID3v1 tags, FLAC without a sample count; Ogg Opus,
+    # Vorbis and FLAC, and a chain of two Opus links with distinct serials).
+    cover = b"\x89PNG\r\n\x1a\n" + b"\0" * 24
+    flac = ffmpeg(["-i", wavs[0], "-t", "0.3", "-c:a", "flac", "-frame_size", "1024"] + BITEXACT
+                  + ["-metadata", "title=Seed", "-metadata", "REPLAYGAIN_TRACK_GAIN=-3.2 dB"], ".flac")
+    write(out, "flac", flac)
+    write(out, "flac", b"ID3\x04\0\0\0\0\0\x0a" + b"\0" * 10 + flac
+          + ape_tag([(b"Title", b"APE")]) + id3v1(b"T"))
+    if len(flac) > 26 and flac[:4] == b"fLaC":
+        # total_samples 0: the low 36 bits of STREAMINFO's bytes 13..17 (after the 4-byte marker
+        # and 4-byte block header: bytes 21..26 of the file, the count in the last 4.5 bytes).
+        no_count = bytearray(flac)
+        no_count[21] &= 0xF0
+        no_count[22:26] = b"\0\0\0\0"
+        write(out, "flac", bytes(no_count))
+    picture = struct.pack(">I", 3) + struct.pack(">I", 9) + b"image/png" + struct.pack(">I", 0) \
+        + struct.pack(">IIIII", 1, 1, 24, 0, len(cover)) + cover
+    write(out, "flac", picture)
+    comment = struct.pack("<I", 6) + b"vendor" + struct.pack("<I", 3)
+    for field in [b"TITLE=x", b"R128_TRACK_GAIN=-512", b"METADATA_BLOCK_PICTURE=" + __import__("base64").b64encode(picture)]:
+        comment += struct.pack("<I", len(field)) + field
+    write(out, "flac", comment)
+    for codec, args in [("opus", ["-c:a", "libopus", "-b:a", "32k"]), ("vorbis", ["-c:a", "libvorbis", "-q:a", "0"]),
+                        ("flac", ["-c:a", "flac"])]:
+        write(out, "ogg", ffmpeg(["-i", wavs[0], "-t", "0.3"] + args + BITEXACT + ["-f", "ogg"], ".ogg"))
+    chain = b"".join(ffmpeg(["-i", wavs[0], "-t", "0.2", "-c:a", "libopus", "-b:a", "24k"] + BITEXACT
+                            + ["-serial_offset", str(serial), "-f", "ogg"], ".opus") for serial in (1, 2))
+    write(out, "ogg", chain)
+    write(out, "ogg", comment)
+
     # decode: a transcoding channel reads the same whole files the analyzer does.
     shutil.copytree(os.path.join(out, "analyze"), os.path.join(out, "decode"))
     # encode: input rate, channels and format indexes, then float samples (a tone; a tone with
