@@ -245,7 +245,7 @@ def main():
     # behind an ID3v2 tag and before APE + ID3v1 tags, FLAC without a sample count; Ogg Opus,
     # Vorbis and FLAC, and a chain of two Opus links with distinct serials).
     cover = b"\x89PNG\r\n\x1a\n" + b"\0" * 24
-    flac = ffmpeg(["-i", wavs[0], "-t", "0.3", "-c:a", "flac", "-frame_size", "1024"] + BITEXACT
+    flac = ffmpeg(["-i", wavs[0], "-t", "0.1", "-c:a", "flac", "-frame_size", "512"] + BITEXACT
                   + ["-metadata", "title=Seed", "-metadata", "REPLAYGAIN_TRACK_GAIN=-3.2 dB"], ".flac")
     write(out, "flac", flac)
     write(out, "flac", b"ID3\x04\0\0\0\0\0\x0a" + b"\0" * 10 + flac

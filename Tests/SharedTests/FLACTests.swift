@@ -117,6 +117,17 @@ import Testing
         #expect(last.offset == first.count && last.header.codedNumber == 1)
     }
 
+    /// Headers with a valid CRC-8 but no frame behind them: a search tries 64 of them, not all.
+    @Test func scanner_boundsTheHeadersItTries() throws {
+        let fake = B.frameHeader(number: 0) + [0x11, 0x22]
+        let real = B.frame(header: B.frameHeader(number: 0), payload: B.payload(30))
+        let bytes = Array([[UInt8]](repeating: fake, count: 100).joined()) + real
+        let scanner = FLACFrameScanner(bytes[...], isComplete: true)
+        #expect(scanner.nextFrame(from: 0) == nil)
+        #expect(scanner.nextFrame(from: 0, maxTries: 101)?.offset == 100 * fake.count)
+        #expect(scanner.nextFrame(from: 0, through: 99 * fake.count, maxTries: 1000) == nil)
+    }
+
     @Test func scanner_crc16MismatchRefusesTheFrame() {
         var bytes = B.frame(header: B.frameHeader(number: 0), payload: B.payload(100))
         bytes[30] ^= 0x10

@@ -169,6 +169,20 @@ import Testing
         #expect(throws: FormatError.self) { try VorbisIdentification.parse(id[...]) }
     }
 
+    /// Damage costs a bounded amount of work: past 4096 capture patterns that start no page, the read stops.
+    @Test func reader_boundsTheWorkOnDamage() throws {
+        var bad = B.oggPage(serial: 1, sequence: 0, granule: 0, flags: 2, lacing: [3], body: [1, 2, 3])
+        bad[22] ^= 1
+        let good = B.oggStream(serial: 9, headers: Self.opusHeaders, audio: [[1]], granules: [48_312])
+        let few = Array([[UInt8]](repeating: bad, count: 10).joined()) + good
+        let stream = try OggReader.read(MemoryBytes(few))
+        #expect(stream.skippedBytes == 10 * bad.count && stream.durationSeconds == 1.0)
+        let many = Array([[UInt8]](repeating: bad, count: 5000).joined()) + good
+        #expect(throws: FormatError.invalid(component: "ogg", reason: "more than 4096 damaged pages", offset: 0)) {
+            try OggReader.read(MemoryBytes(many))
+        }
+    }
+
     @Test func reader_refusesWhatIsNotOgg() {
         #expect(throws: FormatError.notAudio(reason: "no Ogg page")) { try OggReader.read(MemoryBytes(Array("fLaC and more bytes than a page header".utf8))) }
         let cut = Array(B.oggStream(serial: 9, headers: Self.opusHeaders, audio: [[1]], granules: [960]).prefix(40))

@@ -55,13 +55,19 @@ public struct FLACFrameScanner: Sendable {
         return nil
     }
 
-    /// The first confirmed frame starting at or after `offset`.
-    public func nextFrame(from offset: Int) -> FLACFrame? {
+    /// Headers with a valid CRC-8 tried by one search before it gives up: each costs a CRC-16
+    /// over up to a frame's bytes, so crafted input full of them must not cost quadratic time.
+    public static let defaultMaxTries = 64
+
+    /// The first confirmed frame starting at or after `offset` and at or before `last`.
+    public func nextFrame(from offset: Int, through last: Int = .max, maxTries: Int = defaultMaxTries) -> FLACFrame? {
         var position = max(0, offset)
         let base = bytes.startIndex
-        while position + 1 < bytes.count {
-            if FLACFrameHeader.isSync(bytes[base + position], bytes[base + position + 1]), let frame = frame(at: position) {
-                return frame
+        var tries = 0
+        while position + 1 < bytes.count, position <= last, tries < maxTries {
+            if FLACFrameHeader.isSync(bytes[base + position], bytes[base + position + 1]), header(at: position) != nil {
+                if let frame = frame(at: position) { return frame }
+                tries += 1
             }
             position += 1
         }
@@ -70,16 +76,19 @@ public struct FLACFrameScanner: Sendable {
 
     /// The frame that ends exactly at the end of the bytes (which must end the audio),
     /// searched backwards within `window` bytes of the end.
-    public func lastFrame(window: Int) -> FLACFrame? {
+    public func lastFrame(window: Int, maxTries: Int = defaultMaxTries) -> FLACFrame? {
         guard let end = endsAudio else { return nil }
         let base = bytes.startIndex
         var position = end - 2
         let lowest = max(0, end - window)
-        while position >= lowest {
+        var tries = 0
+        while position >= lowest, tries < maxTries {
             if FLACFrameHeader.isSync(bytes[base + position], bytes[base + position + 1]), let header = header(at: position),
-               end - position <= header.maxFrameBytes(streamBits: streamBits),
-               FLACCRC.crc16(bytes[(base + position)..<(base + end)]) == 0 {
-                return FLACFrame(offset: position, length: end - position, header: header)
+               end - position <= header.maxFrameBytes(streamBits: streamBits) {
+                if FLACCRC.crc16(bytes[(base + position)..<(base + end)]) == 0 {
+                    return FLACFrame(offset: position, length: end - position, header: header)
+                }
+                tries += 1
             }
             position -= 1
         }

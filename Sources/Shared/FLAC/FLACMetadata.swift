@@ -229,7 +229,7 @@ public enum FLACReader {
         // A file cut inside its first frame cannot confirm it: a header right after the
         // metadata is believed on its CRC-8 alone (where a frame must be, not found by a search).
         let cutShort = scanner.header(at: 0).map { FLACFrame(offset: 0, length: headLength, header: $0) }
-        guard let first = scanner.nextFrame(from: 0) ?? cutShort, first.offset <= maxGapBeforeAudio else {
+        guard let first = scanner.nextFrame(from: 0, through: maxGapBeforeAudio) ?? cutShort, first.offset <= maxGapBeforeAudio else {
             throw FormatError.invalid(component: component, reason: "no FLAC frame after the metadata", offset: metadataEnd)
         }
         let header = first.header

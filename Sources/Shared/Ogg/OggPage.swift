@@ -73,18 +73,30 @@ public struct OggPage: Sendable, Equatable {
     }
 
     /// The first page at or after `offset` in `bytes` whose CRC holds (a resynchronisation after
-    /// damage), with its offset; nil when none lies wholly inside `bytes`.
-    public static func next(in bytes: ArraySlice<UInt8>, from offset: Int) -> (offset: Int, page: OggPage)? {
+    /// damage), with its offset; nil when none lies wholly inside `bytes`, or when `failures`
+    /// capture patterns in a row led to no page (each costs a CRC over up to a page, so crafted
+    /// input full of them is cut short instead of costing quadratic time).
+    public static func next(in bytes: ArraySlice<UInt8>, from offset: Int, failures: inout Int) -> (offset: Int, page: OggPage)? {
         var position = max(0, offset)
         let base = bytes.startIndex
-        while position + minHeaderLength <= bytes.count {
+        while position + minHeaderLength <= bytes.count, failures > 0 {
             if bytes[base + position] == 0x4F, bytes[base + position + 1] == 0x67, bytes[base + position + 2] == 0x67,
-               bytes[base + position + 3] == 0x53, let page = try? parse(bytes[(base + position)...]) {
-                return (position, page)
+               bytes[base + position + 3] == 0x53 {
+                if let page = try? parse(bytes[(base + position)...]) { return (position, page) }
+                failures -= 1
             }
             position += 1
         }
         return nil
+    }
+
+    /// Capture patterns that may fail to start a page in one search by default.
+    public static let defaultMaxFailures = 4096
+
+    /// `next(in:from:failures:)` with a budget of its own.
+    public static func next(in bytes: ArraySlice<UInt8>, from offset: Int) -> (offset: Int, page: OggPage)? {
+        var failures = defaultMaxFailures
+        return next(in: bytes, from: offset, failures: &failures)
     }
 }
 

@@ -157,7 +157,8 @@ public enum OggReader {
             let bytes = try source.read(at: start, count: source.size - start)[...]
             var offset = 0
             var found: Int64?, lastSerial: UInt32?
-            while let (at, page) = OggPage.next(in: bytes, from: offset) {
+            var failures = OggPage.defaultMaxFailures
+            while let (at, page) = OggPage.next(in: bytes, from: offset, failures: &failures) {
                 if page.serial == serial, page.granulePosition != -1 { found = page.granulePosition }
                 lastSerial = page.serial
                 offset = at + page.length
@@ -174,6 +175,8 @@ struct OggPageCursor<Source: RandomAccessBytes> {
     let source: Source
     var offset = 0
     var skipped = 0
+    /// Capture patterns that may still fail to start a page in this read.
+    var failureBudget = OggPage.defaultMaxFailures
     var isAtEnd: Bool { offset >= source.size }
 
     init(source: Source) { self.source = source }
@@ -188,7 +191,12 @@ struct OggPageCursor<Source: RandomAccessBytes> {
             // Resynchronise: the next page whose CRC holds, in chunks that overlap by a page.
             let chunkLength = 4 * OggPage.maxLength
             let chunk = try source.read(at: offset + 1, count: chunkLength)[...]
-            if let (at, _) = OggPage.next(in: chunk, from: 0) {
+            let found = OggPage.next(in: chunk, from: 0, failures: &failureBudget)
+            guard failureBudget > 0 else {
+                throw FormatError.invalid(component: OggReader.component,
+                                          reason: "more than \(OggPage.defaultMaxFailures) damaged pages", offset: offset)
+            }
+            if let (at, _) = found {
                 skipped += at + 1
                 offset += at + 1
                 continue
