@@ -101,6 +101,9 @@ import Testing
         // Pre-skip 65535 with less audio than that: no samples, not a negative count.
         let skipAll = B.oggStream(serial: 9, headers: [B.opusHead(preSkip: 65535), Self.opusHeaders[1]], audio: [[1]], granules: [960])
         #expect(try OggReader.read(MemoryBytes(skipAll)).durationSeconds == 0)
+        // A granule position of a century.
+        let century = B.oggStream(serial: 9, headers: Self.opusHeaders, audio: [[1]], granules: [48_000 * 3_155_760_000])
+        #expect(throws: FormatError.self) { try OggReader.read(MemoryBytes(century)) }
         // OpusTags missing.
         let noTags = B.oggStream(serial: 9, headers: [B.opusHead(), [1, 2, 3]], audio: [[1]], granules: [960])
         #expect(throws: FormatError.self) { try OggReader.read(MemoryBytes(noTags)) }
@@ -130,6 +133,7 @@ import Testing
         for fullScan in [false, true] {
             let stream = try OggReader.read(MemoryBytes(file), fullScan: fullScan)
             #expect(stream.links.count == 1 && stream.first.serial == 3 && stream.codec.name == "vorbis")
+            #expect(stream.first.otherSerials == [77] && stream.first.offset == 0)
             #expect(stream.durationSeconds == 2.0 && stream.tags.artist == "A")
         }
         let noAudio = video + videoData

@@ -136,7 +136,7 @@ public enum OggReader {
             throw FormatError.truncated(component: component, offset: cursor.offset, needed: 1)
         }
         if fullScan || cursor.isAtEnd {
-            return OggStream(links: walker.links, skippedBytes: cursor.skipped)
+            return try checked(OggStream(links: walker.links, skippedBytes: cursor.skipped))
         }
         // The last granule from the end; a last page of another serial means a chain.
         var link = walker.links[0]
@@ -145,7 +145,18 @@ public enum OggReader {
         }
         if tail.lastSerial != link.serial { return try read(source, fullScan: true) }
         link.lastGranule = tail.granule
-        return OggStream(links: [link], skippedBytes: cursor.skipped)
+        return try checked(OggStream(links: [link], skippedBytes: cursor.skipped))
+    }
+
+    /// The stream, when every link's granule count stays within `InputLimits` (a granule is 64 bits).
+    static func checked(_ stream: OggStream) throws(FormatError) -> OggStream {
+        var total = 0.0
+        for link in stream.links {
+            guard let samples = link.samples else { continue }
+            total += try Checked.seconds(ticks: samples, timescale: link.codec.sampleRate, component, "granule_position")
+        }
+        try Checked.duration(total, component, "duration")
+        return stream
     }
 
     /// The granule of the last page of `serial` with one, and the serial of the file's last page,
@@ -238,6 +249,9 @@ struct OggLinkWalker {
     var repeatedHeaders = 0
     private var assembler: OggPacketAssembler?
     private var inBOSRun = false
+    /// Streams of the current BOS run seen before its audio stream, and where the run began.
+    private var runSerials: [UInt32] = []
+    private var runOffset: Int?
     private var pendingHeaders = 0
     /// FLAC-in-Ogg with a header count of 0: metadata packets until the first frame.
     private var headersUntilAudio = false
@@ -251,6 +265,8 @@ struct OggLinkWalker {
             if !inBOSRun {
                 inBOSRun = true
                 assembler = nil
+                runSerials = []
+                runOffset = offset
                 guard links.count < OggReader.maxLinks else {
                     throw FormatError.outOfRange(component: OggReader.component, field: "links", value: "more than \(OggReader.maxLinks)")
                 }
@@ -266,8 +282,8 @@ struct OggLinkWalker {
                             repeatedHeaders += 1
                             links[links.count - 1].codec = codec
                         } else {
-                            links.append(OggLink(serial: page.serial, codec: codec, comment: nil, otherSerials: [], offset: offset,
-                                                 firstAudioGranule: nil, lastGranule: nil))
+                            links.append(OggLink(serial: page.serial, codec: codec, comment: nil, otherSerials: runSerials,
+                                                 offset: runOffset ?? offset, firstAudioGranule: nil, lastGranule: nil))
                         }
                         assembler = OggPacketAssembler(serial: page.serial)
                         headerIndex = 0
@@ -284,9 +300,10 @@ struct OggLinkWalker {
                     if firstError == nil { firstError = error }
                 }
             }
-            if let assembler, assembler.serial != page.serial, let index = links.indices.last, links[index].offset >= 0,
-               inBOSRun {
+            if let assembler, assembler.serial != page.serial, let index = links.indices.last {
                 links[index].otherSerials.append(page.serial)
+            } else if assembler == nil {
+                runSerials.append(page.serial)
             }
             return
         }
