@@ -156,6 +156,26 @@ import Testing
         #expect(throws: FormatError.unsupported(component: "ogg-flac", reason: "mapping version 2.0")) { try OggFLACHeader.parse(badVersion[...]) }
     }
 
+    /// FLAC-in-Ogg with a header count of 0 ("unknown"): metadata packets until the first frame.
+    @Test func reader_flacInOggWithoutAHeaderCount() throws {
+        let info = B.streamInfo(rate: 44_100, channels: 1, bits: 16, totalSamples: 0)
+        let header = [0x7F] + Array("FLAC".utf8) + [1, 0] + B.be16(0) + Array("fLaC".utf8) + B.block(0, info)
+        let file = B.oggStream(serial: 4, headers: [header, B.block(4, B.vorbisComment(["TITLE=n"])), B.block(1, [0, 0], last: false)],
+                               audio: [[0xFF, 0xF8, 1], [0xFF, 0xF8, 2]], granules: [4096, 44_100])
+        let stream = try OggReader.read(MemoryBytes(file))
+        #expect(stream.first.firstAudioGranule == 4096 && stream.durationSeconds == 1.0 && stream.tags.title == "n")
+    }
+
+    @Test func reader_speex() throws {
+        var speex = Array("Speex   ".utf8) + Array("1.2".utf8) + [UInt8](repeating: 0, count: 17) + B.le32(1) + B.le32(80)
+        speex += B.le32(16_000) + B.le32(1) + B.le32(4) + B.le32(1) + B.le32(-1) + B.le32(320) + B.le32(0) + B.le32(1) + B.le32(0)
+        speex += B.le32(0) + B.le32(0)
+        let file = B.oggStream(serial: 6, headers: [speex, B.vorbisComment(["TITLE=Speex"])], audio: [[1], [2]], granules: [320, 32_000])
+        let stream = try OggReader.read(MemoryBytes(file))
+        #expect(stream.codec == .speex(SpeexHeader(sampleRate: 16_000, channels: 1, extraHeaders: 0)))
+        #expect(stream.durationSeconds == 2.0 && stream.tags.title == "Speex")
+    }
+
     @Test func reader_vorbisHeadersAndPicture() throws {
         let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 9, 9]
         let picture = FLACTests().base64(B.picture(data: png))

@@ -143,7 +143,8 @@ public enum OggReader {
         guard let tail = try lastPage(of: link.serial, in: source) else {
             return try read(source, fullScan: true)
         }
-        if tail.lastSerial != link.serial { return try read(source, fullScan: true) }
+        // The last page of the link's video or other stream ends a multiplexed file as well.
+        if tail.lastSerial != link.serial, !link.otherSerials.contains(tail.lastSerial) { return try read(source, fullScan: true) }
         link.lastGranule = tail.granule
         return try checked(OggStream(links: [link], skippedBytes: cursor.skipped))
     }
