@@ -12,7 +12,9 @@ enum OggTarget {
             require(!stream.links.isEmpty && stream.channels >= 1 && stream.channels <= 255 && stream.sampleRate > 0,
                     "stream \(stream.codec)")
             require(stream.skippedBytes >= 0 && stream.skippedBytes <= bytes.count, "skipped \(stream.skippedBytes)")
-            if let seconds = stream.durationSeconds { require(seconds.isFinite && seconds >= 0, "duration \(seconds)") }
+            if let seconds = stream.durationSeconds {
+                require(seconds.isFinite && seconds >= 0 && seconds <= InputLimits.maxDurationSeconds, "duration \(seconds)")
+            }
             for link in stream.links {
                 for picture in link.comment?.pictures ?? [] {
                     require(picture.data.count < bytes.count, "picture of \(picture.data.count) bytes")
