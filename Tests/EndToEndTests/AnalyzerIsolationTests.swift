@@ -8,7 +8,7 @@ import Glibc
 /// Issue 12 item 3: a file can never take streamd down. The analyzer runs in worker processes;
 /// a file that traps or hangs it is skipped (quarantined) with one warning, listed in
 /// /api/status, and the server serves everything else, across rescans.
-@Suite struct AnalyzerIsolationTests {
+@Suite(.ownThreads) struct AnalyzerIsolationTests {
     static func get(_ server: StreamdProcess, _ target: String) throws -> RawResponse {
         try RawConnection(port: server.port, timeout: 20).request("GET", target)
     }

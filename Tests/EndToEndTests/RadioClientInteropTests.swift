@@ -99,7 +99,7 @@ final class FFmpegSource {
 
 /// streamplay and mpv as radio clients of real servers: an icecast2 mount fed by ffmpeg (titles
 /// set through icecast's admin URL), and mpv's title updates from streamd.
-@Suite struct RadioClientInteropTests {
+@Suite(.ownThreads) struct RadioClientInteropTests {
     static func setTitle(port: Int, mount: String, user: String, password: String, song: String) throws -> Int {
         let auth = Data("\(user):\(password)".utf8).base64EncodedString()
         let encoded = song.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? song

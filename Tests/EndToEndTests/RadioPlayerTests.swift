@@ -79,7 +79,7 @@ final class PlayerRun: @unchecked Sendable {
 /// streamplay as a radio client on the real streamd: endless streams (no length, no seek),
 /// ICY titles (stripped from the audio, shown, counted in --stats, updated live), SHOUTcast's
 /// `ICY 200 OK`, a dropped stream joined again live, and .pls/.m3u files naming a stream.
-@Suite struct RadioPlayerTests {
+@Suite(.ownThreads) struct RadioPlayerTests {
     static let password = "hackme"
 
     static func titles(_ stats: [String: Any]) -> [String] {

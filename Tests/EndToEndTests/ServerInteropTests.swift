@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// streamd against independent clients: curl, Swift's URLSession, ffprobe, ffmpeg, mpg123.
-@Suite(.serialized) struct ServerInteropTests {
+@Suite(.serialized, .ownThreads) struct ServerInteropTests {
     static func curl(_ arguments: [String]) throws -> (status: Int32, stdout: Data, stderr: Data) {
         try runCommand(try #require(which("curl")), ["-sS"] + arguments)
     }
