@@ -16,9 +16,23 @@ public struct OwnThreads: SuiteTrait, TestTrait, TestScoping {
     public func provideScope(for test: Test, testCase: Test.Case?,
                              performing function: @Sendable () async throws -> Void) async throws {
         guard testCase != nil else { return try await function() }
+        let queued = Date()
         try await OwnThreads.slots.withSlot {
+            let started = Date()
+            defer { Self.report(test, waited: started.timeIntervalSince(queued), ran: Date().timeIntervalSince(started)) }
             try await withTaskExecutorPreference(ThreadPerJobExecutor.shared) { try await function() }
         }
+    }
+
+    /// With STREAM_TEST_TIMES set, one line per test case: how long it ran on its thread and how
+    /// long it waited for a slot. Swift Testing's own "passed after" includes every wait, so on a
+    /// loaded run it says little about which tests are slow; these lines rank them.
+    public static let reportsTimes = ProcessInfo.processInfo.environment["STREAM_TEST_TIMES"] != nil
+
+    static func report(_ test: Test, waited: Double, ran: Double) {
+        guard reportsTimes else { return }
+        let suite = test.id.nameComponents.dropLast().last ?? test.id.moduleName
+        print(String(format: "test-time %8.3f s ran, %7.3f s waited: %@.%@", ran, waited, suite, test.name))
     }
 
     /// How many such tests run at once: STREAM_TEST_WIDTH (1...32), else 6; 2 when timing is
