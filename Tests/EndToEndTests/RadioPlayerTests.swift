@@ -153,7 +153,7 @@ final class PlayerRun: @unchecked Sendable {
             let source = try PacedSource(port: server.port, mount: "/radio/live", password: Self.password, file: file)
             defer { source.drop() }
             #expect(source.isStreaming, "\(source.answer)")
-            Thread.sleep(forTimeInterval: 1)
+            try RadioSourceTests.waitForSource(server, "live")
             let player = try PlayerRun(["\(server.baseURL)/radio/live", "--output", "null", "--realtime", "--duration", "8",
                                         "--stats", "--verbose"])
             #expect(player.waitForLine(containing: "output: opening", seconds: 10) != nil, "\(player.stderr)")
