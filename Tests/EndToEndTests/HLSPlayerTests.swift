@@ -116,7 +116,7 @@ enum HLSFixtures {
     }
 }
 
-@Suite(.ownThreads) struct HLSPlayerTests {
+@Suite(.serialized, .ownThreads) struct HLSPlayerTests {
     static var streamplay: String { PlayerTests.streamplay }
 
     func play(_ url: String, _ extra: [String] = [], into out: String) throws -> (status: Int32, stderr: String, stats: [String: Any]?) {
