@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import StreamClient
 import StreamShared
 
 /// The radio client's pieces between the transport and the decoder: what makes a response a
 /// live stream, the body with its ICY blocks taken out, and the player's title events.
-@Suite struct LiveStreamTests {
+@Suite(.ownThreads) struct LiveStreamTests {
     @Test func shoutcastStatusLine_isALiveStream() throws {
         let info = try #require(try LiveStreamInfo.detect(statusLine: "ICY 200 OK", headers: [("icy-metaint", "8192")]))
         #expect(info.metaint == 8192)

@@ -10,7 +10,7 @@ import StreamShared
 /// transcoded once per channel to one MP3 stream, each track's sound kept (tones of their own
 /// frequency), gapless joins, the stream at its bitrate in real time; tracks that cannot be
 /// read are skipped with a warning, and a channel left with none ends.
-@Suite struct RadioTranscodeTests {
+@Suite(.ownThreads) struct RadioTranscodeTests {
     /// The tracks of the mixed folder, in path order: name, tone, length, how ffmpeg makes them.
     /// Every tone fills whole cycles, so the stream is continuous at the joins when the trims are right.
     static let tracks: [(name: String, hz: Double, seconds: Double, encode: [String])] = [

@@ -7,7 +7,7 @@ import Glibc
 
 /// Issue 22 item 2: SIGTERM stops everything streamd started, in order, and exits 0 within 5 s,
 /// even with a radio listener and a slow download open.
-@Suite struct ShutdownTests {
+@Suite(.ownThreads) struct ShutdownTests {
     @Test(.timeLimit(.scaledMinutes(2))) func sigterm_withAListenerAndASlowDownload_exits0Within5s() throws {
         let library = try RadioEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }

@@ -14,7 +14,7 @@ import Glibc
 /// streamd's relay against upstreams on loopback: what a good one sends comes through (audio,
 /// titles, over IPv6 too), and a hostile one is refused with a typed error, never a trap or an
 /// unbounded buffer; the relay then reports it once and keeps retrying.
-@Suite struct RelayUpstreamTests {
+@Suite(.ownThreads) struct RelayUpstreamTests {
     /// Three metaints of audio: the stream ends where the third block would start.
     static let audio: [UInt8] = (0..<48).map { UInt8($0) }
     static let title = "Artist - Title"

@@ -21,11 +21,13 @@ public final class Router: Sendable {
     public var playlistFolder: PlaylistFolder { playlists.folder }
     /// The radio channels; nil when none is configured.
     public let radio: RadioService?
-    /// Wall-clock start, for the Icecast status page.
-    let startedWall = Int(Date().timeIntervalSince1970)
+    /// Wall-clock start in seconds since 1970, for the Icecast status page's `server_start`.
+    let startedWall: Int
 
+    /// `startedAt` is the server's start as the status page shows it: now, unless a test fixes it.
     public init(resolver: PathResolver, catalog: Catalog, hls: HLSService? = nil, framing: WholeFileFraming = .chunked,
-                radio: RadioService? = nil) {
+                radio: RadioService? = nil, startedAt: Date = Date()) {
+        self.startedWall = Int(startedAt.timeIntervalSince1970)
         self.resolver = resolver
         self.catalog = catalog
         self.hls = hls
