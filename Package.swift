@@ -43,7 +43,8 @@ let package = Package(
         // Linux headers (epoll, eventfd, sendfile) that the Glibc module does not expose.
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
 
-        .target(name: "StreamShared", path: "Sources/Shared"),
+        // CLinux for the one thread type's name (pthread_setname_np).
+        .target(name: "StreamShared", dependencies: ["CLinux"], path: "Sources/Shared"),
         // The decoders (libmpg123, libfaad2) and the resampler (libsoxr), wrapped once, for
         // streamplay's pipeline and streamd's transcoding radio channels alike.
         .target(name: "StreamAudio", dependencies: ["StreamShared", "CMPG123", "CFAAD", "CSoxr"], path: "Sources/Audio"),
