@@ -61,8 +61,8 @@ public final class Catalog: @unchecked Sendable {
     public let analyzer: IsolatedAnalyzer
     /// The catalog database the routes read.
     public let store: LibraryStore
-    private let lock = NSLock()
-    private let scanLock = NSLock()
+    private let lock = Mutex(())
+    private let scanLock = Mutex(())
     /// Set at shutdown: a scan under way reads no further chunk, and none starts.
     private let scansStopped = ManagedAtomic<Bool>(false)
     private var progress = ScanProgress()
@@ -72,7 +72,7 @@ public final class Catalog: @unchecked Sendable {
     private var prefetched: Set<String> = []
     /// Files whose exact analysis a thread is building (relative paths), and its signal.
     private var inFlight: Set<String> = []
-    private let building = NSCondition()
+    private let building = ConditionLock()
     /// Called with one line per file that could not be analyzed, and other trouble.
     public var warn: @Sendable (String) -> Void = { _ in }
     /// Called with progress lines (scan started, every few seconds, done).
@@ -110,7 +110,7 @@ public final class Catalog: @unchecked Sendable {
     }
 
     /// The scan's progress now.
-    public var scanProgress: ScanProgress { lock.withLock { progress } }
+    public var scanProgress: ScanProgress { lock.withLock { _ in progress } }
 
     // MARK: scanning
 
@@ -122,7 +122,7 @@ public final class Catalog: @unchecked Sendable {
 
     /// Scans `scope` (serialised with every other scan).
     func scan(_ scope: ScanScope) {
-        scanLock.withLock {
+        scanLock.withLock { _ in
             guard !scansStopped.load(ordering: .relaxed) else { return }
             scanNow(scope)
         }
@@ -166,7 +166,7 @@ public final class Catalog: @unchecked Sendable {
         var prefix: String?
         switch scope {
         case .all:
-            lock.withLock {
+            lock.withLock { _ in
                 progress.scanning = true
                 progress.startedNanos = started
                 progress.found = 0
@@ -179,7 +179,7 @@ public final class Catalog: @unchecked Sendable {
             guard !PathResolver.isHidden(relative) else { return }
             prefix = relative
         }
-        defer { if scope == .all { lock.withLock { progress.scanning = false } } }
+        defer { if scope == .all { lock.withLock { _ in progress.scanning = false } } }
         var tally = ReadTally(logProgress: scope == .all)
         var announced = false
         // The workers read chunk N + 1 while chunk N is written.
@@ -196,7 +196,7 @@ public final class Catalog: @unchecked Sendable {
                                awaitWrites: { writer.drain() },
                                progress: { [self] found, toRead, ignored in
                                    guard scope == .all else { return }
-                                   lock.withLock {
+                                   lock.withLock { _ in
                                        progress.found = found
                                        progress.toRead = toRead
                                        progress.ignored = ignored
@@ -239,7 +239,7 @@ public final class Catalog: @unchecked Sendable {
         scanned(walk.folders)
         guard scope == .all else { return }
         let elapsed = Int((monotonicNanos() - started) / 1_000_000)
-        lock.withLock {
+        lock.withLock { _ in
             progress.removed = removed.count
             progress.ignored = walk.ignored
             progress.lastIgnored = walk.ignored
@@ -290,11 +290,11 @@ public final class Catalog: @unchecked Sendable {
         writer.submit(changes)
         tally.done += chunk.count
         let done = tally.done
-        lock.withLock { progress.read = done }
+        lock.withLock { _ in progress.read = done }
         let now = monotonicNanos()
         if tally.logProgress, now - tally.lastLog >= 3_000_000_000 {
             tally.lastLog = now
-            let seconds = Double(now - lock.withLock { progress.startedNanos }) / 1e9
+            let seconds = Double(now - lock.withLock { _ in progress.startedNanos }) / 1e9
             info("scan: \(done) files read (\(Int(Double(done) / max(seconds, 0.001))) files/s)")
         }
     }
@@ -411,11 +411,11 @@ public final class Catalog: @unchecked Sendable {
 
     /// Why the full walk rejected this version of the listed track, if it did.
     private func rejection(of relative: String, stamp: FileStamp) -> String? {
-        lock.withLock { rejected[relative].flatMap { $0.stamp == stamp ? $0.reason : nil } }
+        lock.withLock { _ in rejected[relative].flatMap { $0.stamp == stamp ? $0.reason : nil } }
     }
 
     private func rememberRejection(of relative: String, stamp: FileStamp, reason: String) {
-        lock.withLock {
+        lock.withLock { _ in
             if rejected.count >= Self.rejectedLimit { rejected.removeAll() }
             rejected[relative] = (stamp, reason)
         }
@@ -437,7 +437,7 @@ public final class Catalog: @unchecked Sendable {
 
     /// Waits (at most `timeout` seconds) until no thread analyzes `relative`.
     private func awaitBuild(of relative: String, timeout: Double) {
-        let deadline = Date(timeIntervalSinceNow: timeout)
+        let deadline = Monotonic.now.adding(seconds: timeout)
         building.lock()
         while inFlight.contains(relative) && building.wait(until: deadline) {}
         building.unlock()
@@ -486,7 +486,7 @@ public final class Catalog: @unchecked Sendable {
                 }
             }
         }
-        lock.withLock { indexedAhead += built }
+        lock.withLock { _ in indexedAhead += built }
         if built > 0 {
             let elapsed = Int((monotonicNanos() - started) / 1_000_000)
             info("index: \(built) built ahead (exact seek indexes of tracks of \(Int(minimum)) s or more) in \(elapsed) ms")
@@ -500,7 +500,7 @@ public final class Catalog: @unchecked Sendable {
     /// is most of what a first-need request waits for. Once per path per run.
     public func prefetchIndex(forAbsolutePath path: String) {
         guard let request = indexRequested, let relative = resolver.relative(path) else { return }
-        let first = lock.withLock { () -> Bool in
+        let first = lock.withLock { (_) -> Bool in
             if prefetched.count >= 100_000 { prefetched.removeAll() }
             return prefetched.insert(relative).inserted
         }
@@ -516,14 +516,14 @@ public final class Catalog: @unchecked Sendable {
         guard let relative = resolver.relative(path), let row = try? store.track(path: relative),
               row.container != "wav", let file = try? OpenFile(path: path), file.stamp == row.stamp else { return }
         if (try? store.cachedAnalysis(path: relative, stamp: row.stamp)) != nil { return }
-        if (try? analysis(forAbsolutePath: path, file: file)) != nil { lock.withLock { indexedOnPlay += 1 } }
+        if (try? analysis(forAbsolutePath: path, file: file)) != nil { lock.withLock { _ in indexedOnPlay += 1 } }
     }
 
     /// Indexes built because a client started reading the track (for `/api/status`).
-    public var indexesBuiltOnPlay: Int { lock.withLock { indexedOnPlay } }
+    public var indexesBuiltOnPlay: Int { lock.withLock { _ in indexedOnPlay } }
 
     /// Seek indexes built ahead since the start (for `/api/status`).
-    public var indexesBuiltAhead: Int { lock.withLock { indexedAhead } }
+    public var indexesBuiltAhead: Int { lock.withLock { _ in indexedAhead } }
 
     // MARK: reading
 

@@ -6,6 +6,7 @@ internal import CSQLite
 import Foundation
 import StreamShared
 import StreamHTTP
+import Synchronization
 
 /// Search: FTS5 queries and the in-memory copy of its index that answers most of them.
 extension LibraryStore {
@@ -151,19 +152,20 @@ extension LibraryStore {
         }
         if start {
             // Holds the store only while a step runs: a store dropped meanwhile ends the thread.
-            let thread = Thread { [weak self] in
-                while let pause = self?.searchIndexBuildStep() { usleep(useconds_t(min(pause / 1_000, 1_000_000))) }
+            do {
+                try NativeThread.detach(name: "search index") { [weak self] in
+                    while let pause = self?.searchIndexBuildStep() { usleep(useconds_t(min(pause / 1_000, 1_000_000))) }
+                }
+            } catch {
+                // No thread: the next search asks again.
+                withSearchIndexState { $0.building = false }
             }
-            thread.name = "search index"
-            thread.start()
         }
         return current
     }
 
     func withSearchIndexState<T>(_ body: (inout SearchIndexState) -> T) -> T {
-        searchIndexLock.lock()
-        defer { searchIndexLock.unlock() }
-        return body(&searchIndexStorage)
+        return searchIndexLock.withLock { _ in body(&searchIndexStorage) }
     }
 
     /// The in-memory index's state, under its lock.

@@ -6,6 +6,7 @@ internal import CSQLite
 import Foundation
 import StreamShared
 import StreamHTTP
+import Synchronization
 
 /// Tracks: rows, pages in every order, their API items, and the skipped files.
 extension LibraryStore {
@@ -68,9 +69,9 @@ extension LibraryStore {
     /// the generation moved is not kept: it may be of either state.
     public func trackCount() throws(SQLiteError) -> Int {
         let before = generation
-        if let cached = countCache.withLock({ cachedCount }), cached.generation == before { return cached.count }
+        if let cached = countCache.withLock({ _ in cachedCount }), cached.generation == before { return cached.count }
         let count = try read { db throws(SQLiteError) in try db.queryOne("SELECT count(*) FROM tracks") { $0.int(0) } ?? 0 }
-        if generation == before { countCache.withLock { cachedCount = (before, count) } }
+        if generation == before { countCache.withLock { _ in cachedCount = (before, count) } }
         return count
     }
 

@@ -6,6 +6,7 @@ internal import CSQLite
 import Foundation
 import StreamShared
 import StreamHTTP
+import Synchronization
 
 /// The catalog database: tracks, albums, artists, the search index, skipped files and cached
 /// exact analyses, in SQLite (WAL mode, so readers never wait for the scanner's writes).
@@ -18,8 +19,8 @@ public final class LibraryStore: @unchecked Sendable {
     // and a reader taken from the pool is used by one thread until it is put back.
     public let path: String
     let writer: SQLiteDatabase
-    let writeLock = NSLock()
-    let pool = NSCondition()
+    let writeLock = Mutex(())
+    let pool = ConditionLock()
     var idleReaders: [SQLiteDatabase] = []
     /// Set by `close`: readers are closed as they come back, and none is opened.
     var closed = false
@@ -33,7 +34,7 @@ public final class LibraryStore: @unchecked Sendable {
     /// When `changeCount` last moved (`DispatchTime` nanoseconds): the in-memory search index
     /// waits for writes to settle before it is read.
     let lastWriteNanos = ManagedAtomic<UInt64>(0)
-    let searchIndexLock = NSLock()
+    let searchIndexLock = Mutex(())
     var searchIndexStorage = SearchIndexState()
     var artistIDs: [String: Int] = [:]
     var albumIDs: [String: Int] = [:]
@@ -45,7 +46,7 @@ public final class LibraryStore: @unchecked Sendable {
     /// `writeLock` only.
     var searchIndexedThrough: Int?
     /// The track count and the `generation` it was read at (`trackCount`).
-    let countCache = NSLock()
+    let countCache = Mutex(())
     var cachedCount: (generation: UInt64, count: Int)?
 
     /// Opens the database at `path` for the library `folder` (":memory:" for one that lives
@@ -176,9 +177,7 @@ public final class LibraryStore: @unchecked Sendable {
     /// in-memory database, is `SQLITE_BUSY` at once instead of a wait behind slow queries.
     func read<T>(waiting: Bool = true, _ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
         if inMemory {
-            if waiting { writeLock.lock() } else if !writeLock.try() { throw Self.busy }
-            defer { writeLock.unlock() }
-            return try body(writer)
+            return try withWriter(waiting: waiting, body)
         }
         let db = try takeReader(waiting: waiting)
         defer {
@@ -212,10 +211,10 @@ public final class LibraryStore: @unchecked Sendable {
     /// Closes the database at shutdown: the WAL is checkpointed into the main file, the writer and
     /// the idle readers closed (a reader in use closes when it comes back); later calls fail.
     public func close() {
-        writeLock.lock()
-        if !inMemory { try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
-        writer.close()
-        writeLock.unlock()
+        writeLock.withLock { _ in
+            if !inMemory { try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+            writer.close()
+        }
         pool.lock()
         closed = true
         for reader in idleReaders { reader.close() }
@@ -225,8 +224,20 @@ public final class LibraryStore: @unchecked Sendable {
     }
 
     func write<T>(_ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
-        writeLock.lock()
-        defer { writeLock.unlock() }
-        return try body(writer)
+        return try withWriter(waiting: true, body)
+    }
+
+    /// Runs `body` with the writer, holding `writeLock`; not waiting, a writer in use is
+    /// `SQLITE_BUSY`. The result comes back through a local: Mutex.withLock wants a `sending`
+    /// result, which a value `body` makes from the caller's state is not.
+    private func withWriter<T>(waiting: Bool, _ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        var outcome: Result<T, SQLiteError>?
+        if waiting {
+            writeLock.withLock { _ in outcome = Result { () throws(SQLiteError) -> T in try body(writer) } }
+        } else {
+            _ = writeLock.withLockIfAvailable { _ in outcome = Result { () throws(SQLiteError) -> T in try body(writer) } }
+        }
+        guard let outcome else { throw Self.busy }
+        return try outcome.get()
     }
 }

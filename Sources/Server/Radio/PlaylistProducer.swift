@@ -3,6 +3,7 @@ import StreamShared
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
+import Synchronization
 
 /// Plays a channel's tracks in real time, one after the other for ever (reshuffled at every
 /// pass with `shuffle`): frames are published when the channel's clock says they are due, in
@@ -24,9 +25,10 @@ final class PlaylistProducer: @unchecked Sendable {
     let tickNanos: UInt64
     let preroll: Int
     let warn: @Sendable (String) -> Void
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var stopped = false
-    private let done = DispatchSemaphore(value: 0)
+    /// Set by `start`, joined by `stop` (RadioService's lock orders the two).
+    private var thread: NativeThread?
 
     /// Where the transcoder's tracks are decoded (streamd: worker processes).
     let isolation: DecodeIsolation
@@ -46,20 +48,19 @@ final class PlaylistProducer: @unchecked Sendable {
     }
 
     func start() {
-        let thread = Thread { [self] in
-            run()
-            done.signal()
+        do {
+            thread = try NativeThread(name: "radio-\(channel.name)") { [self] in run() }
+        } catch {
+            warn("radio \(channel.name): \(error)")
         }
-        thread.name = "radio-\(channel.name)"
-        thread.start()
     }
 
     /// Stops the thread and waits for it.
     package func stop() {
-        lock.lock()
-        stopped = true
-        lock.unlock()
-        done.wait()
+        lock.withLock { _ in
+            stopped = true
+        }
+        thread?.join()
     }
 
     /// How late the channel may fall (the thread starved, the process stopped) and still catch
@@ -68,9 +69,7 @@ final class PlaylistProducer: @unchecked Sendable {
     static let stallLimit: UInt64 = 5_000_000_000
 
     private var isStopped: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return stopped
+        return lock.withLock { _ in stopped }
     }
 
     private func run() {

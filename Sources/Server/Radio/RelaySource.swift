@@ -3,6 +3,7 @@ import StreamShared
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
+import Synchronization
 
 /// `--relay NAME=URL`: pulls a stream from another streamd or an Icecast server (plain HTTP) and
 /// feeds it to the live channel NAME as its source, ICY titles carried through. Reconnects every
@@ -14,10 +15,12 @@ final class RelaySource: @unchecked Sendable {
     let retryNanos: UInt64
     /// Where a broken upstream is reported (streamd's log).
     let warn: @Sendable (String) -> Void
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var stopped = false
     /// The last problem reported: a retry that fails the same way again is not logged again.
     private var lastProblem: String?
+    /// The relay thread, set by `start`; `stop` does not wait for it (it may be in a blocking read).
+    private var thread: NativeThread?
 
     init(url: HTTPURL, producer: LiveProducer, retryNanos: UInt64 = 2_000_000_000,
          warn: @escaping @Sendable (String) -> Void = { _ in }) {
@@ -28,21 +31,21 @@ final class RelaySource: @unchecked Sendable {
     }
 
     func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = "radio-relay-\(producer.channel.name)"
-        thread.start()
+        do {
+            thread = try NativeThread(name: "radio-relay-\(producer.channel.name)") { [self] in run() }
+        } catch {
+            warn("relay \(producer.channel.name): \(error)")
+        }
     }
 
     package func stop() {
-        lock.lock()
-        stopped = true
-        lock.unlock()
+        lock.withLock { _ in
+            stopped = true
+        }
     }
 
     private var isStopped: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return stopped
+        return lock.withLock { _ in stopped }
     }
 
     private func run() {

@@ -27,7 +27,12 @@ public final class ServerLifecycle: Sendable {
     /// Starts listening, then the scan (the server answers from the database meanwhile); returns the bound port.
     public func start() throws(ServerStartError) -> Int {
         let port = try server.start()
-        scanner.start()
+        do {
+            try scanner.start()
+        } catch {
+            server.shutdown()
+            throw .thread(error)
+        }
         return port
     }
 

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import StreamShared
 
 /// A fixed set of threads for work that may wait (a worker process, a disk read, a slow query),
 /// so that no event loop ever does: a loop hands such a request's work here and sends the
@@ -12,29 +12,27 @@ public final class BlockingPool: @unchecked Sendable {
     // written in init and `shutdown` only.
     public typealias Job = @Sendable () -> Void
 
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var queue: [Job] = []
     private var queueHead = 0
     private var running = 0
     private var stopping = false
-    private var exited: [DispatchSemaphore] = []
+    private var threads: [NativeThread] = []
     /// Jobs waiting at most; `submit` refuses beyond.
     public let capacity: Int
     public let threadCount: Int
 
-    /// Starts `threads` threads named `<name>-<i>`.
-    public init(threads: Int, capacity: Int, name: String) {
+    /// Starts `threads` threads named `<name>-<i>`; throws when none could be started (fewer
+    /// than asked serve the same queue).
+    public init(threads: Int, capacity: Int, name: String) throws(ThreadError) {
         self.threadCount = max(1, threads)
         self.capacity = max(1, capacity)
         for i in 0..<threadCount {
-            let done = DispatchSemaphore(value: 0)
-            exited.append(done)
-            let thread = Thread { [self] in
-                runJobs()
-                done.signal()
+            do {
+                self.threads.append(try NativeThread(name: "\(name)-\(i)") { [self] in runJobs() })
+            } catch where !self.threads.isEmpty {
+                break
             }
-            thread.name = "\(name)-\(i)"
-            thread.start()
         }
     }
 
@@ -67,8 +65,8 @@ public final class BlockingPool: @unchecked Sendable {
         queueHead = 0
         condition.broadcast()
         condition.unlock()
-        for done in exited {
-            if !done.wait(untilMonotonic: deadline) { return false }
+        for thread in threads {
+            if !thread.join(until: Monotonic(nanoseconds: deadline)) { return false }
         }
         return true
     }

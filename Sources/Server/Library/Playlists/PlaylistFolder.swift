@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import StreamShared
 import StreamHTTP
+import Synchronization
 
 /// A playlist file found in the music folder, as `/api/playlists` lists it.
 public struct FolderPlaylist: Sendable, Equatable {
@@ -64,7 +65,7 @@ public final class PlaylistFolder: @unchecked Sendable {
     static let maxPlaylists = 10_000
     static let extensions: Set<String> = ["m3u", "m3u8", "pls"]
 
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var folderStamps: [String: Int] = [:]
     private var lastCheck: UInt64 = 0
     private var walked = false
@@ -86,11 +87,11 @@ public final class PlaylistFolder: @unchecked Sendable {
         let paths = currentPaths()
         return paths.compactMap { absolute -> FolderPlaylist? in
             guard let file = try? OpenFile(path: absolute) else { return nil }
-            if let cached = lock.withLock({ parsed[absolute] }), cached.size == file.size, cached.mtime == file.mtime {
+            if let cached = lock.withLock({ _ in parsed[absolute] }), cached.size == file.size, cached.mtime == file.mtime {
                 return cached.listing
             }
             let listing = describe(absolute, file: file)
-            lock.withLock { parsed[absolute] = (file.size, file.mtime, listing) }
+            lock.withLock { _ in parsed[absolute] = (file.size, file.mtime, listing) }
             return listing
         }
     }
@@ -189,7 +190,7 @@ public final class PlaylistFolder: @unchecked Sendable {
     /// The playlist files, walking the tree again when a folder changed.
     private func currentPaths() -> [String] {
         let now = monotonicNanos()
-        let due: (walked: Bool, stamps: [String: Int])? = lock.withLock {
+        let due: (walked: Bool, stamps: [String: Int])? = lock.withLock { _ in
             if walked && now - lastCheck <= 1_000_000_000 { return nil }
             lastCheck = now
             return (walked, folderStamps)
@@ -200,14 +201,14 @@ public final class PlaylistFolder: @unchecked Sendable {
             walk(resolver.root, depth: 0, paths: &paths, stamps: &stamps)
             paths.sort()
             let present = Set(paths)
-            lock.withLock {
+            lock.withLock { _ in
                 found = paths
                 folderStamps = stamps
                 walked = true
                 parsed = parsed.filter { present.contains($0.key) }
             }
         }
-        return lock.withLock { found }
+        return lock.withLock { _ in found }
     }
 
     static func mtimeNanos(_ path: String) -> Int? {
