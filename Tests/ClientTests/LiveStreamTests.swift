@@ -104,8 +104,8 @@ import StreamShared
         #expect(await events.value == ["One", "Two"])
         #expect(player.streamTitle == "Two")
         #expect(player.playedTags?.title == "Two", "the queue's status line shows the stream title")
-        let titles = player.commands.withLock { player.statsStorage.titles }
+        let titles = player.commands.withLock { _ in player.statsStorage.titles }
         #expect(titles == [StreamTitleChange(atSeconds: 1.5, title: "One"), StreamTitleChange(atSeconds: 2.5, title: "Two")])
-        #expect(player.commands.withLock { player.statsStorage.json }.contains(#""titles":[{"at_s":1.5,"title":"One"},{"at_s":2.5,"title":"Two"}]"#))
+        #expect(player.commands.withLock { _ in player.statsStorage.json }.contains(#""titles":[{"at_s":1.5,"title":"One"},{"at_s":2.5,"title":"Two"}]"#))
     }
 }

@@ -1,4 +1,5 @@
 import StreamShared
+import Synchronization
 
 /// Settings of the HTTP source.
 public struct HTTPSourceOptions: Sendable {
@@ -30,7 +31,7 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
     var liveLastByte: Monotonic?
     /// Component-tagged diagnostics (`--verbose`).
     public var log: (@Sendable (String) -> Void)?
-    private let lock = ConditionLock()
+    private let lock = Mutex(())
     private var tls: Bool
     /// The own client's keep-alive connection that `get` reuses (HLS playlists and segments).
     var session: HTTPClient?
@@ -46,8 +47,8 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
     /// Whether requests go through libcurl: https:// (or anything not http://), or a plain
     /// URL that redirected to https://.
     var usesCurl: Bool {
-        get { lock.withLock { tls } }
-        set { lock.withLock { tls = newValue } }
+        get { lock.withLock { _ in tls } }
+        set { lock.withLock { _ in tls = newValue } }
     }
 
     public func readRange(_ range: Range<Int>) throws -> [UInt8] {
