@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import StreamLog
 import StreamServer
 import StreamShared
 import CLinux
@@ -49,8 +50,11 @@ struct Serve: ParsableCommand {
     @Option(help: "Seconds an idle keep-alive connection is kept open.")
     var idleTimeout: Double = 30
 
-    @Flag(help: "No access log.")
+    @Flag(help: "Warnings and errors only: no access log, no progress lines.")
     var quiet = false
+
+    @Flag(help: "Debug lines too.")
+    var verbose = false
 
     @Flag(inversion: .prefixedNo, help: "Serve HLS playlists and segments under /hls/ (on by default).")
     var hls = true
@@ -186,6 +190,7 @@ extension Serve {
         if let decodeWorker, decodeWorker.isEmpty { throw ValidationError("--decode-worker needs a program") }
         if let scanChunk, !(1...1_000_000).contains(scanChunk) { throw ValidationError("--scan-chunk must be 1...1000000") }
         if let maxWatches, maxWatches < 1 { throw ValidationError("--max-watches must be at least 1") }
+        if quiet && verbose { throw ValidationError("--quiet and --verbose exclude each other") }
     }
 
     func run() throws {
@@ -199,9 +204,9 @@ extension Serve {
         let radio = try makeRadio(library.catalog, logger: logger)
         let router = Router(resolver: library.catalog.resolver, catalog: library.catalog, hls: hlsService,
                             framing: contentLength ? .contentLength : .chunked, radio: radio)
-        router.playlistFolder.warn = { logger.warning("\($0)") }
+        router.playlistFolder.logger = Logger(label: "streamd.library")
         let server = makeServer(router, catalog: library.catalog, logger: logger)
-        let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, store: library.store) { logger.warning("\($0)") }
+        let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, store: library.store, logger: logger)
         // Signals are taken synchronously by this thread: blocked before any thread starts.
         var signals = Self.blockedSignals()
         let bound: Int
@@ -221,20 +226,21 @@ extension Serve {
 
 /// The steps of `Serve.run`, each building one part of the server from the options.
 extension Serve {
+    /// Sets up logging once for the process: every logger (one label per module: "streamd",
+    /// "streamd.library", "streamd.radio", "streamd.http") writes to stderr at the level the flags
+    /// say (--quiet: warnings, --verbose: debug, else info).
     func makeLogger() -> Logger {
+        let level: Logger.Level = quiet ? .warning : verbose ? .debug : .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .info
+            handler.logLevel = level
             return handler
         }
-        var logger = Logger(label: "streamd")
-        logger.logLevel = quiet ? .warning : .info
-        return logger
+        return Logger(label: "streamd")
     }
 
     /// The folder, its catalog database and the catalog over it.
     func openLibrary(logger: Logger) throws -> (catalog: Catalog, store: LibraryStore, databasePath: String) {
-        let warnLogger = logger
         guard let resolver = PathResolver(folder: folder) else {
             FileHandle.standardError.write(Data("streamd: no such folder: \(folder)\n".utf8))
             throw ExitCode(1)
@@ -246,14 +252,13 @@ extension Serve {
             ?? LibraryStore.defaultPath(forFolder: resolver.root, environment: ProcessInfo.processInfo.environment)
         let store: LibraryStore
         do {
-            store = try LibraryStore(path: databasePath, folder: resolver.root) { warnLogger.warning("\($0)") }
+            store = try LibraryStore(path: databasePath, folder: resolver.root, logger: Logger(label: "streamd.library"))
         } catch {
             FileHandle.standardError.write(Data("streamd: --db \(databasePath): \(error)\n".utf8))
             throw ExitCode(1)
         }
         let catalog = Catalog(resolver: resolver, store: store, analyzer: IsolatedAnalyzer(settings: analyzerSettings))
-        catalog.warn = { warnLogger.warning("\($0)") }
-        catalog.info = { warnLogger.info("\($0)") }
+        catalog.logger = Logger(label: "streamd.library")
         catalog.indexAheadSeconds = indexAhead > 0 ? indexAhead : nil
         if let scanChunk { catalog.chunkSize = scanChunk }
         // The database may sit inside the folder when asked to: the scan leaves it out.
@@ -297,7 +302,7 @@ extension Serve {
 
     /// The radio channels, fallbacks and relays; nil when none is configured.
     func makeRadio(_ catalog: Catalog, logger: Logger) throws -> RadioService? {
-        let warnLogger = logger
+        let radioLogger = Logger(label: "streamd.radio")
         var radio: RadioService?
         var password = sourcePassword
         if let path = sourcePasswordFile {
@@ -316,17 +321,17 @@ extension Serve {
             settings.ringBytes = max(settings.ringBytes, settings.burstBytes * 2)
             settings.listenerLagSeconds = listenerLag
             if let decodeWorker { settings.decodeWorker.executable = decodeWorker }
-            let service = RadioService(settings: settings) { warnLogger.warning("\($0)") }
+            let service = RadioService(settings: settings, logger: radioLogger)
             for text in channel {
                 do {
                     let spec = try ChannelSpec.parse(text)
                     // The channel's files must be in the catalog before it plays: they are
                     // brought up to date now (the rest of the library is scanned after start).
                     catalog.refresh(path: spec.path)
-                    let plan = try ChannelTracks.resolve(spec, catalog: catalog) { warnLogger.warning("\($0)") }
+                    let plan = try ChannelTracks.resolve(spec, catalog: catalog, logger: radioLogger)
                     try service.addPlaylist(name: spec.name, plan: plan, shuffle: spec.shuffle)
                     let how = plan.transcodes ? ", transcoded to MP3 \(plan.format.sampleRate) Hz \(plan.format.kbps) kbit/s" : ""
-                    logger.info("channel \(spec.name): \(plan.tracks.count) tracks at /radio/\(spec.name)\(how)")
+                    radioLogger.info("channel \(spec.name): \(plan.tracks.count) tracks at /radio/\(spec.name)\(how)")
                 } catch {
                     FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
                     throw ExitCode(1)
@@ -371,7 +376,7 @@ extension Serve {
         config.accessLog = !quiet
         // Of the 5 s a shutdown may take, responses under way get 3 to finish.
         config.shutdownGrace = 3
-        let server = HTTPServer(configuration: config, logger: logger, handler: router.handle)
+        let server = HTTPServer(configuration: config, logger: Logger(label: "streamd.http"), handler: router.handle)
         // Set before the loops start (they read it): the scanner's fields, then the connections.
         let scannerFields = catalog.statusExtras
         catalog.statusExtras = { [weak server] status in
@@ -442,12 +447,14 @@ extension Package {
             FileHandle.standardError.write(Data("streamd: package: \(error)\n".utf8))
             throw ExitCode(1)
         }
-        catalog.warn = { FileHandle.standardError.write(Data("streamd: \($0)\n".utf8)) }
+        LoggingSystem.bootstrap { _ in PrefixLogHandler(prefix: "streamd: ", logLevel: quiet ? .warning : .info) }
+        // The catalog's warnings only (files skipped): its scan progress is the serve command's.
+        catalog.logger = Logger(label: "streamd.library")
+        catalog.logger.logLevel = .warning
+        let logger = Logger(label: "streamd.hls")
         catalog.scan()
         do {
-            let report = try HLSPackager.package(catalog: catalog, out: out) { line in
-                if !quiet { FileHandle.standardError.write(Data("streamd: \(line)\n".utf8)) }
-            }
+            let report = try HLSPackager.package(catalog: catalog, out: out) { line in logger.info("\(line)") }
             print("packaged \(report.tracks) tracks, \(report.segments) segments, \(report.bytes) bytes into \(out)")
             if report.skipped > 0 { print("skipped \(report.skipped) tracks (see stderr)") }
         } catch {
@@ -497,3 +504,4 @@ extension DecodeWorkerCommand {
         if status != 0 { throw ExitCode(status) }
     }
 }
+

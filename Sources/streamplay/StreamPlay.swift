@@ -1,5 +1,7 @@
 import Glibc
+import Logging
 import StreamClient
+import StreamLog
 import StreamShared
 
 /// streamplay: plays (and describes) an audio stream.
@@ -162,9 +164,11 @@ extension StreamPlay {
                 Self.fail("streamplay: cache: \(error)", code: 1)
             }
         }
+        let logger = Logger(label: "streamplay.player")
+        // The player's component-tagged diagnostics are debug lines: made only with --verbose.
         var log: (@Sendable (String) -> Void)?
         if verbose {
-            log = { message in Self.stderrLine("streamplay: " + message) }
+            log = { message in logger.debug("\(message)") }
         }
         if let queue = queueTracks(http: options.http) {
             return runQueue(queue, output: sink, options: options, log: log)
@@ -180,7 +184,7 @@ extension StreamPlay {
         let outcome = Result { () throws(PlaybackError) -> PlayerStats in try player.run() }
         terminal.stop()
         for warning in (try? outcome.get())?.warnings ?? player.lastStats?.warnings ?? [] {
-            Self.stderrLine("streamplay: warning: " + warning)
+            logger.warning("warning: \(warning)")
         }
         switch outcome {
         case .success(let result):
@@ -199,7 +203,7 @@ extension StreamPlay {
                 print(try HLSInfo.json(url: source, options: options))
             } else if source.contains("://") {
                 let (analysis, bytesRead) = try TrackInfo.analyze(url: source)
-                if verbose { Self.stderrLine("streamplay: source: --info read \(bytesRead) bytes through Range requests") }
+                Logger(label: "streamplay.source").debug("source: --info read \(bytesRead) bytes through Range requests")
                 print(TrackInfo.json(analysis))
             } else {
                 print(TrackInfo.json(try TrackInfo.analyze(path: source)))
@@ -218,6 +222,7 @@ extension StreamPlay {
             case .help:
                 print(commandLine.help)
             case .run(let command):
+                command.bootstrapLogging()
                 try command.validate()
                 try command.run()
             }
@@ -231,6 +236,13 @@ extension StreamPlay {
         } catch {
             fail("Error: \(error)", code: 1)
         }
+    }
+
+    /// Sets up logging once for the process: "streamplay: " and the message on stderr, debug
+    /// lines with --verbose, else info and above (warnings, skipped queue tracks).
+    func bootstrapLogging() {
+        let level: Logger.Level = verbose ? .debug : .info
+        LoggingSystem.bootstrap { _ in PrefixLogHandler(prefix: "streamplay: ", logLevel: level) }
     }
 
     static func stderrLine(_ message: String) {

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import StreamShared
 import Synchronization
+import Logging
 import Atomics
 import StreamHTTP
 
@@ -73,10 +74,10 @@ public final class Catalog: @unchecked Sendable {
     /// Files whose exact analysis a thread is building (relative paths), and its signal.
     private var inFlight: Set<String> = []
     private let building = ConditionLock()
-    /// Called with one line per file that could not be analyzed, and other trouble.
-    public var warn: @Sendable (String) -> Void = { _ in }
-    /// Called with progress lines (scan started, every few seconds, done).
-    public var info: @Sendable (String) -> Void = { _ in }
+    /// Where the catalog logs ("streamd.library"): a warning per file that could not be analyzed
+    /// and other trouble, progress (scan started, every few seconds, done) at info. Set before the
+    /// first scan.
+    public var logger = Logger.silent("streamd.library")
     /// Files read per batch written to the database.
     public var chunkSize = 2048
     /// Absolute paths the walk leaves out (the database and its WAL files, when they sit inside the folder).
@@ -189,7 +190,7 @@ public final class Catalog: @unchecked Sendable {
                                    if scansStopped.load(ordering: .relaxed) { return }
                                    if scope == .all && !announced {
                                        announced = true
-                                       info("scan: reading new and changed files")
+                                       logger.info("scan: reading new and changed files")
                                    }
                                    read(chunk[...], tally: &tally, writer: writer)
                                },
@@ -205,15 +206,15 @@ public final class Catalog: @unchecked Sendable {
         if scope == .all {
             do {
                 if try store.beginBulkLoad() {
-                    info("scan: first scan; the list orders' indexes are built at its end")
+                    logger.info("scan: first scan; the list orders' indexes are built at its end")
                 } else {
                     // A search index left behind (a first scan cut short, the migration to
                     // schema 2) catches up before the walk, so search answers in a second or two.
                     let added = try store.indexSearchBacklog()
-                    if added > 0 { info("scan: \(added) tracks added to the search index") }
+                    if added > 0 { logger.info("scan: \(added) tracks added to the search index") }
                 }
             } catch {
-                warn("catalog: cannot prepare the library database: \(error)")
+                logger.warning("catalog: cannot prepare the library database: \(error)")
             }
         }
         // The same workers for every chunk of the scan (started once, not once per chunk).
@@ -223,15 +224,15 @@ public final class Catalog: @unchecked Sendable {
             do {
                 try store.ensureOrderIndexes()
                 let filled = try store.fillMissingTrackJSON()
-                if filled > 0 { info("scan: \(filled) tracks' API items written (a database from before they were kept)") }
+                if filled > 0 { logger.info("scan: \(filled) tracks' API items written (a database from before they were kept)") }
                 // A first scan writes the search index a chunk at a time: one segment each.
-                if let segments = try store.compactSearchIndex() { info("scan: search index merged from \(segments) segments into one") }
+                if let segments = try store.compactSearchIndex() { logger.info("scan: search index merged from \(segments) segments into one") }
             } catch {
-                warn("catalog: cannot index the library database: \(error)")
+                logger.warning("catalog: cannot index the library database: \(error)")
             }
         }
         if let failure = walk.failure {
-            warn("catalog: cannot read the library database: \(failure)")
+            logger.warning("catalog: cannot read the library database: \(failure)")
             return
         }
         if !removed.isEmpty { write(removed.map { .removed(path: $0) }) }
@@ -247,8 +248,8 @@ public final class Catalog: @unchecked Sendable {
             progress.lastScanMillis = elapsed
         }
         if walk.toRead > 0 || !removed.isEmpty {
-            info("scan: done in \(elapsed) ms: \(walk.found) files, \(walk.toRead) new or changed read, \(removed.count) gone, "
-                 + "\(walk.ignored) companion files (covers, notes, playlists) passed by")
+            logger.info(.init(stringLiteral: "scan: done in \(elapsed) ms: \(walk.found) files, \(walk.toRead) new or changed read, \(removed.count) gone, "
+                 + "\(walk.ignored) companion files (covers, notes, playlists) passed by"))
         }
     }
 
@@ -277,13 +278,13 @@ public final class Catalog: @unchecked Sendable {
                 changes.append(.skipped(path: file.path, stamp: file.stamp, reason: why, quarantined: false))
                 // Companion files never get here; a folder of other files still costs a few lines only.
                 tally.rejected += 1
-                if tally.rejected <= Self.namedSkipsPerScan { warn("catalog: skipping \(resolver.root)/\(file.path): \(why)") }
+                if tally.rejected <= Self.namedSkipsPerScan { logger.warning("catalog: skipping \(resolver.root)/\(file.path): \(why)") }
             case .quarantined(let why):
                 changes.append(.skipped(path: file.path, stamp: file.stamp, reason: why, quarantined: true))
-                warn("catalog: skipping \(resolver.root)/\(file.path): \(why); quarantined until the file changes")
+                logger.warning("catalog: skipping \(resolver.root)/\(file.path): \(why); quarantined until the file changes")
             case .unavailable(let why):
                 // Not the file's fault: no record, so the next scan tries it again.
-                if tally.unavailable == 0 { warn("catalog: \(why)") }
+                if tally.unavailable == 0 { logger.warning("catalog: \(why)") }
                 tally.unavailable += 1
             }
         }
@@ -295,16 +296,16 @@ public final class Catalog: @unchecked Sendable {
         if tally.logProgress, now - tally.lastLog >= 3_000_000_000 {
             tally.lastLog = now
             let seconds = Double(now - lock.withLock { _ in progress.startedNanos }) / 1e9
-            info("scan: \(done) files read (\(Int(Double(done) / max(seconds, 0.001))) files/s)")
+            logger.info("scan: \(done) files read (\(Int(Double(done) / max(seconds, 0.001))) files/s)")
         }
     }
 
     /// The log lines of a scan's end.
     private func finish(_ tally: ReadTally) {
         if tally.rejected > Self.namedSkipsPerScan {
-            warn("catalog: \(tally.rejected - Self.namedSkipsPerScan) more files skipped as not audio (/api/status counts them)")
+            logger.warning("catalog: \(tally.rejected - Self.namedSkipsPerScan) more files skipped as not audio (/api/status counts them)")
         }
-        if tally.unavailable > 1 { warn("catalog: \(tally.unavailable) files not analyzed; they are tried again at the next scan") }
+        if tally.unavailable > 1 { logger.warning("catalog: \(tally.unavailable) files not analyzed; they are tried again at the next scan") }
     }
 
     /// Files not audio named one by one in the log per scan; the rest are counted.
@@ -314,7 +315,7 @@ public final class Catalog: @unchecked Sendable {
         do {
             try store.apply(changes)
         } catch {
-            warn("catalog: cannot write the library database: \(error)")
+            logger.warning("catalog: cannot write the library database: \(error)")
         }
     }
 
@@ -369,7 +370,7 @@ public final class Catalog: @unchecked Sendable {
                     try store.apply([.track(path: relative, stamp: stamp, analysis: summary)])
                 }
             } catch {
-                warn("catalog: cannot store the analysis of \(path): \(error)")
+                logger.warning("catalog: cannot store the analysis of \(path): \(error)")
             }
             return analysis
         case .rejected(let why):
@@ -380,13 +381,13 @@ public final class Catalog: @unchecked Sendable {
                     write([.skipped(path: relative, stamp: stamp, reason: why, quarantined: false)])
                 } else {
                     rememberRejection(of: relative, stamp: stamp, reason: why)
-                    warn("catalog: \(relative): no exact seek index: \(why); not tried again until the file changes")
+                    logger.warning("catalog: \(relative): no exact seek index: \(why); not tried again until the file changes")
                 }
             }
             throw AnalysisFailure(reason: why)
         case .quarantined(let why):
             if let relative { write([.skipped(path: relative, stamp: stamp, reason: why, quarantined: true)]) }
-            warn("catalog: skipping \(path): \(why); quarantined until the file changes")
+            logger.warning("catalog: skipping \(path): \(why); quarantined until the file changes")
             throw AnalysisFailure(reason: why)
         case .unavailable(let why):
             throw AnalysisFailure(reason: why)
@@ -466,7 +467,7 @@ public final class Catalog: @unchecked Sendable {
         guard let minimum = indexAheadSeconds else { return 0 }
         let due: [(path: String, stamp: FileStamp)]
         do { due = try store.tracksWithoutAnalysis(minSeconds: minimum, limit: 100_000) } catch {
-            warn("catalog: cannot list the tracks to index: \(error)")
+            logger.warning("catalog: cannot list the tracks to index: \(error)")
             return 0
         }
         guard !due.isEmpty else { return 0 }
@@ -489,7 +490,7 @@ public final class Catalog: @unchecked Sendable {
         lock.withLock { _ in indexedAhead += built }
         if built > 0 {
             let elapsed = Int((monotonicNanos() - started) / 1_000_000)
-            info("index: \(built) built ahead (exact seek indexes of tracks of \(Int(minimum)) s or more) in \(elapsed) ms")
+            logger.info("index: \(built) built ahead (exact seek indexes of tracks of \(Int(minimum)) s or more) in \(elapsed) ms")
         }
         return built
     }

@@ -5,6 +5,7 @@ import CLinux
 import Foundation
 import StreamShared
 import StreamHTTP
+import Logging
 import Synchronization
 
 /// Keeps the catalog current in the background, on its own thread: the first scan at start
@@ -51,7 +52,7 @@ public final class CatalogScanner: @unchecked Sendable {
             do {
                 watcher = try FolderWatcher(maxWatches: maxWatches)
             } catch {
-                catalog.warn("catalog: inotify unavailable (\(error)); rescanning every \(Int(rescanInterval)) s instead")
+                catalog.logger.warning("catalog: inotify unavailable (\(error)); rescanning every \(Int(rescanInterval)) s instead")
             }
         }
         catalog.statusExtras = { [weak self] status in
@@ -173,8 +174,8 @@ public final class CatalogScanner: @unchecked Sendable {
         if watcher.limitHit && !warnedLimit {
             warnedLimit = true
             let limit = FolderWatcher.kernelLimit.map { " (fs.inotify.max_user_watches = \($0))" } ?? ""
-            catalog.warn("catalog: inotify watch limit reached\(limit) after \(watcher.count) folders; "
-                         + "changes are picked up by a full rescan every \(JSONObjectWriter.number(rescanInterval)) s instead")
+            catalog.logger.warning(.init(stringLiteral: "catalog: inotify watch limit reached\(limit) after \(watcher.count) folders; "
+                         + "changes are picked up by a full rescan every \(JSONObjectWriter.number(rescanInterval)) s instead"))
         }
         lock.withLock { _ in
             state.mode = watcher.limitHit ? "polling" : "inotify"
@@ -191,7 +192,7 @@ public final class CatalogScanner: @unchecked Sendable {
             let ready = poll(&fds, 2, timeout)
             if ready < 0 {
                 if errno == EINTR { continue }
-                catalog.warn("catalog: poll: \(SystemError(call: "poll", errno: errno)); rescanning every \(Int(rescanInterval)) s")
+                catalog.logger.warning("catalog: poll: \(SystemError(call: "poll", errno: errno)); rescanning every \(Int(rescanInterval)) s")
                 watcher = nil
                 sleep(UInt32(max(1, rescanInterval)))
                 catalog.scan(.all)

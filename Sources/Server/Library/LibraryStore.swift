@@ -7,6 +7,7 @@ import Foundation
 import StreamShared
 import StreamHTTP
 import Synchronization
+import Logging
 
 /// The catalog database: tracks, albums, artists, the search index, skipped files and cached
 /// exact analyses, in SQLite (WAL mode, so readers never wait for the scanner's writes).
@@ -50,17 +51,17 @@ public final class LibraryStore: @unchecked Sendable {
     var cachedCount: (generation: UInt64, count: Int)?
 
     /// Opens the database at `path` for the library `folder` (":memory:" for one that lives
-    /// as long as the process). `warn` hears about a database moved aside or wiped.
-    public init(path: String, folder: String, warn: (String) -> Void = { _ in }) throws(SQLiteError) {
+    /// as long as the process). `logger` hears about a database moved aside or wiped (warnings).
+    public init(path: String, folder: String, logger: Logger = .silent("streamd.library")) throws(SQLiteError) {
         self.path = path
         inMemory = path == ":memory:"
         if !inMemory { Self.makeParentFolder(of: path) }
         do {
-            writer = try Self.openWriter(path: path, folder: folder, warn: warn)
+            writer = try Self.openWriter(path: path, folder: folder, logger: logger)
         } catch let error where !inMemory && (error.isCorruption || error.context == Self.foreignContext) {
             let aside = Self.moveAside(path)
-            warn("library: \(path) is not a usable streamd database (\(error.message)); moved to \(aside), building a new one")
-            writer = try Self.openWriter(path: path, folder: folder, warn: warn)
+            logger.warning("library: \(path) is not a usable streamd database (\(error.message)); moved to \(aside), building a new one")
+            writer = try Self.openWriter(path: path, folder: folder, logger: logger)
         }
         searchIndexedThrough = try Self.searchWatermark(writer)
         // Every reader opened (and its WAL files with it) up front: the server's descriptor
@@ -107,7 +108,7 @@ public final class LibraryStore: @unchecked Sendable {
         return real + "/" + (path as NSString).lastPathComponent
     }
 
-    static func openWriter(path: String, folder: String, warn: (String) -> Void) throws(SQLiteError) -> SQLiteDatabase {
+    static func openWriter(path: String, folder: String, logger: Logger) throws(SQLiteError) -> SQLiteDatabase {
         let db = try SQLiteDatabase(path: path)
         // Reading the header and the schema is where a file that is not a database says so.
         let application = try db.queryOne("PRAGMA application_id") { $0.int(0) } ?? 0
@@ -122,7 +123,7 @@ public final class LibraryStore: @unchecked Sendable {
         }
         if path != ":memory:" {
             let mode = try db.queryOne("PRAGMA journal_mode = WAL") { $0.text(0) }
-            if mode != "wal" { warn("library: \(path): journal mode \(mode ?? "?"), not WAL") }
+            if mode != "wal" { logger.warning("library: \(path): journal mode \(mode ?? "?"), not WAL") }
         }
         try db.execute("PRAGMA synchronous = NORMAL")
         if version < LibrarySchema.version {
@@ -142,7 +143,7 @@ public final class LibraryStore: @unchecked Sendable {
         let recorded = try db.queryOne("SELECT value FROM meta WHERE key = 'folder'") { $0.text(0) }
         if recorded != folder {
             if let recorded {
-                warn("library: \(path) described \(recorded), not \(folder): starting it over")
+                logger.warning("library: \(path) described \(recorded), not \(folder): starting it over")
             }
             try db.transaction { () throws(SQLiteError) in
                 try db.execute("DELETE FROM tracks; DELETE FROM skipped; DELETE FROM analyses; DELETE FROM albums; DELETE FROM artists;")

@@ -4,6 +4,7 @@ import StreamHTTP
 import StreamLibrary
 import StreamHLS
 import Synchronization
+import Logging
 
 /// Plays a channel's tracks in real time, one after the other for ever (reshuffled at every
 /// pass with `shuffle`): frames are published when the channel's clock says they are due, in
@@ -24,7 +25,7 @@ final class PlaylistProducer: @unchecked Sendable {
     private var transcoder: ChannelTranscoder?
     let tickNanos: UInt64
     let preroll: Int
-    let warn: @Sendable (String) -> Void
+    let logger: Logger
     private let lock = Mutex(())
     private var stopped = false
     /// Set by `start`, joined by `stop` (RadioService's lock orders the two).
@@ -35,7 +36,7 @@ final class PlaylistProducer: @unchecked Sendable {
 
     init(channel: RadioChannel, tracks: [ChannelTrack], shuffle: Bool, format: ChannelFormat, transcodes: Bool,
          isolation: DecodeIsolation, tickNanos: UInt64, preroll: Int,
-         warn: @escaping @Sendable (String) -> Void) throws(EncoderError) {
+         logger: Logger) throws(EncoderError) {
         self.channel = channel
         self.tracks = tracks
         self.shuffle = shuffle
@@ -44,14 +45,14 @@ final class PlaylistProducer: @unchecked Sendable {
         transcoder = transcodes ? try ChannelTranscoder(format: format, isolation: isolation) : nil
         self.tickNanos = max(1_000_000, tickNanos)
         self.preroll = preroll
-        self.warn = warn
+        self.logger = logger
     }
 
     func start() {
         do {
             thread = try NativeThread(name: "radio-\(channel.name)") { [self] in run() }
         } catch {
-            warn("radio \(channel.name): \(error)")
+            logger.warning("radio \(channel.name): \(error)")
         }
     }
 
@@ -86,7 +87,7 @@ final class PlaylistProducer: @unchecked Sendable {
         while !isStopped {
             let now = monotonicNanos()
             if prerolled, let skipped = schedule.resume(now: now, ifBehindBy: Self.stallLimit) {
-                warn("radio \(channel.name): the channel stalled for \(skipped / 1_000_000) ms; it goes on from now")
+                logger.warning("radio \(channel.name): the channel stalled for \(skipped / 1_000_000) ms; it goes on from now")
             }
             // Pre-roll: a burst's worth of stream is due at once, so the first listeners get one.
             while !prerolled || schedule.isDue(now: now) {
@@ -109,7 +110,7 @@ final class PlaylistProducer: @unchecked Sendable {
                         builder.flush(to: channel, now: now)   // the new title starts with a new chunk
                         channel.setTitle(track.title)
                     } catch {
-                        warn("radio \(channel.name): \(track.path): \(error)")
+                        logger.warning("radio \(channel.name): \(track.path): \(error)")
                         failures += 1
                         if failures >= order.count { return idleUntilStopped() }
                         continue
@@ -131,7 +132,7 @@ final class PlaylistProducer: @unchecked Sendable {
                         if frame != nil { framesFromReader += 1 }
                     }
                 } catch {
-                    warn("radio \(channel.name): \(current?.path ?? "?"): \(error)")
+                    logger.warning("radio \(channel.name): \(current?.path ?? "?"): \(error)")
                     frame = nil
                 }
                 guard let frame else {
@@ -169,14 +170,14 @@ final class PlaylistProducer: @unchecked Sendable {
     /// false (the track is skipped) when the stream is AAC, which the channel cannot encode.
     private func switchToTranscoding(_ track: ChannelTrack) throws -> Bool {
         guard format.codec == .mpeg, transcoder == nil else {
-            warn("radio \(channel.name): \(track.path) skipped: its frames are not \(ChannelTracks.describe(format))")
+            logger.warning("radio \(channel.name): \(track.path) skipped: its frames are not \(ChannelTracks.describe(format))")
             return false
         }
         let kbps = min(320, max(8, format.kbps))
         transcoder = try ChannelTranscoder(format: ChannelFormat(codec: .mpeg, sampleRate: format.sampleRate,
                                                                  channels: format.channels, kbps: kbps),
                                        isolation: isolation)
-        warn("radio \(channel.name): \(track.path) is not \(ChannelTracks.describe(format)): the channel transcodes from now on")
+        logger.warning("radio \(channel.name): \(track.path) is not \(ChannelTracks.describe(format)): the channel transcodes from now on")
         try transcoder?.begin(track)
         return true
     }
@@ -186,7 +187,7 @@ final class PlaylistProducer: @unchecked Sendable {
     }
 
     private func idleUntilStopped() {
-        warn("radio \(channel.name): no track can be played")
+        logger.warning("radio \(channel.name): no track can be played")
         channel.end()
         while !isStopped { sleepNanos(tickNanos) }
     }

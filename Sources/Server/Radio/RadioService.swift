@@ -4,6 +4,7 @@ import StreamHTTP
 import StreamLibrary
 import StreamHLS
 import Synchronization
+import Logging
 
 /// The radio routes: channels under /radio/NAME, their status pages. Owns the channels and
 /// their producers.
@@ -18,11 +19,12 @@ public final class RadioService: @unchecked Sendable {
     /// `--fallback NAME=OTHER`: channel NAME relays OTHER while no source is connected.
     private var fallbacks: [String: String] = [:]
     private var scratches: [LoopWaker: ListenerScratch] = [:]
-    let warn: @Sendable (String) -> Void
+    /// Where the channels' trouble is logged ("streamd.radio").
+    let logger: Logger
 
-    public init(settings: RadioSettings = RadioSettings(), warn: @escaping @Sendable (String) -> Void = { _ in }) {
+    public init(settings: RadioSettings = RadioSettings(), logger: Logger = .silent("streamd.radio")) {
         self.settings = settings
-        self.warn = warn
+        self.logger = logger
     }
 
     /// Adds a playlist channel and starts playing it. Throws when the channel transcodes and
@@ -32,7 +34,7 @@ public final class RadioService: @unchecked Sendable {
         let producer = try PlaylistProducer(channel: channel, tracks: plan.tracks, shuffle: shuffle, format: plan.format,
                                             transcodes: plan.transcodes, isolation: .worker(settings.decodeWorker),
                                             tickNanos: settings.tickNanos,
-                                            preroll: settings.burstBytes, warn: warn)
+                                            preroll: settings.burstBytes, logger: logger)
         lock.withLock { _ in
             channels[name] = channel
             order.append(name)
@@ -66,7 +68,7 @@ public final class RadioService: @unchecked Sendable {
             }
             // Started first: a channel whose thread cannot start is not made at all.
             do { try producer.start() } catch {
-                warn("radio \(name): \(error)")
+                logger.warning("radio \(name): \(error)")
                 return nil
             }
             channels[name] = channel
@@ -98,7 +100,7 @@ public final class RadioService: @unchecked Sendable {
         guard let producer = liveProducer(for: name, fallback: nil, persistent: true) else {
             throw ChannelTracks.Failure(description: "--relay \(name): \(name) is a playlist channel")
         }
-        let relay = RelaySource(url: parsed, producer: producer, warn: warn)
+        let relay = RelaySource(url: parsed, producer: producer, logger: logger)
         lock.withLock { _ in
             relays.append(relay)
         }

@@ -4,6 +4,7 @@ import StreamHTTP
 import StreamLibrary
 import StreamHLS
 import Synchronization
+import Logging
 
 /// `--relay NAME=URL`: pulls a stream from another streamd or an Icecast server (plain HTTP) and
 /// feeds it to the live channel NAME as its source, ICY titles carried through. Reconnects every
@@ -14,7 +15,7 @@ final class RelaySource: @unchecked Sendable {
     let producer: LiveProducer
     let retryNanos: UInt64
     /// Where a broken upstream is reported (streamd's log).
-    let warn: @Sendable (String) -> Void
+    let logger: Logger
     private let lock = Mutex(())
     private var stopped = false
     /// The last problem reported: a retry that fails the same way again is not logged again.
@@ -23,18 +24,18 @@ final class RelaySource: @unchecked Sendable {
     private var thread: NativeThread?
 
     init(url: HTTPURL, producer: LiveProducer, retryNanos: UInt64 = 2_000_000_000,
-         warn: @escaping @Sendable (String) -> Void = { _ in }) {
+         logger: Logger = .silent("streamd.radio")) {
         self.url = url
         self.producer = producer
         self.retryNanos = retryNanos
-        self.warn = warn
+        self.logger = logger
     }
 
     func start() {
         do {
             thread = try NativeThread(name: "radio-relay-\(producer.channel.name)") { [self] in run() }
         } catch {
-            warn("relay \(producer.channel.name): \(error)")
+            logger.warning("relay \(producer.channel.name): \(error)")
         }
     }
 
@@ -65,7 +66,7 @@ final class RelaySource: @unchecked Sendable {
         let text = "\(error)"
         guard text != lastProblem else { return }
         lastProblem = text
-        warn("relay \(producer.channel.name) from http://\(url.hostHeader)\(url.target): \(text); retrying every \(retryNanos / 1_000_000_000) s")
+        logger.warning("relay \(producer.channel.name) from http://\(url.hostHeader)\(url.target): \(text); retrying every \(retryNanos / 1_000_000_000) s")
     }
 
     /// One connection to the upstream, until its stream ends (returns) or breaks (throws).

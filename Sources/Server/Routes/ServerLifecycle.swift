@@ -2,6 +2,7 @@ import Foundation
 import StreamHTTP
 import StreamLibrary
 import StreamRadio
+import Logging
 
 /// The one owner of what streamd runs: it starts the HTTP server (its loops and blocking pool)
 /// and the catalog's scanner, and stops everything, last started first, within 5 s.
@@ -10,18 +11,18 @@ public final class ServerLifecycle: Sendable {
     public let scanner: CatalogScanner
     public let radio: RadioService?
     public let store: LibraryStore
-    private let warn: @Sendable (String) -> Void
+    private let logger: Logger
 
     /// Seconds a whole stop may take; the HTTP server's drain (`shutdownGrace`) is part of it.
     public static let stopBudget = 4.5
 
     public init(server: HTTPServer, scanner: CatalogScanner, radio: RadioService?, store: LibraryStore,
-                warn: @escaping @Sendable (String) -> Void) {
+                logger: Logger) {
         self.server = server
         self.scanner = scanner
         self.radio = radio
         self.store = store
-        self.warn = warn
+        self.logger = logger
     }
 
     /// Starts listening, then the scan (the server answers from the database meanwhile); returns the bound port.
@@ -46,7 +47,7 @@ public final class ServerLifecycle: Sendable {
         radio?.stop()
         let left = Self.stopBudget - Date().timeIntervalSince(started)
         guard scanner.stop(within: left) else {
-            warn("shutdown: the scanner did not stop within \(String(format: "%.1f", max(0, left))) s; leaving it")
+            logger.warning("shutdown: the scanner did not stop within \(String(format: "%.1f", max(0, left))) s; leaving it")
             return
         }
         store.close()

@@ -5,6 +5,7 @@ import Foundation
 import StreamShared
 import StreamHTTP
 import Synchronization
+import Logging
 
 /// A playlist file found in the music folder, as `/api/playlists` lists it.
 public struct FolderPlaylist: Sendable, Equatable {
@@ -58,8 +59,8 @@ public enum FolderPlaylistError: Error, Equatable, CustomStringConvertible {
 public final class PlaylistFolder: @unchecked Sendable {
     // @unchecked: all mutable state is behind `lock`.
     public let resolver: PathResolver
-    /// Called with one line per dropped entry or unreadable playlist.
-    public var warn: @Sendable (String) -> Void = { _ in }
+    /// Where a dropped entry or an unreadable playlist is logged (a warning each).
+    public var logger = Logger.silent("streamd.library")
     /// Bounds on the walk: folders deeper than this, and playlists beyond this count, are not looked at.
     static let maxDepth = 32
     static let maxPlaylists = 10_000
@@ -110,7 +111,7 @@ public final class PlaylistFolder: @unchecked Sendable {
             throw .unreadable(error)
         }
         let folder = String(real[..<(real.lastIndex(of: "/") ?? real.endIndex)])
-        return (playlist, rewrite(playlist, folder: folder, name: inside, warn: nil))
+        return (playlist, rewrite(playlist, folder: folder, name: inside, logger: nil))
     }
 
     // MARK: Reading
@@ -131,18 +132,18 @@ public final class PlaylistFolder: @unchecked Sendable {
         do {
             playlist = try read(file, name: name)
         } catch {
-            warn("playlist \(relative): not listed: \(error)")
+            logger.warning("playlist \(relative): not listed: \(error)")
             return nil
         }
         let folder = String(absolute[..<(absolute.lastIndex(of: "/") ?? absolute.endIndex)])
-        let kept = rewrite(playlist, folder: folder, name: relative, warn: warn)
+        let kept = rewrite(playlist, folder: folder, name: relative, logger: logger)
         return FolderPlaylist(path: relative, format: playlist.format, title: playlist.title, entries: kept.count,
                               dropped: playlist.entries.count - kept.count, size: file.size, mtime: file.mtime)
     }
 
     /// The entries that name a regular, non-hidden file inside the music folder.
     private func rewrite(_ playlist: PlaylistFile, folder: String, name: String,
-                         warn: (@Sendable (String) -> Void)?) -> [LibraryPlaylistEntry] {
+                         logger: Logger?) -> [LibraryPlaylistEntry] {
         var kept: [LibraryPlaylistEntry] = []
         var droppedCount = 0
         for (index, entry) in playlist.entries.enumerated() {
@@ -154,9 +155,9 @@ public final class PlaylistFolder: @unchecked Sendable {
                 droppedCount += 1
                 // At most 20 lines a playlist: a list of 100,000 foreign paths must not flood the log.
                 if droppedCount <= 20 {
-                    warn?("playlist \(name): entry \(index + 1) '\(entry.location.prefix(120))' dropped: \(why.reason)")
+                    logger?.warning("playlist \(name): entry \(index + 1) '\(entry.location.prefix(120))' dropped: \(why.reason)")
                 } else if droppedCount == 21 {
-                    warn?("playlist \(name): more entries dropped (the listing counts them)")
+                    logger?.warning("playlist \(name): more entries dropped (the listing counts them)")
                 }
             }
         }
