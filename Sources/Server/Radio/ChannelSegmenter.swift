@@ -4,6 +4,7 @@ import StreamShared
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
+import Synchronization
 
 /// A channel's stream as live HLS (RFC 8216): the chunks the channel publishes, cut at frame
 /// boundaries into packed-audio segments (an ID3 PRIV timestamp, then the frames) of at most
@@ -43,7 +44,7 @@ final class ChannelSegmenter: @unchecked Sendable {
     let playlistRequests = ManagedAtomic<Int>(0)
     let segmentRequests = ManagedAtomic<Int>(0)
 
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var kept: [Segment] = []
     private var nextSequence = 0
     /// Discontinuities in segments no longer kept (EXT-X-DISCONTINUITY-SEQUENCE counts them).
@@ -75,53 +76,53 @@ final class ChannelSegmenter: @unchecked Sendable {
     /// frame is due). A chunk without frame timing is left out.
     package func append(_ chunk: RadioChunk, wall: Double = Date().timeIntervalSince1970) {
         guard let format = chunk.format, format.sampleRate > 0, !chunk.frameSamples.isEmpty else { return }
-        lock.lock()
-        defer { lock.unlock() }
-        guard !finished else { return }
-        let chunkSamples = chunk.frameSamples.reduce(0) { $0 + Int($1) }
-        var end = clock
-        end.advance(samples: chunkSamples, rate: format.sampleRate)
-        let endSeconds = Double(end.nanos) / 1e9
-        // Dates are the wall clock at stream time 0 plus stream time, so they stay evenly spaced.
-        // The anchor moves when the stream falls behind the wall clock (a source paused), and
-        // while the first segment gathers, when the stream runs ahead of it (the pre-roll: several
-        // chunks published at once).
-        if let anchor = wallAtZero {
-            let ahead = anchor + endSeconds - wall
-            if ahead < -1 {
-                wallAtZero = wall - endSeconds   // the open segment keeps its date: its first sample played before
-            } else if ahead > 0.001 && nextSequence == 0 {
+        lock.withLock { _ in
+            guard !finished else { return }
+            let chunkSamples = chunk.frameSamples.reduce(0) { $0 + Int($1) }
+            var end = clock
+            end.advance(samples: chunkSamples, rate: format.sampleRate)
+            let endSeconds = Double(end.nanos) / 1e9
+            // Dates are the wall clock at stream time 0 plus stream time, so they stay evenly spaced.
+            // The anchor moves when the stream falls behind the wall clock (a source paused), and
+            // while the first segment gathers, when the stream runs ahead of it (the pre-roll: several
+            // chunks published at once).
+            if let anchor = wallAtZero {
+                let ahead = anchor + endSeconds - wall
+                if ahead < -1 {
+                    wallAtZero = wall - endSeconds   // the open segment keeps its date: its first sample played before
+                } else if ahead > 0.001 && nextSequence == 0 {
+                    wallAtZero = wall - endSeconds
+                    if !open.isEmpty { openDate = wall - endSeconds + Double(openStartNanos) / 1e9 }
+                }
+            } else {
                 wallAtZero = wall - endSeconds
-                if !open.isEmpty { openDate = wall - endSeconds + Double(openStartNanos) / 1e9 }
             }
-        } else {
-            wallAtZero = wall - endSeconds
-        }
-        let limit = Self.targetSeconds * format.sampleRate
-        for (i, start) in chunk.frameStarts.enumerated() {
-            let frameStart = Int(start)
-            let frameEnd = i + 1 < chunk.frameStarts.count ? Int(chunk.frameStarts[i + 1]) : chunk.count
-            guard frameStart >= 0, frameStart < frameEnd, frameEnd <= chunk.count else { continue }
-            let samples = Int(chunk.frameSamples[i])
-            if !open.isEmpty, openFormat != format || openSamples + samples > limit { cut() }
-            if open.isEmpty {
-                openFormat = format
-                openStartNanos = clock.nanos
-                openDate = (wallAtZero ?? wall) + Double(clock.nanos) / 1e9
-                openSamples = 0
+            let limit = Self.targetSeconds * format.sampleRate
+            for (i, start) in chunk.frameStarts.enumerated() {
+                let frameStart = Int(start)
+                let frameEnd = i + 1 < chunk.frameStarts.count ? Int(chunk.frameStarts[i + 1]) : chunk.count
+                guard frameStart >= 0, frameStart < frameEnd, frameEnd <= chunk.count else { continue }
+                let samples = Int(chunk.frameSamples[i])
+                if !open.isEmpty, openFormat != format || openSamples + samples > limit { cut() }
+                if open.isEmpty {
+                    openFormat = format
+                    openStartNanos = clock.nanos
+                    openDate = (wallAtZero ?? wall) + Double(clock.nanos) / 1e9
+                    openSamples = 0
+                }
+                open.append(contentsOf: UnsafeRawBufferPointer(start: chunk.base + frameStart, count: frameEnd - frameStart))
+                openSamples += samples
+                clock.advance(samples: samples, rate: format.sampleRate)
             }
-            open.append(contentsOf: UnsafeRawBufferPointer(start: chunk.base + frameStart, count: frameEnd - frameStart))
-            openSamples += samples
-            clock.advance(samples: samples, rate: format.sampleRate)
         }
     }
 
     /// The stream ended: the segment being gathered is the last, and the playlist says so.
     func finish() {
-        lock.lock()
-        defer { lock.unlock() }
-        if !open.isEmpty { cut() }
-        finished = true
+        lock.withLock { _ in
+            if !open.isEmpty { cut() }
+            finished = true
+        }
     }
 
     /// Closes the open segment (lock held).
@@ -149,28 +150,28 @@ final class ChannelSegmenter: @unchecked Sendable {
     /// The live playlist: the newest `windowSize` segments (EXT-X-ENDLIST once the stream ended);
     /// nil before the first segment is complete.
     func playlist() -> HLSMediaPlaylist? {
-        lock.lock()
-        defer { lock.unlock() }
-        let window = kept.suffix(windowSize)
-        guard let first = window.first else { return nil }
-        let longest = window.map { Int($0.duration.rounded()) }.max() ?? 0
-        var playlist = HLSMediaPlaylist(targetDuration: max(Self.targetSeconds, longest), endList: finished)
-        playlist.mediaSequence = first.sequence
-        playlist.discontinuitySequence = droppedDiscontinuities
-            + kept.prefix(while: { $0.sequence < first.sequence }).filter(\.discontinuity).count
-        playlist.segments = window.map {
-            HLSSegmentEntry(duration: $0.duration, uri: "seg-\($0.sequence).\($0.fileExtension)?v=\(token)",
-                            discontinuity: $0.discontinuity,
-                            programDateTime: $0.programDateTime)
+        return lock.withLock { _ in
+            let window = kept.suffix(windowSize)
+            guard let first = window.first else { return nil }
+            let longest = window.map { Int($0.duration.rounded()) }.max() ?? 0
+            var playlist = HLSMediaPlaylist(targetDuration: max(Self.targetSeconds, longest), endList: finished)
+            playlist.mediaSequence = first.sequence
+            playlist.discontinuitySequence = droppedDiscontinuities
+                + kept.prefix(while: { $0.sequence < first.sequence }).filter(\.discontinuity).count
+            playlist.segments = window.map {
+                HLSSegmentEntry(duration: $0.duration, uri: "seg-\($0.sequence).\($0.fileExtension)?v=\(token)",
+                                discontinuity: $0.discontinuity,
+                                programDateTime: $0.programDateTime)
+            }
+            return playlist
         }
-        return playlist
     }
 
     /// Segment `sequence` while it is kept.
     func segment(_ sequence: Int) -> Segment? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let first = kept.first, sequence >= first.sequence, sequence - first.sequence < kept.count else { return nil }
-        return kept[sequence - first.sequence]
+        return lock.withLock { _ in
+            guard let first = kept.first, sequence >= first.sequence, sequence - first.sequence < kept.count else { return nil }
+            return kept[sequence - first.sequence]
+        }
     }
 }
