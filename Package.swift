@@ -73,7 +73,7 @@ let package = Package(
                 path: "Sources/Server/Routes"),
         .target(name: "StreamClient",
                 dependencies: ["StreamShared", "StreamAudio", "CALSA", "CCurl", "CSonic", "CLinux",
-                               .product(name: "Atomics", package: "swift-atomics")],
+                               .product(name: "Atomics", package: "swift-atomics"), .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Client"),
         .executableTarget(name: "streamd",
                           dependencies: ["StreamServer", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamShared", "CLinux",

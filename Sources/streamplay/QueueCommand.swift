@@ -38,14 +38,14 @@ extension StreamPlay {
     /// Plays the queue; returns (exit 0) when at least one track played, else exits with the
     /// status of the last failure.
     func runQueue(_ expansion: QueueSources.Expansion, output sink: AudioOutput, options: PlayerOptions,
-                  log: (@Sendable (String) -> Void)?) {
+                  log: Logger?) {
         let logger = Logger(label: "streamplay.queue")
         for warning in expansion.warnings { logger.warning("\(warning)") }
         guard !expansion.tracks.isEmpty else { Self.fail("streamplay: queue: nothing to play", code: 1) }
         let queue = PlayQueue(count: expansion.tracks.count, shuffle: shuffle, seed: seed,
                               loop: LoopMode(rawValue: loop) ?? .off, startTrack: startTrack ?? 1)
         let output = QueueOutput(sink, reopensOnFormatChange: sink.isRealtime)
-        let player = QueuePlayer(urls: expansion.tracks, queue: queue, output: output, options: options, log: log)
+        let player = QueuePlayer(urls: expansion.tracks, queue: queue, output: output, options: options, logger: log)
         let terminal = TerminalUI(queue: player, enabled: isatty(0) == 1 && isatty(1) == 1 && (sink.isRealtime || realtime))
         terminal.start()
         let results = player.run { event in

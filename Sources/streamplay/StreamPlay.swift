@@ -166,16 +166,13 @@ extension StreamPlay {
         }
         let logger = Logger(label: "streamplay.player")
         // The player's component-tagged diagnostics are debug lines: made only with --verbose.
-        var log: (@Sendable (String) -> Void)?
-        if verbose {
-            log = { message in logger.debug("\(message)") }
-        }
+        let log = verbose ? logger : nil
         if let queue = queueTracks(http: options.http) {
             return runQueue(queue, output: sink, options: options, log: log)
         }
         let player: Player
         do {
-            player = try Player(url: source, output: sink, options: options, log: log)
+            player = try Player(url: source, output: sink, options: options, logger: log)
         } catch {
             Self.fail("streamplay: \(error)", code: 1)
         }

@@ -1,5 +1,6 @@
 import StreamShared
 import Synchronization
+import Logging
 
 /// Plays one track through the pipeline: Source → Throttle → Parser → Converter → DSP → Output,
 /// on three threads (network, decode, output) joined by the throttle and a lock-free ring.
@@ -16,7 +17,8 @@ public final class Player: @unchecked Sendable {
     let output: AudioOutput
     let throttle: Throttle
     let control = SourceControl()
-    private let log: (@Sendable (String) -> Void)?
+    /// Where the component-tagged diagnostics go, at debug level (`--verbose`); nil: nowhere.
+    private let logger: Logger?
     let commands = Mutex(())
     var pendingSeek: Double?
     var pendingVolume: Float?
@@ -66,12 +68,12 @@ public final class Player: @unchecked Sendable {
     var framesPushed = 0
 
     public convenience init(url: String, output: AudioOutput, options: PlayerOptions = PlayerOptions(),
-                            log: (@Sendable (String) -> Void)? = nil) throws {
-        try self.init(url: url, output: output, options: options, log: log, queueHooks: nil)
+                            logger: Logger? = nil) throws {
+        try self.init(url: url, output: output, options: options, logger: logger, queueHooks: nil)
     }
 
     /// A queue's track: `queueHooks` says how it takes part in the queue.
-    init(url: String, output: AudioOutput, options: PlayerOptions, log: (@Sendable (String) -> Void)?,
+    init(url: String, output: AudioOutput, options: PlayerOptions, logger: Logger?,
          queueHooks: QueueHooks?) throws {
         self.queueHooks = queueHooks
         replayGainPreviousAlbum = options.replayGainPreviousAlbum
@@ -79,25 +81,19 @@ public final class Player: @unchecked Sendable {
         self.url = url
         self.options = options
         self.output = output
-        self.log = log
+        self.logger = logger
         rateSetting = options.rate
         semitoneSetting = options.semitones
         eqSetting = options.eq
         throttle = Throttle(capacity: max(64 * 1024, options.bufferBytes), budget: options.throttleBudget)
         if HLSSource.isPlaylist(url) {
             let hls = HLSSource(url: url, options: options.hls, http: options.http)
-            if let log {
-                // Timed like the player's own lines: HLS fetches are most of the time to first audio.
-                let start = Monotonic.now
-                hls.log = { message in
-                    let ms = Monotonic.now.milliseconds(since: start)
-                    log("[\(JSONObjectWriter.number(ms, decimals: 1)) ms] \(message)")
-                }
-            }
+            // Timed like the player's own lines: HLS fetches are most of the time to first audio.
+            hls.logger = logger
             source = hls
         } else if url.contains("://") {
             let http = HTTPSource(url: url, options: options.http)
-            http.log = log
+            http.logger = logger
             source = http
         } else {
             source = try FileSource(path: url)
@@ -303,8 +299,6 @@ public final class Player: @unchecked Sendable {
     public private(set) var lastStats: PlayerStats?
 
     func log(_ component: String, _ message: @autoclosure () -> String) {
-        guard let log else { return }
-        let ms = Monotonic.now.milliseconds(since: created)
-        log("[\(JSONObjectWriter.number(ms, decimals: 1)) ms] \(component): \(message())")
+        logger?.debug("[\(JSONObjectWriter.number(Monotonic.now.milliseconds(since: created), decimals: 1)) ms] \(component): \(message())")
     }
 }
