@@ -28,6 +28,7 @@ public final class ServerLifecycle: Sendable {
     /// Starts listening, then the scan (the server answers from the database meanwhile); returns the bound port.
     public func start() throws(ServerStartError) -> Int {
         let port = try server.start()
+        logger.debug("started \(max(1, server.configuration.threads)) event loops and \(server.configuration.blockingThreads) pool threads on port \(port)")
         do {
             try scanner.start()
         } catch {
@@ -44,12 +45,15 @@ public final class ServerLifecycle: Sendable {
     public func stop() {
         let started = Date()
         server.shutdown()
+        logger.debug("shutdown: event loops and pool joined after \(Int(Date().timeIntervalSince(started) * 1000)) ms")
         radio?.stop()
+        logger.debug("shutdown: radio producers joined after \(Int(Date().timeIntervalSince(started) * 1000)) ms")
         let left = Self.stopBudget - Date().timeIntervalSince(started)
         guard scanner.stop(within: left) else {
             logger.warning("shutdown: the scanner did not stop within \(String(format: "%.1f", max(0, left))) s; leaving it")
             return
         }
+        logger.debug("shutdown: scanner and indexer joined after \(Int(Date().timeIntervalSince(started) * 1000)) ms")
         store.close()
     }
 }
