@@ -213,8 +213,7 @@ extension Serve {
         do {
             bound = try lifecycle.start()
         } catch {
-            FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw exitLine("\(error)")
         }
         let shownHost = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
         // Unbuffered, so a parent process reading the pipe sees the line at once.
@@ -242,8 +241,7 @@ extension Serve {
     /// The folder, its catalog database and the catalog over it.
     func openLibrary(logger: Logger) throws -> (catalog: Catalog, store: LibraryStore, databasePath: String) {
         guard let resolver = PathResolver(folder: folder) else {
-            FileHandle.standardError.write(Data("streamd: no such folder: \(folder)\n".utf8))
-            throw ExitCode(1)
+            throw exitLine("no such folder: \(folder)")
         }
         var analyzerSettings = IsolatedAnalyzer.Settings()
         analyzerSettings.timeoutSeconds = analyzeTimeout
@@ -254,8 +252,7 @@ extension Serve {
         do {
             store = try LibraryStore(path: databasePath, folder: resolver.root, logger: Logger(label: "streamd.library"))
         } catch {
-            FileHandle.standardError.write(Data("streamd: --db \(databasePath): \(error)\n".utf8))
-            throw ExitCode(1)
+            throw exitLine("--db \(databasePath): \(error)")
         }
         let catalog = Catalog(resolver: resolver, store: store, analyzer: IsolatedAnalyzer(settings: analyzerSettings))
         catalog.logger = Logger(label: "streamd.library")
@@ -274,8 +271,7 @@ extension Serve {
         do {
             scanner = try CatalogScanner(catalog: catalog, rescanInterval: rescanInterval, maxWatches: maxWatches)
         } catch {
-            FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw exitLine("\(error)")
         }
         return scanner
     }
@@ -291,8 +287,7 @@ extension Serve {
                 do {
                     sources.append(try HLSLiveSource(name: name, path: path, analyzer: catalog.analyzer))
                 } catch {
-                    FileHandle.standardError.write(Data("streamd: --live \(name): \(path): \(error)\n".utf8))
-                    throw ExitCode(1)
+                    throw exitLine("--live \(name): \(path): \(error)")
                 }
             }
             hlsService = HLSService(catalog: catalog, cacheBytes: hlsCacheMb << 20, live: sources)
@@ -308,8 +303,7 @@ extension Serve {
         if let path = sourcePasswordFile {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8),
                   let line = text.split(whereSeparator: \.isNewline).first, !line.isEmpty else {
-                FileHandle.standardError.write(Data("streamd: --source-password-file \(path): cannot read a password from it\n".utf8))
-                throw ExitCode(1)
+                throw exitLine("--source-password-file \(path): cannot read a password from it")
             }
             password = String(line)
         }
@@ -333,8 +327,7 @@ extension Serve {
                     let how = plan.transcodes ? ", transcoded to MP3 \(plan.format.sampleRate) Hz \(plan.format.kbps) kbit/s" : ""
                     radioLogger.info("channel \(spec.name): \(plan.tracks.count) tracks at /radio/\(spec.name)\(how)")
                 } catch {
-                    FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
-                    throw ExitCode(1)
+                    throw exitLine("\(error)")
                 }
             }
             for text in fallback {
@@ -342,20 +335,17 @@ extension Serve {
                     let pair = try ChannelPair.parse(text, option: "--fallback")
                     try service.addFallback(name: pair.name, other: pair.other)
                 } catch {
-                    FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
-                    throw ExitCode(1)
+                    throw exitLine("\(error)")
                 }
             }
             for text in relay {
                 guard let eq = text.firstIndex(of: "="), RadioChannel.isValidName(String(text[..<eq])) else {
-                    FileHandle.standardError.write(Data("streamd: --relay takes NAME=URL, got '\(text)'\n".utf8))
-                    throw ExitCode(2)
+                    throw exitLine("--relay takes NAME=URL, got '\(text)'", status: 2)
                 }
                 do {
                     try service.addRelay(name: String(text[..<eq]), url: String(text[text.index(after: eq)...]))
                 } catch {
-                    FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
-                    throw ExitCode(1)
+                    throw exitLine("\(error)")
                 }
             }
             radio = service
@@ -435,8 +425,7 @@ struct Package: ParsableCommand {
 extension Package {
     func run() throws {
         guard let resolver = PathResolver(folder: folder) else {
-            FileHandle.standardError.write(Data("streamd: no such folder: \(folder)\n".utf8))
-            throw ExitCode(1)
+            throw exitLine("no such folder: \(folder)")
         }
         let catalog: Catalog
         do {
@@ -444,8 +433,7 @@ extension Package {
             if let analyzeWorker, !analyzeWorker.isEmpty { settings.executable = analyzeWorker }
             catalog = try Catalog(resolver: resolver, analyzer: IsolatedAnalyzer(settings: settings))
         } catch {
-            FileHandle.standardError.write(Data("streamd: package: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw exitLine("package: \(error)")
         }
         LoggingSystem.bootstrap { _ in PrefixLogHandler(prefix: "streamd: ", logLevel: quiet ? .warning : .info) }
         // The catalog's warnings only (files skipped): its scan progress is the serve command's.
@@ -458,8 +446,7 @@ extension Package {
             print("packaged \(report.tracks) tracks, \(report.segments) segments, \(report.bytes) bytes into \(out)")
             if report.skipped > 0 { print("skipped \(report.skipped) tracks (see stderr)") }
         } catch {
-            FileHandle.standardError.write(Data("streamd: package: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw exitLine("package: \(error)")
         }
     }
 }
@@ -505,3 +492,9 @@ extension DecodeWorkerCommand {
     }
 }
 
+/// A command that cannot go on says why in one line ("streamd: " and the cause, unbuffered on
+/// stderr, whatever the log level) and exits with `status`: the command's answer, not a log line.
+func exitLine(_ message: String, status: Int32 = 1) -> ExitCode {
+    FileHandle.standardError.write(Data("streamd: \(message)\n".utf8))
+    return ExitCode(status)
+}
