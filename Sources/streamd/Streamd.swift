@@ -442,7 +442,7 @@ extension Package {
         let logger = Logger(label: "streamd.hls")
         catalog.scan()
         do {
-            let report = try HLSPackager.package(catalog: catalog, out: out) { line in logger.info("\(line)") }
+            let report = try HLSPackager.package(catalog: catalog, out: out, logger: logger)
             print("packaged \(report.tracks) tracks, \(report.segments) segments, \(report.bytes) bytes into \(out)")
             if report.skipped > 0 { print("skipped \(report.skipped) tracks (see stderr)") }
         } catch {
