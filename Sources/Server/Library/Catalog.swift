@@ -54,8 +54,8 @@ public struct SkippedFile: Sendable, Equatable {
 /// Exact seek indexes are built on first need and cached in the database.
 public final class Catalog: @unchecked Sendable {
     // @unchecked: mutable state is behind `lock` (`inFlight` behind `building`); scans are
-    // serialised by `scanLock`; the closures (`indexRequested` too, called on event loops) and
-    // the settings (`chunkSize`, `excludedPrefix`, `indexAheadSeconds`) are set before the
+    // serialised by `scanLock`; the closures (`indexRequested` too, called on event loops), the
+    // logger and the settings (`chunkSize`, `excludedPrefix`, `indexAheadSeconds`) are set before the
     // scanner and the server start, and only read after.
     public let resolver: PathResolver
     /// Runs the analyzer out of process: a file that crashes or hangs it costs that file only.

@@ -15,7 +15,7 @@ import Synchronization
 public final class CatalogScanner: @unchecked Sendable {
     // @unchecked: `watcher` is used by the scanner thread only; `fullRequested` and `state`
     // are behind `lock`, `indexWanted` and `playedPaths` behind `indexCondition`; `wake` is an eventfd, safe to
-    // write from any thread.
+    // write from any thread; `threads` is touched by `start` and `stop` (the owner's thread) only.
     public let catalog: Catalog
     /// Seconds between full rescans when inotify does not cover the tree.
     public let rescanInterval: Double

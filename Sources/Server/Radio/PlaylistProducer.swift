@@ -13,8 +13,8 @@ import Logging
 /// (decided at start, or when a track's frames turn out to be of another format than the
 /// channel's), so the stream never changes format.
 final class PlaylistProducer: @unchecked Sendable {
-    // @unchecked: the state below is used by the producer thread only; `stopped` is atomic-ish
-    // through the lock.
+    // @unchecked: the state below is used by the producer thread only; `stopped` is behind
+    // `lock`; `thread` is set by `start` and joined by `stop`.
     let channel: RadioChannel
     let tracks: [ChannelTrack]
     let shuffle: Bool

@@ -9,7 +9,7 @@ import StreamShared
 /// is refused and the request answered 503, instead of piling up without end.
 public final class BlockingPool: @unchecked Sendable {
     // @unchecked: `queue`, `running` and `stopping` are guarded by `condition`; `threads` is
-    // written in init and `shutdown` only.
+    // written in init only (and read by `shutdown`).
     public typealias Job = @Sendable () -> Void
 
     private let condition = ConditionLock()

@@ -89,7 +89,7 @@ public final class IsolatedAnalyzer: Sendable {
         } else {
             // Threads that cannot start leave their share to the others (this thread at least).
             let started = (0..<threads).compactMap { i in
-                try? NativeThread(name: "streamd-analyze\(i)") { [self] in drain(queue, mode: wire, batch: batch) }
+                try? NativeThread(name: "analyzer-\(i)") { [self] in drain(queue, mode: wire, batch: batch) }
             }
             if started.isEmpty { drain(queue, mode: wire, batch: batch) }
             for thread in started { thread.join() }

@@ -57,7 +57,7 @@ public enum FolderPlaylistError: Error, Equatable, CustomStringConvertible {
 /// playlist's folder and kept only when they name a regular, non-hidden file inside the music
 /// folder; each dropped entry is logged once per version of the file.
 public final class PlaylistFolder: @unchecked Sendable {
-    // @unchecked: all mutable state is behind `lock`.
+    // @unchecked: all mutable state is behind `lock` (`logger` is set before the server starts).
     public let resolver: PathResolver
     /// Where a dropped entry or an unreadable playlist is logged (a warning each).
     public var logger = Logger.silent("streamd.library")
