@@ -200,13 +200,14 @@ extension Serve {
         let logger = makeLogger()
         let library = try openLibrary(logger: logger)
         let scanner = try makeScanner(library.catalog)
-        let hlsService = try makeHLS(library.catalog)
+        let hlsService = try makeHLS(library.catalog, logger: logger)
         let radio = try makeRadio(library.catalog, logger: logger)
         let router = Router(resolver: library.catalog.resolver, catalog: library.catalog, hls: hlsService,
                             framing: contentLength ? .contentLength : .chunked, radio: radio)
         router.playlistFolder.logger = Logger(label: "streamd.library")
         let server = makeServer(router, catalog: library.catalog, logger: logger)
-        let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, store: library.store, logger: logger)
+        let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, hls: hlsService,
+                                        store: library.store, logger: logger)
         // Signals are taken synchronously by this thread: blocked before any thread starts.
         var signals = Self.blockedSignals()
         let bound: Int
@@ -218,7 +219,7 @@ extension Serve {
         let shownHost = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
         // Unbuffered, so a parent process reading the pipe sees the line at once.
         FileHandle.standardOutput.write(Data("listening on http://\(shownHost):\(bound)/\n".utf8))
-        logger.info("serving \((try? library.store.trackCount()) ?? 0) tracks from \(library.catalog.resolver.root) (catalog \(library.databasePath)); scanning in the background")
+        logger.info("serving \((try? library.store.tracks.count()) ?? 0) tracks from \(library.catalog.resolver.root) (catalog \(library.databasePath)); scanning in the background")
         waitForSignals(&signals, lifecycle: lifecycle, scanner: scanner, logger: logger)
     }
 }
@@ -276,8 +277,9 @@ extension Serve {
         return scanner
     }
 
-    /// The HLS routes and `--live` loops; nil with `--no-hls`.
-    func makeHLS(_ catalog: Catalog) throws -> HLSService? {
+    /// The HLS routes and `--live` loops (started by the lifecycle); nil with `--no-hls`.
+    func makeHLS(_ catalog: Catalog, logger: Logger) throws -> HLSService? {
+        let warnLogger = logger
         var hlsService: HLSService?
         if hls {
             var sources: [HLSLiveSource] = []
@@ -285,7 +287,7 @@ extension Serve {
                 guard let eq = spec.firstIndex(of: "=") else { continue }
                 let name = String(spec[..<eq]), path = String(spec[spec.index(after: eq)...])
                 do {
-                    sources.append(try HLSLiveSource(name: name, path: path, analyzer: catalog.analyzer))
+                    sources.append(try HLSLiveSource(name: name, path: path, analyzer: catalog.analyzer) { warnLogger.warning("\($0)") })
                 } catch {
                     throw exitLine("--live \(name): \(path): \(error)")
                 }

@@ -122,6 +122,8 @@ final class StreamdProcess {
         if process.isRunning {
             process.terminate()
             process.waitUntilExit()
+        } else if !waitedForLog, process.terminationReason == .uncaughtSignal || process.terminationStatus != 0 {
+            reportUnexpectedExit()
         }
         // The whole log is read once stderr reaches EOF; a child that outlives streamd holding
         // the pipe must not hang the test, so the wait is bounded.
@@ -130,6 +132,17 @@ final class StreamdProcess {
             _ = logDrained.wait(timeout: .now() + 5)
         }
         return process.terminationStatus
+    }
+
+    /// A server that failed before the test stopped it is what a client sees as "connection
+    /// refused"; its status and the end of its stderr (a crash's backtrace) go to the test log,
+    /// so such a failure names its cause instead of only the client's symptom.
+    private func reportUnexpectedExit() {
+        waitedForLog = true
+        _ = logDrained.wait(timeout: .now() + 2)
+        let how = process.terminationReason == .uncaughtSignal ? "signal" : "status"
+        let tail = String(log.suffix(4000))
+        FileHandle.standardError.write(Data("StreamdProcess: streamd (port \(port)) exited by itself with \(how) \(process.terminationStatus) before the test stopped it; its stderr ends:\n\(tail)\n".utf8))
     }
 
     deinit { stop() }

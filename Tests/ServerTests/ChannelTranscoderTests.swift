@@ -17,12 +17,7 @@ import StreamShared
     static func track(_ path: String) throws -> ChannelTrack {
         let file = try OpenFile(path: path)
         let analysis = try TrackAnalyzer.analyze(file)
-        return ChannelTrack(path: path, title: path, container: analysis.container,
-                            codec: analysis.container == .mp3 ? .mpeg : analysis.container == .adts ? .adts : nil,
-                            sampleRate: analysis.sampleRate, channels: analysis.channels, kbps: analysis.bitrate / 1000,
-                            audioStart: analysis.seekIndex.firstFrameOffset, audioEnd: analysis.seekIndex.audioEndOffset,
-                            encoderDelay: analysis.encoderDelay, encoderPadding: analysis.encoderPadding,
-                            totalSamples: analysis.totalSamples)
+        return ChannelTrack(track: Track(path: path, stamp: file.stamp, analysis: analysis), path: path)
     }
 
     @Test func everyTracksSamples_exactlyOnce_inOneStream() throws {

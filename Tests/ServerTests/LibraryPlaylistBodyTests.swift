@@ -25,11 +25,10 @@ import Testing
     }
 
     /// What `PlaylistRoutes.m3u` makes of the rows.
-    static func expected(_ rows: [TrackRow], title: String, base: String) -> String {
+    static func expected(_ rows: [Track], title: String, base: String) -> String {
         let entries = rows.map { row in
-            let track = LibraryRoutes.playlistTrack(row)
-            return PlaylistEntry(location: base + "/media/" + PathResolver.percentEncode(row.path), title: track.label,
-                                 duration: track.duration)
+            PlaylistEntry(location: base + "/media/" + PathResolver.percentEncode(row.path), title: row.label,
+                          duration: row.durationSeconds)
         }
         return M3UWriter.render(entries, title: title)
     }
@@ -61,7 +60,7 @@ import Testing
 
     @Test func pieces_makeTheWholePlaylist_asTheWriterDoes() throws {
         let store = try Self.store()
-        let rows = try store.tracks(offset: 0, limit: 1000).rows
+        let rows = try store.tracks.page(offset: 0, limit: 1000).rows
         #expect(rows.count == 12)
         for base in ["http://127.0.0.1:8080", "", "http://[::1]:80"] {
             let body = LibraryPlaylistBody(store: store, ids: rows.map(\.id), title: "All tracks", base: base, chunked: false)
@@ -73,7 +72,7 @@ import Testing
 
     @Test func chunked_framesEveryPiece_andEnds() throws {
         let store = try Self.store()
-        let rows = try store.tracks(offset: 0, limit: 1000).rows
+        let rows = try store.tracks.page(offset: 0, limit: 1000).rows
         let reversed = Array(rows.reversed())
         let body = LibraryPlaylistBody(store: store, ids: reversed.map(\.id), title: "Back", base: "http://h", chunked: true)
         let payload = try #require(Self.unchunk(Array(Self.parts(body).joined())))
@@ -87,7 +86,7 @@ import Testing
         try store.apply((0..<1500).map { n in
             .track(path: "A/\(n).mp3", stamp: Fixture.stamp(n), analysis: Fixture.analysis(title: "T\(n)", artist: "A"))
         })
-        let ids = try store.trackIDs(sort: .path)
+        let ids = try store.tracks.ids(sort: .path)
         let body = LibraryPlaylistBody(store: store, ids: ids, title: "All", base: "", chunked: false)
         let first = try #require(body.nextPart())
         try store.apply([.removed(path: "A/999.mp3")])
@@ -98,7 +97,7 @@ import Testing
             if case .bytes(let bytes) = part { return String(decoding: bytes, as: UTF8.self) }
             return nil
         }.joined()
-        let rows = try store.tracks(offset: 0, limit: 2000).rows
+        let rows = try store.tracks.page(offset: 0, limit: 2000).rows
         #expect(rows.count == 1499 && text == Self.expected(rows, title: "All", base: ""))
     }
 

@@ -55,98 +55,98 @@ import Testing
 
     @Test func tracks_pagedInAStableOrder_withTheTotal() throws {
         let store = try Self.sampleStore()
-        let all = try store.tracks(offset: 0, limit: 100, sort: .path)
+        let all = try store.tracks.page(offset: 0, limit: 100, sort: .path)
         #expect(all.total == 7 && all.rows.map(\.path) == all.rows.map(\.path).sorted())
         var paged: [String] = []
         for offset in stride(from: 0, to: 7, by: 3) {
-            let page = try store.tracks(offset: offset, limit: 3, sort: .title)
+            let page = try store.tracks.page(offset: offset, limit: 3, sort: .title)
             #expect(page.total == 7)
             paged += page.rows.map(\.path)
         }
         #expect(paged.count == 7 && Set(paged).count == 7, "pages neither overlap nor miss a track: \(paged)")
-        let byTitle = try store.tracks(offset: 0, limit: 100, sort: .title).rows.map(\.displayTitle)
+        let byTitle = try store.tracks.page(offset: 0, limit: 100, sort: .title).rows.map(\.displayTitle)
         #expect(byTitle == ["Early", "Late", "loose.mp3", "Middle", "Opening Night", "Other", "Song of Band"])
         for sort in TrackSort.allCases {
-            #expect(try store.tracks(offset: 0, limit: 100, sort: sort).rows.count == 7, "\(sort)")
+            #expect(try store.tracks.page(offset: 0, limit: 100, sort: sort).rows.count == 7, "\(sort)")
         }
-        #expect(try store.tracks(offset: 100, limit: 10).rows.isEmpty)
+        #expect(try store.tracks.page(offset: 100, limit: 10).rows.isEmpty)
     }
 
     @Test func trackRow_keepsEveryField() throws {
         let store = try Self.sampleStore()
-        let row = try #require(try store.track(path: "Band/Second/1-01 Early.mp3"))
+        let row = try #require(try store.tracks.track(path: "Band/Second/1-01 Early.mp3"))
         #expect(row.title == "Early" && row.artist == "Band" && row.album == "Second" && row.trackNumber == 1
                 && row.trackTotal == 9 && row.discNumber == 1 && row.discTotal == 2 && row.year == 2011 && row.genre == "Test")
         #expect(row.replayGain == ReplayGain(trackGain: -6.5, trackPeak: 0.9))
         #expect(row.stamp == Self.stamp(3) && row.etag == Self.stamp(3).etag)
         #expect(row.codec == "mp3" && row.sampleRate == 44_100 && row.encoderDelay == 576 && row.durationSeconds == 10)
         #expect(row.url == "/media/Band/Second/1-01%20Early.mp3")
-        let loose = try #require(try store.track(path: "loose.mp3"))
+        let loose = try #require(try store.tracks.track(path: "loose.mp3"))
         #expect(loose.title == nil && loose.displayTitle == "loose.mp3" && loose.albumID == nil && loose.artistID == nil)
     }
 
     @Test func search_prefixesOfEveryWord_rankedByField() throws {
         let store = try Self.sampleStore()
-        #expect(try store.search(query: "ope", limit: 10).map(\.title) == ["Opening Night"])
-        #expect(try store.search(query: "open nig", limit: 10).map(\.title) == ["Opening Night"])
+        #expect(try store.search.tracks(query: "ope", limit: 10).map(\.title) == ["Opening Night"])
+        #expect(try store.search.tracks(query: "open nig", limit: 10).map(\.title) == ["Opening Night"])
         // "band" is the title of one track and the artist of most: the title hit ranks first.
-        let band = try store.search(query: "Band", limit: 10)
+        let band = try store.search.tracks(query: "Band", limit: 10)
         #expect(band.first?.title == "Song of Band", "\(band.map(\.title))")
         #expect(band.count == 6)
-        #expect(try store.search(query: "various", limit: 10).count == 2, "album artists are searched too")
-        #expect(try store.search(query: "\"; DROP TABLE tracks; --", limit: 10).isEmpty)
-        #expect(try store.search(query: "!!!", limit: 10).isEmpty)
-        #expect(try store.search(query: "band", limit: 2).count == 2)
-        #expect(LibraryStore.ftsQuery("a\"b c*") == "\"a\"* \"b\"* \"c\"*")
-        #expect(LibraryStore.ftsQuery("  ") == nil)
+        #expect(try store.search.tracks(query: "various", limit: 10).count == 2, "album artists are searched too")
+        #expect(try store.search.tracks(query: "\"; DROP TABLE tracks; --", limit: 10).isEmpty)
+        #expect(try store.search.tracks(query: "!!!", limit: 10).isEmpty)
+        #expect(try store.search.tracks(query: "band", limit: 2).count == 2)
+        #expect(SearchRepository.ftsQuery("a\"b c*") == "\"a\"* \"b\"* \"c\"*")
+        #expect(SearchRepository.ftsQuery("  ") == nil)
     }
 
     @Test func albums_groupedByAlbumArtist_tracksInDiscOrder() throws {
         let store = try Self.sampleStore()
-        let albums = try store.albums(offset: 0, limit: 10)
+        let albums = try store.albums.page(offset: 0, limit: 10)
         #expect(albums.total == 3)
         #expect(albums.rows.map(\.title) == ["First", "Second", "Hits"], "by artist name, then title")
         let second = try #require(albums.rows.first { $0.title == "Second" })
         #expect(second.trackCount == 3 && second.durationSeconds == 30 && second.year == 2011 && second.artistName == "Band")
         #expect(second.coverTrackPath == "Band/Second/1-02 Middle.mp3" && second.folder == "Band/Second")
-        let detail = try #require(try store.album(id: second.id))
+        let detail = try #require(try store.albums.album(id: second.id))
         #expect(detail.tracks.map(\.title) == ["Early", "Middle", "Late"])
-        #expect(try store.album(id: 999_999) == nil)
-        #expect(try store.coverSource(albumID: second.id) == CoverSource(embeddedTrackPath: "Band/Second/1-02 Middle.mp3", folder: "Band/Second"))
+        #expect(try store.albums.album(id: 999_999) == nil)
+        #expect(try store.covers.source(albumID: second.id) == CoverSource(embeddedTrackPath: "Band/Second/1-02 Middle.mp3", folder: "Band/Second"))
         let hits = try #require(albums.rows.first { $0.title == "Hits" })
         #expect(hits.artistName == "Various Artists" && hits.coverTrackPath == nil && hits.trackCount == 2)
-        #expect(try store.coverSource(albumID: hits.id)?.embeddedTrackPath == nil)
+        #expect(try store.covers.source(albumID: hits.id)?.embeddedTrackPath == nil)
     }
 
     @Test func artists_withTheirAlbums() throws {
         let store = try Self.sampleStore()
-        let artists = try store.artists(offset: 0, limit: 10)
+        let artists = try store.artists.page(offset: 0, limit: 10)
         #expect(artists.rows.map(\.name) == ["Band", "Guest", "Various Artists"])
         let band = try #require(artists.rows.first)
         #expect(band.trackCount == 5 && band.albumCount == 2)
-        let detail = try #require(try store.artist(id: band.id))
+        let detail = try #require(try store.artists.artist(id: band.id))
         #expect(detail.albums.map(\.title) == ["Hits", "First", "Second"], "albums holding its tracks too, by year")
-        #expect(try store.artist(id: -1) == nil)
+        #expect(try store.artists.artist(id: -1) == nil)
     }
 
     @Test func ids_stayStable_andEmptyAlbumsGo() throws {
         let store = try Self.sampleStore()
-        let before = try store.albums(offset: 0, limit: 10).rows
+        let before = try store.albums.page(offset: 0, limit: 10).rows
         let first = try #require(before.first { $0.title == "First" })
-        let track = try #require(try store.track(path: "Band/First/01 Opening.mp3"))
+        let track = try #require(try store.tracks.track(path: "Band/First/01 Opening.mp3"))
         // The same file read again (changed): same track id, same album id.
         try store.apply([.track(path: "Band/First/01 Opening.mp3", stamp: Self.stamp(40),
                                 analysis: Self.analysis(title: "Opening Night (remaster)", artist: "Band", album: "First"))])
-        #expect(try store.track(path: "Band/First/01 Opening.mp3")?.id == track.id)
-        #expect(try store.albums(offset: 0, limit: 10).rows.first { $0.title == "First" }?.id == first.id)
-        #expect(try store.search(query: "remaster", limit: 5).count == 1, "the search index follows updates")
-        #expect(try store.search(query: "opening", limit: 5).map(\.path) == ["Band/First/01 Opening.mp3"])
+        #expect(try store.tracks.track(path: "Band/First/01 Opening.mp3")?.id == track.id)
+        #expect(try store.albums.page(offset: 0, limit: 10).rows.first { $0.title == "First" }?.id == first.id)
+        #expect(try store.search.tracks(query: "remaster", limit: 5).count == 1, "the search index follows updates")
+        #expect(try store.search.tracks(query: "opening", limit: 5).map(\.path) == ["Band/First/01 Opening.mp3"])
         // Removed: the album and an artist with nothing left go too.
         try store.apply([.removed(path: "Band/First/01 Opening.mp3"), .removed(path: "Various/Hits/01.mp3")])
-        #expect(try store.album(id: first.id) == nil)
-        #expect(try store.artists(offset: 0, limit: 10).rows.map(\.name) == ["Band", "Various Artists"])
-        #expect(try store.search(query: "opening", limit: 5).isEmpty)
-        #expect(try store.trackCount() == 5)
+        #expect(try store.albums.album(id: first.id) == nil)
+        #expect(try store.artists.page(offset: 0, limit: 10).rows.map(\.name) == ["Band", "Various Artists"])
+        #expect(try store.search.tracks(query: "opening", limit: 5).isEmpty)
+        #expect(try store.tracks.count() == 5)
     }
 
     @Test func stamps_andSkippedFiles() throws {
@@ -157,23 +157,23 @@ import Testing
                                                               "Band/Second/1-01 Early.mp3", "Band/First/01 Opening.mp3"])
         #expect(try store.stamps(under: "Ban").isEmpty, "a prefix of a name is not its folder")
         #expect(try store.stamps(under: "loose.mp3").count == 1)
-        #expect(try store.skipped().map(\.path) == ["notes.txt"])
+        #expect(try store.skipped.all().map(\.path) == ["notes.txt"])
         // A skipped file that becomes audio moves over, and back.
         try store.apply([.track(path: "notes.txt", stamp: Self.stamp(9), analysis: Self.analysis(title: "Now audio"))])
-        #expect(try store.skipped().isEmpty && store.trackCount() == 8)
+        #expect(try store.skipped.all().isEmpty && store.tracks.count() == 8)
         try store.apply([.skipped(path: "notes.txt", stamp: Self.stamp(10), reason: "analyzer crashed", quarantined: true)])
-        #expect(try store.skipped(path: "notes.txt")?.quarantined == true && store.trackCount() == 7)
+        #expect(try store.skipped.file(path: "notes.txt")?.quarantined == true && store.tracks.count() == 7)
     }
 
     @Test func cachedAnalyses_areKeyedByTheStamp() throws {
         let store = try Self.sampleStore()
         var exact = Self.analysis(title: "Late")
         exact.seekIndex.points = (0..<100).map { SeekPoint(t: Double($0) / 2, byte: $0 * 417) }
-        try store.storeAnalysis(path: "Band/Second/2-01 Late.mp3", stamp: Self.stamp(1), analysis: exact)
-        #expect(try store.cachedAnalysis(path: "Band/Second/2-01 Late.mp3", stamp: Self.stamp(1)) == exact)
-        #expect(try store.cachedAnalysis(path: "Band/Second/2-01 Late.mp3", stamp: Self.stamp(11)) == nil, "the file changed")
+        try store.analyses.save(path: "Band/Second/2-01 Late.mp3", stamp: Self.stamp(1), analysis: exact)
+        #expect(try store.analyses.cached(path: "Band/Second/2-01 Late.mp3", stamp: Self.stamp(1)) == exact)
+        #expect(try store.analyses.cached(path: "Band/Second/2-01 Late.mp3", stamp: Self.stamp(11)) == nil, "the file changed")
         try store.apply([.removed(path: "Band/Second/2-01 Late.mp3")])
-        #expect(try store.cachedAnalysis(path: "Band/Second/2-01 Late.mp3", stamp: Self.stamp(1)) == nil)
+        #expect(try store.analyses.cached(path: "Band/Second/2-01 Late.mp3", stamp: Self.stamp(1)) == nil)
     }
 
     @Test func tracksWithoutAnalysis_longestFirst_notWAV_notThoseStoredForTheirStamp() throws {
@@ -185,17 +185,17 @@ import Testing
             .track(path: "Long/book.mp3", stamp: Self.stamp(21), analysis: Self.analysis(title: "Book", duration: 7_200)),
             .track(path: "Long/take.wav", stamp: Self.stamp(22), analysis: wav),
         ])
-        #expect(try store.tracksWithoutAnalysis(minSeconds: 1_800, limit: 10).map(\.path) == ["Long/book.mp3", "Long/mix.mp3"])
-        #expect(try store.tracksWithoutAnalysis(minSeconds: 1_800, limit: 1).map(\.path) == ["Long/book.mp3"])
-        #expect(try store.tracksWithoutAnalysis(minSeconds: 5, limit: 100).count == 9, "the seven songs of 10 s too")
+        #expect(try store.analyses.missing(minSeconds: 1_800, limit: 10).map(\.path) == ["Long/book.mp3", "Long/mix.mp3"])
+        #expect(try store.analyses.missing(minSeconds: 1_800, limit: 1).map(\.path) == ["Long/book.mp3"])
+        #expect(try store.analyses.missing(minSeconds: 5, limit: 100).count == 9, "the seven songs of 10 s too")
         var exact = Self.analysis(title: "Book", duration: 7_200)
         exact.seekIndex.points = (0..<100).map { SeekPoint(t: Double($0) / 2, byte: $0 * 417) }
-        try store.storeAnalysis(path: "Long/book.mp3", stamp: Self.stamp(21), analysis: exact)
-        let left = try store.tracksWithoutAnalysis(minSeconds: 1_800, limit: 10)
+        try store.analyses.save(path: "Long/book.mp3", stamp: Self.stamp(21), analysis: exact)
+        let left = try store.analyses.missing(minSeconds: 1_800, limit: 10)
         #expect(left.map(\.path) == ["Long/mix.mp3"] && left.first?.stamp == Self.stamp(20))
         // The file changed since its index was stored: due again.
         try store.apply([.track(path: "Long/book.mp3", stamp: Self.stamp(23), analysis: Self.analysis(title: "Book", duration: 7_200))])
-        #expect(try store.tracksWithoutAnalysis(minSeconds: 1_800, limit: 10).map(\.path) == ["Long/book.mp3", "Long/mix.mp3"])
+        #expect(try store.analyses.missing(minSeconds: 1_800, limit: 10).map(\.path) == ["Long/book.mp3", "Long/mix.mp3"])
     }
 
     @Test func onDisk_walMode_andReopened() throws {
@@ -204,13 +204,13 @@ import Testing
         let path = dir.appendingPathComponent("sub/catalog.db").path
         do {
             let store = try Self.sampleStore(path: path)
-            #expect(try store.trackCount() == 7)
+            #expect(try store.tracks.count() == 7)
         }
         let db = try SQLiteDatabase(path: path, readOnly: true)
         #expect(try db.queryOne("PRAGMA journal_mode") { $0.text(0) } == "wal")
         #expect(try db.queryOne("PRAGMA user_version") { $0.int(0) } == LibrarySchema.version)
         let reopened = try LibraryStore(path: path, folder: "/music")
-        #expect(try reopened.trackCount() == 7, "a second start reads the same catalog")
+        #expect(try reopened.tracks.count() == 7, "a second start reads the same catalog")
     }
 
     @Test func corruptFile_isMovedAside_andRebuilt() throws {
@@ -221,7 +221,7 @@ import Testing
         let warningsLog = CapturedLog()
         let store = try LibraryStore(path: path, folder: "/music", logger: warningsLog.logger)
         let warnings = warningsLog.lines
-        #expect(try store.trackCount() == 0)
+        #expect(try store.tracks.count() == 0)
         #expect(warnings.count == 1 && warnings[0].contains("moved to"), "\(warnings)")
         let aside = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("catalog.db.bad-") }
         #expect(aside.count == 1, "the damaged file is kept for a look: \(aside)")
@@ -243,7 +243,7 @@ import Testing
         let warningsLog = CapturedLog()
         let store = try LibraryStore(path: path, folder: "/music", logger: warningsLog.logger)
         let warnings = warningsLog.lines
-        #expect(try store.trackCount() == 0 && warnings.count == 1, "\(warnings)")
+        #expect(try store.tracks.count() == 0 && warnings.count == 1, "\(warnings)")
     }
 
     @Test func foreignDatabase_isMovedAside() throws {
@@ -257,7 +257,7 @@ import Testing
         let warningsLog = CapturedLog()
         let store = try LibraryStore(path: path, folder: "/music", logger: warningsLog.logger)
         let warnings = warningsLog.lines
-        #expect(try store.trackCount() == 0 && warnings.first?.contains("not streamd's") == true, "\(warnings)")
+        #expect(try store.tracks.count() == 0 && warnings.first?.contains("not streamd's") == true, "\(warnings)")
         // A newer schema version is not ours to touch either.
         do {
             let db = try SQLiteDatabase(path: path)
@@ -277,7 +277,7 @@ import Testing
         let warningsLog = CapturedLog()
         let store = try LibraryStore(path: path, folder: "/other", logger: warningsLog.logger)
         let warnings = warningsLog.lines
-        #expect(try store.trackCount() == 0 && warnings.count == 1)
+        #expect(try store.tracks.count() == 0 && warnings.count == 1)
     }
 
     @Test func unwritableLocation_isATypedError() {
@@ -305,9 +305,9 @@ import Testing
                     if i == 0 {
                         try store.apply([.track(path: "new/\(n).mp3", stamp: Self.stamp(100 + n), analysis: Self.analysis(title: "New \(n)"))])
                     } else {
-                        let page = try store.tracks(offset: 0, limit: 5, sort: .title)
+                        let page = try store.tracks.page(offset: 0, limit: 5, sort: .title)
                         if page.rows.isEmpty { failures.add() }
-                        _ = try store.search(query: "new", limit: 5)
+                        _ = try store.search.tracks(query: "new", limit: 5)
                     }
                 } catch {
                     failures.add()
@@ -315,7 +315,7 @@ import Testing
             }
         }
         #expect(failures.value == 0)
-        #expect(try store.trackCount() == 57)
+        #expect(try store.tracks.count() == 57)
     }
 }
 
@@ -358,20 +358,20 @@ final class LockedCounter: @unchecked Sendable {
         let store = try LibraryStore(path: path, folder: "/music", logger: warningsLog.logger)
         let warnings = warningsLog.lines
         #expect(warnings.isEmpty, "a migration is not a damaged file: \(warnings)")
-        #expect(try store.trackCount() == 2)
+        #expect(try store.tracks.count() == 2)
         // The new index is filled at the end of the next full scan, not before the server listens.
-        #expect(try store.search(query: "ri", limit: 10).isEmpty)
+        #expect(try store.search.tracks(query: "ri", limit: 10).isEmpty)
         try store.apply([.track(path: "b/0.mp3", stamp: Fixture.stamp(9), analysis: Fixture.analysis(title: "Riverside"))])
         try store.apply([.removed(path: "b/0.mp3")])
         let generation = store.generation
         try store.ensureOrderIndexes()
         #expect(store.generation != generation, "search answers changed")
-        #expect(try store.search(query: "ri", limit: 10).map(\.path) == ["a/1.mp3"], "a 2-letter prefix (prefix index)")
-        #expect(try store.search(query: "riverb", limit: 10).map(\.path) == ["a/1.mp3"], "a prefix longer than the indexes")
-        #expect(try store.search(query: "old can", limit: 10).map(\.path) == ["a/2.mp3"])
+        #expect(try store.search.tracks(query: "ri", limit: 10).map(\.path) == ["a/1.mp3"], "a 2-letter prefix (prefix index)")
+        #expect(try store.search.tracks(query: "riverb", limit: 10).map(\.path) == ["a/1.mp3"], "a prefix longer than the indexes")
+        #expect(try store.search.tracks(query: "old can", limit: 10).map(\.path) == ["a/2.mp3"])
         // New tracks reach the rebuilt index through the triggers.
         try store.apply([.track(path: "b/3.mp3", stamp: Fixture.stamp(3), analysis: Fixture.analysis(title: "Rivet", artist: "New"))])
-        #expect(try store.search(query: "riv", limit: 10).map(\.path).sorted() == ["a/1.mp3", "b/3.mp3"])
+        #expect(try store.search.tracks(query: "riv", limit: 10).map(\.path).sorted() == ["a/1.mp3", "b/3.mp3"])
         let db = try SQLiteDatabase(path: path, readOnly: true)
         #expect(try db.queryOne("PRAGMA user_version") { $0.int(0) } == LibrarySchema.version)
         let sql = try db.queryOne("SELECT sql FROM sqlite_master WHERE name = 'tracks_fts'") { $0.text(0) } ?? ""
@@ -404,35 +404,35 @@ final class LockedCounter: @unchecked Sendable {
             #expect(try store.beginBulkLoad())
             #expect(try !Self.hasInsertTrigger(path), "the first scan runs without the insert trigger")
             try store.apply(chunk(0..<10))
-            #expect(try store.search(query: "kestrel", limit: 100).count == 10, "the first chunk is searchable at once")
+            #expect(try store.search.tracks(query: "kestrel", limit: 100).count == 10, "the first chunk is searchable at once")
             // The last track goes and a new one comes in the same write: it is given the freed id.
-            let last = try #require(try store.track(path: "c/009.mp3")?.id)
+            let last = try #require(try store.tracks.track(path: "c/009.mp3")?.id)
             try store.apply([.removed(path: "c/009.mp3"),
                              .track(path: "c/new.mp3", stamp: Fixture.stamp(99), analysis: Fixture.analysis(title: "Osprey"))])
-            #expect(try store.track(path: "c/new.mp3")?.id == last, "SQLite gives the freed id again")
-            #expect(try store.search(query: "osprey", limit: 10).map(\.path) == ["c/new.mp3"])
-            #expect(try store.search(query: "kestrel", limit: 100).count == 9)
+            #expect(try store.tracks.track(path: "c/new.mp3")?.id == last, "SQLite gives the freed id again")
+            #expect(try store.search.tracks(query: "osprey", limit: 10).map(\.path) == ["c/new.mp3"])
+            #expect(try store.search.tracks(query: "kestrel", limit: 100).count == 9)
             // A track that becomes a skipped file, then a new track, the same way.
             try store.apply([.skipped(path: "c/new.mp3", stamp: Fixture.stamp(100), reason: "not audio", quarantined: false),
                              .track(path: "c/newer.mp3", stamp: Fixture.stamp(101), analysis: Fixture.analysis(title: "Harrier"))])
-            #expect(try store.search(query: "osprey", limit: 10).isEmpty)
-            #expect(try store.search(query: "harrier", limit: 10).map(\.path) == ["c/newer.mp3"])
+            #expect(try store.search.tracks(query: "osprey", limit: 10).isEmpty)
+            #expect(try store.search.tracks(query: "harrier", limit: 10).map(\.path) == ["c/newer.mp3"])
             // A track changed meanwhile (its update trigger indexes it) stays one row of the index.
             try store.apply([.track(path: "c/000.mp3", stamp: Fixture.stamp(200), analysis: Fixture.analysis(title: "Kestrel zero"))])
-            #expect(try store.search(query: "zero", limit: 10).map(\.path) == ["c/000.mp3"])
+            #expect(try store.search.tracks(query: "zero", limit: 10).map(\.path) == ["c/000.mp3"])
         }
         // The process ends in the middle of the scan; the next one carries on.
         let store = try LibraryStore(path: path, folder: "/music")
         #expect(try !Self.hasInsertTrigger(path))
         try store.apply(chunk(10..<20))
-        #expect(try store.search(query: "kestrel", limit: 100).count == 19)
+        #expect(try store.search.tracks(query: "kestrel", limit: 100).count == 19)
         #expect(try Self.searchIndexRows(path) == 20, "each track once in the index")
         try store.ensureOrderIndexes()
         #expect(try Self.hasInsertTrigger(path), "the trigger is back after the scan")
         #expect(try Self.searchIndexRows(path) == 20)
         try store.apply([.track(path: "d/later.mp3", stamp: Fixture.stamp(300), analysis: Fixture.analysis(title: "Kestrel later"))])
-        #expect(try store.search(query: "kestrel", limit: 100).count == 20)
-        #expect(try store.trackCount() == 21)
+        #expect(try store.search.tracks(query: "kestrel", limit: 100).count == 20)
+        #expect(try store.tracks.count() == 21)
     }
 
     /// A search index left empty (a database migrated to schema 2) is filled before the scan's
@@ -454,11 +454,11 @@ final class LockedCounter: @unchecked Sendable {
         try db.execute("DROP TRIGGER tracks_fts_insert; DELETE FROM tracks_fts;")
         db.close()
         let store = try LibraryStore(path: path, folder: "/music")
-        #expect(try store.search(query: "song", limit: 5).isEmpty)
+        #expect(try store.search.tracks(query: "song", limit: 5).isEmpty)
         let generation = store.generation
         #expect(try store.indexSearchBacklog() == LibraryStore.searchBacklogBatch + 500)
         #expect(store.generation != generation, "search answers changed")
-        #expect(try store.search(query: "song 8500", limit: 5).map(\.path) == ["t/08500.mp3"])
+        #expect(try store.search.tracks(query: "song 8500", limit: 5).map(\.path) == ["t/08500.mp3"])
         #expect(try store.indexSearchBacklog() == 0)
         try store.ensureOrderIndexes()
         #expect(try Self.hasInsertTrigger(path) && Self.searchIndexRows(path) == LibraryStore.searchBacklogBatch + 500)
@@ -467,11 +467,11 @@ final class LockedCounter: @unchecked Sendable {
     /// The count `/api/status` shows follows every write, though it is counted once per generation.
     @Test func trackCount_followsTheWrites() throws {
         let store = try Fixture.sampleStore()
-        #expect(try store.trackCount() == 7 && store.trackCount() == 7)
+        #expect(try store.tracks.count() == 7 && store.tracks.count() == 7)
         try store.apply([.track(path: "x.mp3", stamp: Fixture.stamp(50), analysis: Fixture.analysis(title: "X"))])
-        #expect(try store.trackCount() == 8)
+        #expect(try store.tracks.count() == 8)
         try store.apply([.removed(path: "x.mp3"), .removed(path: "loose.mp3")])
-        #expect(try store.trackCount() == 6)
+        #expect(try store.tracks.count() == 6)
     }
 
     /// Beyond `rankedMatchLimit` matches: the title matches first, then the others, each group
@@ -487,7 +487,7 @@ final class LockedCounter: @unchecked Sendable {
                           analysis: Fixture.analysis(title: inTitle ? "River \(n)" : "Song \(n)", artist: byArtist ? "River Band" : "Other"))
         })
         func numbers(_ query: String, _ limit: Int) throws -> [Int] {
-            try store.search(query: query, limit: limit).map { Int($0.path.dropFirst(2).prefix(4))! }
+            try store.search.tracks(query: query, limit: limit).map { Int($0.path.dropFirst(2).prefix(4))! }
         }
         #expect(try numbers("riv", 100) == Array(0..<100), "more title matches than are ranked: the first by catalog order")
         #expect(try numbers("riv", 300) == Array(0..<260) + Array(260..<300), "then the artist matches")
@@ -499,13 +499,13 @@ final class LockedCounter: @unchecked Sendable {
             .track(path: String(format: "u/%04d.mp3", n), stamp: Fixture.stamp(500 + n),
                    analysis: Fixture.analysis(title: "Quiet \(n)", artist: "Song Birds"))
         })
-        let mixed = try store.search(query: "so", limit: 250).map(\.path)
+        let mixed = try store.search.tracks(query: "so", limit: 250).map(\.path)
         #expect(mixed.count == 230 && mixed.prefix(190).allSatisfy { $0.hasPrefix("t/") } && mixed.suffix(40).allSatisfy { $0.hasPrefix("u/") },
                 "230 matches: the 190 title matches, then the 40 by artist")
         // 200 matches or fewer are ranked: a title hit before an artist hit.
-        let ranked = try store.search(query: "quiet", limit: 10).map(\.path)
+        let ranked = try store.search.tracks(query: "quiet", limit: 10).map(\.path)
         #expect(ranked.count == 10 && ranked.allSatisfy { $0.hasPrefix("u/") })
-        #expect(try store.search(query: "band", limit: 1000).count == 140)
+        #expect(try store.search.tracks(query: "band", limit: 1000).count == 140)
     }
 
     /// Past the ranked limit, with fewer title matches than the page holds and the other matches
@@ -519,7 +519,7 @@ final class LockedCounter: @unchecked Sendable {
                    analysis: Fixture.analysis(title: n < 300 ? "Song \(n)" : "Lake \(n)", artist: n < 300 ? "Lake Band" : "Other"))
         })
         func numbers(_ query: String, _ limit: Int) throws -> [Int] {
-            try store.search(query: query, limit: limit).map { Int($0.path.dropFirst(2).prefix(4)) ?? -1 }
+            try store.search.tracks(query: query, limit: limit).map { Int($0.path.dropFirst(2).prefix(4)) ?? -1 }
         }
         #expect(try numbers("lak", 100) == Array(300..<360) + Array(0..<40))
         #expect(try numbers("lak", 290) == Array(300..<360) + Array(0..<230), "past the first 201 matches read")
@@ -541,14 +541,14 @@ final class LockedCounter: @unchecked Sendable {
             try store.apply([.track(path: String(format: "t/%04d.mp3", n), stamp: Fixture.stamp(n),
                                     analysis: Fixture.analysis(title: "River \(n) Song", artist: n % 2 == 0 ? "Band" : "Other"))])
         }
-        let before = try store.searchIndexSegments()
-        #expect(before > LibraryStore.maxSearchSegments, "\(before) segments after 12 transactions")
+        let before = try store.search.segments()
+        #expect(before > SearchRepository.maxSegments, "\(before) segments after 12 transactions")
         let queries = ["riv", "river so", "ba", "oth", "so ban", "1"]
-        let answers = try queries.map { try store.search(query: $0, limit: 100).map(\.path) }
-        #expect(try store.compactSearchIndex() == before)
-        #expect(try store.searchIndexSegments() == 1)
-        #expect(try queries.map { try store.search(query: $0, limit: 100).map(\.path) } == answers)
-        #expect(try store.compactSearchIndex() == nil, "one segment: nothing to do")
+        let answers = try queries.map { try store.search.tracks(query: $0, limit: 100).map(\.path) }
+        #expect(try store.search.compact() == before)
+        #expect(try store.search.segments() == 1)
+        #expect(try queries.map { try store.search.tracks(query: $0, limit: 100).map(\.path) } == answers)
+        #expect(try store.search.compact() == nil, "one segment: nothing to do")
     }
 
     @Test func skippedSummary_countsEveryRow_listsTheFirstByPath() throws {
@@ -556,9 +556,9 @@ final class LockedCounter: @unchecked Sendable {
         try store.apply((0..<6).map { n in
             .skipped(path: "z/\(5 - n).txt", stamp: Fixture.stamp(20 + n), reason: "not audio", quarantined: n % 3 == 0)
         })
-        let summary = try store.skippedSummary(limit: 3)
+        let summary = try store.skipped.summary(limit: 3)
         #expect(summary.count == 7 && summary.quarantined == 2, "\(summary.count) \(summary.quarantined)")
         #expect(summary.first.map(\.path) == ["notes.txt", "z/0.txt", "z/1.txt"])
-        #expect(try store.skippedSummary(limit: 0).first.isEmpty)
+        #expect(try store.skipped.summary(limit: 0).first.isEmpty)
     }
 }

@@ -100,12 +100,10 @@ import StreamShared
         #expect(try empty.beginBulkLoad())
         #expect(try Self.orderIndexes(emptyPath).isEmpty)
         let sample = try LibraryStoreTests.sampleStore()
-        try empty.apply(try sample.tracks(offset: 0, limit: 100).rows.map { row in
-            .track(path: row.path, stamp: row.stamp, analysis: Catalog.analysis(row))
-        })
+        try empty.apply(try sample.tracks.page(offset: 0, limit: 100).rows.map { .track($0) })
         // Without the insert trigger, each write indexes its own tracks: searchable before the end.
         for query in ["band", "ope", "various", "late"] {
-            #expect(try empty.search(query: query, limit: 10).map(\.path) == sample.search(query: query, limit: 10).map(\.path),
+            #expect(try empty.search.tracks(query: query, limit: 10).map(\.path) == sample.search.tracks(query: query, limit: 10).map(\.path),
                     "during the first scan: \(query)")
         }
         let generation = empty.generation
@@ -113,19 +111,19 @@ import StreamShared
         #expect(empty.generation != generation, "search answers changed: cached ones are stale")
         #expect(try Self.orderIndexes(emptyPath).count == 5)
         for sort in TrackSort.allCases {
-            #expect(try empty.tracks(offset: 0, limit: 100, sort: sort).rows.map(\.path)
-                    == sample.tracks(offset: 0, limit: 100, sort: sort).rows.map(\.path), "\(sort)")
+            #expect(try empty.tracks.page(offset: 0, limit: 100, sort: sort).rows.map(\.path)
+                    == sample.tracks.page(offset: 0, limit: 100, sort: sort).rows.map(\.path), "\(sort)")
         }
         for query in ["band", "ope", "various", "late"] {
-            #expect(try empty.search(query: query, limit: 10).map(\.path) == sample.search(query: query, limit: 10).map(\.path), "\(query)")
+            #expect(try empty.search.tracks(query: query, limit: 10).map(\.path) == sample.search.tracks(query: query, limit: 10).map(\.path), "\(query)")
         }
         // The trigger is back: a track added later is found at once.
         try empty.apply([.track(path: "new.mp3", stamp: LibraryStoreTests.stamp(30), analysis: LibraryStoreTests.analysis(title: "Quokka"))])
-        #expect(try empty.search(query: "quok", limit: 10).map(\.path) == ["new.mp3"])
+        #expect(try empty.search.tracks(query: "quok", limit: 10).map(\.path) == ["new.mp3"])
         let settled = empty.generation
         try empty.ensureOrderIndexes()   // again: nothing to do
         #expect(empty.generation == settled)
-        #expect(try empty.search(query: "quok", limit: 10).map(\.path) == ["new.mp3"])
+        #expect(try empty.search.tracks(query: "quok", limit: 10).map(\.path) == ["new.mp3"])
     }
 }
 

@@ -76,20 +76,20 @@ import Testing
 
     /// Every query at several limits: the same ids, in the same order, from FTS5 and from the index.
     static func expectSameAnswers(_ store: LibraryStore, _ note: String) throws -> (answered: Int, big: Int, few: Int) {
-        let index = try #require(try store.buildSearchIndex(), "the index is built (\(note))")
+        let index = try #require(try store.search.buildIndex(), "the index is built (\(note))")
         var answered = 0, big = 0, few = 0
         for query in queries() {
-            let words = LibraryStore.searchWords(query)
+            let words = SearchRepository.searchWords(query)
             if let prefixes = SearchIndex.terms(words) {
                 answered += 1
-                switch index.search(prefixes: prefixes, limit: 1000, rankedMatchLimit: LibraryStore.rankedMatchLimit) {
-                case .ids(let ids): if ids.count > LibraryStore.rankedMatchLimit { big += 1 }
+                switch index.search(prefixes: prefixes, limit: 1000, rankedMatchLimit: SearchRepository.rankedMatchLimit) {
+                case .ids(let ids): if ids.count > SearchRepository.rankedMatchLimit { big += 1 }
                 case .fewMatches: few += 1
                 }
             }
             for limit in [1, 7, 101, 250, 1000] {
-                let fts = try store.searchIDs(query: query, limit: limit, inMemoryIndex: false)
-                let memory = try store.searchIDs(query: query, limit: limit, inMemoryIndex: true)
+                let fts = try store.search.ids(query: query, limit: limit, inMemoryIndex: false)
+                let memory = try store.search.ids(query: query, limit: limit, inMemoryIndex: true)
                 // Compared first: the expectation would print both lists whole.
                 let same = memory == fts
                 #expect(same, "\(note): q=\(query) limit=\(limit): \(memory.count) ids \(memory.prefix(12)) against FTS5's \(fts.count) \(fts.prefix(12))")
@@ -109,7 +109,7 @@ import Testing
         #expect(first.few > 20, "queries with 1 to 200 matches (ranked by FTS5)")
 
         // Renames, removals and new tracks: the index read before is not used, the next one agrees again.
-        let before = try #require(try store.buildSearchIndex())
+        let before = try #require(try store.search.buildIndex())
         var changes = Self.library(300, seed: 8, prefix: "t")
         changes += (0..<200).map { LibraryChange.removed(path: String(format: "t/%05d x.mp3", ($0 * 3 * 7_919) % 100_003)) }
         changes += Self.library(100, seed: 9, prefix: "u")
@@ -122,7 +122,7 @@ import Testing
     static func waitForCurrentIndex(_ store: LibraryStore) throws -> SearchIndex {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
-            if let index = store.currentSearchIndex(startBuilding: false) { return index }
+            if let index = store.search.currentIndex(startBuilding: false) { return index }
             usleep(10_000)
         }
         throw SQLiteError(code: 0, message: "the search index was not built in 30 s", context: "test")
@@ -136,20 +136,39 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try LibraryStore(path: dir.appendingPathComponent("catalog.db").path, folder: "/music")
         try store.apply(Self.library(600, seed: 3))
-        #expect(store.currentSearchIndex(startBuilding: false) == nil, "nothing is read before a search asks")
-        let first = try store.search(query: "riv", limit: 1000).map(\.path)
+        #expect(store.search.currentIndex(startBuilding: false) == nil, "nothing is read before a search asks")
+        let first = try store.search.tracks(query: "riv", limit: 1000).map(\.path)
         let index = try Self.waitForCurrentIndex(store)
         #expect(index.generation == store.generation)
-        #expect(try store.search(query: "riv", limit: 1000).map(\.path) == first, "the same answer from the index")
+        #expect(try store.search.tracks(query: "riv", limit: 1000).map(\.path) == first, "the same answer from the index")
 
         try store.apply([.track(path: "new/rivulet.mp3", stamp: Fixture.stamp(9_000), analysis: Fixture.analysis(title: "Rivulet"))])
-        #expect(store.currentSearchIndex(startBuilding: false) == nil, "stale after a write")
-        #expect(try store.search(query: "rivulet", limit: 10).map(\.path) == ["new/rivulet.mp3"], "FTS5 answers meanwhile")
+        #expect(store.search.currentIndex(startBuilding: false) == nil, "stale after a write")
+        #expect(try store.search.tracks(query: "rivulet", limit: 10).map(\.path) == ["new/rivulet.mp3"], "FTS5 answers meanwhile")
         let again = try Self.waitForCurrentIndex(store)
         #expect(again.generation == store.generation && again !== index, "read again once writes settled")
-        #expect(try store.search(query: "rivulet", limit: 10).map(\.path) == ["new/rivulet.mp3"])
-        #expect(try store.searchIDs(query: "riv", limit: 1000, inMemoryIndex: true)
-                == (try store.searchIDs(query: "riv", limit: 1000, inMemoryIndex: false)))
+        #expect(try store.search.tracks(query: "rivulet", limit: 10).map(\.path) == ["new/rivulet.mp3"])
+        #expect(try store.search.ids(query: "riv", limit: 1000, inMemoryIndex: true)
+                == (try store.search.ids(query: "riv", limit: 1000, inMemoryIndex: false)))
+    }
+
+    /// Shutdown: the thread reading the index stops when asked (it waits for a write to settle
+    /// here), and no read starts after, so the database can be closed with no read on it.
+    @Test func stopSearchIndexBuilds_endsTheReadingThread_andNoneStartsAfter() throws {
+        let dir = try Fixture.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try LibraryStore(path: dir.appendingPathComponent("catalog.db").path, folder: "/music")
+        try store.apply(Self.library(300, seed: 5))
+        _ = try store.search.tracks(query: "riv", limit: 10)   // starts the thread, which waits for the write to settle
+        #expect(store.withSearchIndexState { $0.building }, "a read is under way")
+        let started = Date()
+        #expect(store.stopSearchIndexBuilds(deadline: monotonicNanos() + 2_000_000_000), "the thread ended")
+        #expect(Date().timeIntervalSince(started) < 1, "a stop is seen within a pause's slice")
+        #expect(!store.withSearchIndexState { $0.building })
+        _ = try store.search.tracks(query: "riv", limit: 10)
+        #expect(!store.withSearchIndexState { $0.building }, "no read starts once stopped")
+        #expect(store.search.currentIndex(startBuilding: false) == nil)
+        store.close()
     }
 
     @Test func termRanges_arePrefixesInByteOrder() throws {
@@ -158,7 +177,7 @@ import Testing
             .track(path: "a.mp3", stamp: Fixture.stamp(1), analysis: Fixture.analysis(title: "Rive River Riverside Rivet")),
             .track(path: "b.mp3", stamp: Fixture.stamp(2), analysis: Fixture.analysis(title: "Café riz")),
         ])
-        let index = try #require(try store.buildSearchIndex())
+        let index = try #require(try store.search.buildIndex())
         func terms(_ prefix: String) -> Int { index.termRange(Array(prefix.utf8)).count }
         #expect(terms("riv") == 4 && terms("river") == 2 && terms("ri") == 5 && terms("rivets") == 0)
         #expect(terms("caf") == 1, "FTS5 folded café to cafe (remove_diacritics)")

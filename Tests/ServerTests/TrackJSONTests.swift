@@ -27,9 +27,9 @@ import Testing
 
     @Test func items_matchTheStringWriter_byteForByte() throws {
         let store = try Self.awkwardStore()
-        let rows = try store.tracks(offset: 0, limit: 100).rows
+        let rows = try store.tracks.page(offset: 0, limit: 100).rows
         #expect(rows.count == 9)
-        let json = try TrackJSON.array { each throws(SQLiteError) in try store.forEachTrack(ids: rows.map(\.id), each) }
+        let json = try TrackJSON.array { each throws(SQLiteError) in try store.tracks.forEach(ids: rows.map(\.id), each) }
         let expected = "[" + rows.map(Catalog.trackJSON).joined(separator: ",\n") + "]\n"
         #expect(String(decoding: json.bytes, as: UTF8.self) == expected)
         #expect(!json.more)
@@ -37,27 +37,27 @@ import Testing
 
     @Test func array_stopsAtTheLimit_andSaysThereIsMore() throws {
         let store = try Self.awkwardStore()
-        let ids = try store.trackIDs(sort: .title)
-        let json = try TrackJSON.array(limit: 3) { each throws(SQLiteError) in try store.forEachTrack(ids: ids, each) }
-        let expected = try store.tracks(ids: Array(ids.prefix(3)))
+        let ids = try store.tracks.ids(sort: .title)
+        let json = try TrackJSON.array(limit: 3) { each throws(SQLiteError) in try store.tracks.forEach(ids: ids, each) }
+        let expected = try store.tracks.list(ids: Array(ids.prefix(3)))
         #expect(String(decoding: json.bytes, as: UTF8.self) == "[" + expected.map(Catalog.trackJSON).joined(separator: ",\n") + "]\n")
         #expect(json.more)
-        let empty = try TrackJSON.array { each throws(SQLiteError) in try store.forEachTrack(ids: [], each) }
+        let empty = try TrackJSON.array { each throws(SQLiteError) in try store.tracks.forEach(ids: [], each) }
         #expect(empty.bytes == Array("[]\n".utf8) && !empty.more)
     }
 
     @Test func forEachTrackByID_keepsTheOrderGiven_andSkipsIDsNoLongerListed() throws {
         let store = try Fixture.sampleStore()
-        let ids = try store.trackIDs(sort: .path)
+        let ids = try store.tracks.ids(sort: .path)
         let wanted = [ids[3], 999_999, ids[0], ids[5]]
-        #expect(try store.tracks(ids: wanted).map(\.id) == [ids[3], ids[0], ids[5]])
+        #expect(try store.tracks.list(ids: wanted).map(\.id) == [ids[3], ids[0], ids[5]])
     }
 
     @Test func searchRows_areThoseOfTheRowSearch() throws {
         let store = try Self.awkwardStore()
         for query in ["band", "ünï", "line", "percent", "nothing-matches"] {
-            let rows = try store.search(query: query, limit: 10)
-            let json = try TrackJSON.array(limit: 10) { each throws(SQLiteError) in try store.search(query: query, limit: 11, each) }
+            let rows = try store.search.tracks(query: query, limit: 10)
+            let json = try TrackJSON.array(limit: 10) { each throws(SQLiteError) in try store.search.forEach(query: query, limit: 11, each) }
             #expect(String(decoding: json.bytes, as: UTF8.self) == "[" + rows.map(Catalog.trackJSON).joined(separator: ",\n") + "]\n",
                     "\(query)")
         }
@@ -68,21 +68,21 @@ import Testing
     @Test func storedItems_areTheColumnWritersItems_afterEveryChange() throws {
         let store = try Self.awkwardStore()
         func items(_ ids: [Int]) throws -> String {
-            String(decoding: try TrackJSON.array(items: .max) { each throws(SQLiteError) in try store.forEachTrackJSON(ids: ids, each) }.bytes,
+            String(decoding: try TrackJSON.array(items: .max) { each throws(SQLiteError) in try store.tracks.forEachJSON(ids: ids, each) }.bytes,
                    as: UTF8.self)
         }
         func columns(_ ids: [Int]) throws -> String {
-            String(decoding: try TrackJSON.array { each throws(SQLiteError) in try store.forEachTrack(ids: ids, each) }.bytes, as: UTF8.self)
+            String(decoding: try TrackJSON.array { each throws(SQLiteError) in try store.tracks.forEach(ids: ids, each) }.bytes, as: UTF8.self)
         }
-        var ids = try store.trackIDs(sort: .title)
+        var ids = try store.tracks.ids(sort: .title)
         #expect(try items(ids) == columns(ids))
         #expect(try items(ids + [999_999]) == columns(ids), "an id no longer listed is left out")
         // Changed in place (same path, so the same id): the stored item follows.
         let path = "Quote \"Q\"/Back\\slash/01 Tab\there.mp3"
         try store.apply([.track(path: path, stamp: FileStamp(size: 7, mtimeNanos: 8, inode: 9),
                                 analysis: Fixture.analysis(title: "Renamed \"again\"", artist: "Other", album: "Moved", duration: 3))])
-        ids = try store.trackIDs(sort: .title)
-        let changed = try #require(try store.track(path: path))
+        ids = try store.tracks.ids(sort: .title)
+        let changed = try #require(try store.tracks.track(path: path))
         #expect(try items([changed.id]) == "[" + Catalog.trackJSON(changed) + "]\n")
         #expect(try items(ids) == columns(ids))
         try store.apply([.removed(path: path)])
@@ -98,18 +98,18 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("catalog.db").path
         let store = try Fixture.sampleStore(path: path)
-        let ids = try store.trackIDs(sort: .path).sorted()
+        let ids = try store.tracks.ids(sort: .path).sorted()
         try #require(ids.count == 7 && ids == Array(ids[0]...ids[6]), "the sample's ids are consecutive")
         func items(_ ids: [Int]) throws -> String {
-            String(decoding: try TrackJSON.array(items: .max) { each throws(SQLiteError) in try store.forEachTrackJSON(ids: ids, each) }.bytes,
+            String(decoding: try TrackJSON.array(items: .max) { each throws(SQLiteError) in try store.tracks.forEachJSON(ids: ids, each) }.bytes,
                    as: UTF8.self)
         }
         func columns(_ ids: [Int]) throws -> String {
-            String(decoding: try TrackJSON.array { each throws(SQLiteError) in try store.forEachTrack(ids: ids, each) }.bytes, as: UTF8.self)
+            String(decoding: try TrackJSON.array { each throws(SQLiteError) in try store.tracks.forEach(ids: ids, each) }.bytes, as: UTF8.self)
         }
         let other = try SQLiteDatabase(path: path)
         try other.run("DELETE FROM track_json WHERE id = ?", [.int(Int64(ids[2]))])
-        let removed = try #require(try store.tracks(ids: [ids[4]]).first)
+        let removed = try #require(try store.tracks.list(ids: [ids[4]]).first)
         try store.apply([.removed(path: removed.path)])
         let past = ids[6] + 1
         for asked in [ids, ids + [past, past + 1, past + 2, past + 3], [ids[0], ids[1]] + Array(ids[3...]), Array(ids.reversed()),
@@ -128,12 +128,12 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("catalog.db").path
         let store = try Fixture.sampleStore(path: path)
-        let ids = try store.trackIDs(sort: .path)
-        let expected = "[" + (try store.tracks(ids: ids)).map(Catalog.trackJSON).joined(separator: ",\n") + "]\n"
+        let ids = try store.tracks.ids(sort: .path)
+        let expected = "[" + (try store.tracks.list(ids: ids)).map(Catalog.trackJSON).joined(separator: ",\n") + "]\n"
         let other = try SQLiteDatabase(path: path)
         try other.execute("DELETE FROM track_json")
         func items() throws -> String {
-            String(decoding: try TrackJSON.array(items: .max) { each throws(SQLiteError) in try store.forEachTrackJSON(ids: ids, each) }.bytes,
+            String(decoding: try TrackJSON.array(items: .max) { each throws(SQLiteError) in try store.tracks.forEachJSON(ids: ids, each) }.bytes,
                    as: UTF8.self)
         }
         #expect(try items() == expected)
@@ -146,13 +146,13 @@ import Testing
     @Test func searchItems_areThoseOfTheRowSearch_inTheSameOrder() throws {
         let store = try Self.awkwardStore()
         for query in ["band", "ünï", "line", "percent", "o", "nothing-matches"] {
-            let rows = try store.search(query: query, limit: 10)
-            let json = try TrackJSON.array(items: 10) { each throws(SQLiteError) in try store.searchJSON(query: query, limit: 11, each) }
+            let rows = try store.search.tracks(query: query, limit: 10)
+            let json = try TrackJSON.array(items: 10) { each throws(SQLiteError) in try store.search.forEachJSON(query: query, limit: 11, each) }
             #expect(String(decoding: json.bytes, as: UTF8.self) == "[" + rows.map(Catalog.trackJSON).joined(separator: ",\n") + "]\n",
                     "\(query)")
             #expect(!json.more)
         }
-        let two = try TrackJSON.array(items: 2) { each throws(SQLiteError) in try store.searchJSON(query: "band", limit: 3, each) }
+        let two = try TrackJSON.array(items: 2) { each throws(SQLiteError) in try store.search.forEachJSON(query: "band", limit: 3, each) }
         #expect(two.more)
     }
 

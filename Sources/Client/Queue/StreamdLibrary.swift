@@ -33,12 +33,11 @@ public enum StreamdLibrary {
         var exact: [(id: Int, title: String)] = [], partial: [(id: Int, title: String)] = []
         var offset = 0
         for _ in 0..<maxAlbumPages {
-            let page = try json(root(base) + "api/albums?offset=\(offset)&limit=1000", http: http)
-            guard let albums = page.array else { throw QueueError(message: "\(base): /api/albums did not answer a list") }
+            let albums = try albumPage(root(base) + "api/albums?offset=\(offset)&limit=1000", http: http)
             for album in albums {
-                guard case .string(let title)? = album["title"], let id = album["id"]?.int else { continue }
-                if title.lowercased() == wanted { exact.append((id, title)) }
-                else if title.lowercased().contains(wanted) { partial.append((id, title)) }
+                let title = album.title
+                if title.lowercased() == wanted { exact.append((album.id, title)) }
+                else if title.lowercased().contains(wanted) { partial.append((album.id, title)) }
             }
             if albums.count < 1000 { break }
             offset += albums.count
@@ -66,11 +65,11 @@ public enum StreamdLibrary {
         return urls
     }
 
-    /// GETs and parses a JSON answer; an answer that is not JSON means the server is not streamd.
-    static func json(_ url: String, http: HTTPSourceOptions) throws -> JSONValue {
+    /// GETs and reads a page of `/api/albums`; an answer that is not one means the server is not streamd.
+    static func albumPage(_ url: String, http: HTTPSourceOptions) throws -> [AlbumItem] {
         let body = try body(url, http: http)
-        do { return try JSONValue.parse(body) } catch {
-            throw QueueError(message: "\(url): not streamd's API (\(error))")
+        do { return try AlbumItem.decodeList(body) } catch {
+            throw QueueError(message: "\(url): not streamd's API: /api/albums did not answer a list of albums (\(error))")
         }
     }
 

@@ -1,21 +1,45 @@
+import Foundation
 import StreamShared
 import StreamHTTP
 import StreamLibrary
 
-/// A track played in a loop as a live HLS stream (`streamd --live NAME=PATH`): the playlist is a
-/// sliding window over an endless sequence of segments that become available in real time.
-public final class HLSLiveSource: Sendable {
+/// Why a `--live` loop could not start.
+public struct HLSLiveStartError: Error, CustomStringConvertible, Sendable {
+    public let name: String
+    public let path: String
+    public let reason: String
+
+    public var description: String { "--live \(name): \(path): \(reason)" }
+}
+
+/// A track played in a loop as a live HLS stream (`streamd --live NAME=PATH`). Its thread
+/// analyzes the track (in a worker process, with `analyzer`), plans it like the VOD routes, then
+/// feeds each planned segment's frames to a `LiveSegmenter` when the segment's end comes due, a
+/// discontinuity at every return to the start. A full window is fed at once, so a client has
+/// something to start from.
+public final class HLSLiveSource: @unchecked Sendable {
+    // @unchecked: `state`, `stopping` and `failure` are guarded by `condition`; the rest is
+    // immutable, or used by the source's thread only.
+
     /// Segments listed in each live playlist.
     public static let windowSize = 5
+    /// Segments fetchable, the window included: a segment stays for three windows after it left.
+    public static let keptCount = windowSize * 4
+
+    /// What the loop is doing.
+    enum State {
+        case idle, starting, running(HLSTrackPlan, LiveSegmenter), failed(String), stopped
+    }
 
     public let name: String
-    public let file: OpenFile
-    public let plan: HLSTrackPlan
-    /// When segment 0 started, on the monotonic clock; set so that a full window exists at once.
-    let originNanos: UInt64
-    /// End time of each segment within one loop, in nanoseconds from the loop's start.
-    private let ends: [UInt64]
-    private var loopNanos: UInt64 { ends.last ?? 1 }
+    public let path: String
+    let file: OpenFile
+    private let analyzer: IsolatedAnalyzer?
+    private let warn: @Sendable (String) -> Void
+    private let condition = NSCondition()
+    private var state = State.idle
+    private var stopping = false
+    private let exited = DispatchSemaphore(value: 0)
 
     /// Names are letters, digits, '-' and '_' (they become a URL path component).
     public static func isValidName(_ name: String) -> Bool {
@@ -24,12 +48,166 @@ public final class HLSLiveSource: Sendable {
         }
     }
 
-    /// Opens and plans `path`; throws `HLSError`, `FormatError` or `SystemError` for a file that cannot loop.
-    /// With `analyzer`, the track is analyzed in a worker process (what streamd does), else here.
-    public init(name: String, path: String, nowNanos: UInt64? = nil, analyzer: IsolatedAnalyzer? = nil) throws {
-        let nowNanos = nowNanos ?? monotonicNanos()
+    /// Opens `path` (throws `HLSError` for a bad name, `SystemError` for a file that cannot be
+    /// opened); the analysis waits for `start()`. With `analyzer`, the track is analyzed in a
+    /// worker process (what streamd does), else on the source's thread.
+    public init(name: String, path: String, analyzer: IsolatedAnalyzer? = nil,
+                warn: @escaping @Sendable (String) -> Void = { _ in }) throws {
         guard Self.isValidName(name) else { throw HLSError.invalid("live name '\(name)': use letters, digits, '-' and '_'") }
-        let file = try OpenFile(path: path)
+        self.name = name
+        self.path = path
+        self.file = try OpenFile(path: path)
+        self.analyzer = analyzer
+        self.warn = warn
+    }
+
+    /// The plan and segmenter once the first window is fed; nil before, after a failure or a stop.
+    var running: (plan: HLSTrackPlan, segmenter: LiveSegmenter)? {
+        condition.withLock {
+            if case .running(let plan, let segmenter) = state { return (plan, segmenter) }
+            return nil
+        }
+    }
+
+    /// Starts the source's thread (once).
+    public func start() {
+        condition.lock()
+        defer { condition.unlock() }
+        guard case .idle = state else { return }
+        state = .starting
+        let thread = Thread { [self] in
+            run()
+            exited.signal()
+        }
+        thread.name = "live-\(name)"
+        thread.start()
+    }
+
+    /// Waits until the first window is there; throws when the track cannot loop (the analysis
+    /// refused it, or it has no playing time). The analysis is bounded by the analyzer's timeout.
+    public func waitUntilPlaying() throws(HLSLiveStartError) {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            switch state {
+            case .running: return
+            case .failed(let why): throw HLSLiveStartError(name: name, path: path, reason: why)
+            case .stopped, .idle: throw HLSLiveStartError(name: name, path: path, reason: "stopped")
+            case .starting: condition.wait()
+            }
+        }
+    }
+
+    /// Stops the thread and waits for it until `deadline` (monotonic ns); true once it has ended
+    /// (also when it never started). An analysis under way stops with its worker's timeout.
+    @discardableResult
+    public func stop(deadline: UInt64) -> Bool {
+        condition.lock()
+        let started: Bool
+        if case .idle = state { started = false } else { started = true }
+        stopping = true
+        condition.broadcast()
+        condition.unlock()
+        guard started else { return true }
+        guard exited.wait(untilMonotonic: deadline) else { return false }
+        exited.signal()   // a second stop returns at once
+        return true
+    }
+
+    private var isStopping: Bool { condition.withLock { stopping } }
+
+    private func run() {
+        let plan: HLSTrackPlan, rate: Int
+        do {
+            (plan, rate) = try makePlan()
+        } catch {
+            condition.withLock {
+                state = .failed("\(error)")
+                condition.broadcast()
+            }
+            return
+        }
+        var settings = LiveSegmenter.Settings()
+        settings.windowSize = Self.windowSize
+        settings.keptCount = Self.keptCount
+        settings.cutSeconds = nil        // the plan cuts: live segments are the VOD segments
+        settings.targetDuration = plan.targetDuration
+        settings.versionedURIs = false
+        settings.form = plan.initSegment.map { .fragmentedMP4(initSegment: $0) } ?? .packedAudio
+        let segmenter = LiveSegmenter(settings: settings)
+        let format = FrameFormat(codec: plan.kind == .packedMP3 ? .mpeg : .adts,
+                                 sampleRate: plan.kind == .fmp4 ? plan.timescale : rate, channels: 0)
+        // Segment `n` (of the endless sequence) is due when its end has played since `origin`;
+        // the origin lies a window of segments back, so that window is fed at once.
+        let ends = Self.endNanos(plan)
+        let loopNanos = ends.last ?? 1
+        func end(of sequence: Int) -> UInt64 {
+            UInt64(sequence / ends.count) &* loopNanos &+ ends[sequence % ends.count]
+        }
+        var origin = monotonicNanos() &- end(of: Self.windowSize - 1)
+        var sequence = 0
+        var failing = false
+        while true {
+            let now = monotonicNanos()
+            if sequence == Self.windowSize {
+                // The first window is there: requests are answered from now on.
+                condition.withLock {
+                    if case .starting = state { state = .running(plan, segmenter) }
+                    condition.broadcast()
+                }
+            }
+            if sequence >= Self.windowSize, origin &+ end(of: sequence) > now {
+                // Sleep until the next segment is due; a stop wakes the thread at once.
+                condition.lock()
+                // At most half a second at a time: the due time is on the monotonic clock, the
+                // condition's wait on the wall clock, which may jump.
+                let wake = Date().addingTimeInterval(min(0.5, Double(origin &+ end(of: sequence) &- now) / 1e9))
+                if !stopping { _ = condition.wait(until: wake) }
+                condition.unlock()
+                if isStopping { break }
+                continue
+            }
+            if isStopping { break }
+            // Far behind (the process was stopped or starved): go on from now, not in a burst.
+            if sequence >= Self.windowSize, now &- (origin &+ end(of: sequence)) > loopNanos {
+                origin = now &- end(of: sequence)
+            }
+            let index = sequence % plan.spans.count
+            if index == 0 && sequence > 0 { segmenter.markDiscontinuity() }
+            do {
+                let frames = try plan.frames(ofSegment: index, from: file)
+                frames.bytes.withUnsafeBytes { raw in
+                    if plan.kind == .fmp4 {
+                        var starts: [Int] = []
+                        starts.reserveCapacity(frames.sizes.count)
+                        var at = 0
+                        for size in frames.sizes {
+                            starts.append(at)
+                            at += size
+                        }
+                        segmenter.append(raw, frameStarts: starts, frameSamples: frames.durations, format: format, wall: nil)
+                    } else {
+                        let samples = Int((plan.spans[index].duration * Double(rate)).rounded())
+                        segmenter.append(raw, frameStarts: [0], frameSamples: [samples], format: format, wall: nil)
+                    }
+                }
+                segmenter.endSegment()
+                failing = false
+            } catch {
+                if !failing { warn("live \(name): segment \(sequence): \(error); skipped") }
+                failing = true
+                segmenter.markDiscontinuity()
+            }
+            sequence += 1
+        }
+        condition.withLock {
+            state = .stopped
+            condition.broadcast()
+        }
+    }
+
+    /// The track's plan and sample rate, from the worker's analysis (or one made here).
+    private func makePlan() throws -> (HLSTrackPlan, Int) {
         let analysis: TrackAnalysis
         if let analyzer {
             switch analyzer.analyze([(path, file.size)]).first {
@@ -41,64 +219,20 @@ public final class HLSLiveSource: Sendable {
             analysis = try TrackAnalyzer.analyze(file)
         }
         let plan = try HLSTrackPlan.make(file: file, etag: file.etag, analysis: analysis)
+        guard let total = Self.endNanos(plan).last, total > 0, analysis.sampleRate > 0 || plan.kind == .fmp4 else {
+            throw HLSError.invalid("the track has no playing time")
+        }
+        return (plan, analysis.sampleRate)
+    }
+
+    /// End time of each segment within one loop, in nanoseconds from the loop's start.
+    static func endNanos(_ plan: HLSTrackPlan) -> [UInt64] {
         var ends: [UInt64] = []
         var elapsed = 0.0
         for span in plan.spans {
             elapsed += span.duration
-            ends.append(UInt64((elapsed * 1e9).rounded()))
+            ends.append(UInt64((max(0, elapsed) * 1e9).rounded()))
         }
-        guard let total = ends.last, total > 0 else { throw HLSError.invalid("live track '\(path)' has no playing time") }
-        self.name = name
-        self.file = file
-        self.plan = plan
-        self.ends = ends
-        // Pretend the stream started a window's worth of segments ago, so a client has something to start from.
-        let prefill = Self.endNanos(of: Self.windowSize - 1, ends: ends)
-        self.originNanos = nowNanos &- min(prefill, nowNanos)
-    }
-
-    private static func endNanos(of sequence: Int, ends: [UInt64]) -> UInt64 {
-        let loops = UInt64(sequence / ends.count)
-        return loops &* (ends.last ?? 0) &+ ends[sequence % ends.count]
-    }
-
-    /// How many segments have been completed by `nanos` (the live edge).
-    func availableCount(atNanos nanos: UInt64) -> Int {
-        let elapsed = nanos > originNanos ? nanos - originNanos : 0
-        let loops = Int(elapsed / loopNanos)
-        let within = elapsed % loopNanos
-        var done = 0
-        while done < ends.count, ends[done] <= within { done += 1 }
-        return loops * ends.count + done
-    }
-
-    /// Whether segment `sequence` may be fetched: it exists already and left the window not long ago.
-    func isServable(_ sequence: Int, atNanos nanos: UInt64) -> Bool {
-        let edge = availableCount(atNanos: nanos)
-        return sequence < edge && sequence >= edge - Self.windowSize * 4
-    }
-
-    /// The live playlist at `nanos`: the last `windowSize` segments, no EXT-X-ENDLIST.
-    /// Each return to the start of the track is marked with EXT-X-DISCONTINUITY (the encoding restarts).
-    public func playlist(atNanos nanos: UInt64) -> HLSMediaPlaylist {
-        let edge = availableCount(atNanos: nanos)
-        let first = max(0, edge - Self.windowSize)
-        var playlist = HLSMediaPlaylist(targetDuration: plan.targetDuration, endList: false)
-        playlist.mediaSequence = first
-        playlist.discontinuitySequence = first > 0 ? (first - 1) / plan.spans.count : 0
-        if plan.kind == .fmp4 { playlist.mapURI = "init.mp4" }
-        for sequence in first..<edge {
-            let index = sequence % plan.spans.count
-            playlist.segments.append(HLSSegmentEntry(duration: plan.spans[index].duration,
-                                                     uri: "seg-\(sequence).\(plan.segmentExtension)",
-                                                     discontinuity: index == 0 && sequence > 0))
-        }
-        return playlist
-    }
-
-    /// Segment `sequence` of the endless stream: the track's segment at that place in the loop,
-    /// with timestamps that keep growing across loops.
-    func segment(_ sequence: Int) throws -> [UInt8] {
-        try plan.segment(sequence % plan.spans.count, from: file, loop: sequence / plan.spans.count, sequence: sequence + 1)
+        return ends
     }
 }

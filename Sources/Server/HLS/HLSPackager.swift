@@ -26,20 +26,21 @@ public enum HLSPackager {
             throw HLSError.invalid("the output folder may not be inside the music folder")
         }
         var report = Report()
-        var listed: [(entry: CatalogEntry, plan: HLSTrackPlan)] = []
-        for entry in catalog.tracks() {
+        var listed: [(track: Track, plan: HLSTrackPlan)] = []
+        for track in catalog.tracks() {
             let plan: HLSTrackPlan
             let file: OpenFile
+            let absolutePath = catalog.absolutePath(of: track)
             do {
-                file = try OpenFile(path: entry.absolutePath)
-                let analysis = try catalog.analysis(forAbsolutePath: entry.absolutePath, file: file)
+                file = try OpenFile(path: absolutePath)
+                let analysis = try catalog.analysis(forAbsolutePath: absolutePath, file: file)
                 plan = try HLSTrackPlan.make(file: file, etag: file.etag, analysis: analysis)
             } catch {
-                logger.info("skipping \(entry.path): \(error)")
+                logger.info("skipping \(track.path): \(error)")
                 report.skipped += 1
                 continue
             }
-            let folder = root.appendingPathComponent("hls").appendingPathComponent(entry.path, isDirectory: true)
+            let folder = root.appendingPathComponent("hls").appendingPathComponent(track.path, isDirectory: true)
             try fm.createDirectory(at: folder, withIntermediateDirectories: true)
             func write(_ name: String, _ bytes: [UInt8]) throws {
                 try Data(bytes).write(to: folder.appendingPathComponent(name))
@@ -70,14 +71,14 @@ public enum HLSPackager {
                 try write("byterange.m3u8", Array(plan.byteRangePlaylist(fileURI: plan.packedFileName).render().utf8))
             }
             // The original file beside the segments, for download.
-            let original = root.appendingPathComponent("media").appendingPathComponent(entry.path)
+            let original = root.appendingPathComponent("media").appendingPathComponent(track.path)
             try fm.createDirectory(at: original.deletingLastPathComponent(), withIntermediateDirectories: true)
             try? fm.removeItem(at: original)
-            if (try? fm.linkItem(atPath: entry.absolutePath, toPath: original.path)) == nil {
-                try fm.copyItem(atPath: entry.absolutePath, toPath: original.path)
+            if (try? fm.linkItem(atPath: absolutePath, toPath: original.path)) == nil {
+                try fm.copyItem(atPath: absolutePath, toPath: original.path)
             }
             report.tracks += 1
-            listed.append((entry, plan))
+            listed.append((track, plan))
         }
         try Data(indexPage(listed).utf8).write(to: root.appendingPathComponent("index.html"))
         return report
@@ -85,18 +86,18 @@ public enum HLSPackager {
 
     /// The page: one player per track, native HLS where the browser has it, else a small
     /// Media Source Extensions player that appends the segments in order.
-    static func indexPage(_ tracks: [(entry: CatalogEntry, plan: HLSTrackPlan)]) -> String {
+    static func indexPage(_ tracks: [(track: Track, plan: HLSTrackPlan)]) -> String {
         func escape(_ text: String) -> String {
             text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
                 .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
         }
         var rows = ""
-        for (entry, plan) in tracks {
-            let base = "hls/" + PathResolver.percentEncode(entry.path) + "/"
+        for (track, plan) in tracks {
+            let base = "hls/" + PathResolver.percentEncode(track.path) + "/"
             let mime = plan.kind == .fmp4 ? "audio/mp4; codecs=\"\(plan.codec)\"" : plan.segmentContentType
             rows += """
-            <li><div class="title">\(escape(entry.displayTitle))</div>
-            <div class="meta">\(escape(entry.analysis.tags.artist ?? "")) · \(Int(entry.analysis.durationSeconds.rounded())) s · \(escape(plan.codec))</div>
+            <li><div class="title">\(escape(track.displayTitle))</div>
+            <div class="meta">\(escape(track.artist ?? "")) · \(Int(track.durationSeconds.rounded())) s · \(escape(plan.codec))</div>
             <audio controls preload="none" data-master="\(escape(base))master.m3u8" data-index="\(escape(base))index.m3u8" data-mime="\(escape(mime))"></audio></li>
 
             """

@@ -179,41 +179,47 @@ public final class HLSService: Sendable {
 
     // MARK: Live
 
-    /// `GET /live/<name>/<file>`.
+    /// Starts every `--live` loop and waits until each has its first window (their analyses run
+    /// at once, each bounded by the analyzer's timeout); throws the first that cannot loop.
+    public func startLive() throws(HLSLiveStartError) {
+        for source in live.values { source.start() }
+        for source in live.values { try source.waitUntilPlaying() }
+    }
+
+    /// Stops the `--live` loops' threads, waiting until `deadline` (monotonic ns); the names of
+    /// those still running then.
+    public func stopLive(deadline: UInt64) -> [String] {
+        live.values.filter { !$0.stop(deadline: deadline) }.map(\.name)
+    }
+
+    /// `GET /live/<name>/<file>`: answered from the segmenter's memory, on the loop.
     public func live(_ request: HTTPRequest, rest: Substring) -> HTTPResponse {
         let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, let source = live[String(parts[0])] else { return .error(404, "no such live stream") }
+        guard parts.count == 2, let source = live[String(parts[0])], let (plan, segmenter) = source.running else {
+            return .error(404, "no such live stream")
+        }
         let name = String(parts[1])
-        let now = monotonicNanos()
         switch name {
         case "index.m3u8":
-            let text = source.playlist(atNanos: now).render()
+            guard let playlist = segmenter.playlist() else { return .error(404, "no such live stream") }
+            let text = playlist.render()
             let etag = "\"live-\(HLSTrackPlan.versionToken(text))\""
             return Self.respond(request, Array(text.utf8), contentType: Self.playlistType, etag: etag, cacheControl: "no-cache")
         case "master.m3u8":
-            let text = source.plan.masterPlaylist(query: "").render()
+            let text = plan.masterPlaylist(query: "").render()
             return Self.respond(request, Array(text.utf8), contentType: Self.playlistType,
                                 etag: "\"live-\(HLSTrackPlan.versionToken(text))\"", cacheControl: "no-cache")
         case "init.mp4":
-            guard let initSegment = source.plan.initSegment else { return .error(404, "no init segment") }
-            return Self.respond(request, initSegment, contentType: "audio/mp4", etag: "\"\(source.plan.version)-init\"",
+            guard let initSegment = segmenter.initSegment else { return .error(404, "no init segment") }
+            return Self.respond(request, initSegment, contentType: "audio/mp4", etag: "\"\(plan.version)-init\"",
                                 cacheControl: Self.immutable)
         default:
-            guard let sequence = Self.segmentIndex(name, extension: source.plan.segmentExtension),
-                  source.isServable(sequence, atNanos: now) else {
+            guard let sequence = Self.segmentIndex(name, extension: plan.segmentExtension),
+                  let segment = segmenter.segment(sequence) else {
                 return .error(404, "no such live segment")
             }
-            let key = "live|\(source.name)|\(source.plan.version)|\(sequence)"
-            // A segment not cached is read from the file: on the blocking pool, not the loop.
-            return .offLoop { [cache] in
-                do {
-                    let (bytes, _) = try cache.value(for: key) { try source.segment(sequence) }
-                    return Self.respond(request, bytes, contentType: source.plan.segmentContentType,
-                                        etag: "\"\(source.plan.version)-live-\(sequence)\"", cacheControl: Self.immutable)
-                } catch {
-                    return .error(500, "live segment \(sequence): \(error)")
-                }
-            }
+            return Self.respond(request, segment.bytes, contentType: segment.contentType,
+                                etag: "\"\(plan.version)-live-\(sequence)\"", cacheControl: Self.immutable)
         }
     }
 }

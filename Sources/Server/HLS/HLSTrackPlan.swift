@@ -215,25 +215,34 @@ public struct HLSTrackPlan: Sendable {
     ///   - loop: for live sources, how many times the track has played before (timestamps keep growing).
     ///   - sequence: the fMP4 fragment sequence number (mfhd), 1-based.
     public func segment(_ i: Int, from file: some RandomAccessBytes, loop: Int = 0, sequence: Int? = nil) throws -> [UInt8] {
+        let media = try frames(ofSegment: i, from: file)
+        switch kind {
+        case .packedMP3, .packedAAC:
+            return timestampTag(i, loop: loop) + media.bytes
+        case .fmp4:
+            guard let samples else { throw HLSError.invalid("no sample table") }
+            let span = spans[i]
+            let loopTicks = UInt64(max(0, samples.times[samples.offsets.count])) &* UInt64(max(0, loop))
+            let base = loopTicks &+ UInt64(max(0, samples.times[span.start]))
+            return FMP4Writer.mediaSegmentHeader(sequence: sequence ?? (i + 1), trackID: 1, baseDecodeTime: base,
+                                                 samples: zip(media.durations, media.sizes).map { ($0, $1) }) + media.bytes
+        }
+    }
+
+    /// The frames of segment `i` as the file holds them, without the tag or moof in front.
+    /// fMP4: the AAC samples back to back, with each one's size and duration (timescale ticks);
+    /// packed audio: the span's bytes as one run (`sizes` and `durations` empty).
+    func frames(ofSegment i: Int, from file: some RandomAccessBytes) throws -> (bytes: [UInt8], sizes: [Int], durations: [Int]) {
         guard spans.indices.contains(i) else { throw HLSError.invalid("no segment \(i)") }
         let span = spans[i]
         switch kind {
         case .packedMP3, .packedAAC:
-            let tag = timestampTag(i, loop: loop)
             let body = try file.read(at: span.start, count: span.end - span.start)
             guard body.count == span.end - span.start else { throw HLSError.invalid("the file is shorter than its index") }
-            return tag + body
+            return (body, [], [])
         case .fmp4:
             guard let samples else { throw HLSError.invalid("no sample table") }
-            var entries: [(duration: Int, size: Int)] = []
-            entries.reserveCapacity(span.end - span.start)
-            for s in span.start..<span.end {
-                entries.append((samples.times[s + 1] - samples.times[s], samples.sizes[s]))
-            }
-            let loopTicks = UInt64(max(0, samples.times[samples.offsets.count])) &* UInt64(max(0, loop))
-            let base = loopTicks &+ UInt64(max(0, samples.times[span.start]))
-            var out = FMP4Writer.mediaSegmentHeader(sequence: sequence ?? (i + 1), trackID: 1, baseDecodeTime: base,
-                                                    samples: entries)
+            var out: [UInt8] = []
             // Read runs of samples that sit back to back in one go.
             var s = span.start
             while s < span.end {
@@ -248,7 +257,8 @@ public struct HLSTrackPlan: Sendable {
                 out += bytes
                 s = runEnd
             }
-            return out
+            let durations = (span.start..<span.end).map { samples.times[$0 + 1] - samples.times[$0] }
+            return (out, Array(samples.sizes[span.start..<span.end]), durations)
         }
     }
 

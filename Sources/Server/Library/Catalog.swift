@@ -22,23 +22,6 @@ extension OpenFile: RandomAccessBytes {
     public var stamp: FileStamp { FileStamp(size: size, mtimeNanos: mtimeNanos, inode: inode) }
 }
 
-/// One track of the library, as the library page and `streamd package` take it.
-public struct CatalogEntry: Sendable {
-    /// Path relative to the library folder.
-    public var path: String
-    public var absolutePath: String
-    public var size: Int
-    public var mtime: Int
-    public var etag: String
-    /// The catalog's analysis: the facts of the database row; the seek index holds its first point only.
-    public var analysis: TrackAnalysis
-
-    /// The track's title, or its file name when it has no tag.
-    public var displayTitle: String {
-        analysis.tags.title ?? String(path.split(separator: "/").last ?? Substring(path))
-    }
-}
-
 /// A file the catalog does not list, and why.
 public struct SkippedFile: Sendable, Equatable {
     /// Size and mtime when it was tried: it is tried again only when they change.
@@ -226,7 +209,7 @@ public final class Catalog: @unchecked Sendable {
                 let filled = try store.fillMissingTrackJSON()
                 if filled > 0 { logger.info("scan: \(filled) tracks' API items written (a database from before they were kept)") }
                 // A first scan writes the search index a chunk at a time: one segment each.
-                if let segments = try store.compactSearchIndex() { logger.info("scan: search index merged from \(segments) segments into one") }
+                if let segments = try store.search.compact() { logger.info("scan: search index merged from \(segments) segments into one") }
             } catch {
                 logger.warning("catalog: cannot index the library database: \(error)")
             }
@@ -345,7 +328,7 @@ public final class Catalog: @unchecked Sendable {
         var claimed: String?
         defer { if let claimed { release(claimed) } }
         if let relative {
-            if let cached = try? store.cachedAnalysis(path: relative, stamp: stamp) { return cached }
+            if let cached = try? store.analyses.cached(path: relative, stamp: stamp) { return cached }
             if let reason = knownFailure(of: relative, stamp: stamp) { throw AnalysisFailure(reason: reason) }
             // Another thread (the indexer, another request) is walking this file: its result is
             // awaited rather than a second walk started.
@@ -353,7 +336,7 @@ public final class Catalog: @unchecked Sendable {
                 claimed = relative
             } else {
                 awaitBuild(of: relative, timeout: analyzer.settings.timeout(forSize: file.size))
-                if let cached = try? store.cachedAnalysis(path: relative, stamp: stamp) { return cached }
+                if let cached = try? store.analyses.cached(path: relative, stamp: stamp) { return cached }
                 // The other walk may have failed.
                 if let reason = knownFailure(of: relative, stamp: stamp) { throw AnalysisFailure(reason: reason) }
             }
@@ -362,12 +345,10 @@ public final class Catalog: @unchecked Sendable {
         case .analyzed(let analysis):
             guard let relative else { return analysis }
             do {
-                try store.storeAnalysis(path: relative, stamp: stamp, analysis: analysis)
-                if let row = try store.track(path: relative), row.stamp == stamp,
+                try store.analyses.save(path: relative, stamp: stamp, analysis: analysis)
+                if let row = try store.tracks.track(path: relative), row.stamp == stamp,
                    row.frames != analysis.frames || row.durationSeconds != analysis.durationSeconds {
-                    var summary = analysis
-                    summary.seekIndex.points = Array(summary.seekIndex.points.prefix(1))
-                    try store.apply([.track(path: relative, stamp: stamp, analysis: summary)])
+                    try store.apply([.track(path: relative, stamp: stamp, analysis: analysis)])
                 }
             } catch {
                 logger.warning("catalog: cannot store the analysis of \(path): \(error)")
@@ -377,7 +358,7 @@ public final class Catalog: @unchecked Sendable {
             // Recorded, so asking again costs no worker: as skipped, or, when the quick scan
             // listed the track (its headers read well, its frames do not), in memory.
             if let relative {
-                if (try? store.track(path: relative)) == nil {
+                if (try? store.tracks.track(path: relative)) == nil {
                     write([.skipped(path: relative, stamp: stamp, reason: why, quarantined: false)])
                 } else {
                     rememberRejection(of: relative, stamp: stamp, reason: why)
@@ -406,7 +387,7 @@ public final class Catalog: @unchecked Sendable {
     /// Why this version of the file is known not to analyze: recorded as skipped or quarantined,
     /// or remembered as rejected by the full walk; nil when it is not.
     private func knownFailure(of relative: String, stamp: FileStamp) -> String? {
-        if let skip = try? store.skipped(path: relative), skip.stamp == stamp { return skip.reason }
+        if let skip = try? store.skipped.file(path: relative), skip.stamp == stamp { return skip.reason }
         return rejection(of: relative, stamp: stamp)
     }
 
@@ -466,7 +447,7 @@ public final class Catalog: @unchecked Sendable {
     public func buildIndexesAhead(shouldStop: () -> Bool = { false }) -> Int {
         guard let minimum = indexAheadSeconds else { return 0 }
         let due: [(path: String, stamp: FileStamp)]
-        do { due = try store.tracksWithoutAnalysis(minSeconds: minimum, limit: 100_000) } catch {
+        do { due = try store.analyses.missing(minSeconds: minimum, limit: 100_000) } catch {
             logger.warning("catalog: cannot list the tracks to index: \(error)")
             return 0
         }
@@ -514,9 +495,9 @@ public final class Catalog: @unchecked Sendable {
     /// The indexer's work for a played track: its analysis, unless stored, or WAV (whose seek is
     /// arithmetic), or not a listed track.
     func buildIndex(forAbsolutePath path: String) {
-        guard let relative = resolver.relative(path), let row = try? store.track(path: relative),
+        guard let relative = resolver.relative(path), let row = try? store.tracks.track(path: relative),
               row.container != "wav", let file = try? OpenFile(path: path), file.stamp == row.stamp else { return }
-        if (try? store.cachedAnalysis(path: relative, stamp: row.stamp)) != nil { return }
+        if (try? store.analyses.cached(path: relative, stamp: row.stamp)) != nil { return }
         if (try? analysis(forAbsolutePath: path, file: file)) != nil { lock.withLock { _ in indexedOnPlay += 1 } }
     }
 
@@ -531,7 +512,7 @@ public final class Catalog: @unchecked Sendable {
     /// Files under the folder that are not listed, with the reason, by absolute path.
     public func skippedFiles() -> [String: SkippedFile] {
         var result: [String: SkippedFile] = [:]
-        for row in (try? store.skipped()) ?? [] {
+        for row in (try? store.skipped.all()) ?? [] {
             result[resolver.root + "/" + row.path] = SkippedFile(size: row.stamp.size, mtime: row.stamp.mtimeNanos / 1_000_000_000,
                                                                  reason: row.reason, quarantined: row.quarantined)
         }
@@ -542,15 +523,15 @@ public final class Catalog: @unchecked Sendable {
     public func status() -> StatusDocument {
         let state = scanProgress
         // The first 100 by path: a library of cover pictures and notes would make this list the whole answer.
-        let skips = (try? store.skippedSummary(limit: Self.statusSkippedLimit)) ?? (count: 0, quarantined: 0, first: [])
+        let skips = (try? store.skipped.summary(limit: Self.statusSkippedLimit)) ?? (count: 0, quarantined: 0, first: [])
         var status = StatusDocument(
-            tracks: (try? store.trackCount()) ?? 0, skippedCount: skips.count,
+            tracks: (try? store.tracks.count()) ?? 0, skippedCount: skips.count,
             // Until a full scan has ended, the first one's count so far.
             ignoredCount: state.scans > 0 ? state.lastIgnored : state.ignored,
             quarantinedCount: skips.quarantined, scans: state.scans, lastScanMillis: state.lastScanMillis,
             scanning: state.scanning, scanFound: state.found, scanToRead: state.toRead, scanRead: state.read,
             analyzerWorkers: analyzer.settings.workers, analyzeTimeoutSeconds: analyzer.settings.timeoutSeconds,
-            database: store.path, seekIndexesCached: (try? store.cachedAnalysisCount()) ?? 0,
+            database: store.path, seekIndexesCached: (try? store.analyses.count()) ?? 0,
             seekIndexesBuiltAhead: indexesBuiltAhead, seekIndexesBuiltOnPlay: indexesBuiltOnPlay,
             indexAheadSeconds: indexAheadSeconds,
             skipped: skips.first.map { StatusDocument.SkippedFile(path: $0.path, reason: $0.reason, quarantined: $0.quarantined) })
@@ -567,39 +548,21 @@ public final class Catalog: @unchecked Sendable {
     /// Fills in the `/api/status` members the catalog does not know: the watcher's, and the server's connections.
     public var statusExtras: (inout StatusDocument) -> Void = { _ in }
 
-    /// All tracks, ordered by path (the whole library: for the library page and `streamd package`).
-    public func tracks() -> [CatalogEntry] {
-        var result: [CatalogEntry] = []
-        try? store.forEachTrack { result.append(entry($0)) }
+    /// All tracks, ordered by path (the whole library: for `streamd package` and a channel of a folder).
+    public func tracks() -> [Track] {
+        var result: [Track] = []
+        try? store.tracks.forEach { result.append($0) }
         return result
     }
 
-    /// The entry for a listed file.
-    public func entry(forAbsolutePath path: String) -> CatalogEntry? {
-        guard let relative = resolver.relative(path), let row = try? store.track(path: relative) else { return nil }
-        return entry(row)
+    /// The listed track at an absolute path (inside the folder); nil when it is not listed.
+    public func track(forAbsolutePath path: String) -> Track? {
+        guard let relative = resolver.relative(path) else { return nil }
+        return try? store.tracks.track(path: relative)
     }
 
-    private func entry(_ row: TrackRow) -> CatalogEntry {
-        CatalogEntry(path: row.path, absolutePath: resolver.root + "/" + row.path, size: row.stamp.size,
-                     mtime: row.stamp.mtimeNanos / 1_000_000_000, etag: row.etag, analysis: Self.analysis(row))
-    }
-
-    /// The database row's facts as a `TrackAnalysis` (seek index: the first frame only).
-    static func analysis(_ row: TrackRow) -> TrackAnalysis {
-        let tags = TrackTags(title: row.title, artist: row.artist, album: row.album,
-                             track: row.trackNumber.map { n in row.trackTotal.map { "\(n)/\($0)" } ?? "\(n)" },
-                             coverArtBytes: row.coverArtBytes, albumArtist: row.albumArtist,
-                             disc: row.discNumber.map { n in row.discTotal.map { "\(n)/\($0)" } ?? "\(n)" },
-                             date: row.year.map(String.init), genre: row.genre, replayGain: row.replayGain)
-        let seek = SeekIndex(points: [SeekPoint(t: 0, byte: row.firstFrameOffset)], firstFrameOffset: row.firstFrameOffset,
-                             audioEndOffset: row.stamp.size, encoderDelay: row.encoderDelay, encoderPadding: row.encoderPadding,
-                             durationSeconds: row.durationSeconds)
-        return TrackAnalysis(container: Container(rawValue: row.container) ?? .mp3, codec: row.codec, sampleRate: row.sampleRate,
-                             channels: row.channels, durationSeconds: row.durationSeconds, bitrate: row.bitrate,
-                             frames: row.frames, firstFrameOffset: row.firstFrameOffset, encoderDelay: row.encoderDelay,
-                             encoderPadding: row.encoderPadding, totalSamples: row.totalSamples, tags: tags, seekIndex: seek)
-    }
+    /// Where a listed track's file is.
+    public func absolutePath(of track: Track) -> String { resolver.root + "/" + track.path }
 
     /// Content-Type for a file served by `/media/`, and the first read's prefetch of its index:
     /// from memory while the catalog is unchanged. A database lookup on every request, on the
@@ -626,7 +589,7 @@ public final class Catalog: @unchecked Sendable {
     private func contentType(forAbsolutePath path: String, waiting: Bool) -> String? {
         guard let relative = resolver.relative(path) else { return Self.contentType(byExtensionOf: path) }
         do {
-            if let row = try store.track(path: relative, waiting: waiting), let container = Container(rawValue: row.container) {
+            if let row = try store.tracks.track(path: relative, waiting: waiting), let container = Container(rawValue: row.container) {
                 return container.mimeType
             }
         } catch {
@@ -649,7 +612,7 @@ public final class Catalog: @unchecked Sendable {
     }
 
     /// One `/api/tracks` item.
-    public static func trackJSON(_ row: TrackRow) -> String { row.item.encoded() }
+    public static func trackJSON(_ track: Track) -> String { track.item.encoded() }
 
     /// Why a seek index cannot be served.
     public enum IndexError: Error, CustomStringConvertible {

@@ -1,58 +1,6 @@
 import StreamShared
 import StreamHTTP
 
-/// One track row of the catalog database.
-public struct TrackRow: Sendable, Equatable {
-    public var id: Int
-    /// Path relative to the library folder.
-    public var path: String
-    public var stamp: FileStamp
-    public var title: String?
-    public var artist: String?
-    public var album: String?
-    public var albumArtist: String?
-    public var trackNumber: Int?
-    public var trackTotal: Int?
-    public var discNumber: Int?
-    public var discTotal: Int?
-    public var year: Int?
-    public var genre: String?
-    public var durationSeconds: Double
-    public var codec: String
-    public var container: String
-    public var sampleRate: Int
-    public var channels: Int
-    public var bitrate: Int
-    public var frames: Int
-    public var totalSamples: Int
-    public var firstFrameOffset: Int
-    public var encoderDelay: Int
-    public var encoderPadding: Int
-    public var replayGain: ReplayGain?
-    /// Size of the embedded cover picture; nil when the file has none.
-    public var coverArtBytes: Int?
-    public var artistID: Int?
-    public var albumID: Int?
-
-    /// The title, or the file name when the track has no title tag.
-    public var displayTitle: String { title ?? Self.fileName(path) }
-    public var etag: String { stamp.etag }
-    /// The percent-encoded `/media/` URL path.
-    public var url: String { APIRoutes.mediaPath(forLibraryPath: path) }
-
-    /// The row as an API track item.
-    public var item: TrackItem {
-        TrackItem(path: path, url: url, title: title, artist: artist, album: album, durationSeconds: durationSeconds,
-                  codec: codec, container: container, sampleRate: sampleRate, channels: channels, bitrate: bitrate,
-                  size: stamp.size, etag: etag, id: id, albumID: albumID, artistID: artistID, albumArtist: albumArtist,
-                  trackNumber: trackNumber, discNumber: discNumber, year: year, genre: genre)
-    }
-
-    static func fileName(_ path: String) -> String {
-        String(path.split(separator: "/").last ?? Substring(path))
-    }
-}
-
 /// One album: tracks grouped by album artist (else artist) and album title.
 public struct AlbumRow: Sendable, Equatable {
     public var id: Int
@@ -76,6 +24,22 @@ public struct ArtistRow: Sendable, Equatable {
     public var trackCount: Int
 }
 
+extension AlbumRow {
+    /// The album as an API album item, with `tracks` when given (`/api/albums/<id>`).
+    public func item(tracks: [Track]? = nil) -> AlbumItem {
+        AlbumItem(id: id, title: title, artist: artistName, artistID: artistID, trackCount: trackCount,
+                  durationSeconds: durationSeconds, year: year, folder: folder, embeddedCover: coverTrackPath != nil,
+                  tracks: tracks?.map(\.item))
+    }
+}
+
+extension ArtistRow {
+    /// The artist as an API artist item, with `albums` when given (`/api/artists/<id>`).
+    public func item(albums: [AlbumRow]? = nil) -> ArtistItem {
+        ArtistItem(id: id, name: name, albumCount: albumCount, trackCount: trackCount, albums: albums?.map { $0.item() })
+    }
+}
+
 /// Where an album's cover may come from.
 public struct CoverSource: Sendable, Equatable {
     /// Relative path of a track that embeds a picture (ID3 APIC/PIC, MP4 covr), when one does.
@@ -84,7 +48,7 @@ public struct CoverSource: Sendable, Equatable {
     public var folder: String
 }
 
-/// The orders `tracks(offset:limit:sort:)` can list in; every order ends on the path, so it is total and stable.
+/// The orders `TrackRepository.page(offset:limit:sort:)` can list in; every order ends on the path, so it is total and stable.
 public enum TrackSort: String, Sendable, CaseIterable {
     case path
     case title
@@ -96,9 +60,15 @@ public enum TrackSort: String, Sendable, CaseIterable {
 
 /// A change the scanner writes to the database.
 public enum LibraryChange: Sendable {
-    case track(path: String, stamp: FileStamp, analysis: TrackAnalysis)
+    /// A track listed or changed (its `id`, `artistID` and `albumID` are the store's to give).
+    case track(Track)
     case skipped(path: String, stamp: FileStamp, reason: String, quarantined: Bool)
     case removed(path: String)
+
+    /// The track the file at `path` (relative), read as `analysis`, is listed as.
+    public static func track(path: String, stamp: FileStamp, analysis: TrackAnalysis) -> LibraryChange {
+        .track(Track(path: path, stamp: stamp, analysis: analysis))
+    }
 }
 
 /// A file under the folder that is not listed, and why.

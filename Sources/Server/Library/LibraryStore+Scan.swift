@@ -246,10 +246,10 @@ extension LibraryStore {
                 var touched = Set<Int>()
                 for change in changes {
                     switch change {
-                    case .track(let path, let stamp, let analysis):
-                        if let old = try albumOf(path, db) { touched.insert(old) }
-                        if let album = try upsertTrack(path, stamp, analysis, db) { touched.insert(album) }
-                        try db.run("DELETE FROM skipped WHERE path = ?", [.text(path)])
+                    case .track(let track):
+                        if let old = try albumOf(track.path, db) { touched.insert(old) }
+                        if let album = try upsertTrack(track, db) { touched.insert(album) }
+                        try db.run("DELETE FROM skipped WHERE path = ?", [.text(track.path)])
                     case .skipped(let path, let stamp, let reason, let quarantined):
                         if let old = try albumOf(path, db) { touched.insert(old) }
                         try db.run("DELETE FROM tracks WHERE path = ?", [.text(path)])
@@ -280,27 +280,25 @@ extension LibraryStore {
     /// The name an album is filed under: its album artist, else its artist.
     static let unknownArtist = "Unknown Artist"
 
-    func upsertTrack(_ path: String, _ stamp: FileStamp, _ a: TrackAnalysis, _ db: SQLiteDatabase) throws(SQLiteError) -> Int? {
-        let tags = a.tags
-        let artistID = try tags.artist.map { name throws(SQLiteError) in try artist(name, db) }
+    func upsertTrack(_ t: Track, _ db: SQLiteDatabase) throws(SQLiteError) -> Int? {
+        let artistID = try t.artist.map { name throws(SQLiteError) in try artist(name, db) }
         var albumID: Int?
-        if let album = tags.album {
-            let owner = tags.albumArtist ?? tags.artist ?? Self.unknownArtist
+        if let album = t.album {
+            let owner = t.albumArtist ?? t.artist ?? Self.unknownArtist
             albumID = try self.album(album, artistID: try artist(owner, db), artistName: owner, db)
         }
-        let gain = tags.replayGain
+        let gain = t.replayGain
         let values: [SQLiteValue] = [
-            .text(path), .int(Int64(stamp.size)), .int(Int64(stamp.mtimeNanos)), .int(Int64(bitPattern: stamp.inode)),
-            .optional(tags.title), .optional(tags.artist), .optional(tags.album), .optional(tags.albumArtist),
-            .optional(TrackTags.leadingNumber(tags.track)), .optional(TrackTags.total(tags.track)),
-            .optional(TrackTags.leadingNumber(tags.disc)), .optional(TrackTags.total(tags.disc)),
-            .optional(tags.year), .optional(tags.genre),
-            .double(a.durationSeconds.isFinite ? a.durationSeconds : 0), .text(a.codec), .text(a.container.rawValue),
-            .int(Int64(a.sampleRate)), .int(Int64(a.channels)), .int(Int64(a.bitrate)),
-            .int(Int64(a.frames)), .int(Int64(a.totalSamples)), .int(Int64(a.firstFrameOffset)),
-            .int(Int64(a.encoderDelay)), .int(Int64(a.encoderPadding)),
+            .text(t.path), .int(Int64(t.stamp.size)), .int(Int64(t.stamp.mtimeNanos)), .int(Int64(bitPattern: t.stamp.inode)),
+            .optional(t.title), .optional(t.artist), .optional(t.album), .optional(t.albumArtist),
+            .optional(t.trackNumber), .optional(t.trackTotal), .optional(t.discNumber), .optional(t.discTotal),
+            .optional(t.year), .optional(t.genre),
+            .double(t.durationSeconds), .text(t.codec), .text(t.container),
+            .int(Int64(t.sampleRate)), .int(Int64(t.channels)), .int(Int64(t.bitrate)),
+            .int(Int64(t.frames)), .int(Int64(t.totalSamples)), .int(Int64(t.firstFrameOffset)),
+            .int(Int64(t.encoderDelay)), .int(Int64(t.encoderPadding)),
             .optional(gain?.trackGain), .optional(gain?.trackPeak), .optional(gain?.albumGain), .optional(gain?.albumPeak),
-            .optional(tags.coverArtBytes), .text(tags.title ?? TrackRow.fileName(path)),
+            .optional(t.coverArtBytes), .text(t.displayTitle),
             .optional(artistID), .optional(albumID),
         ]
         try db.run("""
@@ -323,7 +321,7 @@ extension LibraryStore {
               cover_art_bytes = excluded.cover_art_bytes, sort_title = excluded.sort_title,
               artist_id = excluded.artist_id, album_id = excluded.album_id
             """, values)
-        try writeTrackJSON(path: path, db)
+        try writeTrackJSON(path: t.path, db)
         return albumID
     }
 
@@ -332,7 +330,7 @@ extension LibraryStore {
     func writeTrackJSON(path: String, _ db: SQLiteDatabase) throws(SQLiteError) {
         var item: [UInt8] = []
         var id: Int?
-        try db.each("SELECT \(Self.trackColumns) FROM tracks t WHERE t.path = ?", [.text(path)]) { row in
+        try db.each("SELECT \(TrackRepository.columns) FROM tracks t WHERE t.path = ?", [.text(path)]) { row in
             item.reserveCapacity(768)
             TrackJSON.append(row, to: &item)
             id = row.int(0)
@@ -352,7 +350,7 @@ extension LibraryStore {
                     // Read first, written after: no insert while the statement walks the tables.
                     var items: [(Int, [UInt8])] = []
                     try db.each("""
-                        SELECT \(Self.trackColumns) FROM tracks t WHERE NOT EXISTS (SELECT 1 FROM track_json j WHERE j.id = t.id)
+                        SELECT \(TrackRepository.columns) FROM tracks t WHERE NOT EXISTS (SELECT 1 FROM track_json j WHERE j.id = t.id)
                         LIMIT ?
                         """, [.int(Int64(max(1, batch)))]) { row in
                         var item: [UInt8] = []

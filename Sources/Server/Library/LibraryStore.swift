@@ -12,6 +12,11 @@ import Logging
 /// The catalog database: tracks, albums, artists, the search index, skipped files and cached
 /// exact analyses, in SQLite (WAL mode, so readers never wait for the scanner's writes).
 ///
+/// The store keeps the connections, the schema and the scan's writes (one transaction across
+/// the tables: `LibraryStore+Scan.swift`); reads go through one small repository per table
+/// (`tracks`, `albums`, `artists`, `covers`, `analyses`, `skipped`, `search`), each a value over
+/// the store's connection pool, made on use.
+///
 /// Reads go through a small pool of connections, one per caller at a time; writes through one
 /// writer connection under a lock. A database that is damaged, someone else's, or from a newer
 /// streamd is moved aside with a warning and a new one is built.
@@ -49,6 +54,23 @@ public final class LibraryStore: @unchecked Sendable {
     /// The track count and the `generation` it was read at (`trackCount`).
     let countCache = Mutex(())
     var cachedCount: (generation: UInt64, count: Int)?
+
+    // MARK: repositories
+
+    /// The `tracks` table and its API items: rows, pages, lookups.
+    public var tracks: TrackRepository { TrackRepository(store: self) }
+    /// The `albums` table.
+    public var albums: AlbumRepository { AlbumRepository(store: self) }
+    /// The `artists` table.
+    public var artists: ArtistRepository { ArtistRepository(store: self) }
+    /// Where albums' covers come from.
+    public var covers: CoverRepository { CoverRepository(store: self) }
+    /// The `analyses` table: exact analyses (seek indexes) stored once built.
+    public var analyses: AnalysisRepository { AnalysisRepository(store: self) }
+    /// The `skipped` table: files not listed, and why.
+    public var skipped: SkippedRepository { SkippedRepository(store: self) }
+    /// The search index (`tracks_fts`) and its in-memory copy.
+    public var search: SearchRepository { SearchRepository(store: self) }
 
     /// Opens the database at `path` for the library `folder` (":memory:" for one that lives
     /// as long as the process). `logger` hears about a database moved aside or wiped (warnings).

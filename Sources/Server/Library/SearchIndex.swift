@@ -189,7 +189,7 @@ final class SearchIndex: Sendable {
     }
 
     /// The rows holding a term that starts with every one of `prefixes` (lowercase ASCII, from
-    /// `terms`), as `LibraryStore.searchIDs` orders them: with more than `rankedMatchLimit`
+    /// `terms`), as `SearchRepository.ids` orders them: with more than `rankedMatchLimit`
     /// matches, the first `limit` of the title hits (every prefix in the title) in row order,
     /// then the other matches in row order; with 1 to `rankedMatchLimit`, `.fewMatches`.
     func search(prefixes: [[UInt8]], limit: Int, rankedMatchLimit: Int) -> Answer {

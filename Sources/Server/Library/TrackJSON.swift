@@ -2,8 +2,8 @@ import StreamShared
 import StreamHTTP
 
 /// Writes `/api/tracks` and `/api/search` arrays of items straight from catalog rows (the
-/// statement's `LibraryStore.trackColumns`) into one byte buffer, through `TrackItem`'s writer:
-/// the same text as `Catalog.trackJSON`, without a `TrackRow`, a String per field or a String
+/// statement's `TrackRepository.columns`) into one byte buffer, through `TrackItem`'s writer:
+/// the same text as `Catalog.trackJSON`, without a `Track`, a String per field or a String
 /// per item (a page of 100 tracks is 57 KB; built through Strings it cost 1 ms of CPU).
 package enum TrackJSON {
     /// A JSON array of the rows `produce` hands over (items separated by ",\n", then "]\n").
@@ -15,7 +15,7 @@ package enum TrackJSON {
         try joined(limit: limit, reserving: rows, produce) { row, out in append(row, to: &out) }
     }
 
-    /// A JSON array of the items `produce` hands over, already written (`LibraryStore.forEachTrackJSON`):
+    /// A JSON array of the items `produce` hands over, already written (`TrackRepository.forEachJSON`):
     /// each is copied whole. Otherwise as `array(limit:reserving:_:)`.
     package static func array(items limit: Int = .max, reserving rows: Int = 100,
                       _ produce: ((UnsafeRawBufferPointer) -> Void) throws(SQLiteError) -> Void)
@@ -54,7 +54,7 @@ package enum TrackJSON {
 }
 
 /// A `TrackItemFields` reading a catalog row where SQLite keeps it (the columns of
-/// `LibraryStore.trackColumns`): no `TrackRow`, no String per field.
+/// `TrackRepository.columns`): no `Track`, no String per field.
 struct CatalogRowTrackFields: TrackItemFields {
     let row: SQLiteDatabase.Statement
 
@@ -99,7 +99,7 @@ struct CatalogRowTrackFields: TrackItemFields {
 
     private func optionalInt(_ column: Int) -> Int? { row.isNull(column) ? nil : row.int(column) }
 
-    /// The row's url is its path's `/media/` URL path (`TrackRow.url`).
+    /// The row's url is its path's `/media/` URL path (`Track.url`).
     var urlIsMediaPathOfPath: Bool { true }
 
     private func withURL(_ body: (UnsafeBufferPointer<UInt8>?) -> Void) {

@@ -37,14 +37,14 @@ public enum ChannelTracks {
             wanted = String(cString: real)
             free(real)
         }
-        let entries: [CatalogEntry]
+        let entries: [Track]
         if PlaylistFolder.isPlaylist(wanted), wanted.hasPrefix(root + "/") {
             // A playlist file of the library: its entries in its order (the folder code rewrites them to library paths).
             let relative = String(wanted.dropFirst(root.count + 1))
             do {
                 let listed = try PlaylistFolder(resolver: catalog.resolver).entries(relative: relative).entries
                 entries = listed.compactMap { entry in
-                    let found = catalog.entry(forAbsolutePath: root + "/" + entry.path)
+                    let found = catalog.track(forAbsolutePath: root + "/" + entry.path)
                     if found == nil { logger.warning("channel \(spec.name): \(entry.path) (from \(relative)) is not a library track") }
                     return found
                 }
@@ -52,20 +52,24 @@ public enum ChannelTracks {
                 throw Failure(description: "channel \(spec.name): playlist \(spec.path): \(error)")
             }
         } else {
-            entries = catalog.tracks()
-                .filter { $0.absolutePath == wanted || $0.absolutePath.hasPrefix(wanted + "/") }
-                .sorted { $0.absolutePath < $1.absolutePath }
+            // The catalog's paths are relative to `root`: the track, or the tracks under the folder, wanted.
+            let relative = wanted == root ? "" : wanted.hasPrefix(root + "/") ? String(wanted.dropFirst(root.count + 1)) : nil
+            entries = relative.map { relative in
+                catalog.tracks()
+                    .filter { relative.isEmpty || $0.path == relative || $0.path.hasPrefix(relative + "/") }
+                    .sorted { $0.path < $1.path }
+            } ?? []
         }
         guard !entries.isEmpty else {
             throw Failure(description: "channel \(spec.name): no library file at \(spec.path)")
         }
         var tracks: [ChannelTrack] = []
         for entry in entries {
-            guard let track = track(for: entry) else {
-                logger.warning("channel \(spec.name): \(entry.path) skipped: \(entry.analysis.container.rawValue) has no audio a channel can play")
+            guard entry.sampleRate > 0, entry.channels > 0 else {
+                logger.warning("channel \(spec.name): \(entry.path) skipped: \(entry.container) has no audio a channel can play")
                 continue
             }
-            tracks.append(track)
+            tracks.append(ChannelTrack(track: entry, path: catalog.absolutePath(of: entry)))
         }
         guard let first = tracks.first else {
             throw Failure(description: "channel \(spec.name): no playable track at \(spec.path)")
@@ -103,35 +107,5 @@ public enum ChannelTracks {
         default: format.codec == .mpeg ? "MPEG audio" : "AAC"
         }
         return "\(name) \(format.sampleRate) Hz \(format.channels == 1 ? "mono" : "\(format.channels) channels")"
-    }
-
-    /// The channel track of a catalog entry, nil for containers a radio stream cannot carry.
-    static func track(for entry: CatalogEntry) -> ChannelTrack? {
-        let analysis = entry.analysis
-        let codec: AudioFrameSplitter.Codec?
-        switch analysis.container {
-        case .mp3: codec = .mpeg
-        case .adts: codec = .adts
-        case .mp4: codec = nil
-        case .wav: codec = nil
-        }
-        guard analysis.sampleRate > 0, analysis.channels > 0 else { return nil }
-        let tags = analysis.tags
-        let title: String
-        if let artist = tags.artist, !artist.isEmpty, let name = tags.title, !name.isEmpty {
-            title = "\(artist) - \(name)"
-        } else if let name = tags.title, !name.isEmpty {
-            title = name
-        } else {
-            let file = entry.path.split(separator: "/").last.map(String.init) ?? entry.path
-            title = file.split(separator: ".").dropLast().joined(separator: ".")
-        }
-        return ChannelTrack(path: entry.absolutePath, title: title.isEmpty ? entry.path : title,
-                            container: analysis.container, codec: codec,
-                            sampleRate: analysis.sampleRate, channels: analysis.channels,
-                            kbps: max(1, analysis.bitrate / 1000),
-                            audioStart: analysis.seekIndex.firstFrameOffset, audioEnd: analysis.seekIndex.audioEndOffset,
-                            encoderDelay: analysis.encoderDelay, encoderPadding: analysis.encoderPadding,
-                            totalSamples: analysis.totalSamples)
     }
 }

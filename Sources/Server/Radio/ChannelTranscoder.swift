@@ -76,6 +76,13 @@ final class ChannelTranscoder {
         }
     }
 
+    /// Lets the current track go: its decoder worker, if any, is killed and reaped now
+    /// (`ChildProcess` does so when its last owner lets it go), not when the channel is freed.
+    func end() {
+        decoder = nil
+        current = nil
+    }
+
     /// Quarantines the current file when `error` says its worker crashed or overran.
     private func remember(_ error: any Error) {
         guard let failure = error as? DecodeWorkerError, failure.quarantines, let file = current, let stamp = file.stamp else { return }

@@ -1,3 +1,4 @@
+import StreamShared
 import StreamHTTP
 import StreamLibrary
 import StreamHLS

@@ -42,6 +42,9 @@ public enum DecodeWorker {
         public var unitSeconds: Double = 10
         /// Variables set for the workers on top of the server's environment.
         public var environment: [String: String] = [:]
+        /// True once the server stops: a wait for samples ends (the worker killed and reaped)
+        /// within a quarter of a second instead of its time bound.
+        package var isCancelled: @Sendable () -> Bool = { false }
 
         public init() {}
     }
@@ -267,7 +270,8 @@ final class IsolatedTrackPCM: TrackPCM {
             guard now < deadline else {
                 throw finish("decoding timed out after \(WorkerHandle.format(Double(deadline - started) / 1e9)) s")
             }
-            switch output.wait(on: child, millis: Int32(min(1_000, (deadline - now) / 1_000_000 + 1))) {
+            guard !settings.isCancelled() else { throw finish("the channel stopped", quarantines: false) }
+            switch output.wait(on: child, millis: Int32(min(250, (deadline - now) / 1_000_000 + 1))) {
             case .read: break
             case .ended: throw crashed(child.wait())
             case .failed(let error): throw finish("poll: \(error)")

@@ -50,11 +50,19 @@ final class LiveProducer: @unchecked Sendable {
         thread = try NativeThread(name: "radio-live-\(channel.name)") { [self] in run() }
     }
 
-    package func stop() {
+    /// Stops the thread and waits for it, until `deadline` (monotonic ns) when given; true once
+    /// it has ended.
+    @discardableResult
+    package func stop(deadline: UInt64? = nil) -> Bool {
         lock.withLock { _ in
             stopped = true
         }
-        thread?.join()
+        guard let thread else { return true }
+        guard let deadline else {
+            thread.join()
+            return true
+        }
+        return thread.join(until: Monotonic(nanoseconds: deadline))
     }
 
     /// Takes a new source unless one is connected (then false: the mount is in use).

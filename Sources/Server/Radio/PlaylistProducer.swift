@@ -50,18 +50,29 @@ final class PlaylistProducer: @unchecked Sendable {
 
     func start() {
         do {
-            thread = try NativeThread(name: "radio-\(channel.name)") { [self] in run() }
+            thread = try NativeThread(name: "radio-\(channel.name)") { [self] in
+                run()
+                // The track being decoded lets its worker go (killed and reaped) before the thread ends.
+                transcoder?.end()
+            }
         } catch {
             logger.warning("radio \(channel.name): \(error)")
         }
     }
 
-    /// Stops the thread and waits for it.
-    package func stop() {
+    /// Stops the thread and waits for it, until `deadline` (monotonic ns) when given; true once
+    /// it has ended. A decode under way gives up within a quarter of a second (`isCancelled`).
+    @discardableResult
+    package func stop(deadline: UInt64? = nil) -> Bool {
         lock.withLock { _ in
             stopped = true
         }
-        thread?.join()
+        guard let thread else { return true }
+        guard let deadline else {
+            thread.join()
+            return true
+        }
+        return thread.join(until: Monotonic(nanoseconds: deadline))
     }
 
     /// How late the channel may fall (the thread starved, the process stopped) and still catch

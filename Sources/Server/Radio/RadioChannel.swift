@@ -53,7 +53,7 @@ public final class RadioChannel: @unchecked Sendable {
     let skips = ManagedAtomic<Int>(0)
     let connectionsServed = ManagedAtomic<Int>(0)
     /// The same stream cut into HLS segments (`/radio/NAME/index.m3u8`).
-    let segments = ChannelSegmenter()
+    let segments = LiveSegmenter()
     /// When the stream started (monotonic ns), for uptime in the status pages.
     public let createdAt: UInt64
     /// Wall-clock seconds since the epoch at creation (Icecast's stream_start).

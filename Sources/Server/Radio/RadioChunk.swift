@@ -32,20 +32,6 @@ public final class ICYBlock: @unchecked Sendable {
     static let unchanged = ICYBlock(title: "", bytes: ICYMetadata.empty)
 }
 
-/// The format of a chunk's frames: a chunk never mixes formats, so a change of format (a live
-/// source of another rate) starts a new chunk and the HLS segmenter can mark it.
-public struct FrameFormat: Sendable, Equatable {
-    public var codec: AudioFrameSplitter.Codec
-    public var sampleRate: Int
-    public var channels: Int
-
-    public init(codec: AudioFrameSplitter.Codec, sampleRate: Int, channels: Int) {
-        self.codec = codec
-        self.sampleRate = sampleRate
-        self.channels = channels
-    }
-}
-
 /// An immutable piece of a channel's stream: whole frames, the stream offset of its first byte,
 /// where its frames start, how many samples each holds, and the title playing. Chunks link forward once (`next` is set exactly
 /// once, when the following chunk is published), so a listener walks the stream by following

@@ -1,3 +1,4 @@
+import Atomics
 import Foundation
 import StreamShared
 import StreamHTTP
@@ -21,6 +22,8 @@ public final class RadioService: @unchecked Sendable {
     private var scratches: [LoopWaker: ListenerScratch] = [:]
     /// Where the channels' trouble is logged ("streamd.radio").
     let logger: Logger
+    /// Set by `stop`: decode workers' waits end at once (`DecodeWorker.Settings.isCancelled`).
+    private let stopping = ManagedAtomic<Bool>(false)
 
     public init(settings: RadioSettings = RadioSettings(), logger: Logger = .silent("streamd.radio")) {
         self.settings = settings
@@ -31,8 +34,10 @@ public final class RadioService: @unchecked Sendable {
     /// the encoder refuses its format.
     public func addPlaylist(name: String, plan: ChannelPlan, shuffle: Bool) throws(EncoderError) {
         let channel = RadioChannel(name: name, ringCapacity: settings.ringBytes, format: plan.format)
+        var decodeWorker = settings.decodeWorker
+        decodeWorker.isCancelled = { [stopping] in stopping.load(ordering: .relaxed) }
         let producer = try PlaylistProducer(channel: channel, tracks: plan.tracks, shuffle: shuffle, format: plan.format,
-                                            transcodes: plan.transcodes, isolation: .worker(settings.decodeWorker),
+                                            transcodes: plan.transcodes, isolation: .worker(decodeWorker),
                                             tickNanos: settings.tickNanos,
                                             preroll: settings.burstBytes, logger: logger)
         lock.withLock { _ in
@@ -107,18 +112,27 @@ public final class RadioService: @unchecked Sendable {
         relay.start()
     }
 
-    /// Stops every producer (tests, shutdown).
-    public func stop() {
-        let (running, live) = lock.withLock { _ in
-            let running = producers
-            let live = Array(liveProducers.values)
-            for relay in relays { relay.stop() }
+    /// Stops every thread the service started: relays (their upstream connections are shut, so
+    /// a blocked read ends), playlist producers (a decode under way gives up, its worker killed
+    /// and reaped) and live producers, waiting for each until `deadline` (monotonic ns; without
+    /// one, for as long as they take). Returns the names of the threads still running then.
+    @discardableResult
+    public func stop(deadline: UInt64? = nil) -> [String] {
+        stopping.store(true, ordering: .relaxed)
+        let (running, live, relaying) = lock.withLock { _ in
+            let taken = (producers, Array(liveProducers.values), relays)
             producers = []
             liveProducers = [:]
-            return (running, live)
+            relays = []
+            return taken
         }
-        for producer in running { producer.stop() }
-        for producer in live { producer.stop() }
+        // Everything is asked first, so the threads wind down together, then each is waited for.
+        for relay in relaying { relay.requestStop() }
+        var left: [String] = []
+        for relay in relaying where !relay.join(deadline: deadline) { left.append("relay \(relay.producer.channel.name)") }
+        for producer in running where !producer.stop(deadline: deadline) { left.append("channel \(producer.channel.name)") }
+        for producer in live where !producer.stop(deadline: deadline) { left.append("live channel \(producer.channel.name)") }
+        return left
     }
 
     public func channel(named name: String) -> RadioChannel? {

@@ -10,7 +10,8 @@ import Logging
 /// feeds it to the live channel NAME as its source, ICY titles carried through. Reconnects every
 /// `retryNanos` while the upstream is away; blocking I/O on its own thread.
 final class RelaySource: @unchecked Sendable {
-    // @unchecked: `stopped` is guarded by `lock`; the rest is used by the relay thread only.
+    // @unchecked: `stopped` and `upstream` are guarded by `lock`; `thread` is set by `start`
+    // before anyone joins it; the rest is used by the relay thread only.
     let url: HTTPURL
     let producer: LiveProducer
     let retryNanos: UInt64
@@ -18,9 +19,11 @@ final class RelaySource: @unchecked Sendable {
     let logger: Logger
     private let lock = Mutex(())
     private var stopped = false
+    /// The upstream being read, shut by `requestStop` so a blocked read ends at once.
+    private var upstream: RelayUpstream?
     /// The last problem reported: a retry that fails the same way again is not logged again.
     private var lastProblem: String?
-    /// The relay thread, set by `start`; `stop` does not wait for it (it may be in a blocking read).
+    /// The relay thread, set by `start`, joined by `join` (`stop` only asks it to end).
     private var thread: NativeThread?
 
     init(url: HTTPURL, producer: LiveProducer, retryNanos: UInt64 = 2_000_000_000,
@@ -39,10 +42,29 @@ final class RelaySource: @unchecked Sendable {
         }
     }
 
-    package func stop() {
-        lock.withLock { _ in
+    /// Asks the thread to stop: a read from the upstream under way ends now.
+    package func requestStop() {
+        let reading = lock.withLock { _ in
             stopped = true
+            return upstream
         }
+        reading?.interrupt()
+    }
+
+    /// Waits until the thread has ended, until `deadline` (monotonic ns) when given; true once
+    /// it has (a second join returns at once). A connect under way ends with its own timeout.
+    @discardableResult
+    package func join(deadline: UInt64?) -> Bool {
+        guard let thread else { return true }
+        guard let deadline else {
+            thread.join()
+            return true
+        }
+        return thread.join(until: Monotonic(nanoseconds: deadline))
+    }
+
+    package func stop() {
+        requestStop()
     }
 
     private var isStopped: Bool {
@@ -57,7 +79,9 @@ final class RelaySource: @unchecked Sendable {
             } catch {
                 report(error)
             }
-            sleepNanos(retryNanos)
+            // The pause before the next try, cut short by a stop.
+            let retryAt = monotonicNanos() + retryNanos
+            while !isStopped, monotonicNanos() < retryAt { sleepNanos(min(50_000_000, retryNanos)) }
         }
     }
 
@@ -72,6 +96,12 @@ final class RelaySource: @unchecked Sendable {
     /// One connection to the upstream, until its stream ends (returns) or breaks (throws).
     private func relayOnce() throws(RelayError) {
         let upstream = try RelayUpstream(url: url)
+        let stopping = lock.withLock { _ in
+            self.upstream = upstream
+            return stopped
+        }
+        defer { lock.withLock { _ in self.upstream = nil } }
+        if stopping { return }
         let head = upstream.head
         let station = StationInfo(name: head["icy-name"] ?? producer.channel.name, genre: head["icy-genre"],
                                   url: head["icy-url"], description: head["icy-description"])

@@ -88,6 +88,11 @@ final class RelayUpstream {
     }
 
     /// The codec named by Content-Type (MP3 unless it says AAC).
+    /// Shuts the connection from another thread: a read or write under way ends now (the relay stops).
+    func interrupt() {
+        connection.interrupt()
+    }
+
     var codec: AudioFrameSplitter.Codec {
         (head["Content-Type"]?.lowercased() ?? "audio/mpeg").contains("aac") ? .adts : .mpeg
     }

@@ -7,30 +7,52 @@ import StreamHTTP
 import StreamLibrary
 import StreamHLS
 
-/// One track of a channel: a library file the catalog analyzed, its audio span and its title.
+/// One track of a channel: a library track (the catalog's `Track`) and where its file is.
 public struct ChannelTrack: Sendable, Equatable {
+    public var track: Track
+    /// The file's absolute path (`track.path` is relative to the library folder).
     public var path: String
-    /// "Artist - Title" (or the title, or the file name).
-    public var title: String
-    public var container: Container
+
+    public init(track: Track, path: String) {
+        self.track = track
+        self.path = path
+    }
+
+    /// "Artist - Title" (or the title, or the file name without its extension): the stream's title.
+    public var title: String {
+        if let artist = track.artist, !artist.isEmpty, let name = track.title, !name.isEmpty { return "\(artist) - \(name)" }
+        if let name = track.title, !name.isEmpty { return name }
+        let stem = Track.fileName(track.path).split(separator: ".").dropLast().joined(separator: ".")
+        return stem.isEmpty ? track.path : stem
+    }
+
+    /// The probed container; nil for a name this build does not know.
+    public var container: Container? { Container(rawValue: track.container) }
+
     /// The frame format a stream can carry as is (MP3, ADTS); nil for MP4 and WAV, which a
     /// channel can only transcode.
-    public var codec: AudioFrameSplitter.Codec?
-    public var sampleRate: Int
-    public var channels: Int
-    public var kbps: Int
-    /// The audio frames lie in `audioStart..<audioEnd` (tags outside).
-    public var audioStart: Int
-    public var audioEnd: Int
-    /// Gapless facts from the analysis: priming and padding samples, and all samples before trimming.
-    public var encoderDelay: Int = 0
-    public var encoderPadding: Int = 0
-    public var totalSamples: Int = 0
+    public var codec: AudioFrameSplitter.Codec? {
+        switch container {
+        case .mp3?: return .mpeg
+        case .adts?: return .adts
+        default: return nil
+        }
+    }
+
+    public var sampleRate: Int { track.sampleRate }
+    public var channels: Int { track.channels }
+    /// The bitrate in kbit/s (at least 1).
+    public var kbps: Int { max(1, track.bitrate / 1000) }
+    /// The audio frames lie in `audioStart..<audioEnd`: after the leading tags, at most to the
+    /// end of the file (the catalog does not keep where trailing tags start; the frame reader and
+    /// the decoder stop at what is not audio).
+    public var audioStart: Int { track.firstFrameOffset }
+    public var audioEnd: Int { track.stamp.size }
 
     /// What the decoder of a transcoding channel takes from the analysis.
     var decoderHints: TrackDecoder.Hints {
-        TrackDecoder.Hints(audioStart: audioStart, audioEnd: audioEnd, encoderDelay: encoderDelay,
-                           encoderPadding: encoderPadding, totalSamples: totalSamples)
+        TrackDecoder.Hints(audioStart: audioStart, audioEnd: audioEnd, encoderDelay: track.encoderDelay,
+                           encoderPadding: track.encoderPadding, totalSamples: track.totalSamples)
     }
 }
 
@@ -51,7 +73,7 @@ struct TrackFrameReader {
         self.track = track
         file = try OpenFile(path: track.path)
         guard let codec = track.codec else {
-            throw FormatError.unsupported(component: "radio", reason: "\(track.container.rawValue) frames cannot be sent as they are")
+            throw FormatError.unsupported(component: "radio", reason: "\(track.track.container) frames cannot be sent as they are")
         }
         splitter = AudioFrameSplitter(codec: codec)
         bufferOffset = track.audioStart

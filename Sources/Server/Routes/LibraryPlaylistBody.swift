@@ -47,7 +47,7 @@ final class LibraryPlaylistBody: ResponseBody, @unchecked Sendable {
             next += slice.count
             // A database error ends the list where it is: the response is already under way.
             do {
-                try store.forEachPlaylistTrack(ids: slice) { row in Self.appendEntry(row, base: base, to: &text) }
+                try store.tracks.forEachPlaylistLine(ids: slice) { row in Self.appendEntry(row, base: base, to: &text) }
             } catch {
                 next = ids.count
             }
@@ -66,7 +66,7 @@ final class LibraryPlaylistBody: ResponseBody, @unchecked Sendable {
 
     /// `#EXTINF:<seconds>,<artist> - <title>` and the location, as `M3UWriter.render` writes
     /// `PlaylistRoutes.m3u`'s entry for the track; plain ASCII text (nearly all) is copied as bytes.
-    /// The row: path, title, artist, duration_s (`LibraryStore.forEachPlaylistTrack`).
+    /// The row: path, title, artist, duration_s (`TrackRepository.forEachPlaylistLine`).
     static func appendEntry(_ row: SQLiteDatabase.Statement, base: [UInt8], to out: inout [UInt8]) {
         let path = row.textBytes(0)
         out.append(contentsOf: "#EXTINF:".utf8)
@@ -84,9 +84,9 @@ final class LibraryPlaylistBody: ResponseBody, @unchecked Sendable {
             }
             out.append(contentsOf: title)
         } else {
-            let track = PlaylistTrack(path: "", title: String(decoding: title, as: UTF8.self),
-                                      artist: row.isNull(2) ? nil : String(decoding: artist, as: UTF8.self), duration: nil)
-            out.append(contentsOf: M3UWriter.escapeTitle(track.label).utf8)
+            let label = Track.label(title: String(decoding: title, as: UTF8.self),
+                                    artist: row.isNull(2) ? nil : String(decoding: artist, as: UTF8.self))
+            out.append(contentsOf: M3UWriter.escapeTitle(label).utf8)
         }
         out.append(UInt8(ascii: "\n"))
         out.append(contentsOf: base)
@@ -95,7 +95,7 @@ final class LibraryPlaylistBody: ResponseBody, @unchecked Sendable {
         out.append(UInt8(ascii: "\n"))
     }
 
-    /// The last component of a relative path (`TrackRow.fileName`).
+    /// The last component of a relative path (`Track.fileName`).
     static func fileName(_ path: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
         guard let slash = path.lastIndex(of: UInt8(ascii: "/")) else { return path }
         return UnsafeBufferPointer(rebasing: path[(slash + 1)...])

@@ -142,41 +142,8 @@ struct LibraryRoutes: Sendable {
 
     // MARK: JSON
 
-    static func albumJSON(_ album: AlbumRow, tracks: [TrackRow]? = nil) -> String {
-        var w = JSONObjectWriter()
-        w.add("id", album.id)
-        w.add("title", album.title)
-        w.add("artist", album.artistName)
-        w.add("artist_id", album.artistID)
-        w.add("track_count", album.trackCount)
-        w.add("duration_s", album.durationSeconds, decimals: 3)
-        w.add("year", album.year)
-        w.add("folder", album.folder)
-        w.add("embedded_cover", album.coverTrackPath != nil)
-        w.add("cover", "/api/cover/\(album.id)")
-        w.add("url", "/api/albums/\(album.id)")
-        w.add("playlist", "/playlist/album/\(album.id).m3u8")
-        if let tracks { w.addRaw("tracks", "[" + tracks.map(Catalog.trackJSON).joined(separator: ",\n") + "]") }
-        return w.text
-    }
-
-    static func artistJSON(_ artist: ArtistRow, albums: [AlbumRow]? = nil) -> String {
-        var w = JSONObjectWriter()
-        w.add("id", artist.id)
-        w.add("name", artist.name)
-        w.add("album_count", artist.albumCount)
-        w.add("track_count", artist.trackCount)
-        w.add("url", "/api/artists/\(artist.id)")
-        w.add("playlist", "/playlist/artist/\(artist.id).m3u8")
-        if let albums { w.addRaw("albums", "[" + albums.map { albumJSON($0) }.joined(separator: ",\n") + "]") }
-        return w.text
-    }
-
-    /// A page of a list: the JSON array of its items, with the size of the whole list in
-    /// `X-Total-Count` (a header, so that `/api/tracks` stays the array it always was).
-    static func page(_ items: [String], total: Int) -> JSONAnswer {
-        JSONAnswer(text: "[" + items.joined(separator: ",\n") + "]\n", headers: [("X-Total-Count", String(total))])
-    }
+    /// The size of the whole list a page is of: a header, so that `/api/tracks` stays the array it always was.
+    static func total(_ count: Int) -> [(String, String)] { [("X-Total-Count", String(count))] }
 
     static func notFound(_ what: String) -> HTTPRefusal { .notFound("no such \(what)") }
 
@@ -193,9 +160,9 @@ struct LibraryRoutes: Sendable {
         }
         let page = try orders.pageIDs(store, offset: offset, limit: limit, sort: sort)
         let json = try TrackJSON.array(items: .max, reserving: page.ids.count) { each throws(SQLiteError) in
-            try store.forEachTrackJSON(ids: page.ids, each)
+            try store.tracks.forEachJSON(ids: page.ids, each)
         }
-        return JSONAnswer(bytes: json.bytes, headers: [("X-Total-Count", String(page.total))])
+        return JSONAnswer(bytes: json.bytes, headers: Self.total(page.total))
     }
 
     /// At most `limit` tracks, best match first; `X-More: true` when there are more.
@@ -204,55 +171,51 @@ struct LibraryRoutes: Sendable {
         let (_, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit, offsetAllowed: false)
         // One row more than asked tells whether there are more.
         let json = try TrackJSON.array(items: limit, reserving: limit) { each throws(SQLiteError) in
-            try store.searchJSON(query: query, limit: limit + 1, each)
+            try store.search.forEachJSON(query: query, limit: limit + 1, each)
         }
         return JSONAnswer(bytes: json.bytes, headers: [("X-More", json.more ? "true" : "false")])
     }
 
     private func albums(_ request: HTTPRequest) throws -> JSONAnswer {
         let (offset, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit)
-        let page = try store.albums(offset: offset, limit: limit)
-        return Self.page(page.rows.map { Self.albumJSON($0) }, total: page.total)
+        let page = try store.albums.page(offset: offset, limit: limit)
+        return JSONAnswer(text: AlbumItem.encodeList(page.rows.map { $0.item() }), headers: Self.total(page.total))
     }
 
     private func album(_ request: HTTPRequest, id: Int) throws -> JSONAnswer {
-        guard let found = try store.album(id: id) else { throw Self.notFound("album") }
-        return JSONAnswer(text: Self.albumJSON(found.album, tracks: found.tracks) + "\n")
+        guard let found = try store.albums.album(id: id) else { throw Self.notFound("album") }
+        return JSONAnswer(text: found.album.item(tracks: found.tracks).encoded() + "\n")
     }
 
     private func artists(_ request: HTTPRequest) throws -> JSONAnswer {
         let (offset, limit) = try Self.paging(request, defaultLimit: Self.defaultLimit)
-        let page = try store.artists(offset: offset, limit: limit)
-        return Self.page(page.rows.map { Self.artistJSON($0) }, total: page.total)
+        let page = try store.artists.page(offset: offset, limit: limit)
+        return JSONAnswer(text: ArtistItem.encodeList(page.rows.map { $0.item() }), headers: Self.total(page.total))
     }
 
     private func artist(_ request: HTTPRequest, id: Int) throws -> JSONAnswer {
-        guard let found = try store.artist(id: id) else { throw Self.notFound("artist") }
-        return JSONAnswer(text: Self.artistJSON(found.artist, albums: found.albums) + "\n")
+        guard let found = try store.artists.artist(id: id) else { throw Self.notFound("artist") }
+        return JSONAnswer(text: found.artist.item(albums: found.albums).encoded() + "\n")
     }
 
     // MARK: Playlists
 
-    static func playlistTrack(_ row: TrackRow) -> PlaylistTrack {
-        PlaylistTrack(path: row.path, title: row.displayTitle, artist: row.artist, duration: row.durationSeconds)
-    }
-
     private func albumPlaylist(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
-        guard let found = try store.album(id: id) else { return .error(404, "no such album") }
-        return PlaylistRoutes.m3u(found.tracks.map(Self.playlistTrack), title: "\(found.album.artistName) - \(found.album.title)",
+        guard let found = try store.albums.album(id: id) else { return .error(404, "no such album") }
+        return PlaylistRoutes.m3u(found.tracks, title: "\(found.album.artistName) - \(found.album.title)",
                                   for: request)
     }
 
     private func artistPlaylist(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
-        guard let found = try store.artist(id: id) else { return .error(404, "no such artist") }
-        let rows = try store.tracks(artistID: id)
-        return PlaylistRoutes.m3u(rows.map(Self.playlistTrack), title: found.artist.name, for: request)
+        guard let found = try store.artists.artist(id: id) else { return .error(404, "no such artist") }
+        let rows = try store.artists.tracks(artistID: id)
+        return PlaylistRoutes.m3u(rows, title: found.artist.name, for: request)
     }
 
     private func searchPlaylist(_ request: HTTPRequest) throws -> HTTPResponse {
         let query = try Self.query(request)
-        let rows = try store.search(query: query, limit: Self.maxSearchPlaylist)
-        return PlaylistRoutes.m3u(rows.map(Self.playlistTrack), title: "Search: \(query)", for: request)
+        let rows = try store.search.tracks(query: query, limit: Self.maxSearchPlaylist)
+        return PlaylistRoutes.m3u(rows, title: "Search: \(query)", for: request)
     }
 
     /// Every track, in path order or shuffled by `?shuffle=SEED` (the same seed, the same order,
@@ -314,7 +277,7 @@ struct LibraryRoutes: Sendable {
     static let coverExtensions = ["jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp", "gif": "image/gif"]
 
     private func cover(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
-        guard let source = try store.coverSource(albumID: id) else { return .error(404, "no such album") }
+        guard let source = try store.covers.source(albumID: id) else { return .error(404, "no such album") }
         if let track = source.embeddedTrackPath, let picture = try embeddedPicture(track) {
             return .generated(picture.data, contentType: picture.mimeType, etag: picture.etag, for: request)
         }
@@ -329,7 +292,7 @@ struct LibraryRoutes: Sendable {
     /// ETag derived from the file's.
     private func embeddedPicture(_ relative: String) throws -> (data: [UInt8], mimeType: String, etag: String)? {
         guard let absolute = try? resolver.resolve(encoded: Substring(PathResolver.percentEncode(relative))),
-              let file = try? OpenFile(path: absolute), let row = try store.track(path: relative), row.stamp == file.stamp,
+              let file = try? OpenFile(path: absolute), let row = try store.tracks.track(path: relative), row.stamp == file.stamp,
               let picture = try? EmbeddedPictureReader.picture(in: file) else { return nil }
         return (picture.data, picture.mimeType, "\"cover-" + file.etag.filter { $0 != "\"" } + "\"")
     }

@@ -4,35 +4,12 @@ import StreamLibrary
 import StreamHLS
 import StreamRadio
 
-/// What a playlist line says about a track of the library.
-public struct PlaylistTrack: Sendable, Equatable {
-    /// Path relative to the music folder.
-    public var path: String
-    public var title: String?
-    public var artist: String?
-    public var duration: Double?
-
-    public init(path: String, title: String?, artist: String?, duration: Double?) {
-        self.path = path
-        self.title = title
-        self.artist = artist
-        self.duration = duration
-    }
-
-    /// `<artist> - <title>` (the title alone without an artist; the file name without a title).
-    public var label: String {
-        let name = title ?? String(path.split(separator: "/").last ?? Substring(path))
-        guard let artist, !artist.isEmpty else { return name }
-        return "\(artist) - \(name)"
-    }
-}
-
 /// `/api/playlists` and `/playlist/file/<path>`: the playlist files of the music folder, served
 /// as extended M3U whose entries are absolute `/media/` URLs of this server.
 struct PlaylistRoutes: Sendable {
     let folder: PlaylistFolder
-    /// The catalog's facts about a track, by relative path (nil when it is not listed).
-    let describe: @Sendable (String) -> PlaylistTrack?
+    /// The catalog's track at a relative path (nil when it is not listed).
+    let describe: @Sendable (String) -> Track?
 
     /// The Content-Type of every playlist streamd serves: a list of tracks in M3U, which players
     /// (mpv, VLC) open as such. `application/vnd.apple.mpegurl` would send them to their HLS reader.
@@ -83,12 +60,13 @@ struct PlaylistRoutes: Sendable {
                 return .error(422, "\(error)")
             }
             // The playlist's own title and length first: that is what its author wrote.
-            let tracks = read.entries.map { entry -> PlaylistTrack in
+            let base = Self.base(of: request)
+            let entries = read.entries.map { entry -> PlaylistEntry in
                 let known = describe(entry.path)
-                return PlaylistTrack(path: entry.path, title: entry.title ?? known?.label, artist: nil,
-                                     duration: entry.duration ?? known?.duration)
+                return Self.entry(path: entry.path, title: entry.written.title ?? known?.label ?? Track.fileName(entry.path),
+                                  duration: entry.written.duration ?? known?.durationSeconds, base: base)
             }
-            return Self.m3u(tracks, title: read.playlist.title, for: request)
+            return Self.m3u(entries: entries, title: read.playlist.title, for: request)
         }
         return .error(404, "no such playlist")
     }
@@ -101,14 +79,21 @@ struct PlaylistRoutes: Sendable {
         return "http://" + host
     }
 
-    /// The extended M3U of `tracks`: `#EXTINF:<seconds>,<artist> - <title>` and the absolute
-    /// `/media/` URL of each, with the generated-document validators.
-    static func m3u(_ tracks: [PlaylistTrack], title: String? = nil, for request: HTTPRequest) -> HTTPResponse {
+    /// The extended M3U of `tracks`: `#EXTINF:<seconds>,<artist> - <title>` (`Track.label`) and
+    /// the absolute `/media/` URL of each, with the generated-document validators.
+    static func m3u(_ tracks: [Track], title: String? = nil, for request: HTTPRequest) -> HTTPResponse {
         let base = base(of: request)
-        let entries = tracks.map { track in
-            PlaylistEntry(location: base + "/media/" + PathResolver.percentEncode(track.path), title: track.label,
-                          duration: track.duration)
-        }
-        return .generated(Array(M3UWriter.render(entries, title: title).utf8), contentType: contentType, for: request)
+        let entries = tracks.map { entry(path: $0.path, title: $0.label, duration: $0.durationSeconds, base: base) }
+        return m3u(entries: entries, title: title, for: request)
+    }
+
+    /// The extended M3U of `entries`, with the generated-document validators.
+    static func m3u(entries: [PlaylistEntry], title: String?, for request: HTTPRequest) -> HTTPResponse {
+        .generated(Array(M3UWriter.render(entries, title: title).utf8), contentType: contentType, for: request)
+    }
+
+    /// The entry of the library file at `path` (relative): its absolute `/media/` URL on `base`.
+    static func entry(path: String, title: String, duration: Double?, base: String) -> PlaylistEntry {
+        PlaylistEntry(location: base + "/media/" + PathResolver.percentEncode(path), title: title, duration: duration)
     }
 }

@@ -31,12 +31,8 @@ public final class Router: Sendable {
         self.hls = hls
         self.framing = framing
         self.library = LibraryRoutes(catalog: catalog)
-        let root = resolver.root
         self.playlists = PlaylistRoutes(folder: PlaylistFolder(resolver: resolver), describe: { [catalog] path in
-            catalog.entry(forAbsolutePath: root + "/" + path).map {
-                PlaylistTrack(path: path, title: $0.analysis.tags.title, artist: $0.analysis.tags.artist,
-                              duration: $0.analysis.durationSeconds)
-            }
+            try? catalog.store.tracks.track(path: path)
         })
         self.radio = radio
     }

@@ -17,9 +17,9 @@ final class TrackOrderCache: @unchecked Sendable {
     private var orders: [TrackSort: (generation: UInt64, ids: [Int])] = [:]
 
     /// One page of tracks in `sort` order, and the number of tracks.
-    func page(_ store: LibraryStore, offset: Int, limit: Int, sort: TrackSort) throws(SQLiteError) -> (total: Int, rows: [TrackRow]) {
+    func page(_ store: LibraryStore, offset: Int, limit: Int, sort: TrackSort) throws(SQLiteError) -> (total: Int, rows: [Track]) {
         let page = try pageIDs(store, offset: offset, limit: limit, sort: sort)
-        return (page.total, try store.tracks(ids: page.ids))
+        return (page.total, try store.tracks.list(ids: page.ids))
     }
 
     /// The ids of one page of tracks in `sort` order, and the number of tracks.
@@ -42,7 +42,7 @@ final class TrackOrderCache: @unchecked Sendable {
         return try buildLock.withLock { _ throws(SQLiteError) in
             generation = store.generation
             if let cached = lock.withLock({ _ in orders[sort] }), cached.generation == generation { return cached.ids }
-            let ids = try store.trackIDs(sort: sort)
+            let ids = try store.tracks.ids(sort: sort)
             lock.withLock { _ in orders[sort] = (generation, ids) }
             return ids
         }

@@ -106,6 +106,13 @@ public final class TCPConnection {
         return fd
     }
 
+    /// Shuts both directions of the connection (`shutdown(SHUT_RDWR)`), from any thread: a send
+    /// or receive waiting on it returns at once (end of stream, or an error). The descriptor
+    /// stays open until the connection is freed, so its number cannot be reused meanwhile.
+    public func interrupt() {
+        if fd >= 0 { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
     deinit { if fd >= 0 { close(fd) } }
 
     /// Writes all of `bytes`, waiting up to `timeout` seconds each time the socket is full.

@@ -13,9 +13,12 @@ public final class BlockingPool: @unchecked Sendable {
     public typealias Job = @Sendable () -> Void
 
     private let condition = ConditionLock()
-    private var queue: [Job] = []
+    private var queue: [(label: String, job: Job)] = []
     private var queueHead = 0
-    private var running = 0
+    /// The jobs running now, by a number given when each is taken: what it is and since when
+    /// (monotonic ns), for the shutdown's report.
+    private var running: [Int: (label: String, since: UInt64)] = [:]
+    private var taken = 0
     private var stopping = false
     private var threads: [NativeThread] = []
     /// Jobs waiting at most; `submit` refuses beyond.
@@ -36,13 +39,14 @@ public final class BlockingPool: @unchecked Sendable {
         }
     }
 
-    /// Queues `job`; false when the queue is full or the pool is stopping (the job will not run).
+    /// Queues `job` (`label` names it in the shutdown's report: the request it answers); false
+    /// when the queue is full or the pool is stopping (the job will not run).
     @discardableResult
-    public func submit(_ job: @escaping Job) -> Bool {
+    public func submit(label: String = "job", _ job: @escaping Job) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         guard !stopping, queue.count - queueHead < capacity else { return false }
-        queue.append(job)
+        queue.append((label, job))
         condition.signal()
         return true
     }
@@ -51,42 +55,70 @@ public final class BlockingPool: @unchecked Sendable {
     public var load: (queued: Int, running: Int) {
         condition.lock()
         defer { condition.unlock() }
-        return (queue.count - queueHead, running)
+        return (queue.count - queueHead, running.count)
+    }
+
+    /// What a shutdown left behind.
+    public struct ShutdownReport: Sendable {
+        /// Jobs queued and never started (their connections were closed with the loops).
+        public var dropped: [String] = []
+        /// Jobs still running at the deadline, with how long they had run ("GET /x (4.2 s)"):
+        /// each keeps its thread, which exits when the job ends (a worker bounded by its timeout).
+        public var abandoned: [String] = []
+        /// Every thread of the pool has exited.
+        public var joined: Bool { abandoned.isEmpty }
     }
 
     /// Stops taking work, drops what is queued, and waits until `deadline` (monotonic ns) for the
-    /// running jobs; true when every thread has exited. A job past the deadline (a worker that
-    /// hangs until its own timeout) keeps its thread, which exits when the job ends.
+    /// running jobs; reports the jobs dropped and those still running then.
     @discardableResult
-    public func shutdown(deadline: UInt64) -> Bool {
+    public func shutdown(deadline: UInt64) -> ShutdownReport {
+        var report = ShutdownReport()
         condition.lock()
         stopping = true
+        report.dropped = queue[queueHead...].map(\.label)
         queue.removeAll()
         queueHead = 0
         condition.broadcast()
         condition.unlock()
         for thread in threads {
-            if !thread.join(until: Monotonic(nanoseconds: deadline)) { return false }
+            // A thread joined by an earlier shutdown is found ended at once.
+            if thread.join(until: Monotonic(nanoseconds: deadline)) { continue }
+            let now = monotonicNanos()
+            condition.withLock {
+                report.abandoned = running.sorted { $0.key < $1.key }.map { _, job in
+                    "\(job.label) (\(Self.tenths(of: now &- job.since)) s)"
+                }
+            }
+            // A job may have ended between the wait and the look: then nothing is left.
+            if report.abandoned.isEmpty { continue }
+            return report
         }
-        return true
+        return report
+    }
+
+    /// Nanoseconds as seconds with one decimal ("4.2"), rounded to the nearest tenth.
+    static func tenths(of nanoseconds: UInt64) -> String {
+        let tenths = (nanoseconds / 2 + 25_000_000) / 50_000_000
+        return "\(tenths / 10).\(tenths % 10)"
     }
 
     private func runJobs() {
-        while let job = next() {
+        while let (number, job) = next() {
             job()
             condition.lock()
-            running -= 1
+            running[number] = nil
             condition.unlock()
         }
     }
 
-    /// The next job, waiting for one; nil once stopping.
-    private func next() -> Job? {
+    /// The next job and its number, waiting for one; nil once stopping.
+    private func next() -> (Int, Job)? {
         condition.lock()
         defer { condition.unlock() }
         while !stopping && queueHead == queue.count { condition.wait() }
         guard !stopping else { return nil }
-        let job = queue[queueHead]
+        let (label, job) = queue[queueHead]
         queueHead += 1
         // Compacted when drained (the usual case) or when the dead prefix dominates.
         if queueHead == queue.count {
@@ -96,7 +128,8 @@ public final class BlockingPool: @unchecked Sendable {
             queue.removeFirst(queueHead)
             queueHead = 0
         }
-        running += 1
-        return job
+        taken += 1
+        running[taken] = (label, monotonicNanos())
+        return (taken, job)
     }
 }

@@ -129,18 +129,34 @@ public final class HTTPServer: @unchecked Sendable {
         return UInt64(min(max(seconds, 0.001), 31_536_000) * 1e9)
     }
 
-    /// Stops accepting, lets in-flight responses finish within the grace period, and returns
-    /// once every loop has exited.
-    public func shutdown() {
+    /// What a shutdown left behind.
+    public struct ShutdownReport: Sendable {
+        /// Event loops still running at the join deadline (none normally: each closes what it
+        /// holds at the drain deadline).
+        public var loopsLeft = 0
+        /// The blocking pool's jobs dropped and abandoned.
+        public var pool = BlockingPool.ShutdownReport()
+    }
+
+    /// Stops accepting, lets in-flight responses (and the blocking pool's jobs) finish within the
+    /// grace period, waits for the loops until `joinDeadline` (monotonic ns; by default a second
+    /// after the grace period), and reports what did not end.
+    @discardableResult
+    public func shutdown(joinDeadline: UInt64? = nil) -> ShutdownReport {
+        var report = ShutdownReport()
         let deadline = monotonicNanos() + Self.nanos(configuration.shutdownGrace)
+        let joinBy = max(deadline, joinDeadline ?? deadline + 1_000_000_000)
         for loop in loops { loop.requestStop(deadline: deadline) }
-        for thread in threads { thread.join() }
-        for loop in loops { loop.siblings = [] }   // they referred to each other
-        pool?.shutdown(deadline: deadline)
-        if listenFD >= 0 {
+        for thread in threads where !thread.join(until: Monotonic(nanoseconds: joinBy)) { report.loopsLeft += 1 }
+        if report.loopsLeft == 0 {
+            for loop in loops { loop.siblings = [] }   // they referred to each other
+        }
+        if let pool { report.pool = pool.shutdown(deadline: deadline) }
+        if listenFD >= 0 && report.loopsLeft == 0 {
             close(listenFD)
             listenFD = -1
         }
+        return report
     }
 
     /// Raises the soft open-file limit toward `wanted` (bounded by the hard limit), as the

@@ -265,7 +265,8 @@ package final class WorkerHandle {
                     return outcomes
                 }
             case .failed(let why):
-                outcomes.append(.quarantined(why))
+                // A worker the shutdown killed says nothing about its file: tried again next run.
+                outcomes.append(ChildProcess.isShuttingDown ? .unavailable(why) : .quarantined(why))
                 return outcomes
             }
         }

@@ -28,12 +28,13 @@ public struct FolderPlaylist: Sendable, Equatable {
     }
 }
 
-/// One playlist entry rewritten to a file of the library.
+/// One entry of a playlist file that names a file of the library: the path it resolves to, and
+/// the entry as the file wrote it (its title and duration, which come before the catalog's).
 public struct LibraryPlaylistEntry: Sendable, Equatable {
-    /// Path of the track relative to the music folder.
+    /// Path of the file relative to the music folder.
     public var path: String
-    public var title: String?
-    public var duration: Double?
+    /// The entry as written: its location (before it was resolved), title and duration.
+    public var written: PlaylistEntry
 }
 
 /// Why a playlist file cannot be served.
@@ -150,7 +151,7 @@ public final class PlaylistFolder: @unchecked Sendable {
             let result = libraryPath(of: entry.location, folder: folder)
             switch result {
             case .success(let path):
-                kept.append(LibraryPlaylistEntry(path: path, title: entry.title, duration: entry.duration))
+                kept.append(LibraryPlaylistEntry(path: path, written: entry))
             case .failure(let why):
                 droppedCount += 1
                 // At most 20 lines a playlist: a list of 100,000 foreign paths must not flood the log.

@@ -1,4 +1,5 @@
 import CLinux
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -97,7 +98,25 @@ package final class ChildProcess {
         input = stdinPipe.write
         output = stdoutPipe.read
         errors = stderrPipe.read
+        // Started after the shutdown killed the others: this one goes the same way.
+        if Self.registry.add(child, executable) { _ = Glibc.kill(child, SIGKILL) }
     }
+
+    // MARK: Every child of the process
+
+    private static let registry = ChildRegistry()
+
+    /// The children started and not yet reaped (pid and program), process-wide.
+    package static var unreaped: [(pid: pid_t, executable: String)] { registry.list() }
+
+    /// Shutdown: every child not yet reaped is killed (SIGKILL), and any started from now on
+    /// too. Each owner still reaps its own (its wait sees the end at once). Returns how many.
+    @discardableResult
+    package static func killAll() -> Int { registry.killAll() }
+
+    /// Whether `killAll` was called: a child that ends now was killed by the shutdown, not by
+    /// what it was given (an analysis is then not held against its file).
+    package static var isShuttingDown: Bool { registry.isShuttingDown }
 
     /// Closes the child's stdin: a well-behaved child reads end-of-file and exits.
     package func closeInput() {
@@ -119,12 +138,14 @@ package final class ChildProcess {
         while waitpid(pid, &status, 0) < 0 {
             // ECHILD: someone else reaped it (never in streamd); report it as killed.
             guard errno == EINTR else {
+                Self.registry.remove(pid)
                 termination = .signalled(SIGKILL)
                 return .signalled(SIGKILL)
             }
         }
         let ended = Self.decode(status)
         termination = ended
+        Self.registry.remove(pid)
         return ended
     }
 
@@ -135,6 +156,7 @@ package final class ChildProcess {
         guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
         let ended = Self.decode(status)
         termination = ended
+        Self.registry.remove(pid)
         return ended
     }
 
@@ -186,5 +208,37 @@ package final class ChildProcess {
 
     private static func close(_ fds: Int32...) {
         for fd in fds where fd >= 0 { Glibc.close(fd) }
+    }
+}
+
+/// The children of this process not yet reaped, for the shutdown's account.
+private final class ChildRegistry: @unchecked Sendable {
+    // @unchecked: every access goes through `lock`.
+    private let lock = NSLock()
+    private var children: [pid_t: String] = [:]
+    private var shuttingDown = false
+
+    /// Adds a child; true when the shutdown has begun (the caller kills it).
+    func add(_ pid: pid_t, _ executable: String) -> Bool {
+        lock.withLock {
+            children[pid] = executable
+            return shuttingDown
+        }
+    }
+
+    func remove(_ pid: pid_t) { lock.withLock { _ = children.removeValue(forKey: pid) } }
+
+    func list() -> [(pid: pid_t, executable: String)] {
+        lock.withLock { children.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
+    }
+
+    var isShuttingDown: Bool { lock.withLock { shuttingDown } }
+
+    func killAll() -> Int {
+        lock.withLock {
+            shuttingDown = true
+            for pid in children.keys { _ = kill(pid, SIGKILL) }
+            return children.count
+        }
     }
 }

@@ -1,32 +1,7 @@
+import StreamShared
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
-/// A channel's stream time, derived from the frames it has published: samples counted exactly
-/// at their rate (no per-frame rounding, so no drift however long the channel runs).
-struct ChannelClock: Sendable, Equatable {
-    /// Time of the samples counted at earlier rates.
-    private var baseNanos: UInt64 = 0
-    private var rate = 0
-    private var samples: UInt64 = 0
-
-    /// Counts one frame of `samples` samples at `rate` Hz.
-    mutating func advance(samples count: Int, rate newRate: Int) {
-        guard count > 0, newRate > 0 else { return }
-        if newRate != rate {
-            baseNanos = nanos
-            rate = newRate
-            samples = 0
-        }
-        samples &+= UInt64(count)
-    }
-
-    /// Stream time in nanoseconds: the end of the last frame counted.
-    var nanos: UInt64 {
-        guard rate > 0 else { return baseNanos }
-        let r = UInt64(rate)
-        return baseNanos &+ samples / r &* 1_000_000_000 &+ (samples % r) &* 1_000_000_000 / r
-    }
-}
 
 /// Which frames are due: a real-time schedule over a `ChannelClock`. Frames are published once
 /// their start time has come (on the monotonic clock, from `origin`), so the stream never runs

@@ -8,19 +8,21 @@ import StreamShared
 import StreamHTTP
 import Synchronization
 
-/// Tracks: rows, pages in every order, their API items, and the skipped files.
-extension LibraryStore {
-    static let trackColumns = """
+/// The `tracks` table and the API items kept beside it (`track_json`): rows, pages in every order, lookups by id and path.
+public struct TrackRepository: Sendable {
+    let store: LibraryStore
+
+    static let columns = """
         t.id, t.path, t.size, t.mtime_ns, t.inode, t.title, t.artist, t.album, t.album_artist, t.track_number, t.track_total,
         t.disc_number, t.disc_total, t.year, t.genre, t.duration_s, t.codec, t.container, t.sample_rate, t.channels, t.bitrate,
         t.frames, t.total_samples, t.first_frame_offset, t.encoder_delay, t.encoder_padding,
         t.rg_track_gain, t.rg_track_peak, t.rg_album_gain, t.rg_album_peak, t.cover_art_bytes, t.artist_id, t.album_id
         """
 
-    static func trackRow(_ s: SQLiteDatabase.Statement) -> TrackRow {
+    static func row(_ s: SQLiteDatabase.Statement) -> Track {
         let gain = ReplayGain(trackGain: s.optionalDouble(26), trackPeak: s.optionalDouble(27),
                               albumGain: s.optionalDouble(28), albumPeak: s.optionalDouble(29))
-        return TrackRow(id: s.int(0), path: s.text(1),
+        return Track(id: s.int(0), path: s.text(1),
                         stamp: FileStamp(size: s.int(2), mtimeNanos: s.int(3), inode: UInt64(bitPattern: Int64(s.int(4)))),
                         title: s.optionalText(5), artist: s.optionalText(6), album: s.optionalText(7), albumArtist: s.optionalText(8),
                         trackNumber: s.optionalInt(9), trackTotal: s.optionalInt(10), discNumber: s.optionalInt(11),
@@ -43,87 +45,66 @@ extension LibraryStore {
         }
     }
 
-    /// Listed tracks of at least `minSeconds` whose exact analysis is not stored for their
-    /// current size, mtime and inode, longest first (what is worth building before anyone asks).
-    /// WAV is left out: its seek is arithmetic.
-    public func tracksWithoutAnalysis(minSeconds: Double, limit: Int) throws(SQLiteError) -> [(path: String, stamp: FileStamp)] {
-        try read { db throws(SQLiteError) in
-            try db.query("""
-                SELECT t.path, t.size, t.mtime_ns, t.inode FROM tracks t
-                LEFT JOIN analyses a ON a.path = t.path AND a.size = t.size AND a.mtime_ns = t.mtime_ns AND a.inode = t.inode
-                WHERE a.path IS NULL AND t.duration_s >= ? AND t.container != 'wav'
-                ORDER BY t.duration_s DESC, t.path LIMIT ?
-                """, [.double(minSeconds), .int(Int64(max(0, limit)))]) { row in
-                (row.text(0), FileStamp(size: row.int(1), mtimeNanos: row.int(2), inode: UInt64(bitPattern: Int64(row.int(3)))))
-            }
-        }
-    }
-
-    /// Number of exact analyses (seek indexes) cached.
-    public func cachedAnalysisCount() throws(SQLiteError) -> Int {
-        try read { db throws(SQLiteError) in try db.queryOne("SELECT count(*) FROM analyses") { $0.int(0) } ?? 0 }
-    }
-
     /// Number of listed tracks: counted once per catalog `generation` (`count(*)` walks a whole
     /// index, 1-2 ms at 100,000 tracks, and `/api/status` asks on every call). A count read while
     /// the generation moved is not kept: it may be of either state.
-    public func trackCount() throws(SQLiteError) -> Int {
-        let before = generation
-        if let cached = countCache.withLock({ _ in cachedCount }), cached.generation == before { return cached.count }
-        let count = try read { db throws(SQLiteError) in try db.queryOne("SELECT count(*) FROM tracks") { $0.int(0) } ?? 0 }
-        if generation == before { countCache.withLock { _ in cachedCount = (before, count) } }
+    public func count() throws(SQLiteError) -> Int {
+        let before = store.generation
+        if let cached = store.countCache.withLock({ _ in store.cachedCount }), cached.generation == before { return cached.count }
+        let count = try store.read { db throws(SQLiteError) in try db.queryOne("SELECT count(*) FROM tracks") { $0.int(0) } ?? 0 }
+        if store.generation == before { store.countCache.withLock { _ in store.cachedCount = (before, count) } }
         return count
     }
 
     /// A page of tracks in `sort` order (always ending on the path: stable across pages), and the total.
-    public func tracks(offset: Int, limit: Int, sort: TrackSort = .path) throws(SQLiteError) -> (total: Int, rows: [TrackRow]) {
-        try read { db throws(SQLiteError) in
+    public func page(offset: Int, limit: Int, sort: TrackSort = .path) throws(SQLiteError) -> (total: Int, rows: [Track]) {
+        try store.read { db throws(SQLiteError) in
             let total = try db.queryOne("SELECT count(*) FROM tracks") { $0.int(0) } ?? 0
-            let rows = try db.query("SELECT \(Self.trackColumns) FROM tracks t ORDER BY \(Self.orderClause(sort)) LIMIT ? OFFSET ?",
-                                    [.int(Int64(max(0, limit))), .int(Int64(max(0, offset)))], row: Self.trackRow)
+            let rows = try db.query("SELECT \(Self.columns) FROM tracks t ORDER BY \(Self.orderClause(sort)) LIMIT ? OFFSET ?",
+                                    [.int(Int64(max(0, limit))), .int(Int64(max(0, offset)))], row: Self.row)
             return (total, rows)
         }
     }
 
     /// The id of every track in `sort` order (for paging by position without OFFSET's walk).
-    public func trackIDs(sort: TrackSort) throws(SQLiteError) -> [Int] {
-        try read { db throws(SQLiteError) in
+    public func ids(sort: TrackSort) throws(SQLiteError) -> [Int] {
+        try store.read { db throws(SQLiteError) in
             try db.query("SELECT t.id FROM tracks t ORDER BY \(Self.orderClause(sort))") { $0.int(0) }
         }
     }
 
     /// The tracks with these ids, in the order given (ids no longer listed are left out).
-    public func tracks(ids: [Int]) throws(SQLiteError) -> [TrackRow] {
-        var rows: [TrackRow] = []
+    public func list(ids: [Int]) throws(SQLiteError) -> [Track] {
+        var rows: [Track] = []
         rows.reserveCapacity(ids.count)
-        try forEachTrack(ids: ids) { rows.append(Self.trackRow($0)) }
+        try forEach(ids: ids) { rows.append(Self.row($0)) }
         return rows
     }
 
     /// The tracks with these ids handed to `body` in the order given, each as the statement's
-    /// row (`trackColumns`); ids no longer listed are left out. One prepared statement looked up
+    /// row (`Self.columns`); ids no longer listed are left out. One prepared statement looked up
     /// id by id: an `IN (…)` list would be new SQL text, compiled and cached, on every page.
-    public func forEachTrack(ids: [Int], _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
+    public func forEach(ids: [Int], _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
         guard !ids.isEmpty else { return }
-        try read { db throws(SQLiteError) in
-            try db.each("SELECT \(Self.trackColumns) FROM tracks t WHERE t.id = ?", keys: ids, body)
+        try store.read { db throws(SQLiteError) in
+            try db.each("SELECT \(Self.columns) FROM tracks t WHERE t.id = ?", keys: ids, body)
         }
     }
 
     /// The `/api/tracks` item (`TrackJSON`) of each track with these ids, in the order given,
     /// handed to `body` as bytes valid until it returns; ids no longer listed are left out. An
     /// item is the one written with the row, else written here from the row's columns.
-    public func forEachTrackJSON(ids: [Int], _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
+    public func forEachJSON(ids: [Int], _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
         guard !ids.isEmpty else { return }
-        try read { db throws(SQLiteError) in
-            try db.reading { () throws(SQLiteError) in try Self.eachTrackJSON(ids: ids, db, body) }
+        try store.read { db throws(SQLiteError) in
+            try db.reading { () throws(SQLiteError) in try Self.eachJSON(ids: ids, db, body) }
         }
     }
 
-    /// `forEachTrackJSON` on a connection, inside the caller's read transaction. A run of
+    /// `forEachJSON` on a connection, inside the caller's read transaction. A run of
     /// consecutive ids (a page in path order, where ids follow the scan's walk) is read with one
     /// range scan instead of a B-tree descent per row.
-    static func eachTrackJSON(ids: [Int], _ db: SQLiteDatabase, _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
+    static func eachJSON(ids: [Int], _ db: SQLiteDatabase, _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
         var fallback: [UInt8] = []
         // Looked up once, not per id (the statement cache hashes the SQL text: 1 % of a search).
         let stored = try db.prepare("SELECT json FROM track_json WHERE id = ?")
@@ -179,7 +160,7 @@ extension LibraryStore {
     /// when the track is no longer listed.
     static func writtenTrackJSON(id: Int, _ db: SQLiteDatabase, into written: inout [UInt8],
                                          _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
-        let columns = try db.prepare("SELECT \(trackColumns) FROM tracks t WHERE t.id = ?")
+        let columns = try db.prepare("SELECT \(Self.columns) FROM tracks t WHERE t.id = ?")
         defer { columns.reset() }
         try columns.bind(key: Int64(id))
         guard try columns.step() else { return }
@@ -190,72 +171,35 @@ extension LibraryStore {
 
     /// What a playlist line needs of the tracks with these ids (path, title, artist, duration_s),
     /// handed to `body` in the order given; ids no longer listed are left out.
-    public func forEachPlaylistTrack(ids: [Int], _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
+    public func forEachPlaylistLine(ids: [Int], _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
         guard !ids.isEmpty else { return }
-        try read { db throws(SQLiteError) in
+        try store.read { db throws(SQLiteError) in
             try db.each("SELECT path, title, artist, duration_s FROM tracks WHERE id = ?", keys: ids, body)
         }
     }
 
     /// Every track in path order, handed to `body` one at a time (no array of the whole library).
-    public func forEachTrack(_ body: (TrackRow) -> Void) throws(SQLiteError) {
-        try read { db throws(SQLiteError) in
-            let statement = try db.prepare("SELECT \(Self.trackColumns) FROM tracks t ORDER BY t.path")
+    public func forEach(_ body: (Track) -> Void) throws(SQLiteError) {
+        try store.read { db throws(SQLiteError) in
+            let statement = try db.prepare("SELECT \(Self.columns) FROM tracks t ORDER BY t.path")
             try statement.bind([])
-            while try statement.step() { body(Self.trackRow(statement)) }
+            while try statement.step() { body(Self.row(statement)) }
             statement.reset()
         }
     }
 
     /// The track at a relative path.
     /// `waiting: false`: `SQLITE_BUSY` rather than a wait for a reader (`read(waiting:)`).
-    public func track(path: String, waiting: Bool = true) throws(SQLiteError) -> TrackRow? {
-        try read(waiting: waiting) { db throws(SQLiteError) in
-            try db.queryOne("SELECT \(Self.trackColumns) FROM tracks t WHERE t.path = ?", [.text(path)], row: Self.trackRow)
+    public func track(path: String, waiting: Bool = true) throws(SQLiteError) -> Track? {
+        try store.read(waiting: waiting) { db throws(SQLiteError) in
+            try db.queryOne("SELECT \(Self.columns) FROM tracks t WHERE t.path = ?", [.text(path)], row: Self.row)
         }
     }
 
     /// The track with a given id.
-    public func track(id: Int) throws(SQLiteError) -> TrackRow? {
-        try read { db throws(SQLiteError) in
-            try db.queryOne("SELECT \(Self.trackColumns) FROM tracks t WHERE t.id = ?", [.int(Int64(id))], row: Self.trackRow)
-        }
-    }
-
-    /// Why a file is not listed, for the files that are not.
-    public func skipped() throws(SQLiteError) -> [SkippedRow] {
-        try read { db throws(SQLiteError) in
-            try db.query("SELECT path, size, mtime_ns, inode, reason, quarantined FROM skipped ORDER BY path") {
-                SkippedRow(path: $0.text(0), stamp: FileStamp(size: $0.int(1), mtimeNanos: $0.int(2),
-                                                              inode: UInt64(bitPattern: Int64($0.int(3)))),
-                           reason: $0.text(4), quarantined: $0.int(5) != 0)
-            }
-        }
-    }
-
-    /// How many files are skipped and quarantined, and the first `limit` skipped rows by path:
-    /// what `/api/status` shows, without reading every row (3,333 cover pictures at 100,000 tracks).
-    public func skippedSummary(limit: Int) throws(SQLiteError) -> (count: Int, quarantined: Int, first: [SkippedRow]) {
-        try read { db throws(SQLiteError) in
-            let counts = try db.queryOne("SELECT count(*), coalesce(sum(quarantined != 0), 0) FROM skipped") { ($0.int(0), $0.int(1)) }
-            let first = try db.query("SELECT path, size, mtime_ns, inode, reason, quarantined FROM skipped ORDER BY path LIMIT ?",
-                                     [.int(Int64(max(0, limit)))]) {
-                SkippedRow(path: $0.text(0), stamp: FileStamp(size: $0.int(1), mtimeNanos: $0.int(2),
-                                                              inode: UInt64(bitPattern: Int64($0.int(3)))),
-                           reason: $0.text(4), quarantined: $0.int(5) != 0)
-            }
-            return (counts?.0 ?? 0, counts?.1 ?? 0, first)
-        }
-    }
-
-    /// The skipped-file row of a relative path.
-    public func skipped(path: String) throws(SQLiteError) -> SkippedRow? {
-        try read { db throws(SQLiteError) in
-            try db.queryOne("SELECT path, size, mtime_ns, inode, reason, quarantined FROM skipped WHERE path = ?", [.text(path)]) {
-                SkippedRow(path: $0.text(0), stamp: FileStamp(size: $0.int(1), mtimeNanos: $0.int(2),
-                                                              inode: UInt64(bitPattern: Int64($0.int(3)))),
-                           reason: $0.text(4), quarantined: $0.int(5) != 0)
-            }
+    public func track(id: Int) throws(SQLiteError) -> Track? {
+        try store.read { db throws(SQLiteError) in
+            try db.queryOne("SELECT \(Self.columns) FROM tracks t WHERE t.id = ?", [.int(Int64(id))], row: Self.row)
         }
     }
 }

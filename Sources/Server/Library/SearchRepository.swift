@@ -8,8 +8,10 @@ import StreamShared
 import StreamHTTP
 import Synchronization
 
-/// Search: FTS5 queries and the in-memory copy of its index that answers most of them.
-extension LibraryStore {
+/// Search: FTS5 queries over `tracks_fts`, and the in-memory copy of its index (`SearchIndex`) that answers most of them.
+public struct SearchRepository: Sendable {
+    let store: LibraryStore
+
     /// The FTS5 query for what a user typed: each word a quoted prefix term, all of them required.
     /// nil when there is no word (punctuation only).
     public static func ftsQuery(_ text: String) -> String? {
@@ -44,30 +46,30 @@ extension LibraryStore {
     /// at most `limit`. Up to `rankedMatchLimit` matches are ranked by bm25 (a title hit weighing
     /// most); beyond that, the tracks whose title holds every word come first, then the others,
     /// each group in catalog order, read from the index only as far as the page goes.
-    public func search(query: String, limit: Int) throws(SQLiteError) -> [TrackRow] {
-        var rows: [TrackRow] = []
-        try search(query: query, limit: limit) { rows.append(Self.trackRow($0)) }
+    public func tracks(query: String, limit: Int) throws(SQLiteError) -> [Track] {
+        var rows: [Track] = []
+        try forEach(query: query, limit: limit) { rows.append(TrackRepository.row($0)) }
         return rows
     }
 
-    /// `search(query:limit:)` handing each row to `body` as the statement's row (`trackColumns`).
-    public func search(query: String, limit: Int, _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
-        let index = currentSearchIndex()
-        try read { db throws(SQLiteError) in
+    /// `tracks(query:limit:)` handing each row to `body` as the statement's row (`TrackRepository.columns`).
+    public func forEach(query: String, limit: Int, _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
+        let index = currentIndex()
+        try store.read { db throws(SQLiteError) in
             try db.reading { () throws(SQLiteError) in
-                let ids = try Self.searchIDs(query: query, limit: limit, db, index: index)
+                let ids = try Self.ids(query: query, limit: limit, db, index: index)
                 guard !ids.isEmpty else { return }
-                try db.each("SELECT \(Self.trackColumns) FROM tracks t WHERE t.id = ?", keys: ids, body)
+                try db.each("SELECT \(TrackRepository.columns) FROM tracks t WHERE t.id = ?", keys: ids, body)
             }
         }
     }
 
-    /// `search(query:limit:)` handing each track's `/api/tracks` item to `body` (`forEachTrackJSON`).
-    public func searchJSON(query: String, limit: Int, _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
-        let index = currentSearchIndex()
-        try read { db throws(SQLiteError) in
+    /// `tracks(query:limit:)` handing each track's `/api/tracks` item to `body` (`TrackRepository.forEachJSON`).
+    public func forEachJSON(query: String, limit: Int, _ body: (UnsafeRawBufferPointer) -> Void) throws(SQLiteError) {
+        let index = currentIndex()
+        try store.read { db throws(SQLiteError) in
             try db.reading { () throws(SQLiteError) in
-                try Self.eachTrackJSON(ids: try Self.searchIDs(query: query, limit: limit, db, index: index), db, body)
+                try TrackRepository.eachJSON(ids: try Self.ids(query: query, limit: limit, db, index: index), db, body)
             }
         }
     }
@@ -75,14 +77,14 @@ extension LibraryStore {
     /// The ids `search` answers with, from FTS5 alone (`inMemoryIndex` false) or from the
     /// in-memory index where it can (true: read first when it is not current). What the tests
     /// compare.
-    func searchIDs(query: String, limit: Int, inMemoryIndex: Bool) throws(SQLiteError) -> [Int] {
+    func ids(query: String, limit: Int, inMemoryIndex: Bool) throws(SQLiteError) -> [Int] {
         var index: SearchIndex?
         if inMemoryIndex {
-            index = currentSearchIndex(startBuilding: false)
-            if index == nil { index = try buildSearchIndex() }
+            index = currentIndex(startBuilding: false)
+            if index == nil { index = try buildIndex() }
         }
-        return try read { db throws(SQLiteError) in
-            try db.reading { () throws(SQLiteError) in try Self.searchIDs(query: query, limit: limit, db, index: index) }
+        return try store.read { db throws(SQLiteError) in
+            try db.reading { () throws(SQLiteError) in try Self.ids(query: query, limit: limit, db, index: index) }
         }
     }
 
@@ -90,7 +92,7 @@ extension LibraryStore {
     /// read by id after, one prepared statement for them all). With `index` (current), a query
     /// of plain ASCII words is answered from it, and FTS5 only ranks 1 to `rankedMatchLimit`
     /// matches (bm25).
-    static func searchIDs(query: String, limit: Int, _ db: SQLiteDatabase, index: SearchIndex?) throws(SQLiteError) -> [Int] {
+    static func ids(query: String, limit: Int, _ db: SQLiteDatabase, index: SearchIndex?) throws(SQLiteError) -> [Int] {
         guard limit > 0 else { return [] }
         let words = searchWords(query)
         guard !words.isEmpty else { return [] }
@@ -138,34 +140,128 @@ extension LibraryStore {
     /// The in-memory search index when it is current (built at this generation); else nil, and
     /// a build is started in the background (`startBuilding`) unless one runs or this
     /// generation's failed.
-    func currentSearchIndex(startBuilding: Bool = true) -> SearchIndex? {
-        let now = generation
-        let (current, start): (SearchIndex?, Bool) = withSearchIndexState { state in
+    func currentIndex(startBuilding: Bool = true) -> SearchIndex? {
+        let now = store.generation
+        return store.withSearchIndexState { state in
             if let index = state.index {
-                if index.generation == now { return (index, false) }
+                if index.generation == now { return index }
                 // A stale index is let go at once: never two in memory while the next is read.
                 if index.generation < now { state.index = nil }
             }
-            guard startBuilding, !state.building, state.failedGeneration != now else { return (nil, false) }
+            guard startBuilding, !state.building, !state.stopped, state.failedGeneration != now else { return nil }
+            // Started holding the state's lock, so a stop finds the thread it is to join (the
+            // thread's first step waits for the lock). Holds the store only while a step runs: a
+            // store dropped meanwhile ends the thread. Pauses are slept a tenth of a second at a
+            // time, so a stop is seen soon.
             state.building = true
-            return (nil, true)
-        }
-        if start {
-            // Holds the store only while a step runs: a store dropped meanwhile ends the thread.
             do {
-                try NativeThread.detach(name: "search index") { [weak self] in
-                    while let pause = self?.searchIndexBuildStep() { usleep(useconds_t(min(pause / 1_000, 1_000_000))) }
+                state.builder = try NativeThread(name: "search index") { [weak owner = store] in
+                    while let pause = owner.flatMap({ SearchRepository(store: $0).buildStep() }) { usleep(useconds_t(min(pause / 1_000, 100_000))) }
                 }
             } catch {
                 // No thread: the next search asks again.
-                withSearchIndexState { $0.building = false }
+                state.building = false
             }
+            return nil
         }
-        return current
     }
 
+    /// How long the catalog must have been unchanged before the index is read: a scan writes a
+    /// chunk every fraction of a second, and an index read between two writes would be stale at once.
+    static let settleNanos: UInt64 = 300_000_000
+
+    /// Reads of the index take at most one part in this many of the wall clock: a read of 0.4 s
+    /// waits 3.6 s after the one before.
+    static let dutyCycle: UInt64 = 10
+
+    /// One step of the background build: nil when it is over (the index is current, or cannot
+    /// be built for this generation), else how long to wait before the next step. It waits until
+    /// writes settle, reads the index and publishes it when no write came in the meantime.
+    func buildStep() -> UInt64? {
+        let stopped = store.withSearchIndexState { state in
+            if state.stopped { state.building = false }
+            return state.stopped
+        }
+        if stopped { return nil }
+        let now = DispatchTime.now().uptimeNanoseconds
+        let quiet = now &- store.lastWriteNanos.load(ordering: .acquiring)
+        if quiet < Self.settleNanos { return Self.settleNanos - quiet }
+        // A library that changes every few seconds would have the index read again after each
+        // change: builds take at most a tenth of the time (FTS5 answers in between).
+        let due = store.withSearchIndexState { $0.lastBuildEnd &+ $0.lastBuildCost &* (Self.dutyCycle - 1) }
+        if now < due { return due - now }
+        let attempted = store.generation
+        let done: Bool
+        do {
+            done = try buildIndex() != nil || store.withSearchIndexState { $0.failedGeneration == attempted }
+            let end = DispatchTime.now().uptimeNanoseconds
+            store.withSearchIndexState { state in
+                state.lastBuildEnd = end
+                state.lastBuildCost = end &- now
+            }
+        } catch {
+            store.withSearchIndexState { $0.failedGeneration = attempted }
+            done = true
+        }
+        if done { store.withSearchIndexState { $0.building = false } }
+        return done ? nil : 1_000_000
+    }
+
+    /// Reads the in-memory index now and publishes it when the catalog did not change meanwhile;
+    /// returns it then (nil when a write came in: it is stale; or when it cannot be held here,
+    /// which marks this generation failed).
+    @discardableResult
+    func buildIndex() throws(SQLiteError) -> SearchIndex? {
+        let before = store.generation
+        let built = try store.read { db throws(SQLiteError) -> SearchIndex? in
+            try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS \(SearchIndex.vocabularyTable) USING fts5vocab(main, tracks_fts, instance)")
+            return try db.reading { () throws(SQLiteError) in try SearchIndex.build(db, generation: before) }
+        }
+        guard store.generation == before else { return nil }
+        return store.withSearchIndexState { state in
+            guard let built else {
+                state.failedGeneration = before
+                return nil
+            }
+            if let index = state.index, index.generation == before { return index }
+            state.index = built
+            return built
+        }
+    }
+
+    /// Search-index segments above which `compact` merges them.
+    public static let maxSegments = 4
+
+    /// Merges the search index into one segment when writes have left it in more than
+    /// `maxSegments` (each transaction that adds tracks writes a segment; FTS5's automerge keeps
+    /// several per level). A query then reads one doclist per term instead of one per segment: at
+    /// 100,000 tracks, 9 segments after a first scan made a two-word search's index work about
+    /// 560 µs of CPU, one segment 390 µs. Answers do not change. Returns the segments it merged
+    /// into one, nil when there were not more than `maxSegments`.
+    @discardableResult
+    public func compact(maxSegments: Int = Self.maxSegments) throws(SQLiteError) -> Int? {
+        try store.write { db throws(SQLiteError) in
+            let segments = try Self.segments(db)
+            guard segments > maxSegments else { return nil }
+            try db.execute("INSERT INTO tracks_fts(tracks_fts) VALUES('optimize')")
+            return segments
+        }
+    }
+
+    /// Segments of the search index now.
+    public func segments() throws(SQLiteError) -> Int {
+        try store.read { db throws(SQLiteError) in try Self.segments(db) }
+    }
+
+    static func segments(_ db: SQLiteDatabase) throws(SQLiteError) -> Int {
+        try db.queryOne("SELECT count(DISTINCT segid) FROM tracks_fts_idx") { $0.int(0) } ?? 0
+    }
+}
+
+/// The in-memory search index's state, kept by the store (one per database) under its lock.
+extension LibraryStore {
     func withSearchIndexState<T>(_ body: (inout SearchIndexState) -> T) -> T {
-        return searchIndexLock.withLock { _ in body(&searchIndexStorage) }
+        searchIndexLock.withLock { _ in body(&searchIndexStorage) }
     }
 
     /// The in-memory index's state, under its lock.
@@ -177,91 +273,23 @@ extension LibraryStore {
         /// When the last build ended and how long it took (`DispatchTime` nanoseconds).
         var lastBuildEnd: UInt64 = 0
         var lastBuildCost: UInt64 = 0
+        /// Set by `stopSearchIndexBuilds`: no build starts or goes on.
+        var stopped = false
+        /// The last build thread started: joined by `stopSearchIndexBuilds` (one that ended on
+        /// its own is let go when the next starts).
+        var builder: NativeThread?
     }
 
-    /// How long the catalog must have been unchanged before the index is read: a scan writes a
-    /// chunk every fraction of a second, and an index read between two writes would be stale at once.
-    static let searchIndexSettleNanos: UInt64 = 300_000_000
-
-    /// Reads of the index take at most one part in this many of the wall clock: a read of 0.4 s
-    /// waits 3.6 s after the one before.
-    static let searchIndexDutyCycle: UInt64 = 10
-
-    /// One step of the background build: nil when it is over (the index is current, or cannot
-    /// be built for this generation), else how long to wait before the next step. It waits until
-    /// writes settle, reads the index and publishes it when no write came in the meantime.
-    func searchIndexBuildStep() -> UInt64? {
-        let now = DispatchTime.now().uptimeNanoseconds
-        let quiet = now &- lastWriteNanos.load(ordering: .acquiring)
-        if quiet < Self.searchIndexSettleNanos { return Self.searchIndexSettleNanos - quiet }
-        // A library that changes every few seconds would have the index read again after each
-        // change: builds take at most a tenth of the time (FTS5 answers in between).
-        let due = withSearchIndexState { $0.lastBuildEnd &+ $0.lastBuildCost &* (Self.searchIndexDutyCycle - 1) }
-        if now < due { return due - now }
-        let attempted = generation
-        let done: Bool
-        do {
-            done = try buildSearchIndex() != nil || withSearchIndexState { $0.failedGeneration == attempted }
-            let end = DispatchTime.now().uptimeNanoseconds
-            withSearchIndexState { state in
-                state.lastBuildEnd = end
-                state.lastBuildCost = end &- now
-            }
-        } catch {
-            withSearchIndexState { $0.failedGeneration = attempted }
-            done = true
-        }
-        if done { withSearchIndexState { $0.building = false } }
-        return done ? nil : 1_000_000
-    }
-
-    /// Reads the in-memory index now and publishes it when the catalog did not change meanwhile;
-    /// returns it then (nil when a write came in: it is stale; or when it cannot be held here,
-    /// which marks this generation failed).
+    /// Shutdown: stops the thread that reads the in-memory index, if one runs, and waits for it
+    /// until `deadline` (monotonic ns), so no read holds the database while it is closed. True
+    /// once no build thread runs.
     @discardableResult
-    func buildSearchIndex() throws(SQLiteError) -> SearchIndex? {
-        let before = generation
-        let built = try read { db throws(SQLiteError) -> SearchIndex? in
-            try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS \(SearchIndex.vocabularyTable) USING fts5vocab(main, tracks_fts, instance)")
-            return try db.reading { () throws(SQLiteError) in try SearchIndex.build(db, generation: before) }
+    public func stopSearchIndexBuilds(deadline: UInt64) -> Bool {
+        let builder: NativeThread? = withSearchIndexState { state in
+            state.stopped = true
+            return state.builder
         }
-        guard generation == before else { return nil }
-        return withSearchIndexState { state in
-            guard let built else {
-                state.failedGeneration = before
-                return nil
-            }
-            if let index = state.index, index.generation == before { return index }
-            state.index = built
-            return built
-        }
-    }
-
-    /// Search-index segments above which `compactSearchIndex` merges them.
-    public static let maxSearchSegments = 4
-
-    /// Merges the search index into one segment when writes have left it in more than
-    /// `maxSegments` (each transaction that adds tracks writes a segment; FTS5's automerge keeps
-    /// several per level). A query then reads one doclist per term instead of one per segment: at
-    /// 100,000 tracks, 9 segments after a first scan made a two-word search's index work about
-    /// 560 µs of CPU, one segment 390 µs. Answers do not change. Returns the segments it merged
-    /// into one, nil when there were not more than `maxSegments`.
-    @discardableResult
-    public func compactSearchIndex(maxSegments: Int = LibraryStore.maxSearchSegments) throws(SQLiteError) -> Int? {
-        try write { db throws(SQLiteError) in
-            let segments = try Self.searchIndexSegments(db)
-            guard segments > maxSegments else { return nil }
-            try db.execute("INSERT INTO tracks_fts(tracks_fts) VALUES('optimize')")
-            return segments
-        }
-    }
-
-    /// Segments of the search index now.
-    public func searchIndexSegments() throws(SQLiteError) -> Int {
-        try read { db throws(SQLiteError) in try Self.searchIndexSegments(db) }
-    }
-
-    static func searchIndexSegments(_ db: SQLiteDatabase) throws(SQLiteError) -> Int {
-        try db.queryOne("SELECT count(DISTINCT segid) FROM tracks_fts_idx") { $0.int(0) } ?? 0
+        // A thread already joined (by an earlier stop) or ended is found ended at once.
+        return builder?.join(until: Monotonic(nanoseconds: deadline)) ?? true
     }
 }

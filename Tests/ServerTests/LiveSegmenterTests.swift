@@ -6,10 +6,20 @@ import Testing
 @testable import StreamHTTP
 @testable import StreamShared
 
-/// The live HLS form of a channel: published chunks cut into packed-audio segments at frame
-/// boundaries, a sliding window, discontinuities on a format change, dates and timestamps.
-@Suite struct ChannelSegmenterTests {
+/// The one live HLS segmenter: a radio channel's published chunks cut into packed-audio segments
+/// at frame boundaries, a sliding window, discontinuities on a format change, dates and
+/// timestamps; a `--live` loop's planned segments, cut where the producer says, discontinuities
+/// where it restarts, fMP4 fragments.
+@Suite struct LiveSegmenterTests {
     static let stereo44 = FrameFormat(codec: .mpeg, sampleRate: 44_100, channels: 2)
+
+    /// A segmenter as a radio channel has it: cut at 6 s, `window` listed, as many again kept.
+    static func channelSegmenter(window: Int = 6) -> LiveSegmenter {
+        var settings = LiveSegmenter.Settings()
+        settings.windowSize = window
+        settings.keptCount = window * 2
+        return LiveSegmenter(settings: settings)
+    }
 
     /// A chunk of `frames` frames of `frameBytes` bytes (each frame's bytes are its global index,
     /// so order and content can be checked) and 1152 samples each.
@@ -24,7 +34,7 @@ import Testing
     }
 
     /// Feeds `seconds` of 44.1 kHz frames in chunks of 10 frames, the wall clock keeping pace.
-    static func feed(_ segmenter: ChannelSegmenter, seconds: Double, from frame: inout Int, wall: inout Double,
+    static func feed(_ segmenter: LiveSegmenter, seconds: Double, from frame: inout Int, wall: inout Double,
                      format: FrameFormat = stereo44) {
         let frameSeconds = 1152.0 / Double(format.sampleRate)
         let frames = Int(seconds / frameSeconds)
@@ -39,7 +49,7 @@ import Testing
     }
 
     @Test func segments_areWholeFramesInOrder_upToTheTarget_withTheirTimestamp() throws {
-        let segmenter = ChannelSegmenter()
+        let segmenter = Self.channelSegmenter()
         var frame = 0, wall = 1_000_000.0
         Self.feed(segmenter, seconds: 20, from: &frame, wall: &wall)
         let playlist = try #require(segmenter.playlist())
@@ -62,7 +72,7 @@ import Testing
     }
 
     @Test func window_slides_andSegmentsStayFetchableForAWindowMore() throws {
-        let segmenter = ChannelSegmenter(windowSize: 6)
+        let segmenter = Self.channelSegmenter(window: 6)
         var frame = 0, wall = 0.0
         Self.feed(segmenter, seconds: 30 * 6.0 + 1, from: &frame, wall: &wall)
         let playlist = try #require(segmenter.playlist())
@@ -76,7 +86,7 @@ import Testing
     }
 
     @Test func formatChange_cutsAndMarksADiscontinuity_countedOnceItLeaves() throws {
-        let segmenter = ChannelSegmenter(windowSize: 3)
+        let segmenter = Self.channelSegmenter(window: 3)
         var frame = 0, wall = 0.0
         Self.feed(segmenter, seconds: 8, from: &frame, wall: &wall)
         let other = FrameFormat(codec: .mpeg, sampleRate: 48_000, channels: 2)
@@ -97,7 +107,7 @@ import Testing
     }
 
     @Test func aacSegments_areNamedAndTypedAsAAC() throws {
-        let segmenter = ChannelSegmenter()
+        let segmenter = Self.channelSegmenter()
         var frame = 0, wall = 0.0
         Self.feed(segmenter, seconds: 7, from: &frame, wall: &wall, format: FrameFormat(codec: .adts, sampleRate: 44_100, channels: 2))
         let segment = try #require(segmenter.segment(0))
@@ -106,7 +116,7 @@ import Testing
     }
 
     @Test func programDateTimes_followTheStream_andReanchorAfterAPause() throws {
-        let segmenter = ChannelSegmenter()
+        let segmenter = Self.channelSegmenter()
         var frame = 0, wall = 1_000.0
         Self.feed(segmenter, seconds: 13, from: &frame, wall: &wall)
         wall += 30   // a live source paused for 30 s
@@ -120,7 +130,7 @@ import Testing
     }
 
     @Test func programDates_countThePrerollPublishedAtOnce() throws {
-        let segmenter = ChannelSegmenter()
+        let segmenter = Self.channelSegmenter()
         // A pre-roll of 4 s in three chunks at the same moment (tracks change), then real time.
         var frame = 0
         for frames in [40, 80, 34] {
@@ -138,7 +148,7 @@ import Testing
     }
 
     @Test func finish_closesTheLastSegment_andEndsThePlaylist() throws {
-        let segmenter = ChannelSegmenter()
+        let segmenter = Self.channelSegmenter()
         var frame = 0, wall = 0.0
         Self.feed(segmenter, seconds: 8, from: &frame, wall: &wall)
         segmenter.finish()
@@ -150,10 +160,96 @@ import Testing
     }
 
     @Test func chunksWithoutTiming_areLeftOut() {
-        let segmenter = ChannelSegmenter()
+        let segmenter = Self.channelSegmenter()
         for i in 0..<100 { segmenter.append(Self.chunk(firstFrame: i * 10, frames: 10, timed: false), wall: Double(i)) }
         for i in 0..<100 { segmenter.append(Self.chunk(firstFrame: i * 10, frames: 10, format: nil), wall: Double(i)) }
         #expect(segmenter.playlist() == nil)
         #expect(segmenter.segment(0) == nil)
+    }
+
+    // MARK: A --live loop's form
+
+    /// A segmenter as a `--live` loop has it: the producer cuts, 5 listed, 20 kept, no `?v=`.
+    static func loopSegmenter(form: LiveSegmenter.Form = .packedAudio) -> LiveSegmenter {
+        var settings = LiveSegmenter.Settings()
+        settings.windowSize = 5
+        settings.keptCount = 20
+        settings.cutSeconds = nil
+        settings.versionedURIs = false
+        settings.form = form
+        return LiveSegmenter(settings: settings)
+    }
+
+    /// Feeds one planned segment of `frames` frames of 100 bytes and 1152 samples, then cuts.
+    static func feedPlanned(_ segmenter: LiveSegmenter, frames: Int, from frame: inout Int) {
+        let run = chunk(firstFrame: frame, frames: frames)
+        segmenter.append(UnsafeRawBufferPointer(start: run.base, count: run.count), frameStarts: run.frameStarts,
+                         frameSamples: run.frameSamples, format: stereo44, wall: nil)
+        segmenter.endSegment()
+        frame += frames
+    }
+
+    @Test func plannedCuts_areKept_evenPastTheTarget_andURIsCarryNoToken() throws {
+        let segmenter = Self.loopSegmenter()
+        var frame = 0
+        // 7.0 s, then 2.1 s: the producer's cuts stand, and the target rises to the longest.
+        Self.feedPlanned(segmenter, frames: 268, from: &frame)
+        Self.feedPlanned(segmenter, frames: 80, from: &frame)
+        let playlist = try #require(segmenter.playlist())
+        #expect(playlist.segments.map(\.uri) == ["seg-0.mp3", "seg-1.mp3"])
+        #expect(abs(playlist.segments[0].duration - 268 * 1152 / 44_100.0) < 1e-9)
+        #expect(playlist.targetDuration == 7, "EXT-X-TARGETDURATION covers the 7 s segment")
+        #expect(playlist.segments.allSatisfy { $0.programDateTime == nil }, "undated without a wall clock")
+        let second = try #require(segmenter.segment(1))
+        let tag = try #require(try PackedAudioTag.parse(second.bytes[...]))
+        #expect(tag.timestamp == UInt64(268 * 1152 * 90_000 / 44_100), "timestamps run on from the first segment")
+        #expect(second.bytes.count == tag.size + 80 * 100)
+    }
+
+    @Test func markedDiscontinuities_areFlagged_andCountedOnceTheyLeave() throws {
+        let segmenter = Self.loopSegmenter()
+        var frame = 0
+        // Loops of three segments: a discontinuity at every return to the start.
+        for sequence in 0..<30 {
+            if sequence % 3 == 0 { segmenter.markDiscontinuity() }
+            Self.feedPlanned(segmenter, frames: 100, from: &frame)
+        }
+        let playlist = try #require(segmenter.playlist())
+        #expect(playlist.mediaSequence == 25 && playlist.segments.count == 5)
+        #expect(playlist.segments.map(\.discontinuity) == [false, false, true, false, false], "sequence 27 starts a loop")
+        #expect(playlist.discontinuitySequence == 8, "loops began at 3, 6, ..., 24 before the window")
+        #expect(try #require(segmenter.segment(0 + 10)).sequence == 10, "20 segments stay fetchable")
+        #expect(segmenter.segment(9) == nil)
+        #expect(segmenter.segment(30) == nil, "no segment from the future")
+        #expect(segmenter.completedCount == 30)
+        #expect(try #require(segmenter.segment(0 + 10)).discontinuity == false)
+    }
+
+    @Test func fmp4Form_writesFragmentsWithRunningDecodeTimesAndSequenceNumbers() throws {
+        let initSegment: [UInt8] = [0, 0, 0, 8, 0x66, 0x74, 0x79, 0x70]
+        let segmenter = Self.loopSegmenter(form: .fragmentedMP4(initSegment: initSegment))
+        let format = FrameFormat(codec: .adts, sampleRate: 44_100, channels: 2)
+        var ticks = 0
+        for sizes in [[300, 310, 320], [330, 340]] {
+            let bytes = sizes.enumerated().flatMap { [UInt8](repeating: UInt8($0.offset), count: $0.element) }
+            var starts: [Int] = [], at = 0
+            for size in sizes { starts.append(at); at += size }
+            bytes.withUnsafeBytes {
+                segmenter.append($0, frameStarts: starts, frameSamples: [Int](repeating: 1024, count: sizes.count), format: format,
+                                 wall: nil)
+            }
+            segmenter.endSegment()
+            let segment = try #require(segmenter.segment(segmenter.completedCount - 1))
+            #expect(segment.fileExtension == "m4s" && segment.contentType == "audio/mp4")
+            let fragment = try MP4Fragment.parse(moof: segment.bytes[...], at: 0, trackID: 1, defaults: nil)
+            #expect(fragment.sequenceNumber == segment.sequence + 1, "mfhd counts from 1")
+            #expect(fragment.baseMediaDecodeTime == ticks, "tfdt is the stream's time in timescale ticks")
+            #expect(fragment.samples.map(\.size) == sizes && fragment.samples.allSatisfy { $0.duration == 1024 })
+            #expect(Array(segment.bytes.suffix(bytes.count)) == bytes, "the samples follow the moof and mdat header")
+            ticks += 1024 * sizes.count
+        }
+        #expect(segmenter.initSegment == initSegment)
+        let playlist = try #require(segmenter.playlist())
+        #expect(playlist.mapURI == "init.mp4" && playlist.segments.map(\.uri) == ["seg-0.m4s", "seg-1.m4s"])
     }
 }
