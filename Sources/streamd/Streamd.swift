@@ -200,7 +200,7 @@ extension Serve {
         let logger = makeLogger()
         let library = try openLibrary(logger: logger)
         let scanner = try makeScanner(library.catalog)
-        let hlsService = try makeHLS(library.catalog, logger: logger)
+        let hlsService = try makeHLS(library.catalog)
         let radio = try makeRadio(library.catalog, logger: logger)
         let router = Router(resolver: library.catalog.resolver, catalog: library.catalog, hls: hlsService,
                             framing: contentLength ? .contentLength : .chunked, radio: radio)
@@ -278,8 +278,7 @@ extension Serve {
     }
 
     /// The HLS routes and `--live` loops (started by the lifecycle); nil with `--no-hls`.
-    func makeHLS(_ catalog: Catalog, logger: Logger) throws -> HLSService? {
-        let warnLogger = logger
+    func makeHLS(_ catalog: Catalog) throws -> HLSService? {
         var hlsService: HLSService?
         if hls {
             var sources: [HLSLiveSource] = []
@@ -287,7 +286,8 @@ extension Serve {
                 guard let eq = spec.firstIndex(of: "=") else { continue }
                 let name = String(spec[..<eq]), path = String(spec[spec.index(after: eq)...])
                 do {
-                    sources.append(try HLSLiveSource(name: name, path: path, analyzer: catalog.analyzer) { warnLogger.warning("\($0)") })
+                    sources.append(try HLSLiveSource(name: name, path: path, analyzer: catalog.analyzer,
+                                                 logger: Logger(label: "streamd.hls")))
                 } catch {
                     throw exitLine("--live \(name): \(path): \(error)")
                 }
