@@ -17,7 +17,7 @@ public final class Router: Sendable {
     let playlists: PlaylistRoutes
     /// The browse, search and cover API over the catalog database, and its playlists.
     let library: LibraryRoutes
-    /// The playlist files found in the music folder (its `warn` logs dropped entries).
+    /// The playlist files found in the music folder (its `logger` takes dropped entries).
     public var playlistFolder: PlaylistFolder { playlists.folder }
     /// The radio channels; nil when none is configured.
     public let radio: RadioService?
