@@ -28,6 +28,9 @@ demo: deps media release
 
 # The log is kept in .build/test.log; on failure the failed tests and a crashed thread's frames
 # are printed last (scripts/test-failures.sh), where CI's tail shows them.
+# Expected time after the build: within 240 s on 2 idle cores (about 330 s of CPU), plus the
+# fuzz smoke run. Tests that wait (the end-to-end ones) run on threads of their own, six at a time
+# (STREAM_TEST_WIDTH=N to change); STREAM_TEST_TIMES=1 prints each one's own time ("test-time").
 test: deps media
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	@mkdir -p .build

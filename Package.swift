@@ -14,7 +14,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // 1.16.2: LogHandler.log(event:) (streamd package's handler).
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-atomics", from: "1.2.0"),
     ],
     targets: [
@@ -43,7 +44,10 @@ let package = Package(
         // Linux headers (epoll, eventfd, sendfile) that the Glibc module does not expose.
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
 
-        .target(name: "StreamShared", path: "Sources/Shared"),
+        // CLinux for the one thread type's name (pthread_setname_np).
+        .target(name: "StreamShared", dependencies: ["CLinux"], path: "Sources/Shared"),
+        // The stderr log handler both programs bootstrap swift-log with (no Foundation).
+        .target(name: "StreamLog", dependencies: [.product(name: "Logging", package: "swift-log")], path: "Sources/Log"),
         // The decoders (libmpg123, libfaad2) and the resampler (libsoxr), wrapped once, for
         // streamplay's pipeline and streamd's transcoding radio channels alike.
         .target(name: "StreamAudio", dependencies: ["StreamShared", "CMPG123", "CFAAD", "CSoxr"], path: "Sources/Audio"),
@@ -55,12 +59,14 @@ let package = Package(
                                .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Server/HTTP"),
         .target(name: "StreamLibrary",
-                dependencies: ["StreamHTTP", "StreamShared", "CLinux", "CSQLite", .product(name: "Atomics", package: "swift-atomics")],
+                dependencies: ["StreamHTTP", "StreamShared", "CLinux", "CSQLite", .product(name: "Atomics", package: "swift-atomics"),
+                               .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Server/Library"),
-        .target(name: "StreamHLS", dependencies: ["StreamHTTP", "StreamLibrary", "StreamShared"], path: "Sources/Server/HLS"),
+        .target(name: "StreamHLS", dependencies: ["StreamHTTP", "StreamLibrary", "StreamShared", .product(name: "Logging", package: "swift-log")],
+                path: "Sources/Server/HLS"),
         .target(name: "StreamRadio",
                 dependencies: ["StreamHTTP", "StreamLibrary", "StreamHLS", "StreamShared", "StreamAudio", "CLinux", "CLAME",
-                               .product(name: "Atomics", package: "swift-atomics")],
+                               .product(name: "Atomics", package: "swift-atomics"), .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Server/Radio"),
         .target(name: "StreamServer",
                 dependencies: ["StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamShared", "StreamAudio", "CLinux",
@@ -68,15 +74,16 @@ let package = Package(
                 path: "Sources/Server/Routes"),
         .target(name: "StreamClient",
                 dependencies: ["StreamShared", "StreamAudio", "CALSA", "CCurl", "CSonic", "CLinux",
-                               .product(name: "Atomics", package: "swift-atomics")],
+                               .product(name: "Atomics", package: "swift-atomics"), .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Client"),
         .executableTarget(name: "streamd",
                           dependencies: ["StreamServer", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamShared", "CLinux",
-                                         .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                                         "StreamLog", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                          .product(name: "Logging", package: "swift-log")],
                           path: "Sources/streamd"),
         // No ArgumentParser: on Linux it links FoundationEssentials (2.4 MB of RSS in every run).
-        .executableTarget(name: "streamplay", dependencies: ["StreamClient"], path: "Sources/streamplay"),
+        .executableTarget(name: "streamplay", dependencies: ["StreamClient", "StreamLog", .product(name: "Logging", package: "swift-log")],
+                          path: "Sources/streamplay"),
 
         // Bench only: the GPL peer (rubberband) and the program bench/dsp.sh drives.
         .target(name: "DSPPeers", dependencies: ["CRubberBand", "StreamClient", "StreamAudio"], path: "Sources/DSPPeers"),
@@ -88,7 +95,8 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "SharedTests", dependencies: ["StreamShared", "TestSupport"], path: "Tests/SharedTests"),
         .testTarget(name: "ServerTests", dependencies: ["StreamServer", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio",
-                                                       "StreamShared", "StreamAudio", "TestSupport"], path: "Tests/ServerTests"),
+                                                       "StreamShared", "StreamAudio", "TestSupport",
+                                                       .product(name: "Logging", package: "swift-log")], path: "Tests/ServerTests"),
         .testTarget(name: "ClientTests", dependencies: ["StreamClient", "StreamShared", "StreamAudio", "TestSupport"],
                     path: "Tests/ClientTests"),
         .testTarget(name: "EndToEndTests", dependencies: ["StreamShared", "TestSupport"], path: "Tests/EndToEndTests"),

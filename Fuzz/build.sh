@@ -38,18 +38,19 @@ module() {
 }
 
 mapfile -t shared < <(find Sources/Shared -name '*.swift' | sort)
-module StreamShared "${shared[@]}"
+# CLinux: the thread type (Shared/System) names its threads with pthread_setname_np.
+module StreamShared -I Sources/CLinux -- "${shared[@]}"
 # The decoders (libmpg123, libfaad2, libsoxr wrappers) for the channel decode path: the C
 # libraries are not instrumented, so coverage guides through our Swift around them.
 mapfile -t audio < <(find Sources/Audio -name '*.swift' | sort)
-AUDIO_C=(-I Sources/CMPG123 -I Sources/CFAAD -I Sources/CSoxr)
+AUDIO_C=(-I Sources/CMPG123 -I Sources/CFAAD -I Sources/CSoxr -I Sources/CLinux)
 # It imports StreamShared: a rebuilt StreamShared means a rebuilt StreamAudio.
 if [[ -e $OUT/StreamAudio.o && $OUT/StreamShared.o -nt $OUT/StreamAudio.o ]]; then rm -f "$OUT/StreamAudio.o"; fi
 module StreamAudio "${AUDIO_C[@]}" -- "${audio[@]}"
 # The channel's MP3 encoder (libmp3lame's one wrapper), which runs in streamd on samples a
 # decode worker made from a file: one file of Sources/Server, with the CLAME module map.
 if [[ -e $OUT/StreamEncoder.o && $OUT/StreamShared.o -nt $OUT/StreamEncoder.o ]]; then rm -f "$OUT/StreamEncoder.o"; fi
-module StreamEncoder -I Sources/CLAME -- Sources/Server/Radio/LAMEEncoder.swift
+module StreamEncoder -I Sources/CLAME -I Sources/CLinux -- Sources/Server/Radio/LAMEEncoder.swift
 # The HTTP request and range parsers: the top-level files of Sources/Server/HTTP (StreamHTTP)
 # but the response writer, which opens files through its System folder; the loops, the system
 # calls and the responses live in subfolders. Whatever parser files the folder gains or loses,
@@ -57,7 +58,7 @@ module StreamEncoder -I Sources/CLAME -- Sources/Server/Radio/LAMEEncoder.swift
 mapfile -t http < <(find Sources/Server/HTTP -maxdepth 1 -name '*.swift' ! -name 'HTTPResponse*' | sort)
 # The request parser reads its field lines with StreamShared's reader: rebuilt with it.
 if [[ -e $OUT/StreamHTTP.o && $OUT/StreamShared.o -nt $OUT/StreamHTTP.o ]]; then rm -f "$OUT/StreamHTTP.o"; fi
-module StreamHTTP "${http[@]}"
+module StreamHTTP -I Sources/CLinux -- "${http[@]}"
 
 mapfile -t harness < <(find Fuzz/Targets -name '*.swift' | sort)
 if stale "$OUT/streamfuzz" "${harness[@]}" "$OUT/StreamShared.o" "$OUT/StreamAudio.o" "$OUT/StreamEncoder.o" "$OUT/StreamHTTP.o"; then

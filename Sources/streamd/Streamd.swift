@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import StreamLog
 import StreamServer
 import StreamShared
 import CLinux
@@ -49,8 +50,11 @@ struct Serve: ParsableCommand {
     @Option(help: "Seconds an idle keep-alive connection is kept open.")
     var idleTimeout: Double = 30
 
-    @Flag(help: "No access log.")
+    @Flag(help: "Warnings and errors only: no access log, no progress lines.")
     var quiet = false
+
+    @Flag(help: "Debug lines too.")
+    var verbose = false
 
     @Flag(inversion: .prefixedNo, help: "Serve HLS playlists and segments under /hls/ (on by default).")
     var hls = true
@@ -186,6 +190,7 @@ extension Serve {
         if let decodeWorker, decodeWorker.isEmpty { throw ValidationError("--decode-worker needs a program") }
         if let scanChunk, !(1...1_000_000).contains(scanChunk) { throw ValidationError("--scan-chunk must be 1...1000000") }
         if let maxWatches, maxWatches < 1 { throw ValidationError("--max-watches must be at least 1") }
+        if quiet && verbose { throw ValidationError("--quiet and --verbose exclude each other") }
     }
 
     func run() throws {
@@ -195,22 +200,21 @@ extension Serve {
         let logger = makeLogger()
         let library = try openLibrary(logger: logger)
         let scanner = try makeScanner(library.catalog)
-        let hlsService = try makeHLS(library.catalog, logger: logger)
+        let hlsService = try makeHLS(library.catalog)
         let radio = try makeRadio(library.catalog, logger: logger)
         let router = Router(resolver: library.catalog.resolver, catalog: library.catalog, hls: hlsService,
                             framing: contentLength ? .contentLength : .chunked, radio: radio)
-        router.playlistFolder.warn = { logger.warning("\($0)") }
+        router.playlistFolder.logger = Logger(label: "streamd.library")
         let server = makeServer(router, catalog: library.catalog, logger: logger)
         let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, hls: hlsService,
-                                        store: library.store) { logger.warning("\($0)") }
+                                        store: library.store, logger: logger)
         // Signals are taken synchronously by this thread: blocked before any thread starts.
         var signals = Self.blockedSignals()
         let bound: Int
         do {
             bound = try lifecycle.start()
         } catch {
-            FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw exitLine("\(error)")
         }
         let shownHost = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
         // Unbuffered, so a parent process reading the pipe sees the line at once.
@@ -222,23 +226,23 @@ extension Serve {
 
 /// The steps of `Serve.run`, each building one part of the server from the options.
 extension Serve {
+    /// Sets up logging once for the process: every logger (one label per module: "streamd",
+    /// "streamd.library", "streamd.radio", "streamd.http") writes to stderr at the level the flags
+    /// say (--quiet: warnings, --verbose: debug, else info).
     func makeLogger() -> Logger {
+        let level: Logger.Level = quiet ? .warning : verbose ? .debug : .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .info
+            handler.logLevel = level
             return handler
         }
-        var logger = Logger(label: "streamd")
-        logger.logLevel = quiet ? .warning : .info
-        return logger
+        return Logger(label: "streamd")
     }
 
     /// The folder, its catalog database and the catalog over it.
     func openLibrary(logger: Logger) throws -> (catalog: Catalog, store: LibraryStore, databasePath: String) {
-        let warnLogger = logger
         guard let resolver = PathResolver(folder: folder) else {
-            FileHandle.standardError.write(Data("streamd: no such folder: \(folder)\n".utf8))
-            throw ExitCode(1)
+            throw exitLine("no such folder: \(folder)")
         }
         var analyzerSettings = IsolatedAnalyzer.Settings()
         analyzerSettings.timeoutSeconds = analyzeTimeout
@@ -247,14 +251,12 @@ extension Serve {
             ?? LibraryStore.defaultPath(forFolder: resolver.root, environment: ProcessInfo.processInfo.environment)
         let store: LibraryStore
         do {
-            store = try LibraryStore(path: databasePath, folder: resolver.root) { warnLogger.warning("\($0)") }
+            store = try LibraryStore(path: databasePath, folder: resolver.root, logger: Logger(label: "streamd.library"))
         } catch {
-            FileHandle.standardError.write(Data("streamd: --db \(databasePath): \(error)\n".utf8))
-            throw ExitCode(1)
+            throw exitLine("--db \(databasePath): \(error)")
         }
         let catalog = Catalog(resolver: resolver, store: store, analyzer: IsolatedAnalyzer(settings: analyzerSettings))
-        catalog.warn = { warnLogger.warning("\($0)") }
-        catalog.info = { warnLogger.info("\($0)") }
+        catalog.logger = Logger(label: "streamd.library")
         catalog.indexAheadSeconds = indexAhead > 0 ? indexAhead : nil
         if let scanChunk { catalog.chunkSize = scanChunk }
         // The database may sit inside the folder when asked to: the scan leaves it out.
@@ -270,15 +272,13 @@ extension Serve {
         do {
             scanner = try CatalogScanner(catalog: catalog, rescanInterval: rescanInterval, maxWatches: maxWatches)
         } catch {
-            FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw exitLine("\(error)")
         }
         return scanner
     }
 
     /// The HLS routes and `--live` loops (started by the lifecycle); nil with `--no-hls`.
-    func makeHLS(_ catalog: Catalog, logger: Logger) throws -> HLSService? {
-        let warnLogger = logger
+    func makeHLS(_ catalog: Catalog) throws -> HLSService? {
         var hlsService: HLSService?
         if hls {
             var sources: [HLSLiveSource] = []
@@ -286,10 +286,10 @@ extension Serve {
                 guard let eq = spec.firstIndex(of: "=") else { continue }
                 let name = String(spec[..<eq]), path = String(spec[spec.index(after: eq)...])
                 do {
-                    sources.append(try HLSLiveSource(name: name, path: path, analyzer: catalog.analyzer) { warnLogger.warning("\($0)") })
+                    sources.append(try HLSLiveSource(name: name, path: path, analyzer: catalog.analyzer,
+                                                 logger: Logger(label: "streamd.hls")))
                 } catch {
-                    FileHandle.standardError.write(Data("streamd: --live \(name): \(path): \(error)\n".utf8))
-                    throw ExitCode(1)
+                    throw exitLine("--live \(name): \(path): \(error)")
                 }
             }
             hlsService = HLSService(catalog: catalog, cacheBytes: hlsCacheMb << 20, live: sources)
@@ -299,14 +299,13 @@ extension Serve {
 
     /// The radio channels, fallbacks and relays; nil when none is configured.
     func makeRadio(_ catalog: Catalog, logger: Logger) throws -> RadioService? {
-        let warnLogger = logger
+        let radioLogger = Logger(label: "streamd.radio")
         var radio: RadioService?
         var password = sourcePassword
         if let path = sourcePasswordFile {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8),
                   let line = text.split(whereSeparator: \.isNewline).first, !line.isEmpty else {
-                FileHandle.standardError.write(Data("streamd: --source-password-file \(path): cannot read a password from it\n".utf8))
-                throw ExitCode(1)
+                throw exitLine("--source-password-file \(path): cannot read a password from it")
             }
             password = String(line)
         }
@@ -318,20 +317,19 @@ extension Serve {
             settings.ringBytes = max(settings.ringBytes, settings.burstBytes * 2)
             settings.listenerLagSeconds = listenerLag
             if let decodeWorker { settings.decodeWorker.executable = decodeWorker }
-            let service = RadioService(settings: settings) { warnLogger.warning("\($0)") }
+            let service = RadioService(settings: settings, logger: radioLogger)
             for text in channel {
                 do {
                     let spec = try ChannelSpec.parse(text)
                     // The channel's files must be in the catalog before it plays: they are
                     // brought up to date now (the rest of the library is scanned after start).
                     catalog.refresh(path: spec.path)
-                    let plan = try ChannelTracks.resolve(spec, catalog: catalog) { warnLogger.warning("\($0)") }
+                    let plan = try ChannelTracks.resolve(spec, catalog: catalog, logger: radioLogger)
                     try service.addPlaylist(name: spec.name, plan: plan, shuffle: spec.shuffle)
                     let how = plan.transcodes ? ", transcoded to MP3 \(plan.format.sampleRate) Hz \(plan.format.kbps) kbit/s" : ""
-                    logger.info("channel \(spec.name): \(plan.tracks.count) tracks at /radio/\(spec.name)\(how)")
+                    radioLogger.info("channel \(spec.name): \(plan.tracks.count) tracks at /radio/\(spec.name)\(how)")
                 } catch {
-                    FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
-                    throw ExitCode(1)
+                    throw exitLine("\(error)")
                 }
             }
             for text in fallback {
@@ -339,20 +337,17 @@ extension Serve {
                     let pair = try ChannelPair.parse(text, option: "--fallback")
                     try service.addFallback(name: pair.name, other: pair.other)
                 } catch {
-                    FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
-                    throw ExitCode(1)
+                    throw exitLine("\(error)")
                 }
             }
             for text in relay {
                 guard let eq = text.firstIndex(of: "="), RadioChannel.isValidName(String(text[..<eq])) else {
-                    FileHandle.standardError.write(Data("streamd: --relay takes NAME=URL, got '\(text)'\n".utf8))
-                    throw ExitCode(2)
+                    throw exitLine("--relay takes NAME=URL, got '\(text)'", status: 2)
                 }
                 do {
                     try service.addRelay(name: String(text[..<eq]), url: String(text[text.index(after: eq)...]))
                 } catch {
-                    FileHandle.standardError.write(Data("streamd: \(error)\n".utf8))
-                    throw ExitCode(1)
+                    throw exitLine("\(error)")
                 }
             }
             radio = service
@@ -373,7 +368,7 @@ extension Serve {
         config.accessLog = !quiet
         // Of the 5 s a shutdown may take, responses under way get 3 to finish.
         config.shutdownGrace = 3
-        let server = HTTPServer(configuration: config, logger: logger, handler: router.handle)
+        let server = HTTPServer(configuration: config, logger: Logger(label: "streamd.http"), handler: router.handle)
         // Set before the loops start (they read it): the scanner's fields, then the connections.
         let scannerFields = catalog.statusExtras
         catalog.statusExtras = { [weak server] status in
@@ -432,8 +427,7 @@ struct Package: ParsableCommand {
 extension Package {
     func run() throws {
         guard let resolver = PathResolver(folder: folder) else {
-            FileHandle.standardError.write(Data("streamd: no such folder: \(folder)\n".utf8))
-            throw ExitCode(1)
+            throw exitLine("no such folder: \(folder)")
         }
         let catalog: Catalog
         do {
@@ -441,20 +435,20 @@ extension Package {
             if let analyzeWorker, !analyzeWorker.isEmpty { settings.executable = analyzeWorker }
             catalog = try Catalog(resolver: resolver, analyzer: IsolatedAnalyzer(settings: settings))
         } catch {
-            FileHandle.standardError.write(Data("streamd: package: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw exitLine("package: \(error)")
         }
-        catalog.warn = { FileHandle.standardError.write(Data("streamd: \($0)\n".utf8)) }
+        LoggingSystem.bootstrap { _ in PrefixLogHandler(prefix: "streamd: ", logLevel: quiet ? .warning : .info) }
+        // The catalog's warnings only (files skipped): its scan progress is the serve command's.
+        catalog.logger = Logger(label: "streamd.library")
+        catalog.logger.logLevel = .warning
+        let logger = Logger(label: "streamd.hls")
         catalog.scan()
         do {
-            let report = try HLSPackager.package(catalog: catalog, out: out) { line in
-                if !quiet { FileHandle.standardError.write(Data("streamd: \(line)\n".utf8)) }
-            }
+            let report = try HLSPackager.package(catalog: catalog, out: out, logger: logger)
             print("packaged \(report.tracks) tracks, \(report.segments) segments, \(report.bytes) bytes into \(out)")
             if report.skipped > 0 { print("skipped \(report.skipped) tracks (see stderr)") }
         } catch {
-            FileHandle.standardError.write(Data("streamd: package: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw exitLine("package: \(error)")
         }
     }
 }
@@ -498,4 +492,11 @@ extension DecodeWorkerCommand {
         let status = DecodeWorker.run(faultSpec: fault)
         if status != 0 { throw ExitCode(status) }
     }
+}
+
+/// A command that cannot go on says why in one line ("streamd: " and the cause, unbuffered on
+/// stderr, whatever the log level) and exits with `status`: the command's answer, not a log line.
+func exitLine(_ message: String, status: Int32 = 1) -> ExitCode {
+    FileHandle.standardError.write(Data("streamd: \(message)\n".utf8))
+    return ExitCode(status)
 }

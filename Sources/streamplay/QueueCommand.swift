@@ -1,4 +1,5 @@
 import Glibc
+import Logging
 import StreamClient
 import StreamShared
 
@@ -37,25 +38,25 @@ extension StreamPlay {
     /// Plays the queue; returns (exit 0) when at least one track played, else exits with the
     /// status of the last failure.
     func runQueue(_ expansion: QueueSources.Expansion, output sink: AudioOutput, options: PlayerOptions,
-                  log: (@Sendable (String) -> Void)?) {
-        for warning in expansion.warnings { Self.stderrLine("streamplay: " + warning) }
+                  log: Logger?) {
+        let logger = Logger(label: "streamplay.queue")
+        for warning in expansion.warnings { logger.warning("\(warning)") }
         guard !expansion.tracks.isEmpty else { Self.fail("streamplay: queue: nothing to play", code: 1) }
         let queue = PlayQueue(count: expansion.tracks.count, shuffle: shuffle, seed: seed,
                               loop: LoopMode(rawValue: loop) ?? .off, startTrack: startTrack ?? 1)
         let output = QueueOutput(sink, reopensOnFormatChange: sink.isRealtime)
-        let player = QueuePlayer(urls: expansion.tracks, queue: queue, output: output, options: options, log: log)
+        let player = QueuePlayer(urls: expansion.tracks, queue: queue, output: output, options: options, logger: log)
         let terminal = TerminalUI(queue: player, enabled: isatty(0) == 1 && isatty(1) == 1 && (sink.isRealtime || realtime))
         terminal.start()
-        let verbose = self.verbose
         let results = player.run { event in
             switch event {
             case let .started(number, count, url):
-                if verbose { Self.stderrLine("streamplay: queue: started \(number)/\(count) \(url)") }
+                logger.debug("queue: started \(number)/\(count) \(url)")
             case let .ended(number, url, stats):
-                if verbose { Self.stderrLine("streamplay: queue: ended \(number) \(url) (\(stats.framesOut) frames)") }
-                for warning in stats.warnings { Self.stderrLine("streamplay: warning: \(url): " + warning) }
+                logger.debug("queue: ended \(number) \(url) (\(stats.framesOut) frames)")
+                for warning in stats.warnings { logger.warning("warning: \(url): \(warning)") }
             case let .skipped(number, url, reason):
-                Self.stderrLine("streamplay: skipped \(number)/\(expansion.tracks.count) \(url): \(reason)")
+                logger.warning("skipped \(number)/\(expansion.tracks.count) \(url): \(reason)")
             }
         }
         terminal.stop()

@@ -1,5 +1,7 @@
 import Glibc
+import Logging
 import StreamClient
+import StreamLog
 import StreamShared
 
 /// streamplay: plays (and describes) an audio stream.
@@ -162,16 +164,15 @@ extension StreamPlay {
                 Self.fail("streamplay: cache: \(error)", code: 1)
             }
         }
-        var log: (@Sendable (String) -> Void)?
-        if verbose {
-            log = { message in Self.stderrLine("streamplay: " + message) }
-        }
+        let logger = Logger(label: "streamplay.player")
+        // The player's component-tagged diagnostics are debug lines: made only with --verbose.
+        let log = verbose ? logger : nil
         if let queue = queueTracks(http: options.http) {
             return runQueue(queue, output: sink, options: options, log: log)
         }
         let player: Player
         do {
-            player = try Player(url: source, output: sink, options: options, log: log)
+            player = try Player(url: source, output: sink, options: options, logger: log)
         } catch {
             Self.fail("streamplay: \(error)", code: 1)
         }
@@ -180,7 +181,7 @@ extension StreamPlay {
         let outcome = Result { () throws(PlaybackError) -> PlayerStats in try player.run() }
         terminal.stop()
         for warning in (try? outcome.get())?.warnings ?? player.lastStats?.warnings ?? [] {
-            Self.stderrLine("streamplay: warning: " + warning)
+            logger.warning("warning: \(warning)")
         }
         switch outcome {
         case .success(let result):
@@ -199,7 +200,7 @@ extension StreamPlay {
                 print(try HLSInfo.json(url: source, options: options))
             } else if source.contains("://") {
                 let (analysis, bytesRead) = try TrackInfo.analyze(url: source)
-                if verbose { Self.stderrLine("streamplay: source: --info read \(bytesRead) bytes through Range requests") }
+                Logger(label: "streamplay.source").debug("source: --info read \(bytesRead) bytes through Range requests")
                 print(TrackInfo.json(analysis))
             } else {
                 print(TrackInfo.json(try TrackInfo.analyze(path: source)))
@@ -218,6 +219,7 @@ extension StreamPlay {
             case .help:
                 print(commandLine.help)
             case .run(let command):
+                command.bootstrapLogging()
                 try command.validate()
                 try command.run()
             }
@@ -231,6 +233,13 @@ extension StreamPlay {
         } catch {
             fail("Error: \(error)", code: 1)
         }
+    }
+
+    /// Sets up logging once for the process: "streamplay: " and the message on stderr, debug
+    /// lines with --verbose, else info and above (warnings, skipped queue tracks).
+    func bootstrapLogging() {
+        let level: Logger.Level = verbose ? .debug : .info
+        LoggingSystem.bootstrap { _ in PrefixLogHandler(prefix: "streamplay: ", logLevel: level) }
     }
 
     static func stderrLine(_ message: String) {

@@ -1,6 +1,7 @@
 import Glibc
 import StreamClient
 import StreamShared
+import Synchronization
 
 /// The interactive terminal: a status line and single-key commands (space pause, ←/→ seek
 /// ±10 s, +/- volume, [/] rate, {/} pitch, q quit). Off when stdin/stdout are not a terminal.
@@ -12,7 +13,7 @@ final class TerminalUI: @unchecked Sendable {
     private let enabled: Bool
     private var saved = termios()
     private var running = false
-    private let stopFlag = ConditionLock()
+    private let stopFlag = Mutex(())
     private var stopped = false
     /// A key's answer shown in the status line until then ("live stream: cannot seek").
     private var notice: (text: String, until: Monotonic)?
@@ -48,13 +49,13 @@ final class TerminalUI: @unchecked Sendable {
 
     func stop() {
         guard running else { return }
-        stopFlag.withLock { stopped = true }
+        stopFlag.withLock { _ in stopped = true }
         tcsetattr(0, TCSANOW, &saved)
         Self.write("\n")
         running = false
     }
 
-    private var isStopped: Bool { stopFlag.withLock { stopped } }
+    private var isStopped: Bool { stopFlag.withLock { _ in stopped } }
 
     private func readKeys() {
         var escape: [UInt8] = []
@@ -69,7 +70,7 @@ final class TerminalUI: @unchecked Sendable {
                         if player.canSeek {
                             player.seek(by: arrow)
                         } else {
-                            stopFlag.withLock { notice = ("live stream: cannot seek", Monotonic.now.adding(seconds: 3)) }
+                            stopFlag.withLock { _ in notice = ("live stream: cannot seek", Monotonic.now.adding(seconds: 3)) }
                         }
                     }
                     escape.removeAll()
@@ -110,7 +111,7 @@ final class TerminalUI: @unchecked Sendable {
             let state = player.isPaused ? "paused " : "playing"
             let live = player.liveStream
             let length = live != nil ? "live" : duration.map(Self.clock) ?? "?:??"
-            let shown = stopFlag.withLock { () -> String? in
+            let shown = stopFlag.withLock { (_) -> String? in
                 guard let notice, Monotonic.now.seconds(since: notice.until) < 0 else { return nil }
                 return notice.text
             }

@@ -8,7 +8,7 @@ import TestSupport
 
 /// streamplay's own HTTP/1.1 client against scripted loopback servers: every framing, redirects,
 /// keep-alive, and a typed error for every malformed or broken answer.
-@Suite(.serialized) struct HTTPClientTests {
+@Suite(.serialized, .ownThreads) struct HTTPClientTests {
     static func client() -> HTTPClient { HTTPClient(userAgent: "test", connectTimeout: 2, readTimeout: 2) }
 
     static func body(_ server: FakeHTTPServer, path: String = "/a", client: HTTPClient = client(),

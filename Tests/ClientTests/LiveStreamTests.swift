@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import StreamClient
 import StreamShared
 
 /// The radio client's pieces between the transport and the decoder: what makes a response a
 /// live stream, the body with its ICY blocks taken out, and the player's title events.
-@Suite struct LiveStreamTests {
+@Suite(.ownThreads) struct LiveStreamTests {
     @Test func shoutcastStatusLine_isALiveStream() throws {
         let info = try #require(try LiveStreamInfo.detect(statusLine: "ICY 200 OK", headers: [("icy-metaint", "8192")]))
         #expect(info.metaint == 8192)
@@ -48,7 +49,7 @@ import StreamShared
         let stream = Self.icyStream(audio, metaint: 100, title: "Artist - Title")
         let throttle = Throttle(capacity: 65_536)
         let state = LiveStreamState()
-        let body = try LiveBody(info: LiveStreamInfo(metaint: 100), state: state, droppedAt: nil, log: nil)
+        let body = try LiveBody(info: LiveStreamInfo(metaint: 100), state: state, droppedAt: nil, logger: nil)
         var offset = 0
         while offset < stream.count {
             let end = min(stream.count, offset + 37)
@@ -66,7 +67,7 @@ import StreamShared
         let throttle = Throttle(capacity: 65_536)
         let now = Monotonic.now
         let dropped = Monotonic(nanoseconds: now.nanoseconds - min(now.nanoseconds, 250_000_000))
-        let body = try LiveBody(info: LiveStreamInfo(), state: state, droppedAt: dropped, log: nil)
+        let body = try LiveBody(info: LiveStreamInfo(), state: state, droppedAt: dropped, logger: nil)
         #expect(state.gapsMilliseconds.isEmpty)
         _ = try [1, 2, 3].withUnsafeBytes { try body.write($0, to: throttle, generation: throttle.currentGeneration) }
         _ = try [4].withUnsafeBytes { try body.write($0, to: throttle, generation: throttle.currentGeneration) }
@@ -77,7 +78,7 @@ import StreamShared
     @Test func liveBody_blockThatIsNotMetadata_isTypedError() throws {
         let state = LiveStreamState()
         let throttle = Throttle(capacity: 65_536)
-        let body = try LiveBody(info: LiveStreamInfo(metaint: 4), state: state, droppedAt: nil, log: nil)
+        let body = try LiveBody(info: LiveStreamInfo(metaint: 4), state: state, droppedAt: nil, logger: nil)
         // After 4 audio bytes a length byte of 1 and 16 bytes of binary audio.
         let stream: [UInt8] = [9, 9, 9, 9, 1, 0xFF, 0xFB, 0x90, 0x01, 0x02] + [UInt8](repeating: 0x11, count: 11)
         #expect(throws: ICYStreamError.self) {
@@ -104,8 +105,8 @@ import StreamShared
         #expect(await events.value == ["One", "Two"])
         #expect(player.streamTitle == "Two")
         #expect(player.playedTags?.title == "Two", "the queue's status line shows the stream title")
-        let titles = player.commands.withLock { player.statsStorage.titles }
+        let titles = player.commands.withLock { _ in player.statsStorage.titles }
         #expect(titles == [StreamTitleChange(atSeconds: 1.5, title: "One"), StreamTitleChange(atSeconds: 2.5, title: "Two")])
-        #expect(player.commands.withLock { player.statsStorage.json }.contains(#""titles":[{"at_s":1.5,"title":"One"},{"at_s":2.5,"title":"Two"}]"#))
+        #expect(player.commands.withLock { _ in player.statsStorage.json }.contains(#""titles":[{"at_s":1.5,"title":"One"},{"at_s":2.5,"title":"Two"}]"#))
     }
 }

@@ -92,7 +92,7 @@ enum AACMatrix {
     }
 }
 
-@Suite struct AACFormatMatrixTests {
+@Suite(.ownThreads) struct AACFormatMatrixTests {
     static var streamplay: String { TestPaths.binDir.appendingPathComponent("streamplay").path }
 
     static func json(_ data: Data) throws -> [String: Any] {

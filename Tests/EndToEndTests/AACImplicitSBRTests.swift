@@ -61,7 +61,7 @@ enum ImplicitSBR {
     }
 }
 
-@Suite struct AACImplicitSBRTests {
+@Suite(.ownThreads) struct AACImplicitSBRTests {
     static var streamplay: String { TestPaths.binDir.appendingPathComponent("streamplay").path }
 
     /// An AAC-LC file at `rate` with `channels`, 3 s, in ADTS.

@@ -5,7 +5,7 @@ import TestSupport
 
 /// The real streamd's answers read through the shared API documents (what streamplay reads
 /// them with), and written again by them to the very bytes streamd sent.
-@Suite struct APIContractTests {
+@Suite(.ownThreads) struct APIContractTests {
     @Test func tracksIndexAndStatus_decode_andReencodeToTheBytesSent() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }

@@ -8,7 +8,7 @@ import TestSupport
 /// so the calls the longer run adds, divided by the MPEG frames it adds, are what the stream
 /// itself costs. One allocation per frame would read 1; the read buffers of the network thread
 /// (one per 64 KiB read, were they allocated) would read about 0.01.
-@Suite struct AllocationTests {
+@Suite(.ownThreads) struct AllocationTests {
     static var streamplay: String { TestPaths.binDir.appendingPathComponent("streamplay").path }
 
     /// A sanitizer build brings its own allocator, which heaptrack cannot interpose (`make sanitize`

@@ -8,7 +8,7 @@ import Glibc
 /// Issue 12 item 3: a file can never take streamd down. The analyzer runs in worker processes;
 /// a file that traps or hangs it is skipped (quarantined) with one warning, listed in
 /// /api/status, and the server serves everything else, across rescans.
-@Suite struct AnalyzerIsolationTests {
+@Suite(.ownThreads) struct AnalyzerIsolationTests {
     static func get(_ server: StreamdProcess, _ target: String) throws -> RawResponse {
         try RawConnection(port: server.port, timeout: 20).request("GET", target)
     }
@@ -62,6 +62,12 @@ import Glibc
         log.split(separator: "\n").filter { line in parts.allSatisfy { line.contains($0) } }
     }
 
+    /// Waits (up to 5 s) until the server's log holds `count` lines with all of `parts`: a warning
+    /// reaches the log through a pipe a moment after the status page counts it.
+    static func waitForLines(_ server: StreamdProcess, containing parts: [String], count: Int = 1) {
+        _ = TestTiming.waitUntil(timeout: 5) { lines(server.log, containing: parts).count >= count }
+    }
+
     @Test func trappingAndHangingFiles_areQuarantined_theRestIsServed_acrossRescans() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
@@ -100,7 +106,8 @@ import Glibc
         #expect(status["quarantined_count"] as? Int == 2 && status["tracks"] as? Int == expected.count)
         #expect(status["skipped_count"] as? Int == 3 && status["ignored_count"] as? Int == 1, "\(status)")
         // One warning line per bad file, naming it and the cause.
-        Thread.sleep(forTimeInterval: 0.2)
+        Self.waitForLines(server, containing: ["trap-me.mp3", "analyzer crashed (signal 4)", "quarantined"])
+        Self.waitForLines(server, containing: ["hang-me.mp3", "analysis timed out after 1 s"])
         #expect(Self.lines(server.log, containing: ["trap-me.mp3", "analyzer crashed (signal 4)", "quarantined"]).count == 1, "\(server.log)")
         #expect(Self.lines(server.log, containing: ["hang-me.mp3", "analysis timed out after 1 s"]).count == 1)
 
@@ -124,7 +131,7 @@ import Glibc
         try handle.close()
         try Self.rescan(server)
         #expect(server.process.isRunning)
-        Thread.sleep(forTimeInterval: 0.2)
+        Self.waitForLines(server, containing: ["trap-me.mp3", "analyzer crashed"], count: 2)
         #expect(Self.lines(server.log, containing: ["trap-me.mp3", "analyzer crashed"]).count == 2, "retried once after the change")
         #expect(try Self.trackPaths(server) == expected)
         // Workers live for a scan: none is left behind.
@@ -217,7 +224,7 @@ import Glibc
         #expect(group.wait(timeout: .now() + 30) == .success)
         #expect(statuses.withLock { $0 } == Data(repeating: 211, count: 3), "each request answers 422")
         #expect(try Self.get(server, "/api/index/vbr-v2.mp3").status == 200)
-        Thread.sleep(forTimeInterval: 0.3)
+        Self.waitForLines(server, containing: ["walktrap-me.mp3", "analyzer crashed"])
         #expect(Self.lines(server.log, containing: ["walktrap-me.mp3", "analyzer crashed"]).count == 1,
                 "one walk, one warning: \(server.log)")
         #expect(try Self.skipped(server)["walktrap-me.mp3"]?.quarantined == true)

@@ -4,7 +4,7 @@ import TestSupport
 
 /// streamplay's own command-line parser (no ArgumentParser): the help text, both option
 /// spellings, `--` and the usage errors, as a user meets them.
-@Suite struct CommandLineTests {
+@Suite(.ownThreads) struct CommandLineTests {
     static var streamplay: String { TestPaths.binDir.appendingPathComponent("streamplay").path }
     static let options = ["--info", "--output <output>", "--start <start>", "--duration <duration>", "--volume <volume>",
                           "--rate <rate>", "--pitch <pitch>", "--eq <eq>", "--output-rate <output-rate>",

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// streamplay's --rate, --pitch, --eq and --output-rate end to end, against the real streamd.
-@Suite struct DSPPlayerTests {
+@Suite(.ownThreads) struct DSPPlayerTests {
     /// Neutral settings given explicitly: the chain is bypassed and the output is the plain
     /// decode, sample for sample (mpg123's for MP3, the file's own for WAV).
     @Test func neutralSettings_areBitExactWithThePlainDecode() throws {

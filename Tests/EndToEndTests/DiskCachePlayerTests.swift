@@ -6,7 +6,7 @@ import TestSupport
 /// from the disk cache bit for bit with streamd stopped, a seek into cached bytes needs no
 /// server, a track changed on the server is fetched again (its entry is stale), and a damaged
 /// cache is never played.
-@Suite(.serialized) struct DiskCachePlayerTests {
+@Suite(.serialized, .ownThreads) struct DiskCachePlayerTests {
     static func play(_ url: String, cache: String, out: String, _ extra: [String] = []) throws
         -> (status: Int32, stats: [String: Any]?, stderr: String) {
         let run = try runCommand(PlayerTests.streamplay, [url, "--cache-dir", cache, "--output", "wav:\(out)", "--stats", "--verbose"] + extra)

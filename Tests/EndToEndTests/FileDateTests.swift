@@ -11,7 +11,7 @@ import Glibc
 /// Before, the first request for the 1960 file trapped in OpenFile (its negative seconds made
 /// UInt64) and took the server down, its analyzer worker crashed on it the same way, and
 /// /api/playlists trapped on the folder's date in nanoseconds (past 2262 they overflow 64 bits).
-@Suite(.timeLimit(.scaledMinutes(2))) struct FileDateTests {
+@Suite(.timeLimit(.scaledMinutes(2)), .ownThreads) struct FileDateTests {
     /// Sets the access and modification times of `url` to `seconds` since the epoch.
     static func setTime(_ url: URL, _ seconds: Int) throws {
         var times = [timespec(tv_sec: seconds, tv_nsec: 0), timespec(tv_sec: seconds, tv_nsec: 0)]

@@ -4,7 +4,7 @@ import TestSupport
 
 /// streamd with GStreamer's souphttpsrc (Rhythmbox, GNOME players): it seeks and learns the
 /// duration only from a 200 with Content-Length, which `streamd --content-length` sends.
-@Suite(.serialized) struct GStreamerTests {
+@Suite(.serialized, .ownThreads) struct GStreamerTests {
     static func tool(_ name: String) throws -> String {
         guard let path = which(name) else { throw TestFailure("\(name) is missing (scripts/deps.sh installs it)") }
         return path

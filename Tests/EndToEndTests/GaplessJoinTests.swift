@@ -7,7 +7,7 @@ import TestSupport
 /// every request), a track at another rate is resampled into a file, `--crossfade` overlaps
 /// tracks of different albums by exactly its length and never those of one album, and mpv's
 /// gapless playback of the same album is measured beside ours.
-@Suite(.serialized) struct GaplessJoinTests {
+@Suite(.ownThreads) struct GaplessJoinTests {
     typealias Album = QueuePlayerTests.Album
 
     static func stats(_ stdout: Data) throws -> [String: Any] {

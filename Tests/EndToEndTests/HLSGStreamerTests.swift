@@ -6,7 +6,7 @@ import TestSupport
 /// it refuses packed audio whose segments do not start with their ID3 timestamp, which is what
 /// byte ranges of the original file used to be (issue 12). Both playlist forms must decode to
 /// as many samples as the file holds.
-@Suite struct HLSGStreamerTests {
+@Suite(.ownThreads) struct HLSGStreamerTests {
     /// Decodes `url` to a 16-bit WAV with gst-launch; throws with its output on failure.
     static func gstDecode(_ url: String, to output: URL) throws {
         let gst = try #require(which("gst-launch-1.0"), "gst-launch-1.0 is installed by scripts/deps.sh")

@@ -4,7 +4,7 @@ import TestSupport
 
 /// streamplay on streamd's own HLS: packed MP3/AAC, fMP4, byte ranges, the master playlist and
 /// the --live loop, against the file's own decode.
-@Suite(.serialized) struct HLSOwnServerTests {
+@Suite(.serialized, .ownThreads) struct HLSOwnServerTests {
     static let files = ["cbr-128k-44k.mp3", "vbr-v2.mp3", "adts.aac", "track.m4a"]
 
     /// A folder with copies of the library tracks the tests use (streamd packages what it serves).

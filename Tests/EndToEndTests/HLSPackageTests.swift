@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// `streamd package`: static HLS that nginx serves and ffmpeg plays like the original files.
-@Suite(.serialized) struct HLSPackageTests {
+@Suite(.serialized, .ownThreads) struct HLSPackageTests {
     /// nginx in the foreground on 127.0.0.1:port serving `root`, with every path under `prefix`;
     /// `server` replaces the server block's body (a proxy), `http` adds directives (a cache zone),
     /// and `readyPath` is what must answer 200 once it runs.

@@ -116,7 +116,7 @@ enum HLSFixtures {
     }
 }
 
-@Suite(.serialized) struct HLSPlayerTests {
+@Suite(.serialized, .ownThreads) struct HLSPlayerTests {
     static var streamplay: String { PlayerTests.streamplay }
 
     func play(_ url: String, _ extra: [String] = [], into out: String) throws -> (status: Int32, stderr: String, stats: [String: Any]?) {
@@ -432,7 +432,7 @@ enum HLSFixtures {
 }
 
 /// Hostile playlists: a clear one-line error and exit status, bounded time and memory.
-@Suite(.serialized) struct HLSHostileTests {
+@Suite(.serialized, .ownThreads) struct HLSHostileTests {
     /// streamplay under /usr/bin/time: exit status, stderr and peak RSS in KiB.
     func measured(_ arguments: [String], dir: URL) throws -> (status: Int32, stderr: String, rssKiB: Int) {
         let report = dir.appendingPathComponent("time-\(UUID().uuidString.prefix(6)).txt").path
@@ -606,7 +606,7 @@ final class LivePlaylistPublisher: @unchecked Sendable {
     }
 }
 
-@Suite(.serialized) struct HLSLiveTests {
+@Suite(.serialized, .ownThreads) struct HLSLiveTests {
     @Test func livePlaylist_joinsThreeSegmentsFromTheEdge_followsReloads_noUnderruns() throws {
         let dir = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -647,7 +647,7 @@ final class LivePlaylistPublisher: @unchecked Sendable {
 
 /// HLS through a proxy that drops connections: the playlist and segment fetches are
 /// retried on a new connection and the output stays bit-exact.
-@Suite(.serialized) struct HLSFaultTests {
+@Suite(.serialized, .ownThreads) struct HLSFaultTests {
     @Test func droppedConnections_areRetried_bitExact() throws {
         let dir = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

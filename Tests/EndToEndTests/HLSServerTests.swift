@@ -8,7 +8,7 @@ import Glibc
 
 /// streamd's HLS: playlists checked against RFC 8216, segments checked byte by byte, and Debian's
 /// ffmpeg as an independent client that must decode our HLS like the original file.
-@Suite(.serialized) struct HLSServerTests {
+@Suite(.ownThreads) struct HLSServerTests {
     static func get(_ server: StreamdProcess, _ target: String, headers: [String: String] = [:]) throws -> RawResponse {
         try RawConnection(port: server.port).request("GET", target, headers: headers)
     }

@@ -7,7 +7,7 @@ import Glibc
 
 /// streamplay's own HTTP client from the command line: a SHOUTcast answer and a chunked one play
 /// bit for bit; a malformed answer is a clear error with the network exit status.
-@Suite struct HTTPClientPlayerTests {
+@Suite(.ownThreads) struct HTTPClientPlayerTests {
     /// Plays the canned answer `answerHead` + `body(file)` to a WAV; the samples must equal
     /// mpg123's decode of the file (all of them, or the first `seconds` of a live stream).
     static func playsBitExact(answerHead: String, seconds: Double? = nil, body: (Data) -> [UInt8]) throws {

@@ -8,7 +8,7 @@ import Glibc
 /// https:// through libcurl, loaded only when used: a loopback TLS server (`openssl s_server
 /// -WWW` with a certificate made here, trusted through `--ca-file`) plays bit for bit; a
 /// libcurl that cannot be loaded is a clear error, and http:// and `--help` never map libcurl.
-@Suite(.serialized) struct HTTPSPlayerTests {
+@Suite(.serialized, .ownThreads) struct HTTPSPlayerTests {
     /// `openssl s_server -WWW` serving `folder` on a loopback port, with a self-signed certificate.
     final class TLSServer {
         let process: Process

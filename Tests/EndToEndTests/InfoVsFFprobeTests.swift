@@ -4,7 +4,7 @@ import TestSupport
 
 /// `streamplay --info` on every file of the generated library, checked against ffprobe and
 /// against ffmpeg's own decode length.
-@Suite struct InfoVsFFprobeTests {
+@Suite(.ownThreads) struct InfoVsFFprobeTests {
     struct FFprobe {
         var sampleRate: Int
         var channels: Int

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// The browse, search, cover and playlist API over the catalog, on the real streamd.
-@Suite struct LibraryAPITests {
+@Suite(.ownThreads) struct LibraryAPITests {
     /// The generated library plus an album whose disc/track order differs from its path order
     /// (c: disc 1 track 1, b: 1/2, a: 2/1, d: 2/2) with a `Cover.JPG` beside it.
     static func makeLibrary() throws -> URL {

@@ -8,7 +8,7 @@ import Glibc
 /// The catalog database on the real streamd: restart from the database, a damaged database,
 /// the background scan, inotify (add, change, remove, move), SIGHUP, the watch-limit fallback,
 /// seek indexes built on first need, and files that go away while served.
-@Suite(.timeLimit(.scaledMinutes(3))) struct LibraryEndToEndTests {
+@Suite(.timeLimit(.scaledMinutes(3)), .ownThreads) struct LibraryEndToEndTests {
     typealias Isolation = AnalyzerIsolationTests
 
     static func tracks(_ server: StreamdProcess) throws -> [String: [String: Any]] {

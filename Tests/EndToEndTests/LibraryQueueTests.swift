@@ -7,7 +7,7 @@ import Glibc
 
 /// streamplay on a streamd server's root URL: the whole library, `--album NAME` and
 /// `--search QUERY` through streamd's API; and the queue's n/p keys on a terminal.
-@Suite struct LibraryQueueTests {
+@Suite(.ownThreads) struct LibraryQueueTests {
     /// Three 6-second tracks of one format: "First Album" (two tracks, numbered 2 and 1, so the
     /// album's order differs from the path order) and "Second Album".
     static func makeLibrary() throws -> URL {

@@ -9,7 +9,7 @@ import Glibc
 /// loop (`--threads 1`) and an analysis that hangs, the request that needs it waits on the
 /// blocking pool while `/api/status` and 64 KiB Range requests on the same loop keep answering
 /// within milliseconds.
-@Suite struct LoopNeverBlocksTests {
+@Suite(.ownThreads) struct LoopNeverBlocksTests {
     /// A folder with one ordinary MP3 and a copy whose full walk hangs (the quick scan lists it).
     static func makeLibrary() throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-loop-\(getpid())-\(UUID().uuidString.prefix(8))")

@@ -5,7 +5,7 @@ import TestSupport
 /// A Xing/Info frame count is a hint, not the truth (files cut from songs, taggers that rewrite
 /// the header, a count of 0): streamplay plays the frames that are there, trims the padding from
 /// the real end, and a stream shorter than promised plays whole with a warning and exit 0.
-@Suite(.serialized) struct MP3HeaderHintTests {
+@Suite(.serialized, .ownThreads) struct MP3HeaderHintTests {
     /// Writes `source` with the Xing/Info frame count replaced by `frames`.
     static func withFrameCount(_ source: [UInt8], _ frames: Int) throws -> [UInt8] {
         let at = try #require(source.firstRange(of: Array("Info".utf8)) ?? source.firstRange(of: Array("Xing".utf8))).lowerBound

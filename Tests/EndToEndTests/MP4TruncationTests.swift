@@ -4,7 +4,7 @@ import TestSupport
 
 /// An MP4 whose mdat runs past the end of the file (a cut download, a lying box size) fails the
 /// same way from a path and over HTTP: exit 1 and one line naming the box and the file size.
-@Suite(.serialized) struct MP4TruncationTests {
+@Suite(.serialized, .ownThreads) struct MP4TruncationTests {
     @Test func mdatPastTheEnd_failsAlikeFromAPathAndOverHTTP() throws {
         let dir = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -39,7 +39,7 @@ import TestSupport
 
 /// A fragmented MP4 whose edit list covers only the samples in its moov (some muxers write it
 /// before the fragments exist): its length comes from moov + moof, in --info, the catalog and playback.
-@Suite(.serialized) struct FragmentedPartialEditTests {
+@Suite(.serialized, .ownThreads) struct FragmentedPartialEditTests {
     @Test func partialEditList_lengthFromTheFragments() throws {
         let dir = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -8,7 +8,7 @@ import TestSupport
 /// >= 60 dB), the file itself for WAV (bit-exact, same precision). The format played, `--stats`
 /// and `--info` must agree. A file of a kind with no reference here fails the suite, so no file
 /// can join the library untested.
-@Suite struct MediaLibraryReferenceTests {
+@Suite(.ownThreads) struct MediaLibraryReferenceTests {
     static var streamplay: String { TestPaths.binDir.appendingPathComponent("streamplay").path }
     static let referenced: Set<String> = ["mp3", "aac", "m4a", "wav"]
 

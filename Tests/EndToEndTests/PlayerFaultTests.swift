@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// streamplay when the network or the server misbehaves.
-@Suite(.serialized) struct PlayerFaultTests {
+@Suite(.serialized, .ownThreads) struct PlayerFaultTests {
     static var streamplay: String { PlayerTests.streamplay }
 
     @Test(.timeLimit(.scaledMinutes(5))) func cutsAndStalls_areResumedBitExact() throws {
@@ -176,7 +176,7 @@ import Glibc
 }
 
 /// `streamplay --info URL`: the same facts as from the file, through Range requests.
-@Suite struct InfoOverHTTPTests {
+@Suite(.ownThreads) struct InfoOverHTTPTests {
     @Test(arguments: TestPaths.mediaFiles().filter { ["mp3", "m4a", "wav"].contains($0.pathExtension) })
     func infoOverHTTP_matchesTheLocalFile(file: URL) throws {
         let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// The ALSA output and the terminal interface.
-@Suite(.serialized) struct PlayerOutputTests {
+@Suite(.serialized, .ownThreads) struct PlayerOutputTests {
     @Test func alsa_throughTheFilePlugin_writesTheSameSamples() throws {
         let home = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: home) }

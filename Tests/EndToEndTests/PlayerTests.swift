@@ -32,7 +32,7 @@ func sampleDifference(_ a: [Int16], _ b: [Int16]) -> String? {
 }
 
 /// streamplay against the real streamd on loopback.
-@Suite(.serialized) struct PlayerTests {
+@Suite(.serialized, .ownThreads) struct PlayerTests {
     static var streamplay: String { TestPaths.binDir.appendingPathComponent("streamplay").path }
 
     static func temporaryDirectory() throws -> URL {
@@ -143,7 +143,7 @@ func sampleDifference(_ a: [Int16], _ b: [Int16]) -> String? {
 }
 
 /// WAV, AAC in ADTS and AAC in MP4 through the same pipeline.
-@Suite(.serialized) struct PlayerFormatTests {
+@Suite(.serialized, .ownThreads) struct PlayerFormatTests {
     @Test func wav_isBitExact_andSeeksToTheSample() throws {
         let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
         let dir = try PlayerTests.temporaryDirectory()

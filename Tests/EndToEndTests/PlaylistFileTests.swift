@@ -8,7 +8,7 @@ import Glibc
 /// The playlist files of the music folder on the real streamd: `/api/playlists` and the
 /// rewritten `/playlist/file/...` M3U (absolute /media/ URLs from the Host header, entries outside
 /// the folder or missing dropped with a warning).
-@Suite struct PlaylistFileTests {
+@Suite(.ownThreads) struct PlaylistFileTests {
     /// The generated library plus playlists of every kind, good and bad entries mixed.
     static func makeLibrary() throws -> URL {
         let library = try ServerEndToEndTests.makeLibrary()

@@ -45,7 +45,7 @@ enum PlaylistPlayers {
     }
 }
 
-@Suite struct PlaylistPlayerTests {
+@Suite(.ownThreads) struct PlaylistPlayerTests {
     static func library() throws -> URL {
         let library = try ServerEndToEndTests.makeLibrary()
         let lists = library.appendingPathComponent("lists")

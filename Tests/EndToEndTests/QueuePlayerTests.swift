@@ -4,7 +4,7 @@ import TestSupport
 
 /// streamplay with several sources, folders and playlists: the queue end to end, on real files
 /// and the real streamd.
-@Suite(.serialized) struct QueuePlayerTests {
+@Suite(.serialized, .ownThreads) struct QueuePlayerTests {
     /// One continuous piece (a sweep over noise) cut into 5 tracks at points that are not frame
     /// boundaries, each encoded alone: LAME MP3 (with its gapless tag) and ffmpeg AAC in M4A.
     final class Album {

@@ -99,7 +99,7 @@ final class FFmpegSource {
 
 /// streamplay and mpv as radio clients of real servers: an icecast2 mount fed by ffmpeg (titles
 /// set through icecast's admin URL), and mpv's title updates from streamd.
-@Suite struct RadioClientInteropTests {
+@Suite(.ownThreads) struct RadioClientInteropTests {
     static func setTitle(port: Int, mount: String, user: String, password: String, song: String) throws -> Int {
         let auth = Data("\(user):\(password)".utf8).base64EncodedString()
         let encoded = song.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? song
@@ -149,7 +149,7 @@ final class FFmpegSource {
             let source = try PacedSource(port: server.port, mount: "/radio/live", password: RadioSourceTests.password, file: file)
             defer { source.drop() }
             #expect(source.isStreaming, "\(source.answer)")
-            Thread.sleep(forTimeInterval: 1)
+            try RadioSourceTests.waitForSource(server, "live")
             // ffmpeg's http layer in mpv logs each ICY block as it reads it (debug level); mpv shows
             // the title ("File tags") when playback reaches it, about 0.9 s later.
             let player = try PlayerRun(executable: mpv, ["--no-config", "--ao=null", "--vo=null", "--no-video", "--term-status-msg=",

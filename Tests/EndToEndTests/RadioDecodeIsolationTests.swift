@@ -10,7 +10,7 @@ import StreamShared
 /// streamd: a file whose decoder crashes mid-track, one whose header lies, and files the
 /// analyzer rejects each cost their turn with a log line; the listener hears the good track
 /// again and again, and streamd serves on.
-@Suite struct RadioDecodeIsolationTests {
+@Suite(.ownThreads) struct RadioDecodeIsolationTests {
     /// 1-good.mp3 (440 Hz), 2-crash.m4a (660 Hz; the fault hook traps its worker after the
     /// first samples, as libfaad2 crashing on a crafted frame would), 3-truncated.m4a (half a
     /// file: the analyzer rejects it), 4-notaudio.mp3 (words), 5-liar.wav (a header saying 1 Hz).

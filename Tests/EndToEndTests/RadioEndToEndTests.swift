@@ -9,7 +9,7 @@ import StreamShared
 /// Radio channels on the real streamd: a folder channel heard by raw sockets, curl, ffmpeg and
 /// mpv, ICY metadata in band, HTTP/1.0 framing, status pages, and a stalled listener that must
 /// not slow another.
-@Suite struct RadioEndToEndTests {
+@Suite(.ownThreads) struct RadioEndToEndTests {
     /// 128 kbit/s MP3 at 44.1 kHz stereo: 16,000 bytes a second.
     static let rate = 16_000.0
 

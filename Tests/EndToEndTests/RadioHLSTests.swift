@@ -9,7 +9,7 @@ import StreamShared
 /// A radio channel as live HLS on the real streamd (`/radio/NAME/index.m3u8`): the playlist is
 /// valid RFC 8216 and slides, segments are packed audio that decodes, HLS and HTTP listeners get
 /// the same frames, and ffmpeg plays the live playlist.
-@Suite struct RadioHLSTests {
+@Suite(.ownThreads) struct RadioHLSTests {
     static let playlistPath = "/radio/main/index.m3u8"
 
     /// The live playlist once it lists at least `segments` segments (the channel starts with 4 s

@@ -79,7 +79,7 @@ final class PlayerRun: @unchecked Sendable {
 /// streamplay as a radio client on the real streamd: endless streams (no length, no seek),
 /// ICY titles (stripped from the audio, shown, counted in --stats, updated live), SHOUTcast's
 /// `ICY 200 OK`, a dropped stream joined again live, and .pls/.m3u files naming a stream.
-@Suite struct RadioPlayerTests {
+@Suite(.ownThreads) struct RadioPlayerTests {
     static let password = "hackme"
 
     static func titles(_ stats: [String: Any]) -> [String] {
@@ -153,7 +153,7 @@ final class PlayerRun: @unchecked Sendable {
             let source = try PacedSource(port: server.port, mount: "/radio/live", password: Self.password, file: file)
             defer { source.drop() }
             #expect(source.isStreaming, "\(source.answer)")
-            Thread.sleep(forTimeInterval: 1)
+            try RadioSourceTests.waitForSource(server, "live")
             let player = try PlayerRun(["\(server.baseURL)/radio/live", "--output", "null", "--realtime", "--duration", "8",
                                         "--stats", "--verbose"])
             #expect(player.waitForLine(containing: "output: opening", seconds: 10) != nil, "\(player.stderr)")

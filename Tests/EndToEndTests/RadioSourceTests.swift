@@ -67,7 +67,7 @@ final class PacedSource: @unchecked Sendable {
 
 /// Live sources on the real streamd: Icecast's PUT and SOURCE from raw sockets, ffmpeg's
 /// icecast:// protocol and curl -T; 401/403; metadata updates; fallback and source timeout.
-@Suite struct RadioSourceTests {
+@Suite(.ownThreads) struct RadioSourceTests {
     static let password = "hackme"
 
     static func withServer<T>(_ extra: [String] = [], _ body: (StreamdProcess, URL) throws -> T) throws -> T {
@@ -93,12 +93,22 @@ final class PacedSource: @unchecked Sendable {
         return Dictionary(uniqueKeysWithValues: list.compactMap { item in (item["name"] as? String).map { ($0, item) } })
     }
 
+    /// Waits until channel `name` says its source is connected (and, with `bitrate`, that it knows
+    /// the source's bitrate from its frames), instead of sleeping long enough for it.
+    static func waitForSource(_ server: StreamdProcess, _ name: String, bitrate: Bool = false) throws {
+        let connected = try TestTiming.waitUntil(timeout: 5) {
+            guard let channel = try channels(server)[name] else { return false }
+            return channel["source_connected"] as? Bool == true && (!bitrate || channel["bitrate_kbps"] as? Int ?? 0 > 0)
+        }
+        #expect(connected, "channel \(name)'s source connected within 5 s")
+    }
+
     @Test(.timeLimit(.scaledMinutes(2))) func putSource_isHeardLive_withMetadataUpdates() throws {
         try Self.withServer { server, file in
             let source = try PacedSource(port: server.port, mount: "/radio/live", password: Self.password, file: file)
             defer { source.drop() }
             #expect(source.answer.hasPrefix("HTTP/1.1 100 Continue"))
-            Thread.sleep(forTimeInterval: 1.5)
+            try Self.waitForSource(server, "live", bitrate: true)
             let live = try #require(try Self.channels(server)["live"])
             #expect(live["source_connected"] as? Bool == true)
             #expect(live["bitrate_kbps"] as? Int == 128)
@@ -158,7 +168,7 @@ final class PacedSource: @unchecked Sendable {
             let source = try PacedSource(port: server.port, mount: "/radio/old", password: Self.password, file: file, method: "SOURCE")
             defer { source.drop() }
             #expect(source.answer.hasPrefix("HTTP/1.1 200"), "\(source.answer)")
-            Thread.sleep(forTimeInterval: 1)
+            try Self.waitForSource(server, "old")
             let heard = try Self.hear(server.port, path: "/radio/old", seconds: 2)
             #expect(heard.audio.count > 16_000)
         }
@@ -178,7 +188,7 @@ final class PacedSource: @unchecked Sendable {
             let source = try PacedSource(port: server.port, mount: "/radio/live", password: Self.password, file: file)
             #expect(source.isStreaming)
             let auth = Data("source:\(Self.password)".utf8).base64EncodedString()
-            Thread.sleep(forTimeInterval: 0.5)
+            try Self.waitForSource(server, "live")
             #expect(try RawConnection(port: server.port).request(
                 "GET", "/admin/metadata?mount=%2Fradio%2Flive&mode=updinfo&song=On+Air",
                 headers: ["Authorization": "Basic \(auth)"]).status == 200)
@@ -203,7 +213,7 @@ final class PacedSource: @unchecked Sendable {
     @Test(.timeLimit(.scaledMinutes(2))) func droppedSource_withoutFallback_closesListenersAfterTheTimeout() throws {
         try Self.withServer(["--source-timeout", "1"]) { server, file in
             let source = try PacedSource(port: server.port, mount: "/radio/live", password: Self.password, file: file)
-            Thread.sleep(forTimeInterval: 1)
+            try Self.waitForSource(server, "live")
             let listener = try RawConnection(port: server.port)
             listener.send("GET /radio/live HTTP/1.1\r\nHost: x\r\n\r\n")
             _ = listener.readUntilEnd(quiet: 0.5, limit: 0.5)
@@ -262,7 +272,7 @@ final class PacedSource: @unchecked Sendable {
             let errors = Pipe()
             process.standardError = errors
             try process.run()
-            Thread.sleep(forTimeInterval: 2)
+            try Self.waitForSource(server, "ff")
             let heard = try Self.hear(server.port, path: "/radio/ff", seconds: 3)
             #expect(RadioEndToEndTests.header("icy-name", in: heard.head) == "FF Radio")
             #expect(heard.audio.count > 16_000 * 2, "\(heard.audio.count) bytes from the ffmpeg source")
@@ -285,7 +295,7 @@ final class PacedSource: @unchecked Sendable {
             try upload.run()
             let bytes = try Data(contentsOf: track).prefix(200_000)
             input.fileHandleForWriting.write(bytes)
-            Thread.sleep(forTimeInterval: 1)
+            try Self.waitForSource(server, "curl")
             let fromCurl = try Self.hear(server.port, path: "/radio/curl", seconds: 2)
             #expect(fromCurl.audio.count > 16_000, "\(fromCurl.audio.count) bytes from the curl source")
             try input.fileHandleForWriting.close()

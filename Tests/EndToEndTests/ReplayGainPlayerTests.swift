@@ -5,7 +5,7 @@ import TestSupport
 /// `--replaygain` end to end: files tagged by a real tagger (Debian's loudgain: ID3v2.4 TXXX in
 /// MP3, iTunes freeform atoms in M4A), played from disk and from the real streamd, and the played
 /// loudness measured with ffmpeg's EBU R128 meter against loudgain's reference level (-18 LUFS).
-@Suite(.serialized) struct ReplayGainPlayerTests {
+@Suite(.serialized, .ownThreads) struct ReplayGainPlayerTests {
     /// Two pink-noise tracks 26 dB apart, MP3 and M4A, tagged as one album by loudgain.
     final class Album {
         let dir: URL

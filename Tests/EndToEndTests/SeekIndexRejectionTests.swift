@@ -5,7 +5,7 @@ import TestSupport
 /// A listed track whose full walk is rejected (its headers read well, its frames do not) on the
 /// real streamd: the rejection is remembered for that version of the file, so seek index
 /// requests and the indexer after every scan do not start a worker to walk it again.
-@Suite(.timeLimit(.scaledMinutes(2))) struct SeekIndexRejectionTests {
+@Suite(.timeLimit(.scaledMinutes(2)), .ownThreads) struct SeekIndexRejectionTests {
     typealias Isolation = AnalyzerIsolationTests
 
     @Test func rejectedWalk_ofAListedTrack_isNotRetried_untilTheFileChanges() throws {

@@ -8,7 +8,7 @@ import Glibc
 /// Request semantics of RFC 9110/9112 against the real `streamd` (issue 12, item 5): Host and
 /// framing rules, versions and methods, preconditions, validators on JSON, bounded parameters,
 /// range abuse and hidden files. Each hostile request goes on a fresh connection.
-@Suite(.serialized) struct ServerConformanceTests {
+@Suite(.serialized, .ownThreads) struct ServerConformanceTests {
     /// The usual test library plus hidden files and folders, and a visible symlink into one.
     static func makeLibrary() throws -> URL {
         let dir = try ServerEndToEndTests.makeLibrary()

@@ -8,7 +8,7 @@ import Glibc
 /// streamd against clients stuck in every connection state: half-closed non-readers,
 /// pipeliners that never read, slow and paced readers, requests with bodies nobody reads.
 /// None may cost CPU, lose a response to a reset, or leak a descriptor.
-@Suite(.serialized) struct ServerConnectionStateTests {
+@Suite(.ownThreads) struct ServerConnectionStateTests {
     static let bigFile = "/media/pcm24-96k.wav"   // 5.7 MB: never fits in the socket buffers
     static let bigFileSize = 5_760_080
 

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// The real `streamd` on 127.0.0.1:0, driven over loopback sockets.
-@Suite(.serialized) struct ServerEndToEndTests {
+@Suite(.serialized, .ownThreads) struct ServerEndToEndTests {
     /// A library folder: the generated media plus a file with a UTF-8 name, a symlink that
     /// escapes the folder, and a non-audio file.
     static func makeLibrary() throws -> URL {

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// streamd under hostile and broken clients; it must keep serving everyone else.
-@Suite(.serialized) struct ServerHostileTests {
+@Suite(.serialized, .ownThreads) struct ServerHostileTests {
     static func raiseFileLimit() {
         var limit = rlimit()
         getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)

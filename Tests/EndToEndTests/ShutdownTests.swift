@@ -7,7 +7,7 @@ import Glibc
 
 /// Issue 22 item 2: SIGTERM stops everything streamd started, in order, and exits 0 within 5 s,
 /// even with a radio listener and a slow download open.
-@Suite struct ShutdownTests {
+@Suite(.ownThreads) struct ShutdownTests {
     @Test(.timeLimit(.scaledMinutes(2))) func sigterm_withAListenerAndASlowDownload_exits0Within5s() throws {
         let library = try RadioEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
@@ -33,7 +33,7 @@ import Glibc
         #expect(took <= 5.0, "SIGTERM took \(took) s")
         // The database was checkpointed and closed: its WAL is empty (or gone).
         let wal = (try? FileManager.default.attributesOfItem(atPath: server.databasePath + "-wal")[.size] as? Int) ?? 0
-        #expect(wal == 0, "WAL left with \(wal ?? -1) bytes")
+        #expect(wal == 0, "WAL left with \(wal) bytes")
         // Both clients saw their connection end.
         _ = listener.readUntilEnd(quiet: 1, limit: 2)
         _ = download.readUntilEnd(quiet: 1, limit: 2)
@@ -87,7 +87,7 @@ import Glibc
         let alive = children.filter { Self.isAlive($0) }
         #expect(alive.isEmpty, "child processes left running after streamd exited: \(alive)")
         let wal = (try? FileManager.default.attributesOfItem(atPath: server.databasePath + "-wal")[.size] as? Int) ?? 0
-        #expect(wal == 0, "WAL left with \(wal ?? -1) bytes")
+        #expect(wal == 0, "WAL left with \(wal) bytes")
         _ = server.stop()
         let log = server.log
         #expect(log.contains("blocking jobs still running at the deadline, left: GET /api/index/slow.mp3"), "\(log)")

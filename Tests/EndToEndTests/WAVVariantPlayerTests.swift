@@ -5,7 +5,7 @@ import TestSupport
 /// The WAV variants of real-world test collections, played by streamplay from streamd and
 /// compared with the samples the file holds: big-endian RIFX, 12-bit and 20-bit samples in wider
 /// containers, 64-bit integers, mu-law and A-law, and tags written after the samples.
-@Suite(.serialized) struct WAVVariantPlayerTests {
+@Suite(.serialized, .ownThreads) struct WAVVariantPlayerTests {
     /// Samples of a WAV file as Doubles in -1...1: 8/16/24/32-bit integers or 32/64-bit floats,
     /// either byte order (RIFX). Only what the tests write and read.
     static func values(_ path: String) throws -> [Double] {

@@ -5,7 +5,7 @@ import TestSupport
 /// The library page in a real headless Chromium (Tests/browser/check_page.py drives it): small
 /// HTML, the album grid with covers, search as you type within 300 ms, an album played in order
 /// from track to track, and every track of the library found by searching and played.
-@Suite struct WebPageBrowserTests {
+@Suite(.ownThreads) struct WebPageBrowserTests {
     @Test(.timeLimit(.scaledMinutes(3))) func pagePlaysEveryTrackInChromium() throws {
         let library = try LibraryAPITests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }

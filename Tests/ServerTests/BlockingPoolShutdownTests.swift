@@ -7,7 +7,7 @@ import StreamShared
 /// deadline, and an account of what was dropped and what was left running.
 @Suite struct BlockingPoolShutdownTests {
     @Test func shutdown_dropsTheQueue_waitsForRunningJobs_andNamesThoseLeftRunning() throws {
-        let pool = BlockingPool(threads: 2, capacity: 16, name: "test-pool")
+        let pool = try BlockingPool(threads: 2, capacity: 16, name: "test-pool")
         let release = DispatchSemaphore(value: 0)
         let running = DispatchSemaphore(value: 0)
         // One job that ends soon, one that outlives the deadline; both threads busy, so the
@@ -39,8 +39,8 @@ import StreamShared
         #expect(joinStarted.elapsed < 1, "threads found gone before are not waited for again")
     }
 
-    @Test func shutdown_ofAnIdlePool_isImmediateAndClean() {
-        let pool = BlockingPool(threads: 3, capacity: 4, name: "idle-pool")
+    @Test func shutdown_ofAnIdlePool_isImmediateAndClean() throws {
+        let pool = try BlockingPool(threads: 3, capacity: 4, name: "idle-pool")
         let started = Monotonic.now
         let report = pool.shutdown(deadline: started.adding(seconds: 2).nanoseconds)
         #expect(report.joined && report.dropped.isEmpty && report.abandoned.isEmpty)

@@ -12,7 +12,7 @@ import StreamShared
 /// The transcoding path without the clock: each track's samples come out of the decoder
 /// exactly as long as the audio the file was made from (gapless trims), and the MP3 stream
 /// holds all of them at the channel's rate.
-@Suite struct ChannelTranscoderTests {
+@Suite(.ownThreads) struct ChannelTranscoderTests {
     /// A channel track for `path`, from the same analysis the catalog makes.
     static func track(_ path: String) throws -> ChannelTrack {
         let file = try OpenFile(path: path)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import StreamServer
 @testable import StreamRadio
 @testable import StreamHLS
@@ -10,7 +11,7 @@ import Glibc
 #endif
 
 /// The posix_spawn wrapper: pipes, exit and signal statuses, nothing leaked into the child.
-@Suite struct ChildProcessTests {
+@Suite(.ownThreads) struct ChildProcessTests {
     static func readAll(_ fd: Int32, timeoutMillis: Int32 = 10_000) -> [UInt8] {
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)

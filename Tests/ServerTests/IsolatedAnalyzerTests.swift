@@ -13,7 +13,7 @@ import StreamShared
 
 /// Analysis in worker processes (the real `streamd analyze-worker`): same results as in
 /// process, and a file that traps or hangs the analyzer costs that file only.
-@Suite struct IsolatedAnalyzerTests {
+@Suite(.ownThreads) struct IsolatedAnalyzerTests {
     /// The streamd binary SwiftPM built beside this test bundle.
     static var streamd: String? {
         let candidate = TestPaths.streamd

@@ -218,8 +218,9 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("catalog.db").path
         try Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 131) }).write(to: URL(fileURLWithPath: path))
-        var warnings: [String] = []
-        let store = try LibraryStore(path: path, folder: "/music") { warnings.append($0) }
+        let warningsLog = CapturedLog()
+        let store = try LibraryStore(path: path, folder: "/music", logger: warningsLog.logger)
+        let warnings = warningsLog.lines
         #expect(try store.tracks.count() == 0)
         #expect(warnings.count == 1 && warnings[0].contains("moved to"), "\(warnings)")
         let aside = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("catalog.db.bad-") }
@@ -239,8 +240,9 @@ import Testing
         try handle.seek(toOffset: 100)
         handle.write(Data(repeating: 0xEE, count: 3000))
         try handle.close()
-        var warnings: [String] = []
-        let store = try LibraryStore(path: path, folder: "/music") { warnings.append($0) }
+        let warningsLog = CapturedLog()
+        let store = try LibraryStore(path: path, folder: "/music", logger: warningsLog.logger)
+        let warnings = warningsLog.lines
         #expect(try store.tracks.count() == 0 && warnings.count == 1, "\(warnings)")
     }
 
@@ -252,16 +254,18 @@ import Testing
             let other = try SQLiteDatabase(path: path)
             try other.execute("CREATE TABLE photos(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO photos(name) VALUES ('x');")
         }
-        var warnings: [String] = []
-        let store = try LibraryStore(path: path, folder: "/music") { warnings.append($0) }
+        let warningsLog = CapturedLog()
+        let store = try LibraryStore(path: path, folder: "/music", logger: warningsLog.logger)
+        let warnings = warningsLog.lines
         #expect(try store.tracks.count() == 0 && warnings.first?.contains("not streamd's") == true, "\(warnings)")
         // A newer schema version is not ours to touch either.
         do {
             let db = try SQLiteDatabase(path: path)
             try db.execute("PRAGMA user_version = 99")
         }
-        var again: [String] = []
-        _ = try LibraryStore(path: path, folder: "/music") { again.append($0) }
+        let againLog = CapturedLog()
+        _ = try LibraryStore(path: path, folder: "/music", logger: againLog.logger)
+        let again = againLog.lines
         #expect(again.first?.contains("newer") == true, "\(again)")
     }
 
@@ -270,8 +274,9 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("catalog.db").path
         do { _ = try Self.sampleStore(path: path) }
-        var warnings: [String] = []
-        let store = try LibraryStore(path: path, folder: "/other") { warnings.append($0) }
+        let warningsLog = CapturedLog()
+        let store = try LibraryStore(path: path, folder: "/other", logger: warningsLog.logger)
+        let warnings = warningsLog.lines
         #expect(try store.tracks.count() == 0 && warnings.count == 1)
     }
 
@@ -349,8 +354,9 @@ final class LockedCounter: @unchecked Sendable {
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("catalog.db").path
         try Self.versionOneDatabase(at: path)
-        var warnings: [String] = []
-        let store = try LibraryStore(path: path, folder: "/music") { warnings.append($0) }
+        let warningsLog = CapturedLog()
+        let store = try LibraryStore(path: path, folder: "/music", logger: warningsLog.logger)
+        let warnings = warningsLog.lines
         #expect(warnings.isEmpty, "a migration is not a damaged file: \(warnings)")
         #expect(try store.tracks.count() == 2)
         // The new index is filled at the end of the next full scan, not before the server listens.

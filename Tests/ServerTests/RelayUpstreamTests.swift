@@ -14,7 +14,7 @@ import Glibc
 /// streamd's relay against upstreams on loopback: what a good one sends comes through (audio,
 /// titles, over IPv6 too), and a hostile one is refused with a typed error, never a trap or an
 /// unbounded buffer; the relay then reports it once and keeps retrying.
-@Suite struct RelayUpstreamTests {
+@Suite(.ownThreads) struct RelayUpstreamTests {
     /// Three metaints of audio: the stream ends where the third block would start.
     static let audio: [UInt8] = (0..<48).map { UInt8($0) }
     static let title = "Artist - Title"
@@ -118,8 +118,8 @@ import Glibc
         let stream = Array(Self.audio[0..<16]) + [0x02] + Array("\u{1}not a title at all, just bytes!".utf8) + Self.audio
         let upstream = try FakeHTTPServer(always: .init(bytes: Array("ICY 200 OK\r\nicy-metaint: 16\r\n\r\n".utf8) + stream), ipv6: true)
         defer { upstream.stop() }
-        let warnings = Warnings()
-        let service = RadioService(settings: RadioSettings()) { warnings.add($0) }
+        let warnings = CapturedLog()
+        let service = RadioService(settings: RadioSettings(), logger: warnings.logger)
         defer { service.stop() }
         try service.addRelay(name: "copy", url: "http://[::1]:\(upstream.port)/radio/main")
         let deadline = Date().addingTimeInterval(20)
@@ -131,12 +131,5 @@ import Glibc
         #expect(lines.first?.contains("relay copy from http://[::1]:\(upstream.port)/radio/main: icy: the metadata block") == true,
                 "\(lines)")
         #expect(throws: ChannelTracks.Failure.self) { try service.addRelay(name: "bad", url: "http://[::1/") }
-    }
-
-    final class Warnings: @unchecked Sendable {
-        private let lock = NSLock()
-        private var all: [String] = []
-        func add(_ line: String) { lock.withLock { all.append(line) } }
-        var lines: [String] { lock.withLock { all } }
     }
 }

@@ -38,3 +38,18 @@ extension TimeLimitTrait.Duration {
         .minutes(Int((Double(minutes) * TestTiming.scale).rounded(.up)) + TestTiming.queueAllowanceMinutes)
     }
 }
+
+extension TestTiming {
+    /// Waits for `condition` to hold, checking every `poll` seconds, for at most `timeout`
+    /// seconds (stretched by the scale); true when it held. For waiting on an event a test can only
+    /// observe from outside (a process's state, a status page), instead of sleeping "long enough":
+    /// the wait ends as soon as the event is there, and a missing event still ends it.
+    public static func waitUntil(timeout: Double, poll: Double = 0.02, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds(timeout))
+        while true {
+            if try condition() { return true }
+            if Date() >= deadline { return false }
+            Thread.sleep(forTimeInterval: poll)
+        }
+    }
+}

@@ -1,4 +1,5 @@
 import StreamShared
+import Logging
 
 /// What the player needs to know of an HLS stream's time line.
 public struct HLSTimeline: Sendable {
@@ -37,8 +38,9 @@ public final class HLSSource: ByteSource, SegmentedSource, @unchecked Sendable {
     public let name: String
     public let options: HLSOptions
     private let http: HTTPSourceOptions
-    /// Component-tagged diagnostics (`--verbose`).
-    public var log: (@Sendable (String) -> Void)?
+    /// Where "hls: …" diagnostics go (debug level), timed from this source's creation; nil: nowhere.
+    public var logger: Logger?
+    private let created = Monotonic.now
     private let lock = ConditionLock()
     private var _timeline: HLSTimeline?
     private var _failure: Error?
@@ -88,7 +90,9 @@ public final class HLSSource: ByteSource, SegmentedSource, @unchecked Sendable {
     /// Seeks go by segment index.
     public var segments: (any SegmentedSource)? { self }
 
-    private func say(_ message: String) { log?("hls: " + message) }
+    private func say(_ message: String) {
+        logger?.debug("[\(JSONObjectWriter.number(Monotonic.now.milliseconds(since: created), decimals: 1)) ms] hls: \(message)")
+    }
 
     private func publish(_ media: HLSMediaPlaylist) {
         var starts: [Double] = []

@@ -1,5 +1,6 @@
 import StreamShared
 import StreamAudio
+import Synchronization
 
 /// One track's decoding once its plan is known: what the decode loop carries from turn to turn,
 /// and the stages of a turn as methods (`Player.decode` runs them in order).
@@ -99,7 +100,7 @@ final class DecodeSession {
             player.log("player", "--start ignored: a live stream starts at its live edge")
             try startAtFirstAudioByte()
         } else if seconds > 0 {
-            player.commands.withLock { player.seekStartedMs = Monotonic.now.milliseconds(since: started) }
+            player.commands.withLock { _ in player.seekStartedMs = Monotonic.now.milliseconds(since: started) }
             try seek(to: seconds)
         } else {
             try startAtFirstAudioByte()

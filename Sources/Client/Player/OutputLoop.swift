@@ -1,5 +1,6 @@
 import Atomics
 import StreamShared
+import Synchronization
 
 /// The output stage: drains the ring into the output, paced by the device (or by the clock
 /// with `--realtime`), counting underruns. Fades 20 ms out on pause and in on resume.
@@ -30,7 +31,7 @@ final class OutputLoop: @unchecked Sendable {
     let drainsInline: Bool
     /// The first track has opened the output (and started the thread, unless inline).
     private var outputStarted = false
-    private let lock = ConditionLock()
+    private let lock = Mutex(())
     private var producerFinished = false
     /// A seek or a skip: the ring position before which samples are dropped, and where the
     /// timeline resumes (nil: it stays).
@@ -57,9 +58,9 @@ final class OutputLoop: @unchecked Sendable {
     private let underrunCount = ManagedAtomic<Int>(0)
     private var failure: Error?
     /// The output's error, set by the consuming thread (or `finish`); nil while it plays.
-    var error: Error? { lock.withLock { failure } }
+    var error: Error? { lock.withLock { _ in failure } }
     /// Keeps the first error only.
-    private func fail(_ error: Error) { lock.withLock { if failure == nil { failure = error } } }
+    private func fail(_ error: Error) { lock.withLock { _ in if failure == nil { failure = error } } }
     /// Frames played since the last flush or track start, and where that put the timeline (in frames).
     private let playedSinceFlush = ManagedAtomic<Int>(0)
     private let timelineBase = ManagedAtomic<Int>(0)
@@ -145,12 +146,12 @@ final class OutputLoop: @unchecked Sendable {
         }
         if let last = lastFormat { try output.check(format, after: last) }
         lastFormat = format
-        lock.withLock { marks.append(mark) }
+        lock.withLock { _ in marks.append(mark) }
     }
 
     /// The decode thread has pushed its last samples: drain, close, and join.
     func finish() {
-        lock.withLock { producerFinished = true }
+        lock.withLock { _ in producerFinished = true }
         if drainsInline {
             while consumer != nil { drain() }
         }
@@ -163,7 +164,7 @@ final class OutputLoop: @unchecked Sendable {
     /// consumer side belongs to the output thread, so it is asked to do the discarding.
     func flush(resumingAt frame: Int) {
         let boundary = ring.writePosition
-        lock.withLock { flushRequest = (boundary, frame) }
+        lock.withLock { _ in flushRequest = (boundary, frame) }
         timelineBase.store(frame, ordering: .relaxed)
         playedSinceFlush.store(0, ordering: .relaxed)
     }
@@ -171,7 +172,7 @@ final class OutputLoop: @unchecked Sendable {
     /// Drops everything queued so far (a track left with n/p): the next track's samples play next.
     func discardQueued() {
         let boundary = ring.writePosition
-        lock.withLock { flushRequest = (boundary, nil) }
+        lock.withLock { _ in flushRequest = (boundary, nil) }
     }
 
     /// Plays 20 ms more, fading to silence, so a pause does not click.
@@ -194,7 +195,7 @@ final class OutputLoop: @unchecked Sendable {
     /// (a queue's loop) not into the newest 10 ms before the producer has finished.
     private func readLimit(_ wanted: Int, format: AudioFormat) -> Int {
         let read = ring.readPosition
-        return lock.withLock {
+        return lock.withLock { _ in
             if let next = marks.first { return max(0, min(wanted, next.position - read)) }
             guard holdsTrackEnds && !producerFinished else { return wanted }
             let hold = max(1, Int(Double(format.sampleRate) * Self.formatChangeFadeSeconds)) * format.channels
@@ -206,7 +207,7 @@ final class OutputLoop: @unchecked Sendable {
     /// the output reopens for another format). Returns the frames left to fade in, when it reopened.
     private func takeMarks(upTo position: Int, format: inout AudioFormat) throws -> Bool {
         var reopened = false
-        while let mark = lock.withLock({ () -> TrackMark? in
+        while let mark = lock.withLock({ (_) -> TrackMark? in
             guard let first = marks.first, first.position <= position else { return nil }
             marks.removeFirst()
             return first
@@ -238,7 +239,7 @@ final class OutputLoop: @unchecked Sendable {
             }
             fadeInLeft = max(0, fadeInLeft - frames)
         }
-        guard let next = lock.withLock({ marks.first }),
+        guard let next = lock.withLock({ _ in marks.first }),
               next.format.sampleRate != format.sampleRate || next.format.channels != format.channels else { return }
         // Frames from here to the mark; the last `fadeFrames` before it fade out.
         let toMark = (next.position - readStart) / channels
@@ -383,7 +384,7 @@ final class OutputLoop: @unchecked Sendable {
         guard var state = consumer else { return .done }
         defer { consumer = state }
         if aborted.load(ordering: .relaxed) { return .done }
-        if let request = lock.withLock({ () -> (boundary: Int, resumeAt: Int?)? in defer { flushRequest = nil }; return flushRequest }) {
+        if let request = lock.withLock({ (_) -> (boundary: Int, resumeAt: Int?)? in defer { flushRequest = nil }; return flushRequest }) {
             ring.discard(upTo: request.boundary)
             guard passMarks(upTo: request.boundary, &state) else { return .done }
             if let frame = request.resumeAt {
@@ -410,9 +411,9 @@ final class OutputLoop: @unchecked Sendable {
                                   : UnsafeMutableBufferPointer(rebasing: chunk[..<ring.read(into: UnsafeMutableBufferPointer(rebasing: chunk[..<readLimit(chunk.count, format: format)]))])
         let n = samples.count
         if n == 0 {
-            if lock.withLock({ producerFinished }) && ring.availableToRead == 0 { return .done }
+            if lock.withLock({ _ in producerFinished }) && ring.availableToRead == 0 { return .done }
             // One underrun per starvation episode of a real-time output.
-            if realtime && framesWritten > 0 && !state.starving && !lock.withLock({ producerFinished }) {
+            if realtime && framesWritten > 0 && !state.starving && !lock.withLock({ _ in producerFinished }) {
                 underrunCount.wrappingIncrement(ordering: .relaxed)
                 state.starving = true
             }

@@ -1,5 +1,6 @@
 import StreamShared
 import StreamAudio
+import Synchronization
 
 extension Player {
     /// The decode thread's work, stage by stage: probe the stream and plan its decoding, tell
@@ -41,8 +42,8 @@ extension Player {
         let format = plan.format
         continuation.yield(.format(format, codec: plan.stream.codec))
         continuation.yield(.metadata(plan.tags))
-        commands.withLock { playedTagsStorage = plan.tags }
-        commands.withLock {
+        commands.withLock { _ in playedTagsStorage = plan.tags }
+        commands.withLock { _ in
             statsStorage.codec = plan.stream.codec
             statsStorage.container = plan.stream.container.rawValue
             statsStorage.sampleRate = format.sampleRate
@@ -77,7 +78,7 @@ extension Player {
         // the rate it was started at, and the track is resampled to it).
         let deviceRate = options.outputSampleRate ?? output.sampleRate(for: plan.format, following: running)
         // Rate, pitch, EQ and volume as set last (a queue carries them over from the track before).
-        let (startRate, startSemitones, startEQ, startVolume) = commands.withLock { () -> (Double, Double, EQSettings, Float) in
+        let (startRate, startSemitones, startEQ, startVolume) = commands.withLock { (_) -> (Double, Double, EQSettings, Float) in
             defer { pendingVolume = nil }
             return (rateSetting, semitoneSetting, eqSetting, pendingVolume ?? options.volume)
         }
@@ -97,9 +98,9 @@ extension Player {
         for update in control.live.take(through: offset) {
             if let text = update.unparsedText { log("icy", "metadata block not in Key='value'; form: '\(text)'") }
             // Servers repeat the title (at each track start, to new listeners): only changes count.
-            guard let title = update.title, title != commands.withLock({ streamTitleStorage }) else { continue }
+            guard let title = update.title, title != commands.withLock({ _ in streamTitleStorage }) else { continue }
             log("icy", "title '\(title)' at \(JSONObjectWriter.number(position, decimals: 1)) s")
-            commands.withLock {
+            commands.withLock { _ in
                 statsStorage.titles.append(StreamTitleChange(atSeconds: position, title: title))
                 if statsStorage.titles.count > 1000 { statsStorage.titles.removeFirst() }
                 streamTitleStorage = title
@@ -114,6 +115,6 @@ extension Player {
     /// A problem that does not stop playback: logged, and printed by streamplay at exit.
     func warn(_ message: String) {
         log("warning", message)
-        commands.withLock { statsStorage.warnings.append(message) }
+        commands.withLock { _ in statsStorage.warnings.append(message) }
     }
 }

@@ -1,5 +1,6 @@
 import StreamShared
 import StreamAudio
+import Synchronization
 
 extension Player {
     /// A fragmented MP4's per-track defaults (moov/mvex/trex) for the converter.
@@ -85,7 +86,7 @@ extension Player {
             case .end: ended = true
             case .failed(let error): throw PlaybackError(sourceFailure: error)
             case .timedOut:
-                if commands.withLock({ stopRequested }) { throw PlaybackError(message: "player: stopped", exitCode: 0) }
+                if commands.withLock({ _ in stopRequested }) { throw PlaybackError(message: "player: stopped", exitCode: 0) }
             }
         }
         return nil

@@ -1,12 +1,13 @@
 import StreamShared
 import StreamAudio
+import Synchronization
 
 extension Player {
     /// Reads from the throttle until Probe can tell what the stream is.
     func probeStream() throws -> ProbedStream {
         var ended = false
         while true {
-            if commands.withLock({ stopRequested }) { throw PlaybackError(message: "player: stopped", exitCode: 0) }
+            if commands.withLock({ _ in stopRequested }) { throw PlaybackError(message: "player: stopped", exitCode: 0) }
             if !probePrefix.isEmpty || ended {
                 let outcome: Probe.Result
                 do {
@@ -134,7 +135,7 @@ extension Player {
             case .end: throw PlaybackError(message: "parser: truncated MP4 (\(probePrefix.count) bytes)", exitCode: 1)
             case .failed(let error): throw PlaybackError(sourceFailure: error)
             case .timedOut:
-                if commands.withLock({ stopRequested }) { throw PlaybackError(message: "player: stopped", exitCode: 0) }
+                if commands.withLock({ _ in stopRequested }) { throw PlaybackError(message: "player: stopped", exitCode: 0) }
             }
         }
     }

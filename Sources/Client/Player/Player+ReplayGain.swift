@@ -1,5 +1,6 @@
 import Glibc
 import StreamShared
+import Synchronization
 
 extension Player {
     /// The ReplayGain values of the track: from the tags in front of the audio or the MP4 moov,
@@ -39,9 +40,9 @@ extension Player {
         let values = replayGainValues(plan)
         let decision = settings.decision(trackGain: values?.trackGain, trackPeak: values?.trackPeak,
                                          albumGain: values?.albumGain, albumPeak: values?.albumPeak,
-                                         sameAlbumAsNeighbours: Self.sameAlbum(plan.tags.album, after: commands.withLock { replayGainPreviousAlbum }))
+                                         sameAlbumAsNeighbours: Self.sameAlbum(plan.tags.album, after: commands.withLock { _ in replayGainPreviousAlbum }))
         dsp.replayGain.set(factor: decision.factor)
-        commands.withLock { statsStorage.replayGainDB = decision.source == nil ? nil : 20 * log10(Double(decision.factor)) }
+        commands.withLock { _ in statsStorage.replayGainDB = decision.source == nil ? nil : 20 * log10(Double(decision.factor)) }
         if let source = decision.source, let requested = decision.requestedDB {
             log("replaygain", "\(source) gain \(JSONObjectWriter.number(requested, decimals: 2)) dB"
                 + (decision.clipLimited ? ", lowered to \(JSONObjectWriter.number(20 * log10(Double(decision.factor)), decimals: 2)) dB by the peak" : ""))

@@ -1,4 +1,6 @@
 import StreamShared
+import Synchronization
+import Logging
 
 /// Plays one track through the pipeline: Source → Throttle → Parser → Converter → DSP → Output,
 /// on three threads (network, decode, output) joined by the throttle and a lock-free ring.
@@ -15,8 +17,9 @@ public final class Player: @unchecked Sendable {
     let output: AudioOutput
     let throttle: Throttle
     let control = SourceControl()
-    private let log: (@Sendable (String) -> Void)?
-    let commands = ConditionLock()
+    /// Where the component-tagged diagnostics go, at debug level (`--verbose`); nil: nowhere.
+    private let logger: Logger?
+    let commands = Mutex(())
     var pendingSeek: Double?
     var pendingVolume: Float?
     /// The DSP settings asked for last, and whether the decode thread has yet to apply them.
@@ -41,15 +44,15 @@ public final class Player: @unchecked Sendable {
     var playedTagsStorage: TrackTags?
     /// The track's tags, once it has been probed (title, artist and album for a queue's status
     /// line; the album for `--replaygain auto`).
-    public var playedTags: TrackTags? { commands.withLock { playedTagsStorage } }
+    public var playedTags: TrackTags? { commands.withLock { _ in playedTagsStorage } }
     var streamTitleStorage: String?
     var isLiveStorage = false
     /// The title a live stream's ICY metadata gave last (nil before the first, or for a file).
-    public var streamTitle: String? { commands.withLock { streamTitleStorage } }
+    public var streamTitle: String? { commands.withLock { _ in streamTitleStorage } }
     /// The live stream's station facts (`icy-name`, …), nil for anything else.
     public var liveStream: LiveStreamInfo? { control.live.info }
     /// False for a live stream (radio or live HLS): seeks are ignored.
-    public var canSeek: Bool { commands.withLock { !isLiveStorage } }
+    public var canSeek: Bool { commands.withLock { _ in !isLiveStorage } }
     /// What the queue playing this track gives it: the output stage its tracks share, the
     /// track's place in it, the crossfade, the near-end call (nil: a player of its own).
     let queueHooks: QueueHooks?
@@ -65,12 +68,12 @@ public final class Player: @unchecked Sendable {
     var framesPushed = 0
 
     public convenience init(url: String, output: AudioOutput, options: PlayerOptions = PlayerOptions(),
-                            log: (@Sendable (String) -> Void)? = nil) throws {
-        try self.init(url: url, output: output, options: options, log: log, queueHooks: nil)
+                            logger: Logger? = nil) throws {
+        try self.init(url: url, output: output, options: options, logger: logger, queueHooks: nil)
     }
 
     /// A queue's track: `queueHooks` says how it takes part in the queue.
-    init(url: String, output: AudioOutput, options: PlayerOptions, log: (@Sendable (String) -> Void)?,
+    init(url: String, output: AudioOutput, options: PlayerOptions, logger: Logger?,
          queueHooks: QueueHooks?) throws {
         self.queueHooks = queueHooks
         replayGainPreviousAlbum = options.replayGainPreviousAlbum
@@ -78,25 +81,19 @@ public final class Player: @unchecked Sendable {
         self.url = url
         self.options = options
         self.output = output
-        self.log = log
+        self.logger = logger
         rateSetting = options.rate
         semitoneSetting = options.semitones
         eqSetting = options.eq
         throttle = Throttle(capacity: max(64 * 1024, options.bufferBytes), budget: options.throttleBudget)
         if HLSSource.isPlaylist(url) {
             let hls = HLSSource(url: url, options: options.hls, http: options.http)
-            if let log {
-                // Timed like the player's own lines: HLS fetches are most of the time to first audio.
-                let start = Monotonic.now
-                hls.log = { message in
-                    let ms = Monotonic.now.milliseconds(since: start)
-                    log("[\(JSONObjectWriter.number(ms, decimals: 1)) ms] \(message)")
-                }
-            }
+            // Timed like the player's own lines: HLS fetches are most of the time to first audio.
+            hls.logger = logger
             source = hls
         } else if url.contains("://") {
             let http = HTTPSource(url: url, options: options.http)
-            http.log = log
+            http.logger = logger
             source = http
         } else {
             source = try FileSource(path: url)
@@ -105,43 +102,43 @@ public final class Player: @unchecked Sendable {
 
     // MARK: Commands (any thread)
 
-    public func togglePause() { commands.withLock { paused.toggle() } }
-    public func seek(to seconds: Double) { commands.withLock { pendingSeek = max(0, seconds) } }
-    public func seek(by seconds: Double) { commands.withLock { pendingSeek = max(0, (pendingSeek ?? position) + seconds) } }
-    public func setVolume(_ volume: Float) { commands.withLock { pendingVolume = min(2, max(0, volume)) } }
+    public func togglePause() { commands.withLock { _ in paused.toggle() } }
+    public func seek(to seconds: Double) { commands.withLock { _ in pendingSeek = max(0, seconds) } }
+    public func seek(by seconds: Double) { commands.withLock { _ in pendingSeek = max(0, (pendingSeek ?? position) + seconds) } }
+    public func setVolume(_ volume: Float) { commands.withLock { _ in pendingVolume = min(2, max(0, volume)) } }
     /// Playback rate 0.1...16, pitch kept; applied within one buffer without a click.
     public func setRate(_ rate: Double) {
-        commands.withLock { rateSetting = min(16, max(0.1, rate)); dspChanged = true }
+        commands.withLock { _ in rateSetting = min(16, max(0.1, rate)); dspChanged = true }
     }
     /// Pitch shift in semitones, -12...12, tempo kept.
     public func setPitch(semitones: Double) {
-        commands.withLock { semitoneSetting = min(12, max(-12, semitones)); dspChanged = true }
+        commands.withLock { _ in semitoneSetting = min(12, max(-12, semitones)); dspChanged = true }
     }
-    public func setEQ(_ eq: EQSettings) { commands.withLock { eqSetting = eq; dspChanged = true } }
-    public var rate: Double { commands.withLock { rateSetting } }
-    public var semitones: Double { commands.withLock { semitoneSetting } }
-    public var eq: EQSettings { commands.withLock { eqSetting } }
-    public func stop() { commands.withLock { stopRequested = true } }
-    public var isPaused: Bool { commands.withLock { paused } }
-    public var volume: Float { commands.withLock { pendingVolume ?? options.volume } }
+    public func setEQ(_ eq: EQSettings) { commands.withLock { _ in eqSetting = eq; dspChanged = true } }
+    public var rate: Double { commands.withLock { _ in rateSetting } }
+    public var semitones: Double { commands.withLock { _ in semitoneSetting } }
+    public var eq: EQSettings { commands.withLock { _ in eqSetting } }
+    public func stop() { commands.withLock { _ in stopRequested = true } }
+    public var isPaused: Bool { commands.withLock { _ in paused } }
+    public var volume: Float { commands.withLock { _ in pendingVolume ?? options.volume } }
     /// Position and duration in seconds, for a status line.
-    public var progress: (position: Double, duration: Double?) { commands.withLock { (position, duration) } }
+    public var progress: (position: Double, duration: Double?) { commands.withLock { _ in (position, duration) } }
     public var bufferFill: Int { throttle.fill }
     public var bufferCapacity: Int { throttle.capacity }
 
     // MARK: Commands taken by the decode thread
 
     /// `stop()` was called.
-    var isStopRequested: Bool { commands.withLock { stopRequested } }
+    var isStopRequested: Bool { commands.withLock { _ in stopRequested } }
     /// A stop or a seek is waiting: a wait for room in the ring gives way to it.
-    var isStopOrSeekPending: Bool { commands.withLock { stopRequested || pendingSeek != nil } }
+    var isStopOrSeekPending: Bool { commands.withLock { _ in stopRequested || pendingSeek != nil } }
     /// Takes the seek asked for since the last call.
-    func takePendingSeek() -> Double? { commands.withLock { defer { pendingSeek = nil }; return pendingSeek } }
+    func takePendingSeek() -> Double? { commands.withLock { _ in defer { pendingSeek = nil }; return pendingSeek } }
     /// Takes the volume asked for since the last call.
-    func takePendingVolume() -> Float? { commands.withLock { defer { pendingVolume = nil }; return pendingVolume } }
+    func takePendingVolume() -> Float? { commands.withLock { _ in defer { pendingVolume = nil }; return pendingVolume } }
     /// Takes the rate, pitch and EQ when they changed since the last call.
     func takeDSPChange() -> (rate: Double, semitones: Double, eq: EQSettings)? {
-        commands.withLock {
+        commands.withLock { _ in
             defer { dspChanged = false }
             return dspChanged ? (rateSetting, semitoneSetting, eqSetting) : nil
         }
@@ -149,12 +146,12 @@ public final class Player: @unchecked Sendable {
 
     /// The position heard now, for `progress` and as an event.
     func publish(position heard: Double) {
-        commands.withLock { position = heard }
-        continuation.yield(.progress(position: heard, duration: commands.withLock { duration }))
+        commands.withLock { _ in position = heard }
+        continuation.yield(.progress(position: heard, duration: commands.withLock { _ in duration }))
     }
 
     func setState(_ new: PlayerState) {
-        commands.withLock { state = new }
+        commands.withLock { _ in state = new }
         continuation.yield(.state(new))
     }
 
@@ -225,7 +222,7 @@ public final class Player: @unchecked Sendable {
         if let error = outputLoop.error, failure == nil {
             failure = PlaybackError(message: "\(error)", exitCode: 1)
         }
-        var stats = commands.withLock { statsStorage }
+        var stats = commands.withLock { _ in statsStorage }
         if let queueHooks {
             stats.framesOut = framesPushed
             stats.ttfaMs = queueHooks.serial == 0 ? outputLoop.firstAudioMs : nil
@@ -233,7 +230,7 @@ public final class Player: @unchecked Sendable {
             stats.framesOut = outputLoop.framesWritten
             stats.ttfaMs = outputLoop.firstAudioMs
         }
-        if let first = outputLoop.firstAudioMs, let seekStarted = commands.withLock({ seekStartedMs }) {
+        if let first = outputLoop.firstAudioMs, let seekStarted = commands.withLock({ _ in seekStartedMs }) {
             stats.seekMs = first - seekStarted
         }
         stats.underruns = outputLoop.underruns - underrunsBefore + deviceUnderruns - deviceUnderrunsBefore
@@ -264,7 +261,7 @@ public final class Player: @unchecked Sendable {
     var preparedTags: TrackTags? { if case .success(let plan)? = prepared { return plan.tags } else { return nil } }
 
     /// For `--replaygain auto`: the album of the track played before this one.
-    func setPreviousAlbum(_ album: String??) { commands.withLock { replayGainPreviousAlbum = album } }
+    func setPreviousAlbum(_ album: String??) { commands.withLock { _ in replayGainPreviousAlbum = album } }
 
     /// A track opened ahead and not played after all: its source stops.
     func abandon() {
@@ -289,7 +286,7 @@ public final class Player: @unchecked Sendable {
     /// Takes the volume, rate, pitch and EQ of the track before (a queue carries them over);
     /// before `run()`.
     public func setControls(_ controls: Controls) {
-        commands.withLock {
+        commands.withLock { _ in
             pendingVolume = controls.volume
             rateSetting = controls.rate
             semitoneSetting = controls.semitones
@@ -302,8 +299,6 @@ public final class Player: @unchecked Sendable {
     public private(set) var lastStats: PlayerStats?
 
     func log(_ component: String, _ message: @autoclosure () -> String) {
-        guard let log else { return }
-        let ms = Monotonic.now.milliseconds(since: created)
-        log("[\(JSONObjectWriter.number(ms, decimals: 1)) ms] \(component): \(message())")
+        logger?.debug("[\(JSONObjectWriter.number(Monotonic.now.milliseconds(since: created), decimals: 1)) ms] \(component): \(message())")
     }
 }

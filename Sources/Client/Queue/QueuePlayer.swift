@@ -1,5 +1,6 @@
 import StreamShared
 import Synchronization
+import Logging
 
 /// What a queue reports per track.
 public enum QueueEvent: Sendable {
@@ -29,7 +30,8 @@ public final class QueuePlayer: @unchecked Sendable {
     public let urls: [String]
     private let output: QueueOutput
     private let options: PlayerOptions
-    private let log: (@Sendable (String) -> Void)?
+    /// The tracks' diagnostics (debug level), nil: none.
+    private let logger: Logger?
     private let lock = Mutex(())
     private var queue: PlayQueue
     private var player: Player?
@@ -39,12 +41,12 @@ public final class QueuePlayer: @unchecked Sendable {
     private enum Command { case next, previous, quit }
 
     public init(urls: [String], queue: PlayQueue, output: QueueOutput, options: PlayerOptions,
-                log: (@Sendable (String) -> Void)? = nil) {
+                logger: Logger? = nil) {
         self.urls = urls
         self.queue = queue
         self.output = output
         self.options = options
-        self.log = log
+        self.logger = logger
     }
 
     /// The player of the track playing now (for pause, seek, volume and the status line).
@@ -126,7 +128,7 @@ public final class QueuePlayer: @unchecked Sendable {
         let crossfade = options.crossfadeSeconds > 0 ? CrossfadeLink(seconds: options.crossfadeSeconds) : nil
         var serial = 0
         var prefetched: Prefetch?
-        let log = self.log, output = self.output, urls = self.urls
+        let logger = self.logger, output = self.output, urls = self.urls
         /// Track `i`'s player, the `serial`th on the shared output. Near its end it opens the
         /// track due after it ahead (unless one is open already).
         func makePlayer(_ i: Int, serial: Int, trackOptions: PlayerOptions) throws -> Player {
@@ -138,7 +140,7 @@ public final class QueuePlayer: @unchecked Sendable {
                 nextOptions.start = 0
                 prefetched = Prefetch(index: next) { try makePlayer(next, serial: serial + 1, trackOptions: nextOptions) }
             }
-            return try Player(url: urls[i], output: output, options: trackOptions, log: log, queueHooks: hooks)
+            return try Player(url: urls[i], output: output, options: trackOptions, logger: logger, queueHooks: hooks)
         }
         while let i = index {
             let url = urls[i]

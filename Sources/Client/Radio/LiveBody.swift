@@ -1,4 +1,5 @@
 import StreamShared
+import Logging
 
 /// One live response's body on its way from the transport to the throttle: with `icy-metaint`,
 /// the metadata blocks are taken out (and checked, `ICYStreamReader`) and their titles posted to
@@ -10,13 +11,13 @@ final class LiveBody {
     private let state: LiveStreamState
     /// Milliseconds without audio before this response's first byte (a reconnect), logged once.
     private var pendingGap: Monotonic?
-    private let log: (@Sendable (String) -> Void)?
+    private let logger: Logger?
 
     /// `droppedAt`: when the previous connection's last byte arrived, for the gap after a reconnect.
-    init(info: LiveStreamInfo, state: LiveStreamState, droppedAt: Monotonic?, log: (@Sendable (String) -> Void)?) throws(ICYStreamError) {
+    init(info: LiveStreamInfo, state: LiveStreamState, droppedAt: Monotonic?, logger: Logger?) throws(ICYStreamError) {
         reader = try info.metaint.map { metaint throws(ICYStreamError) in try ICYStreamReader(metaint: metaint) }
         self.state = state
-        self.log = log
+        self.logger = logger
         pendingGap = droppedAt
         state.begin(info)
     }
@@ -45,6 +46,6 @@ final class LiveBody {
         pendingGap = nil
         let gap = dropped.elapsed * 1000
         state.recordGap(milliseconds: gap)
-        log?("source: rejoined the live stream: \(Int(gap.rounded())) ms without audio")
+        logger?.debug("source: rejoined the live stream: \(Int(gap.rounded())) ms without audio")
     }
 }

@@ -1,4 +1,5 @@
 import StreamShared
+import Synchronization
 
 /// What a response head says about a stream that never ends: a radio station (SHOUTcast's
 /// `ICY 200 OK` status line, or Icecast's and streamd's `icy-*` headers, and no length). Such a
@@ -45,7 +46,7 @@ public struct StreamTitleChange: Sendable, Equatable {
 /// of the current response, title updates at their stream offsets, and the gaps of reconnects.
 public final class LiveStreamState: @unchecked Sendable {
     // @unchecked: every field is guarded by `lock`.
-    private let lock = ConditionLock()
+    private let lock = Mutex(())
     private var current: LiveStreamInfo?
     private var updates: [(offset: Int, update: ICYStreamReader.Update)] = []
     private var gaps: [Double] = []
@@ -53,14 +54,14 @@ public final class LiveStreamState: @unchecked Sendable {
     public init() {}
 
     /// The facts of the live response, nil until one arrived (or for an ordinary resource).
-    public var info: LiveStreamInfo? { lock.withLock { current } }
+    public var info: LiveStreamInfo? { lock.withLock { _ in current } }
 
-    func begin(_ info: LiveStreamInfo) { lock.withLock { current = info } }
+    func begin(_ info: LiveStreamInfo) { lock.withLock { _ in current = info } }
 
     /// A metadata block that takes effect at stream (throttle) offset `offset`. At most 64 wait:
     /// a player that does not read (paused) cannot make a flood of titles grow memory.
     func post(_ update: ICYStreamReader.Update, at offset: Int) {
-        lock.withLock {
+        lock.withLock { _ in
             if updates.count >= 64 { updates.removeFirst() }
             updates.append((offset, update))
         }
@@ -68,15 +69,15 @@ public final class LiveStreamState: @unchecked Sendable {
 
     /// The updates that take effect at or before stream offset `offset` (the end of the bytes read).
     func take(through offset: Int) -> [ICYStreamReader.Update] {
-        lock.withLock {
+        lock.withLock { _ in
             let due = updates.prefix { $0.offset <= offset }
             updates.removeFirst(due.count)
             return due.map(\.update)
         }
     }
 
-    func recordGap(milliseconds: Double) { lock.withLock { gaps.append(milliseconds) } }
+    func recordGap(milliseconds: Double) { lock.withLock { _ in gaps.append(milliseconds) } }
 
     /// Milliseconds between the last byte of a dropped connection and the first audio of the next.
-    public var gapsMilliseconds: [Double] { lock.withLock { gaps } }
+    public var gapsMilliseconds: [Double] { lock.withLock { _ in gaps } }
 }

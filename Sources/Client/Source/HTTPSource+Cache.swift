@@ -1,4 +1,5 @@
 import StreamShared
+import Logging
 
 /// The disk cache in the HTTP source (`--cache-dir`): bytes the cache holds for the URL are
 /// written into the throttle from disk, block by block, each checked against its CRC-32, and
@@ -33,7 +34,7 @@ extension HTTPSource {
             served = true
             if let total = entry.totalSize, at >= total { return (at, true) }
         }
-        if served { log?("source: \(at - offset) bytes from the disk cache from byte \(offset)") }
+        if served { logger?.debug("source: \(at - offset) bytes from the disk cache from byte \(offset)") }
         return served ? (at, false) : nil
     }
 
@@ -69,13 +70,13 @@ extension HTTPSource {
         do {
             let now = try currentVersion(timeout: Self.revalidationTimeout)
             if now.etag != entry.etag || (entry.totalSize.map { $0 != now.size } ?? false) {
-                log?("source: the cached copy of \(name) is stale (ETag \(entry.etag) → \(now.etag ?? "none")); fetching it again")
+                logger?.debug("source: the cached copy of \(name) is stale (ETag \(entry.etag) → \(now.etag ?? "none")); fetching it again")
                 options.cache?.remove(url: name)
                 return false
             }
         } catch {
             // Not reachable (or not answering as before): the cached bytes are all there is.
-            log?("source: cannot revalidate the cached copy (\(error)); playing it as cached")
+            logger?.debug("source: cannot revalidate the cached copy (\(error)); playing it as cached")
         }
         etag = entry.etag
         control.setTotalSize(entry.totalSize)

@@ -1,4 +1,6 @@
 import StreamShared
+import Synchronization
+import Logging
 
 /// Settings of the HTTP source.
 public struct HTTPSourceOptions: Sendable {
@@ -28,9 +30,9 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
     var isLive = false
     /// When the last byte of a live stream arrived, for the gap a reconnect leaves.
     var liveLastByte: Monotonic?
-    /// Component-tagged diagnostics (`--verbose`).
-    public var log: (@Sendable (String) -> Void)?
-    private let lock = ConditionLock()
+    /// Where "source: …" diagnostics go (debug level); nil: nowhere.
+    public var logger: Logger?
+    private let lock = Mutex(())
     private var tls: Bool
     /// The own client's keep-alive connection that `get` reuses (HLS playlists and segments).
     var session: HTTPClient?
@@ -46,8 +48,8 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
     /// Whether requests go through libcurl: https:// (or anything not http://), or a plain
     /// URL that redirected to https://.
     var usesCurl: Bool {
-        get { lock.withLock { tls } }
-        set { lock.withLock { tls = newValue } }
+        get { lock.withLock { _ in tls } }
+        set { lock.withLock { _ in tls = newValue } }
     }
 
     public func readRange(_ range: Range<Int>) throws -> [UInt8] {
@@ -136,7 +138,7 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         var live: LiveBody?
         var liveDroppedAt: Monotonic?
         var lastByteAt: Monotonic?
-        var log: (@Sendable (String) -> Void)?
+        var logger: Logger?
 
         init(throttle: Throttle, control: SourceControl, generation: Int, offset: Int) {
             self.throttle = throttle
@@ -204,7 +206,7 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
             case .switchToCurl:
                 usesCurl = true
             case .fatal(let error):
-                log?("source: \(error)")
+                logger?.debug("source: \(error)")
                 throttle.finish(error: error, generation: generation)
                 while !control.isStopped && !control.hasSeek { control.waitForCommand(timeout: 1) }
             case .retry(let why):
@@ -214,8 +216,8 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
                     while !control.isStopped && !control.hasSeek { control.waitForCommand(timeout: 1) }
                     continue
                 }
-                log?(isLive ? "source: \(why); rejoining the live stream (no Range) in \(backoff) s"
-                            : "source: \(why); reconnecting from byte \(offset) in \(backoff) s")
+                logger?.debug(isLive ? "source: \(why); rejoining the live stream (no Range) in \(backoff) s"
+                                     : "source: \(why); reconnecting from byte \(offset) in \(backoff) s")
                 control.countReconnect()
                 control.waitForCommand(timeout: backoff)
                 backoff = min(5, backoff * 2)
@@ -230,7 +232,7 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
         state.expectedETag = isLive ? nil : etag
         state.cache = isLive ? nil : options.cache
         state.url = name
-        state.log = log
+        state.logger = logger
         state.liveDroppedAt = isLive ? liveLastByte : nil
         return state
     }
@@ -313,7 +315,7 @@ extension HTTPSource.Transfer {
         case 200:
             do {
                 if let info = try LiveStreamInfo.detect(statusLine: statusLine, headers: headers.fields) {
-                    live = try LiveBody(info: info, state: control.live, droppedAt: liveDroppedAt, log: log)
+                    live = try LiveBody(info: info, state: control.live, droppedAt: liveDroppedAt, logger: logger)
                 }
             } catch {
                 failure = .icy(error)

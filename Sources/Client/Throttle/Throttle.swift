@@ -1,4 +1,5 @@
 import StreamShared
+import Synchronization
 
 /// The bounded byte buffer between the network and the decoder.
 ///
@@ -201,7 +202,7 @@ public final class Throttle: @unchecked Sendable {
 public final class ThrottleBudget: @unchecked Sendable {
     // @unchecked: `used` is guarded by `lock`.
     public let limit: Int
-    private let lock = ConditionLock()
+    private let lock = Mutex(())
     private var used = 0
 
     /// A finished track's throttle memory, kept for the next track's (its pages are already
@@ -214,7 +215,7 @@ public final class ThrottleBudget: @unchecked Sendable {
 
     /// Memory for a throttle of `byteCount` bytes: the spare one when it fits, else new.
     func buffer(byteCount: Int) -> UnsafeMutableRawBufferPointer {
-        let reused: UnsafeMutableRawBufferPointer? = lock.withLock {
+        let reused: UnsafeMutableRawBufferPointer? = lock.withLock { _ in
             guard let kept = spare, kept.count == byteCount else { return nil }
             spare = nil
             return kept
@@ -224,7 +225,7 @@ public final class ThrottleBudget: @unchecked Sendable {
 
     /// Takes back a throttle's memory: kept as the spare when there is none, else freed.
     func recycle(_ buffer: UnsafeMutableRawBufferPointer) {
-        let kept = lock.withLock { () -> Bool in
+        let kept = lock.withLock { (_) -> Bool in
             guard spare == nil else { return false }
             spare = buffer
             return true
@@ -233,13 +234,13 @@ public final class ThrottleBudget: @unchecked Sendable {
     }
 
     /// Bytes the throttles may still take.
-    public var available: Int { lock.withLock { limit - used } }
+    public var available: Int { lock.withLock { _ in limit - used } }
     /// Bytes the throttles hold now.
-    public var held: Int { lock.withLock { used } }
+    public var held: Int { lock.withLock { _ in used } }
 
     /// Takes up to `wanted` bytes of the budget; returns how many were granted.
     func take(upTo wanted: Int) -> Int {
-        lock.withLock {
+        lock.withLock { _ in
             let n = max(0, min(wanted, limit - used))
             used += n
             return n
@@ -249,6 +250,6 @@ public final class ThrottleBudget: @unchecked Sendable {
     /// Gives back bytes a throttle no longer holds.
     func release(_ n: Int) {
         guard n > 0 else { return }
-        lock.withLock { used = max(0, used - n) }
+        lock.withLock { _ in used = max(0, used - n) }
     }
 }

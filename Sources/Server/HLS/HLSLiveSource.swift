@@ -2,6 +2,7 @@ import Foundation
 import StreamShared
 import StreamHTTP
 import StreamLibrary
+import Logging
 
 /// Why a `--live` loop could not start.
 public struct HLSLiveStartError: Error, CustomStringConvertible, Sendable {
@@ -18,7 +19,7 @@ public struct HLSLiveStartError: Error, CustomStringConvertible, Sendable {
 /// discontinuity at every return to the start. A full window is fed at once, so a client has
 /// something to start from.
 public final class HLSLiveSource: @unchecked Sendable {
-    // @unchecked: `state`, `stopping` and `failure` are guarded by `condition`; the rest is
+    // @unchecked: `state`, `stopping` and `thread` are guarded by `condition`; the rest is
     // immutable, or used by the source's thread only.
 
     /// Segments listed in each live playlist.
@@ -35,11 +36,13 @@ public final class HLSLiveSource: @unchecked Sendable {
     public let path: String
     let file: OpenFile
     private let analyzer: IsolatedAnalyzer?
-    private let warn: @Sendable (String) -> Void
-    private let condition = NSCondition()
+    /// Where a segment that cannot be read is reported ("streamd.hls", warnings).
+    private let logger: Logger
+    private let condition = ConditionLock()
     private var state = State.idle
     private var stopping = false
-    private let exited = DispatchSemaphore(value: 0)
+    /// The source's thread, started by `start`, joined by `stop`.
+    private var thread: NativeThread?
 
     /// Names are letters, digits, '-' and '_' (they become a URL path component).
     public static func isValidName(_ name: String) -> Bool {
@@ -52,13 +55,13 @@ public final class HLSLiveSource: @unchecked Sendable {
     /// opened); the analysis waits for `start()`. With `analyzer`, the track is analyzed in a
     /// worker process (what streamd does), else on the source's thread.
     public init(name: String, path: String, analyzer: IsolatedAnalyzer? = nil,
-                warn: @escaping @Sendable (String) -> Void = { _ in }) throws {
+                logger: Logger = .silent("streamd.hls")) throws {
         guard Self.isValidName(name) else { throw HLSError.invalid("live name '\(name)': use letters, digits, '-' and '_'") }
         self.name = name
         self.path = path
         self.file = try OpenFile(path: path)
         self.analyzer = analyzer
-        self.warn = warn
+        self.logger = logger
     }
 
     /// The plan and segmenter once the first window is fed; nil before, after a failure or a stop.
@@ -69,18 +72,19 @@ public final class HLSLiveSource: @unchecked Sendable {
         }
     }
 
-    /// Starts the source's thread (once).
+    /// Starts the source's thread (once); a thread that cannot start fails the source
+    /// (`waitUntilPlaying` throws).
     public func start() {
-        condition.lock()
-        defer { condition.unlock() }
-        guard case .idle = state else { return }
-        state = .starting
-        let thread = Thread { [self] in
-            run()
-            exited.signal()
+        condition.withLock {
+            guard case .idle = state else { return }
+            state = .starting
+            do {
+                thread = try NativeThread(name: "live-\(name)") { [self] in run() }
+            } catch {
+                state = .failed("\(error)")
+                condition.broadcast()
+            }
         }
-        thread.name = "live-\(name)"
-        thread.start()
     }
 
     /// Waits until the first window is there; throws when the track cannot loop (the analysis
@@ -102,16 +106,13 @@ public final class HLSLiveSource: @unchecked Sendable {
     /// (also when it never started). An analysis under way stops with its worker's timeout.
     @discardableResult
     public func stop(deadline: UInt64) -> Bool {
-        condition.lock()
-        let started: Bool
-        if case .idle = state { started = false } else { started = true }
-        stopping = true
-        condition.broadcast()
-        condition.unlock()
-        guard started else { return true }
-        guard exited.wait(untilMonotonic: deadline) else { return false }
-        exited.signal()   // a second stop returns at once
-        return true
+        let started: NativeThread? = condition.withLock {
+            stopping = true
+            condition.broadcast()
+            return thread
+        }
+        // A thread already joined (a second stop) is found ended at once.
+        return started?.join(until: Monotonic(nanoseconds: deadline)) ?? true
     }
 
     private var isStopping: Bool { condition.withLock { stopping } }
@@ -157,14 +158,14 @@ public final class HLSLiveSource: @unchecked Sendable {
                 }
             }
             if sequence >= Self.windowSize, origin &+ end(of: sequence) > now {
-                // Sleep until the next segment is due; a stop wakes the thread at once.
-                condition.lock()
-                // At most half a second at a time: the due time is on the monotonic clock, the
-                // condition's wait on the wall clock, which may jump.
-                let wake = Date().addingTimeInterval(min(0.5, Double(origin &+ end(of: sequence) &- now) / 1e9))
-                if !stopping { _ = condition.wait(until: wake) }
-                condition.unlock()
-                if isStopping { break }
+                // Sleep until the next segment is due (the condition waits on the monotonic
+                // clock, as the due time is); a stop wakes the thread at once.
+                let due = Monotonic(nanoseconds: origin &+ end(of: sequence))
+                let stopped = condition.withLock {
+                    if !stopping { condition.wait(until: due) }
+                    return stopping
+                }
+                if stopped { break }
                 continue
             }
             if isStopping { break }
@@ -194,7 +195,7 @@ public final class HLSLiveSource: @unchecked Sendable {
                 segmenter.endSegment()
                 failing = false
             } catch {
-                if !failing { warn("live \(name): segment \(sequence): \(error); skipped") }
+                if !failing { logger.warning("live \(name): segment \(sequence): \(error); skipped") }
                 failing = true
                 segmenter.markDiscontinuity()
             }

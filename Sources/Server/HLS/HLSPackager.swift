@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import StreamShared
 import StreamHTTP
 import StreamLibrary
@@ -14,8 +15,8 @@ public enum HLSPackager {
         public var skipped = 0
     }
 
-    /// Packages every track of `catalog` into `out`; `log` gets one line per skipped track.
-    public static func package(catalog: Catalog, out: String, log: (String) -> Void = { _ in }) throws -> Report {
+    /// Packages every track of `catalog` into `out`; `logger` gets one line per skipped track (info).
+    public static func package(catalog: Catalog, out: String, logger: Logger = .silent("streamd.hls")) throws -> Report {
         let fm = FileManager.default
         let root = URL(fileURLWithPath: out, isDirectory: true)
         try fm.createDirectory(at: root, withIntermediateDirectories: true)
@@ -35,7 +36,7 @@ public enum HLSPackager {
                 let analysis = try catalog.analysis(forAbsolutePath: absolutePath, file: file)
                 plan = try HLSTrackPlan.make(file: file, etag: file.etag, analysis: analysis)
             } catch {
-                log("skipping \(track.path): \(error)")
+                logger.info("skipping \(track.path): \(error)")
                 report.skipped += 1
                 continue
             }

@@ -2,6 +2,7 @@ import Foundation
 import StreamShared
 import StreamHTTP
 import StreamLibrary
+import Synchronization
 
 /// The HLS routes of streamd: VOD playlists and segments under `/hls/<path>/`, live loops under `/live/<name>/`.
 public final class HLSService: Sendable {
@@ -226,17 +227,17 @@ public final class HLSService: Sendable {
 /// A few recent plans by path (count-bounded; the oldest insert goes first).
 private final class PlanCache: @unchecked Sendable {
     // @unchecked: all state is behind `lock`.
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var plans: [String: HLSTrackPlan] = [:]
     private var order: [String] = []
     private let limit: Int
 
     init(limit: Int) { self.limit = limit }
 
-    func get(_ key: String) -> HLSTrackPlan? { lock.withLock { plans[key] } }
+    func get(_ key: String) -> HLSTrackPlan? { lock.withLock { _ in plans[key] } }
 
     func put(_ key: String, _ plan: HLSTrackPlan) {
-        lock.withLock {
+        lock.withLock { _ in
             if plans.updateValue(plan, forKey: key) == nil { order.append(key) }
             while order.count > limit { plans.removeValue(forKey: order.removeFirst()) }
         }

@@ -1,6 +1,7 @@
 import Atomics
 import Foundation
 import StreamShared
+import Synchronization
 
 /// One live HLS stream (RFC 8216): the frames one producer feeds, in order, gathered at frame
 /// boundaries into segments kept in a sliding window that requests only read. The segmenter of
@@ -62,7 +63,7 @@ package final class LiveSegmenter: @unchecked Sendable {
     package let playlistRequests = ManagedAtomic<Int>(0)
     package let segmentRequests = ManagedAtomic<Int>(0)
 
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var kept: [Segment] = []
     private var nextSequence = 0
     /// Discontinuities in segments no longer kept (EXT-X-DISCONTINUITY-SEQUENCE counts them).
@@ -113,40 +114,40 @@ package final class LiveSegmenter: @unchecked Sendable {
         _ bytes: UnsafeRawBufferPointer, frameStarts: Starts, frameSamples: Samples, format: FrameFormat, wall: Double?
     ) where Starts.Element: BinaryInteger, Samples.Element: BinaryInteger {
         guard format.sampleRate > 0, !frameSamples.isEmpty, !bytes.isEmpty else { return }
-        lock.lock()
-        defer { lock.unlock() }
-        guard !finished else { return }
-        if let wall { anchor(wall: wall, runSamples: frameSamples.reduce(0) { $0 + Int($1) }, rate: format.sampleRate) }
-        var previous: (start: Int, samples: Int)?
-        for (start, samples) in zip(frameStarts, frameSamples) {
-            if let frame = previous { take(bytes, frame.start..<Int(start), samples: frame.samples, format: format, wall: wall) }
-            previous = (Int(start), Int(samples))
+        lock.withLock { _ in
+            guard !finished else { return }
+            if let wall { anchor(wall: wall, runSamples: frameSamples.reduce(0) { $0 + Int($1) }, rate: format.sampleRate) }
+            var previous: (start: Int, samples: Int)?
+            for (start, samples) in zip(frameStarts, frameSamples) {
+                if let frame = previous { take(bytes, frame.start..<Int(start), samples: frame.samples, format: format, wall: wall) }
+                previous = (Int(start), Int(samples))
+            }
+            if let frame = previous { take(bytes, frame.start..<bytes.count, samples: frame.samples, format: format, wall: wall) }
         }
-        if let frame = previous { take(bytes, frame.start..<bytes.count, samples: frame.samples, format: format, wall: wall) }
     }
 
     /// Closes the segment being gathered: the producer's plan cuts here.
     package func endSegment() {
-        lock.lock()
-        defer { lock.unlock() }
-        cut()
+        lock.withLock { _ in
+            cut()
+        }
     }
 
     /// The next segment starts with EXT-X-DISCONTINUITY (the encoding restarts: a loop back to
     /// the start of a track). Closes the segment being gathered.
     package func markDiscontinuity() {
-        lock.lock()
-        defer { lock.unlock() }
-        cut()
-        discontinuityPending = nextSequence > 0
+        lock.withLock { _ in
+            cut()
+            discontinuityPending = nextSequence > 0
+        }
     }
 
     /// The stream ended: the segment being gathered is the last, and the playlist says so.
     package func finish() {
-        lock.lock()
-        defer { lock.unlock() }
-        cut()
-        finished = true
+        lock.withLock { _ in
+            cut()
+            finished = true
+        }
     }
 
     /// Dates are the wall clock at stream time 0 plus stream time, so they stay evenly spaced.
@@ -232,36 +233,36 @@ package final class LiveSegmenter: @unchecked Sendable {
     /// The live playlist: the newest `windowSize` segments (EXT-X-ENDLIST once the stream ended);
     /// nil before the first segment is complete.
     package func playlist() -> HLSMediaPlaylist? {
-        lock.lock()
-        defer { lock.unlock() }
-        let window = kept.suffix(settings.windowSize)
-        guard let first = window.first else { return nil }
-        let longest = window.map { Int($0.duration.rounded()) }.max() ?? 0
-        var playlist = HLSMediaPlaylist(targetDuration: max(settings.targetDuration, longest), endList: finished)
-        playlist.mediaSequence = first.sequence
-        playlist.discontinuitySequence = droppedDiscontinuities
-            + kept.prefix(while: { $0.sequence < first.sequence }).filter(\.discontinuity).count
-        if initSegment != nil { playlist.mapURI = "init.mp4" }
-        let query = settings.versionedURIs ? "?v=\(token)" : ""
-        playlist.segments = window.map {
-            HLSSegmentEntry(duration: $0.duration, uri: "seg-\($0.sequence).\($0.fileExtension)\(query)",
-                            discontinuity: $0.discontinuity, programDateTime: $0.programDateTime)
+        return lock.withLock { _ in
+            let window = kept.suffix(settings.windowSize)
+            guard let first = window.first else { return nil }
+            let longest = window.map { Int($0.duration.rounded()) }.max() ?? 0
+            var playlist = HLSMediaPlaylist(targetDuration: max(settings.targetDuration, longest), endList: finished)
+            playlist.mediaSequence = first.sequence
+            playlist.discontinuitySequence = droppedDiscontinuities
+                + kept.prefix(while: { $0.sequence < first.sequence }).filter(\.discontinuity).count
+            if initSegment != nil { playlist.mapURI = "init.mp4" }
+            let query = settings.versionedURIs ? "?v=\(token)" : ""
+            playlist.segments = window.map {
+                HLSSegmentEntry(duration: $0.duration, uri: "seg-\($0.sequence).\($0.fileExtension)\(query)",
+                                discontinuity: $0.discontinuity, programDateTime: $0.programDateTime)
+            }
+            return playlist
         }
-        return playlist
     }
 
     /// Segment `sequence` while it is kept.
     package func segment(_ sequence: Int) -> Segment? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let first = kept.first, sequence >= first.sequence, sequence - first.sequence < kept.count else { return nil }
-        return kept[sequence - first.sequence]
+        return lock.withLock { _ in
+            guard let first = kept.first, sequence >= first.sequence, sequence - first.sequence < kept.count else { return nil }
+            return kept[sequence - first.sequence]
+        }
     }
 
     /// How many segments are complete (the next one's sequence number).
     package var completedCount: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return nextSequence
+        return lock.withLock { _ in
+            return nextSequence
+        }
     }
 }

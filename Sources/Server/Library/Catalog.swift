@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import StreamShared
 import Synchronization
+import Logging
 import Atomics
 import StreamHTTP
 
@@ -36,16 +37,16 @@ public struct SkippedFile: Sendable, Equatable {
 /// Exact seek indexes are built on first need and cached in the database.
 public final class Catalog: @unchecked Sendable {
     // @unchecked: mutable state is behind `lock` (`inFlight` behind `building`); scans are
-    // serialised by `scanLock`; the closures (`indexRequested` too, called on event loops) and
-    // the settings (`chunkSize`, `excludedPrefix`, `indexAheadSeconds`) are set before the
+    // serialised by `scanLock`; the closures (`indexRequested` too, called on event loops), the
+    // logger and the settings (`chunkSize`, `excludedPrefix`, `indexAheadSeconds`) are set before the
     // scanner and the server start, and only read after.
     public let resolver: PathResolver
     /// Runs the analyzer out of process: a file that crashes or hangs it costs that file only.
     public let analyzer: IsolatedAnalyzer
     /// The catalog database the routes read.
     public let store: LibraryStore
-    private let lock = NSLock()
-    private let scanLock = NSLock()
+    private let lock = Mutex(())
+    private let scanLock = Mutex(())
     /// Set at shutdown: a scan under way reads no further chunk, and none starts.
     private let scansStopped = ManagedAtomic<Bool>(false)
     private var progress = ScanProgress()
@@ -55,11 +56,11 @@ public final class Catalog: @unchecked Sendable {
     private var prefetched: Set<String> = []
     /// Files whose exact analysis a thread is building (relative paths), and its signal.
     private var inFlight: Set<String> = []
-    private let building = NSCondition()
-    /// Called with one line per file that could not be analyzed, and other trouble.
-    public var warn: @Sendable (String) -> Void = { _ in }
-    /// Called with progress lines (scan started, every few seconds, done).
-    public var info: @Sendable (String) -> Void = { _ in }
+    private let building = ConditionLock()
+    /// Where the catalog logs ("streamd.library"): a warning per file that could not be analyzed
+    /// and other trouble, progress (scan started, every few seconds, done) at info. Set before the
+    /// first scan.
+    public var logger = Logger.silent("streamd.library")
     /// Files read per batch written to the database.
     public var chunkSize = 2048
     /// Absolute paths the walk leaves out (the database and its WAL files, when they sit inside the folder).
@@ -93,7 +94,7 @@ public final class Catalog: @unchecked Sendable {
     }
 
     /// The scan's progress now.
-    public var scanProgress: ScanProgress { lock.withLock { progress } }
+    public var scanProgress: ScanProgress { lock.withLock { _ in progress } }
 
     // MARK: scanning
 
@@ -105,7 +106,7 @@ public final class Catalog: @unchecked Sendable {
 
     /// Scans `scope` (serialised with every other scan).
     func scan(_ scope: ScanScope) {
-        scanLock.withLock {
+        scanLock.withLock { _ in
             guard !scansStopped.load(ordering: .relaxed) else { return }
             scanNow(scope)
         }
@@ -149,7 +150,7 @@ public final class Catalog: @unchecked Sendable {
         var prefix: String?
         switch scope {
         case .all:
-            lock.withLock {
+            lock.withLock { _ in
                 progress.scanning = true
                 progress.startedNanos = started
                 progress.found = 0
@@ -162,7 +163,7 @@ public final class Catalog: @unchecked Sendable {
             guard !PathResolver.isHidden(relative) else { return }
             prefix = relative
         }
-        defer { if scope == .all { lock.withLock { progress.scanning = false } } }
+        defer { if scope == .all { lock.withLock { _ in progress.scanning = false } } }
         var tally = ReadTally(logProgress: scope == .all)
         var announced = false
         // The workers read chunk N + 1 while chunk N is written.
@@ -172,14 +173,14 @@ public final class Catalog: @unchecked Sendable {
                                    if scansStopped.load(ordering: .relaxed) { return }
                                    if scope == .all && !announced {
                                        announced = true
-                                       info("scan: reading new and changed files")
+                                       logger.info("scan: reading new and changed files")
                                    }
                                    read(chunk[...], tally: &tally, writer: writer)
                                },
                                awaitWrites: { writer.drain() },
                                progress: { [self] found, toRead, ignored in
                                    guard scope == .all else { return }
-                                   lock.withLock {
+                                   lock.withLock { _ in
                                        progress.found = found
                                        progress.toRead = toRead
                                        progress.ignored = ignored
@@ -188,15 +189,15 @@ public final class Catalog: @unchecked Sendable {
         if scope == .all {
             do {
                 if try store.beginBulkLoad() {
-                    info("scan: first scan; the list orders' indexes are built at its end")
+                    logger.info("scan: first scan; the list orders' indexes are built at its end")
                 } else {
                     // A search index left behind (a first scan cut short, the migration to
                     // schema 2) catches up before the walk, so search answers in a second or two.
                     let added = try store.indexSearchBacklog()
-                    if added > 0 { info("scan: \(added) tracks added to the search index") }
+                    if added > 0 { logger.info("scan: \(added) tracks added to the search index") }
                 }
             } catch {
-                warn("catalog: cannot prepare the library database: \(error)")
+                logger.warning("catalog: cannot prepare the library database: \(error)")
             }
         }
         // The same workers for every chunk of the scan (started once, not once per chunk).
@@ -206,15 +207,15 @@ public final class Catalog: @unchecked Sendable {
             do {
                 try store.ensureOrderIndexes()
                 let filled = try store.fillMissingTrackJSON()
-                if filled > 0 { info("scan: \(filled) tracks' API items written (a database from before they were kept)") }
+                if filled > 0 { logger.info("scan: \(filled) tracks' API items written (a database from before they were kept)") }
                 // A first scan writes the search index a chunk at a time: one segment each.
-                if let segments = try store.search.compact() { info("scan: search index merged from \(segments) segments into one") }
+                if let segments = try store.search.compact() { logger.info("scan: search index merged from \(segments) segments into one") }
             } catch {
-                warn("catalog: cannot index the library database: \(error)")
+                logger.warning("catalog: cannot index the library database: \(error)")
             }
         }
         if let failure = walk.failure {
-            warn("catalog: cannot read the library database: \(failure)")
+            logger.warning("catalog: cannot read the library database: \(failure)")
             return
         }
         if !removed.isEmpty { write(removed.map { .removed(path: $0) }) }
@@ -222,7 +223,7 @@ public final class Catalog: @unchecked Sendable {
         scanned(walk.folders)
         guard scope == .all else { return }
         let elapsed = Int((monotonicNanos() - started) / 1_000_000)
-        lock.withLock {
+        lock.withLock { _ in
             progress.removed = removed.count
             progress.ignored = walk.ignored
             progress.lastIgnored = walk.ignored
@@ -230,8 +231,8 @@ public final class Catalog: @unchecked Sendable {
             progress.lastScanMillis = elapsed
         }
         if walk.toRead > 0 || !removed.isEmpty {
-            info("scan: done in \(elapsed) ms: \(walk.found) files, \(walk.toRead) new or changed read, \(removed.count) gone, "
-                 + "\(walk.ignored) companion files (covers, notes, playlists) passed by")
+            logger.info(.init(stringLiteral: "scan: done in \(elapsed) ms: \(walk.found) files, \(walk.toRead) new or changed read, \(removed.count) gone, "
+                 + "\(walk.ignored) companion files (covers, notes, playlists) passed by"))
         }
     }
 
@@ -260,34 +261,34 @@ public final class Catalog: @unchecked Sendable {
                 changes.append(.skipped(path: file.path, stamp: file.stamp, reason: why, quarantined: false))
                 // Companion files never get here; a folder of other files still costs a few lines only.
                 tally.rejected += 1
-                if tally.rejected <= Self.namedSkipsPerScan { warn("catalog: skipping \(resolver.root)/\(file.path): \(why)") }
+                if tally.rejected <= Self.namedSkipsPerScan { logger.warning("catalog: skipping \(resolver.root)/\(file.path): \(why)") }
             case .quarantined(let why):
                 changes.append(.skipped(path: file.path, stamp: file.stamp, reason: why, quarantined: true))
-                warn("catalog: skipping \(resolver.root)/\(file.path): \(why); quarantined until the file changes")
+                logger.warning("catalog: skipping \(resolver.root)/\(file.path): \(why); quarantined until the file changes")
             case .unavailable(let why):
                 // Not the file's fault: no record, so the next scan tries it again.
-                if tally.unavailable == 0 { warn("catalog: \(why)") }
+                if tally.unavailable == 0 { logger.warning("catalog: \(why)") }
                 tally.unavailable += 1
             }
         }
         writer.submit(changes)
         tally.done += chunk.count
         let done = tally.done
-        lock.withLock { progress.read = done }
+        lock.withLock { _ in progress.read = done }
         let now = monotonicNanos()
         if tally.logProgress, now - tally.lastLog >= 3_000_000_000 {
             tally.lastLog = now
-            let seconds = Double(now - lock.withLock { progress.startedNanos }) / 1e9
-            info("scan: \(done) files read (\(Int(Double(done) / max(seconds, 0.001))) files/s)")
+            let seconds = Double(now - lock.withLock { _ in progress.startedNanos }) / 1e9
+            logger.info("scan: \(done) files read (\(Int(Double(done) / max(seconds, 0.001))) files/s)")
         }
     }
 
     /// The log lines of a scan's end.
     private func finish(_ tally: ReadTally) {
         if tally.rejected > Self.namedSkipsPerScan {
-            warn("catalog: \(tally.rejected - Self.namedSkipsPerScan) more files skipped as not audio (/api/status counts them)")
+            logger.warning("catalog: \(tally.rejected - Self.namedSkipsPerScan) more files skipped as not audio (/api/status counts them)")
         }
-        if tally.unavailable > 1 { warn("catalog: \(tally.unavailable) files not analyzed; they are tried again at the next scan") }
+        if tally.unavailable > 1 { logger.warning("catalog: \(tally.unavailable) files not analyzed; they are tried again at the next scan") }
     }
 
     /// Files not audio named one by one in the log per scan; the rest are counted.
@@ -297,7 +298,7 @@ public final class Catalog: @unchecked Sendable {
         do {
             try store.apply(changes)
         } catch {
-            warn("catalog: cannot write the library database: \(error)")
+            logger.warning("catalog: cannot write the library database: \(error)")
         }
     }
 
@@ -350,7 +351,7 @@ public final class Catalog: @unchecked Sendable {
                     try store.apply([.track(path: relative, stamp: stamp, analysis: analysis)])
                 }
             } catch {
-                warn("catalog: cannot store the analysis of \(path): \(error)")
+                logger.warning("catalog: cannot store the analysis of \(path): \(error)")
             }
             return analysis
         case .rejected(let why):
@@ -361,13 +362,13 @@ public final class Catalog: @unchecked Sendable {
                     write([.skipped(path: relative, stamp: stamp, reason: why, quarantined: false)])
                 } else {
                     rememberRejection(of: relative, stamp: stamp, reason: why)
-                    warn("catalog: \(relative): no exact seek index: \(why); not tried again until the file changes")
+                    logger.warning("catalog: \(relative): no exact seek index: \(why); not tried again until the file changes")
                 }
             }
             throw AnalysisFailure(reason: why)
         case .quarantined(let why):
             if let relative { write([.skipped(path: relative, stamp: stamp, reason: why, quarantined: true)]) }
-            warn("catalog: skipping \(path): \(why); quarantined until the file changes")
+            logger.warning("catalog: skipping \(path): \(why); quarantined until the file changes")
             throw AnalysisFailure(reason: why)
         case .unavailable(let why):
             throw AnalysisFailure(reason: why)
@@ -392,11 +393,11 @@ public final class Catalog: @unchecked Sendable {
 
     /// Why the full walk rejected this version of the listed track, if it did.
     private func rejection(of relative: String, stamp: FileStamp) -> String? {
-        lock.withLock { rejected[relative].flatMap { $0.stamp == stamp ? $0.reason : nil } }
+        lock.withLock { _ in rejected[relative].flatMap { $0.stamp == stamp ? $0.reason : nil } }
     }
 
     private func rememberRejection(of relative: String, stamp: FileStamp, reason: String) {
-        lock.withLock {
+        lock.withLock { _ in
             if rejected.count >= Self.rejectedLimit { rejected.removeAll() }
             rejected[relative] = (stamp, reason)
         }
@@ -418,7 +419,7 @@ public final class Catalog: @unchecked Sendable {
 
     /// Waits (at most `timeout` seconds) until no thread analyzes `relative`.
     private func awaitBuild(of relative: String, timeout: Double) {
-        let deadline = Date(timeIntervalSinceNow: timeout)
+        let deadline = Monotonic.now.adding(seconds: timeout)
         building.lock()
         while inFlight.contains(relative) && building.wait(until: deadline) {}
         building.unlock()
@@ -447,7 +448,7 @@ public final class Catalog: @unchecked Sendable {
         guard let minimum = indexAheadSeconds else { return 0 }
         let due: [(path: String, stamp: FileStamp)]
         do { due = try store.analyses.missing(minSeconds: minimum, limit: 100_000) } catch {
-            warn("catalog: cannot list the tracks to index: \(error)")
+            logger.warning("catalog: cannot list the tracks to index: \(error)")
             return 0
         }
         guard !due.isEmpty else { return 0 }
@@ -467,10 +468,10 @@ public final class Catalog: @unchecked Sendable {
                 }
             }
         }
-        lock.withLock { indexedAhead += built }
+        lock.withLock { _ in indexedAhead += built }
         if built > 0 {
             let elapsed = Int((monotonicNanos() - started) / 1_000_000)
-            info("index: \(built) built ahead (exact seek indexes of tracks of \(Int(minimum)) s or more) in \(elapsed) ms")
+            logger.info("index: \(built) built ahead (exact seek indexes of tracks of \(Int(minimum)) s or more) in \(elapsed) ms")
         }
         return built
     }
@@ -481,7 +482,7 @@ public final class Catalog: @unchecked Sendable {
     /// is most of what a first-need request waits for. Once per path per run.
     public func prefetchIndex(forAbsolutePath path: String) {
         guard let request = indexRequested, let relative = resolver.relative(path) else { return }
-        let first = lock.withLock { () -> Bool in
+        let first = lock.withLock { (_) -> Bool in
             if prefetched.count >= 100_000 { prefetched.removeAll() }
             return prefetched.insert(relative).inserted
         }
@@ -497,14 +498,14 @@ public final class Catalog: @unchecked Sendable {
         guard let relative = resolver.relative(path), let row = try? store.tracks.track(path: relative),
               row.container != "wav", let file = try? OpenFile(path: path), file.stamp == row.stamp else { return }
         if (try? store.analyses.cached(path: relative, stamp: row.stamp)) != nil { return }
-        if (try? analysis(forAbsolutePath: path, file: file)) != nil { lock.withLock { indexedOnPlay += 1 } }
+        if (try? analysis(forAbsolutePath: path, file: file)) != nil { lock.withLock { _ in indexedOnPlay += 1 } }
     }
 
     /// Indexes built because a client started reading the track (for `/api/status`).
-    public var indexesBuiltOnPlay: Int { lock.withLock { indexedOnPlay } }
+    public var indexesBuiltOnPlay: Int { lock.withLock { _ in indexedOnPlay } }
 
     /// Seek indexes built ahead since the start (for `/api/status`).
-    public var indexesBuiltAhead: Int { lock.withLock { indexedAhead } }
+    public var indexesBuiltAhead: Int { lock.withLock { _ in indexedAhead } }
 
     // MARK: reading
 

@@ -5,6 +5,8 @@ import CLinux
 import Foundation
 import StreamShared
 import StreamHTTP
+import Logging
+import Synchronization
 
 /// Keeps the catalog current in the background, on its own thread: the first scan at start
 /// (the server listens meanwhile, serving what the database holds), then the paths inotify
@@ -13,12 +15,12 @@ import StreamHTTP
 public final class CatalogScanner: @unchecked Sendable {
     // @unchecked: `watcher` is used by the scanner thread only; `fullRequested` and `state`
     // are behind `lock`, `indexWanted` and `playedPaths` behind `indexCondition`; `wake` is an eventfd, safe to
-    // write from any thread.
+    // write from any thread; `threads` is touched by `start` and `stop` (the owner's thread) only.
     public let catalog: Catalog
     /// Seconds between full rescans when inotify does not cover the tree.
     public let rescanInterval: Double
     private let wake: Int32
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var fullRequested = false
     private var watcher: FolderWatcher?
     private var state = WatchState()
@@ -27,12 +29,11 @@ public final class CatalogScanner: @unchecked Sendable {
     private var indexWanted = false
     /// Tracks a client started reading, whose index the indexer builds first (at most 256 wait).
     private var playedPaths: [String] = []
-    private let indexCondition = NSCondition()
+    private let indexCondition = ConditionLock()
     /// Set by `stop` (under `indexCondition`): both threads end at their next look.
     private var stopping = false
-    /// Signalled by each thread as it ends.
-    private let ended = DispatchSemaphore(value: 0)
-    private var threadsStarted = 0
+    /// The scanner and indexer threads, joined by `stop`.
+    private var threads: [NativeThread] = []
 
     /// How changes are noticed, for `/api/status`.
     struct WatchState {
@@ -51,12 +52,12 @@ public final class CatalogScanner: @unchecked Sendable {
             do {
                 watcher = try FolderWatcher(maxWatches: maxWatches)
             } catch {
-                catalog.warn("catalog: inotify unavailable (\(error)); rescanning every \(Int(rescanInterval)) s instead")
+                catalog.logger.warning("catalog: inotify unavailable (\(error)); rescanning every \(Int(rescanInterval)) s instead")
             }
         }
         catalog.statusExtras = { [weak self] status in
             guard let self else { return }
-            let now = lock.withLock { state }
+            let now = lock.withLock { _ in state }
             status.watcher = StatusDocument.Watcher(mode: now.mode, folders: now.folders, rescanIntervalSeconds: rescanInterval)
         }
         catalog.scanned = { [weak self] folders in
@@ -66,16 +67,14 @@ public final class CatalogScanner: @unchecked Sendable {
         catalog.indexRequested = { [weak self] path in self?.requestIndex(path) }
     }
 
-    /// Starts the thread: the first scan begins at once.
-    public func start() {
-        threadsStarted = 2
-        Thread.detachNewThread { [self] in
-            run()
-            ended.signal()
-        }
-        Thread.detachNewThread { [self] in
-            runIndexer()
-            ended.signal()
+    /// Starts the threads: the first scan begins at once. When one cannot start, none runs.
+    public func start() throws(ThreadError) {
+        threads.append(try NativeThread(name: "streamd-scanner") { [self] in run() })
+        do {
+            threads.append(try NativeThread(name: "streamd-indexer") { [self] in runIndexer() })
+        } catch {
+            stop(within: 5)
+            throw error
         }
     }
 
@@ -92,10 +91,10 @@ public final class CatalogScanner: @unchecked Sendable {
         catalog.stopScans()
         var one: UInt64 = 1
         _ = write(wake, &one, 8)
-        for _ in 0..<threadsStarted {
-            if !ended.wait(untilMonotonic: deadline) { return false }
+        for thread in threads {
+            if !thread.join(until: Monotonic(nanoseconds: deadline)) { return false }
         }
-        threadsStarted = 0
+        threads = []
         return true
     }
 
@@ -158,7 +157,7 @@ public final class CatalogScanner: @unchecked Sendable {
 
     /// Asks for a full rescan (SIGHUP); one already running finishes first.
     public func requestFullScan() {
-        lock.withLock { fullRequested = true }
+        lock.withLock { _ in fullRequested = true }
         var one: UInt64 = 1
         _ = write(wake, &one, 8)
     }
@@ -168,17 +167,17 @@ public final class CatalogScanner: @unchecked Sendable {
     /// Called on the scanner thread with the folders each scan walked.
     private func watch(_ folders: [String]) {
         guard let watcher else {
-            lock.withLock { state.mode = "polling" }
+            lock.withLock { _ in state.mode = "polling" }
             return
         }
         watcher.watch(folders)
         if watcher.limitHit && !warnedLimit {
             warnedLimit = true
             let limit = FolderWatcher.kernelLimit.map { " (fs.inotify.max_user_watches = \($0))" } ?? ""
-            catalog.warn("catalog: inotify watch limit reached\(limit) after \(watcher.count) folders; "
-                         + "changes are picked up by a full rescan every \(JSONObjectWriter.number(rescanInterval)) s instead")
+            catalog.logger.warning(.init(stringLiteral: "catalog: inotify watch limit reached\(limit) after \(watcher.count) folders; "
+                         + "changes are picked up by a full rescan every \(JSONObjectWriter.number(rescanInterval)) s instead"))
         }
-        lock.withLock {
+        lock.withLock { _ in
             state.mode = watcher.limitHit ? "polling" : "inotify"
             state.folders = watcher.count
         }
@@ -193,7 +192,7 @@ public final class CatalogScanner: @unchecked Sendable {
             let ready = poll(&fds, 2, timeout)
             if ready < 0 {
                 if errno == EINTR { continue }
-                catalog.warn("catalog: poll: \(SystemError(call: "poll", errno: errno)); rescanning every \(Int(rescanInterval)) s")
+                catalog.logger.warning("catalog: poll: \(SystemError(call: "poll", errno: errno)); rescanning every \(Int(rescanInterval)) s")
                 watcher = nil
                 sleep(UInt32(max(1, rescanInterval)))
                 catalog.scan(.all)
@@ -207,7 +206,7 @@ public final class CatalogScanner: @unchecked Sendable {
                 var count: UInt64 = 0
                 _ = read(wake, &count, 8)
                 if isStopping { return }
-                let full = lock.withLock {
+                let full = lock.withLock { _ in
                     defer { fullRequested = false }
                     return fullRequested
                 }

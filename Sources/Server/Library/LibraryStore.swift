@@ -6,6 +6,8 @@ internal import CSQLite
 import Foundation
 import StreamShared
 import StreamHTTP
+import Synchronization
+import Logging
 
 /// The catalog database: tracks, albums, artists, the search index, skipped files and cached
 /// exact analyses, in SQLite (WAL mode, so readers never wait for the scanner's writes).
@@ -23,8 +25,8 @@ public final class LibraryStore: @unchecked Sendable {
     // and a reader taken from the pool is used by one thread until it is put back.
     public let path: String
     let writer: SQLiteDatabase
-    let writeLock = NSLock()
-    let pool = NSCondition()
+    let writeLock = Mutex(())
+    let pool = ConditionLock()
     var idleReaders: [SQLiteDatabase] = []
     /// Set by `close`: readers are closed as they come back, and none is opened.
     var closed = false
@@ -38,7 +40,7 @@ public final class LibraryStore: @unchecked Sendable {
     /// When `changeCount` last moved (`DispatchTime` nanoseconds): the in-memory search index
     /// waits for writes to settle before it is read.
     let lastWriteNanos = ManagedAtomic<UInt64>(0)
-    let searchIndexLock = NSLock()
+    let searchIndexLock = Mutex(())
     var searchIndexStorage = SearchIndexState()
     var artistIDs: [String: Int] = [:]
     var albumIDs: [String: Int] = [:]
@@ -50,7 +52,7 @@ public final class LibraryStore: @unchecked Sendable {
     /// `writeLock` only.
     var searchIndexedThrough: Int?
     /// The track count and the `generation` it was read at (`trackCount`).
-    let countCache = NSLock()
+    let countCache = Mutex(())
     var cachedCount: (generation: UInt64, count: Int)?
 
     // MARK: repositories
@@ -71,17 +73,17 @@ public final class LibraryStore: @unchecked Sendable {
     public var search: SearchRepository { SearchRepository(store: self) }
 
     /// Opens the database at `path` for the library `folder` (":memory:" for one that lives
-    /// as long as the process). `warn` hears about a database moved aside or wiped.
-    public init(path: String, folder: String, warn: (String) -> Void = { _ in }) throws(SQLiteError) {
+    /// as long as the process). `logger` hears about a database moved aside or wiped (warnings).
+    public init(path: String, folder: String, logger: Logger = .silent("streamd.library")) throws(SQLiteError) {
         self.path = path
         inMemory = path == ":memory:"
         if !inMemory { Self.makeParentFolder(of: path) }
         do {
-            writer = try Self.openWriter(path: path, folder: folder, warn: warn)
+            writer = try Self.openWriter(path: path, folder: folder, logger: logger)
         } catch let error where !inMemory && (error.isCorruption || error.context == Self.foreignContext) {
             let aside = Self.moveAside(path)
-            warn("library: \(path) is not a usable streamd database (\(error.message)); moved to \(aside), building a new one")
-            writer = try Self.openWriter(path: path, folder: folder, warn: warn)
+            logger.warning("library: \(path) is not a usable streamd database (\(error.message)); moved to \(aside), building a new one")
+            writer = try Self.openWriter(path: path, folder: folder, logger: logger)
         }
         searchIndexedThrough = try Self.searchWatermark(writer)
         // Every reader opened (and its WAL files with it) up front: the server's descriptor
@@ -128,7 +130,7 @@ public final class LibraryStore: @unchecked Sendable {
         return real + "/" + (path as NSString).lastPathComponent
     }
 
-    static func openWriter(path: String, folder: String, warn: (String) -> Void) throws(SQLiteError) -> SQLiteDatabase {
+    static func openWriter(path: String, folder: String, logger: Logger) throws(SQLiteError) -> SQLiteDatabase {
         let db = try SQLiteDatabase(path: path)
         // Reading the header and the schema is where a file that is not a database says so.
         let application = try db.queryOne("PRAGMA application_id") { $0.int(0) } ?? 0
@@ -143,7 +145,7 @@ public final class LibraryStore: @unchecked Sendable {
         }
         if path != ":memory:" {
             let mode = try db.queryOne("PRAGMA journal_mode = WAL") { $0.text(0) }
-            if mode != "wal" { warn("library: \(path): journal mode \(mode ?? "?"), not WAL") }
+            if mode != "wal" { logger.warning("library: \(path): journal mode \(mode ?? "?"), not WAL") }
         }
         try db.execute("PRAGMA synchronous = NORMAL")
         if version < LibrarySchema.version {
@@ -163,7 +165,7 @@ public final class LibraryStore: @unchecked Sendable {
         let recorded = try db.queryOne("SELECT value FROM meta WHERE key = 'folder'") { $0.text(0) }
         if recorded != folder {
             if let recorded {
-                warn("library: \(path) described \(recorded), not \(folder): starting it over")
+                logger.warning("library: \(path) described \(recorded), not \(folder): starting it over")
             }
             try db.transaction { () throws(SQLiteError) in
                 try db.execute("DELETE FROM tracks; DELETE FROM skipped; DELETE FROM analyses; DELETE FROM albums; DELETE FROM artists;")
@@ -198,9 +200,7 @@ public final class LibraryStore: @unchecked Sendable {
     /// in-memory database, is `SQLITE_BUSY` at once instead of a wait behind slow queries.
     func read<T>(waiting: Bool = true, _ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
         if inMemory {
-            if waiting { writeLock.lock() } else if !writeLock.try() { throw Self.busy }
-            defer { writeLock.unlock() }
-            return try body(writer)
+            return try withWriter(waiting: waiting, body)
         }
         let db = try takeReader(waiting: waiting)
         defer {
@@ -234,10 +234,10 @@ public final class LibraryStore: @unchecked Sendable {
     /// Closes the database at shutdown: the WAL is checkpointed into the main file, the writer and
     /// the idle readers closed (a reader in use closes when it comes back); later calls fail.
     public func close() {
-        writeLock.lock()
-        if !inMemory { try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
-        writer.close()
-        writeLock.unlock()
+        writeLock.withLock { _ in
+            if !inMemory { try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+            writer.close()
+        }
         pool.lock()
         closed = true
         for reader in idleReaders { reader.close() }
@@ -247,8 +247,20 @@ public final class LibraryStore: @unchecked Sendable {
     }
 
     func write<T>(_ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
-        writeLock.lock()
-        defer { writeLock.unlock() }
-        return try body(writer)
+        return try withWriter(waiting: true, body)
+    }
+
+    /// Runs `body` with the writer, holding `writeLock`; not waiting, a writer in use is
+    /// `SQLITE_BUSY`. The result comes back through a local: Mutex.withLock wants a `sending`
+    /// result, which a value `body` makes from the caller's state is not.
+    private func withWriter<T>(waiting: Bool, _ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        var outcome: Result<T, SQLiteError>?
+        if waiting {
+            writeLock.withLock { _ in outcome = Result { () throws(SQLiteError) -> T in try body(writer) } }
+        } else {
+            _ = writeLock.withLockIfAvailable { _ in outcome = Result { () throws(SQLiteError) -> T in try body(writer) } }
+        }
+        guard let outcome else { throw Self.busy }
+        return try outcome.get()
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
 import StreamHTTP
+import StreamShared
 
 /// Writes a scan's chunks to the catalog on a thread of its own, so that the workers read the
 /// next chunk while this one is written (before, they waited for every write: at 100,000 tracks
@@ -7,22 +7,25 @@ import StreamHTTP
 /// written: a scan that reads faster than it writes waits in `submit`, its memory bounded.
 final class ScanWriter: @unchecked Sendable {
     // @unchecked: `waiting`, `writing` and `closed` are read and written under `condition`;
-    // `write` is called on the writer thread only.
-    private let condition = NSCondition()
+    // `write` is called on the writer thread only; `thread` is set in init, joined by `finish`.
+    private let condition = ConditionLock()
     private var waiting: [LibraryChange]?
     private var writing = false
     private var closed = false
     private let write: ([LibraryChange]) -> Void
+    private var thread: NativeThread?
 
-    /// Starts the writer thread; `write` writes one chunk (and reports its own errors).
+    /// Starts the writer thread; `write` writes one chunk (and reports its own errors). When no
+    /// thread can be started, `submit` writes each chunk itself.
     init(write: @escaping ([LibraryChange]) -> Void) {
         self.write = write
-        Thread.detachNewThread { [self] in run() }
+        thread = try? NativeThread(name: "streamd-writer") { [self] in run() }
     }
 
     /// Queues `changes` behind the chunk being written; waits while another chunk is queued.
     func submit(_ changes: [LibraryChange]) {
         guard !changes.isEmpty else { return }
+        guard thread != nil else { return write(changes) }
         condition.lock()
         while waiting != nil { condition.wait() }
         waiting = changes
@@ -44,6 +47,7 @@ final class ScanWriter: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
         drain()
+        thread?.join()
     }
 
     private func run() {

@@ -6,6 +6,7 @@ internal import CSQLite
 import Foundation
 import StreamShared
 import StreamHTTP
+import Synchronization
 
 /// Search: FTS5 queries over `tracks_fts`, and the in-memory copy of its index (`SearchIndex`) that answers most of them.
 public struct SearchRepository: Sendable {
@@ -141,28 +142,28 @@ public struct SearchRepository: Sendable {
     /// generation's failed.
     func currentIndex(startBuilding: Bool = true) -> SearchIndex? {
         let now = store.generation
-        let (current, start): (SearchIndex?, Bool) = store.withSearchIndexState { state in
+        return store.withSearchIndexState { state in
             if let index = state.index {
-                if index.generation == now { return (index, false) }
+                if index.generation == now { return index }
                 // A stale index is let go at once: never two in memory while the next is read.
                 if index.generation < now { state.index = nil }
             }
-            guard startBuilding, !state.building, !state.stopped, state.failedGeneration != now else { return (nil, false) }
+            guard startBuilding, !state.building, !state.stopped, state.failedGeneration != now else { return nil }
+            // Started holding the state's lock, so a stop finds the thread it is to join (the
+            // thread's first step waits for the lock). Holds the store only while a step runs: a
+            // store dropped meanwhile ends the thread. Pauses are slept a tenth of a second at a
+            // time, so a stop is seen soon.
             state.building = true
-            state.builderEnded = DispatchSemaphore(value: 0)
-            return (nil, true)
-        }
-        if start, let ended = store.withSearchIndexState({ $0.builderEnded }) {
-            // Holds the store only while a step runs: a store dropped meanwhile ends the thread.
-            // Pauses are slept a tenth of a second at a time, so a stop is seen soon.
-            let thread = Thread { [weak owner = store] in
-                while let pause = owner.flatMap({ SearchRepository(store: $0).buildStep() }) { usleep(useconds_t(min(pause / 1_000, 100_000))) }
-                ended.signal()
+            do {
+                state.builder = try NativeThread(name: "search index") { [weak owner = store] in
+                    while let pause = owner.flatMap({ SearchRepository(store: $0).buildStep() }) { usleep(useconds_t(min(pause / 1_000, 100_000))) }
+                }
+            } catch {
+                // No thread: the next search asks again.
+                state.building = false
             }
-            thread.name = "search index"
-            thread.start()
+            return nil
         }
-        return current
     }
 
     /// How long the catalog must have been unchanged before the index is read: a scan writes a
@@ -260,9 +261,7 @@ public struct SearchRepository: Sendable {
 /// The in-memory search index's state, kept by the store (one per database) under its lock.
 extension LibraryStore {
     func withSearchIndexState<T>(_ body: (inout SearchIndexState) -> T) -> T {
-        searchIndexLock.lock()
-        defer { searchIndexLock.unlock() }
-        return body(&searchIndexStorage)
+        searchIndexLock.withLock { _ in body(&searchIndexStorage) }
     }
 
     /// The in-memory index's state, under its lock.
@@ -276,8 +275,9 @@ extension LibraryStore {
         var lastBuildCost: UInt64 = 0
         /// Set by `stopSearchIndexBuilds`: no build starts or goes on.
         var stopped = false
-        /// Signalled when the last build thread started ends.
-        var builderEnded: DispatchSemaphore?
+        /// The last build thread started: joined by `stopSearchIndexBuilds` (one that ended on
+        /// its own is let go when the next starts).
+        var builder: NativeThread?
     }
 
     /// Shutdown: stops the thread that reads the in-memory index, if one runs, and waits for it
@@ -285,13 +285,11 @@ extension LibraryStore {
     /// once no build thread runs.
     @discardableResult
     public func stopSearchIndexBuilds(deadline: UInt64) -> Bool {
-        let ended: DispatchSemaphore? = withSearchIndexState { state in
+        let builder: NativeThread? = withSearchIndexState { state in
             state.stopped = true
-            return state.building ? state.builderEnded : nil
+            return state.builder
         }
-        guard let ended else { return true }
-        guard ended.wait(untilMonotonic: deadline) else { return false }
-        ended.signal()
-        return true
+        // A thread already joined (by an earlier stop) or ended is found ended at once.
+        return builder?.join(until: Monotonic(nanoseconds: deadline)) ?? true
     }
 }

@@ -6,6 +6,7 @@ internal import CSQLite
 import Foundation
 import StreamShared
 import StreamHTTP
+import Synchronization
 
 /// The `tracks` table and the API items kept beside it (`track_json`): rows, pages in every order, lookups by id and path.
 public struct TrackRepository: Sendable {
@@ -49,9 +50,9 @@ public struct TrackRepository: Sendable {
     /// the generation moved is not kept: it may be of either state.
     public func count() throws(SQLiteError) -> Int {
         let before = store.generation
-        if let cached = store.countCache.withLock({ store.cachedCount }), cached.generation == before { return cached.count }
+        if let cached = store.countCache.withLock({ _ in store.cachedCount }), cached.generation == before { return cached.count }
         let count = try store.read { db throws(SQLiteError) in try db.queryOne("SELECT count(*) FROM tracks") { $0.int(0) } ?? 0 }
-        if store.generation == before { store.countCache.withLock { store.cachedCount = (before, count) } }
+        if store.generation == before { store.countCache.withLock { _ in store.cachedCount = (before, count) } }
         return count
     }
 

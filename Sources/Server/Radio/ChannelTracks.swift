@@ -5,6 +5,7 @@ import StreamShared
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
+import Logging
 
 /// What a channel plays and how: its tracks, the stream's format, and whether the tracks are
 /// transcoded to it (mixed formats, or a bitrate asked for) or their frames pass as they are.
@@ -25,9 +26,9 @@ public enum ChannelTracks {
     /// The tracks for `spec` (PATH relative to the library root, or absolute inside it: a track,
     /// a folder, or an M3U/M3U8/PLS playlist file of the library) and the channel's format: the
     /// tracks' own when they all share one codec, rate and channel count, else MP3 they are
-    /// transcoded to. `warn` hears about every file left out. Throws when none is playable.
+    /// transcoded to. `logger` hears about every file left out (warnings). Throws when none is playable.
     public static func resolve(_ spec: ChannelSpec, catalog: Catalog,
-                               warn: (String) -> Void) throws(Failure) -> ChannelPlan {
+                               logger: Logger) throws(Failure) -> ChannelPlan {
         let root = catalog.resolver.root
         var wanted = spec.path.hasPrefix("/") ? spec.path : root + "/" + spec.path
         while wanted.count > 1, wanted.hasSuffix("/") { wanted.removeLast() }
@@ -44,7 +45,7 @@ public enum ChannelTracks {
                 let listed = try PlaylistFolder(resolver: catalog.resolver).entries(relative: relative).entries
                 entries = listed.compactMap { entry in
                     let found = catalog.track(forAbsolutePath: root + "/" + entry.path)
-                    if found == nil { warn("channel \(spec.name): \(entry.path) (from \(relative)) is not a library track") }
+                    if found == nil { logger.warning("channel \(spec.name): \(entry.path) (from \(relative)) is not a library track") }
                     return found
                 }
             } catch {
@@ -65,7 +66,7 @@ public enum ChannelTracks {
         var tracks: [ChannelTrack] = []
         for entry in entries {
             guard entry.sampleRate > 0, entry.channels > 0 else {
-                warn("channel \(spec.name): \(entry.path) skipped: \(entry.container) has no audio a channel can play")
+                logger.warning("channel \(spec.name): \(entry.path) skipped: \(entry.container) has no audio a channel can play")
                 continue
             }
             tracks.append(ChannelTrack(track: entry, path: catalog.absolutePath(of: entry)))
@@ -85,8 +86,8 @@ public enum ChannelTracks {
         if spec.bitrate == nil {
             let kinds = Set(tracks.map { describe(ChannelFormat(codec: $0.codec ?? .mpeg, sampleRate: $0.sampleRate,
                                                                 channels: $0.channels, kbps: 0), container: $0.container) })
-            warn("channel \(spec.name): tracks of \(kinds.count) formats (\(kinds.sorted().joined(separator: ", "))): "
-                 + "transcoded to MP3 \(format.sampleRate) Hz stereo \(format.kbps) kbit/s")
+            logger.warning(.init(stringLiteral: "channel \(spec.name): tracks of \(kinds.count) formats (\(kinds.sorted().joined(separator: ", "))): "
+                 + "transcoded to MP3 \(format.sampleRate) Hz stereo \(format.kbps) kbit/s"))
         }
         return ChannelPlan(tracks: tracks, format: format, transcodes: true)
     }

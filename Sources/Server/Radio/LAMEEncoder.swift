@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 internal import CLAME
 
 /// Why libmp3lame refused a setting or a buffer.
@@ -26,7 +27,7 @@ public final class LAMEEncoder {
     public static let sampleRates = [8_000, 11_025, 12_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000]
 
     /// lame_init and lame_init_params touch tables shared by every encoder of the process: one at a time.
-    private static let setupLock = NSLock()
+    private static let setupLock = Mutex(())
 
     /// An encoder for `channels` (1 or 2) at `sampleRate` (one of `sampleRates`; no resampling
     /// inside) and `kbps` (8...320, CBR; libmp3lame takes the nearest rate the MPEG version allows).
@@ -40,24 +41,24 @@ public final class LAMEEncoder {
         self.sampleRate = sampleRate
         self.channels = channels
         self.kbps = kbps
-        Self.setupLock.lock()
-        defer { Self.setupLock.unlock() }
-        guard let flags = lame_init() else { throw EncoderError(message: "lame_init failed") }
-        self.flags = flags
-        clame_quiet(flags)
-        lame_set_in_samplerate(flags, Int32(sampleRate))
-        lame_set_out_samplerate(flags, Int32(sampleRate))
-        lame_set_num_channels(flags, Int32(channels))
-        lame_set_mode(flags, channels == 1 ? MONO : JOINT_STEREO)
-        lame_set_brate(flags, Int32(kbps))
-        lame_set_VBR(flags, vbr_off)
-        if let quality { lame_set_quality(flags, Int32(min(9, max(0, quality)))) }
-        // A stream has no end to rewrite a header at, and listeners join anywhere.
-        lame_set_bWriteVbrTag(flags, 0)
-        lame_set_write_id3tag_automatic(flags, 0)
-        // Every stored property is set by now, so a throw runs deinit, which closes `flags`.
-        guard lame_init_params(flags) >= 0 else {
-            throw EncoderError(message: "libmp3lame refused \(sampleRate) Hz, \(channels) ch, \(kbps) kbit/s")
+        flags = try Self.setupLock.withLock { _ throws(EncoderError) -> OpaquePointer in
+            guard let flags = lame_init() else { throw EncoderError(message: "lame_init failed") }
+            clame_quiet(flags)
+            lame_set_in_samplerate(flags, Int32(sampleRate))
+            lame_set_out_samplerate(flags, Int32(sampleRate))
+            lame_set_num_channels(flags, Int32(channels))
+            lame_set_mode(flags, channels == 1 ? MONO : JOINT_STEREO)
+            lame_set_brate(flags, Int32(kbps))
+            lame_set_VBR(flags, vbr_off)
+            if let quality { lame_set_quality(flags, Int32(min(9, max(0, quality)))) }
+            // A stream has no end to rewrite a header at, and listeners join anywhere.
+            lame_set_bWriteVbrTag(flags, 0)
+            lame_set_write_id3tag_automatic(flags, 0)
+            guard lame_init_params(flags) >= 0 else {
+                lame_close(flags)
+                throw EncoderError(message: "libmp3lame refused \(sampleRate) Hz, \(channels) ch, \(kbps) kbit/s")
+            }
+            return flags
         }
     }
 

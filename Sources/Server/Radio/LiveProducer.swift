@@ -3,6 +3,7 @@ import StreamShared
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
+import Synchronization
 
 /// Drives a live channel (`PUT /radio/NAME`): the connected source's frames are published in
 /// real time by the channel's clock (a source that sends faster, like `curl -T file`, is held
@@ -19,12 +20,13 @@ final class LiveProducer: @unchecked Sendable {
     let onEnd: @Sendable (LiveProducer) -> Void
     /// A relay's channel never ends: it waits for its upstream to come back.
     let persistent: Bool
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var pendingSource: AttachedSource?
     private var sourceBusy = false
     private var sourceTitle = ""
     private var stopped = false
-    private let done = DispatchSemaphore(value: 0)
+    /// Set by `start`, joined by `stop` (RadioService's lock orders the two).
+    private var thread: NativeThread?
 
     /// A source as the producer sees it.
     struct AttachedSource {
@@ -44,60 +46,56 @@ final class LiveProducer: @unchecked Sendable {
         self.onEnd = onEnd
     }
 
-    func start() {
-        let thread = Thread { [self] in
-            run()
-            done.signal()
-        }
-        thread.name = "radio-live-\(channel.name)"
-        thread.start()
+    func start() throws(ThreadError) {
+        thread = try NativeThread(name: "radio-live-\(channel.name)") { [self] in run() }
     }
 
     /// Stops the thread and waits for it, until `deadline` (monotonic ns) when given; true once
     /// it has ended.
     @discardableResult
     package func stop(deadline: UInt64? = nil) -> Bool {
-        lock.lock()
-        stopped = true
-        lock.unlock()
+        lock.withLock { _ in
+            stopped = true
+        }
+        guard let thread else { return true }
         guard let deadline else {
-            done.wait()
+            thread.join()
             return true
         }
-        return done.wait(untilMonotonic: deadline)
+        return thread.join(until: Monotonic(nanoseconds: deadline))
     }
 
     /// Takes a new source unless one is connected (then false: the mount is in use).
     func attach(_ source: AttachedSource) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !sourceBusy, !stopped else { return false }
-        sourceBusy = true
-        pendingSource = source
-        return true
+        return lock.withLock { _ in
+            guard !sourceBusy, !stopped else { return false }
+            sourceBusy = true
+            pendingSource = source
+            return true
+        }
     }
 
     /// A metadata update for the source (`/admin/metadata`): shown while the source plays.
     func setSourceTitle(_ title: String) {
-        lock.lock()
-        sourceTitle = title
-        let live = sourceBusy
-        lock.unlock()
+        let live = lock.withLock { _ in
+            sourceTitle = title
+            return sourceBusy
+        }
         if live { channel.setTitle(title) }
     }
 
     private func takeNewSource() -> (AttachedSource?, Bool, String) {
-        lock.lock()
-        defer { lock.unlock() }
-        let source = pendingSource
-        pendingSource = nil
-        return (source, stopped, sourceTitle)
+        return lock.withLock { _ in
+            let source = pendingSource
+            pendingSource = nil
+            return (source, stopped, sourceTitle)
+        }
     }
 
     private func sourceLeft() {
-        lock.lock()
-        sourceBusy = false
-        lock.unlock()
+        lock.withLock { _ in
+            sourceBusy = false
+        }
     }
 
     // MARK: The producer thread
@@ -204,9 +202,9 @@ final class LiveProducer: @unchecked Sendable {
                 relay = cursor
                 _ = schedule   // the source's clock resumes from now when one connects
             } else if !persistent, let since = lostAt, now >= since, now - since >= sourceTimeout {
-                lock.lock()
-                stopped = true   // no source can attach to an ended channel
-                lock.unlock()
+                lock.withLock { _ in
+                    stopped = true   // no source can attach to an ended channel
+                }
                 channel.end()
                 onEnd(self)
                 return

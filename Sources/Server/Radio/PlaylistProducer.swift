@@ -3,6 +3,8 @@ import StreamShared
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
+import Synchronization
+import Logging
 
 /// Plays a channel's tracks in real time, one after the other for ever (reshuffled at every
 /// pass with `shuffle`): frames are published when the channel's clock says they are due, in
@@ -11,8 +13,8 @@ import StreamHLS
 /// (decided at start, or when a track's frames turn out to be of another format than the
 /// channel's), so the stream never changes format.
 final class PlaylistProducer: @unchecked Sendable {
-    // @unchecked: the state below is used by the producer thread only; `stopped` is atomic-ish
-    // through the lock.
+    // @unchecked: the state below is used by the producer thread only; `stopped` is behind
+    // `lock`; `thread` is set by `start` and joined by `stop`.
     let channel: RadioChannel
     let tracks: [ChannelTrack]
     let shuffle: Bool
@@ -23,17 +25,18 @@ final class PlaylistProducer: @unchecked Sendable {
     private var transcoder: ChannelTranscoder?
     let tickNanos: UInt64
     let preroll: Int
-    let warn: @Sendable (String) -> Void
-    private let lock = NSLock()
+    let logger: Logger
+    private let lock = Mutex(())
     private var stopped = false
-    private let done = DispatchSemaphore(value: 0)
+    /// Set by `start`, joined by `stop` (RadioService's lock orders the two).
+    private var thread: NativeThread?
 
     /// Where the transcoder's tracks are decoded (streamd: worker processes).
     let isolation: DecodeIsolation
 
     init(channel: RadioChannel, tracks: [ChannelTrack], shuffle: Bool, format: ChannelFormat, transcodes: Bool,
          isolation: DecodeIsolation, tickNanos: UInt64, preroll: Int,
-         warn: @escaping @Sendable (String) -> Void) throws(EncoderError) {
+         logger: Logger) throws(EncoderError) {
         self.channel = channel
         self.tracks = tracks
         self.shuffle = shuffle
@@ -42,32 +45,34 @@ final class PlaylistProducer: @unchecked Sendable {
         transcoder = transcodes ? try ChannelTranscoder(format: format, isolation: isolation) : nil
         self.tickNanos = max(1_000_000, tickNanos)
         self.preroll = preroll
-        self.warn = warn
+        self.logger = logger
     }
 
     func start() {
-        let thread = Thread { [self] in
-            run()
-            // The track being decoded lets its worker go (killed and reaped) before the thread ends.
-            transcoder?.end()
-            done.signal()
+        do {
+            thread = try NativeThread(name: "radio-\(channel.name)") { [self] in
+                run()
+                // The track being decoded lets its worker go (killed and reaped) before the thread ends.
+                transcoder?.end()
+            }
+        } catch {
+            logger.warning("radio \(channel.name): \(error)")
         }
-        thread.name = "radio-\(channel.name)"
-        thread.start()
     }
 
     /// Stops the thread and waits for it, until `deadline` (monotonic ns) when given; true once
     /// it has ended. A decode under way gives up within a quarter of a second (`isCancelled`).
     @discardableResult
     package func stop(deadline: UInt64? = nil) -> Bool {
-        lock.lock()
-        stopped = true
-        lock.unlock()
+        lock.withLock { _ in
+            stopped = true
+        }
+        guard let thread else { return true }
         guard let deadline else {
-            done.wait()
+            thread.join()
             return true
         }
-        return done.wait(untilMonotonic: deadline)
+        return thread.join(until: Monotonic(nanoseconds: deadline))
     }
 
     /// How late the channel may fall (the thread starved, the process stopped) and still catch
@@ -76,9 +81,7 @@ final class PlaylistProducer: @unchecked Sendable {
     static let stallLimit: UInt64 = 5_000_000_000
 
     private var isStopped: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return stopped
+        return lock.withLock { _ in stopped }
     }
 
     private func run() {
@@ -95,7 +98,7 @@ final class PlaylistProducer: @unchecked Sendable {
         while !isStopped {
             let now = monotonicNanos()
             if prerolled, let skipped = schedule.resume(now: now, ifBehindBy: Self.stallLimit) {
-                warn("radio \(channel.name): the channel stalled for \(skipped / 1_000_000) ms; it goes on from now")
+                logger.warning("radio \(channel.name): the channel stalled for \(skipped / 1_000_000) ms; it goes on from now")
             }
             // Pre-roll: a burst's worth of stream is due at once, so the first listeners get one.
             while !prerolled || schedule.isDue(now: now) {
@@ -118,7 +121,7 @@ final class PlaylistProducer: @unchecked Sendable {
                         builder.flush(to: channel, now: now)   // the new title starts with a new chunk
                         channel.setTitle(track.title)
                     } catch {
-                        warn("radio \(channel.name): \(track.path): \(error)")
+                        logger.warning("radio \(channel.name): \(track.path): \(error)")
                         failures += 1
                         if failures >= order.count { return idleUntilStopped() }
                         continue
@@ -140,7 +143,7 @@ final class PlaylistProducer: @unchecked Sendable {
                         if frame != nil { framesFromReader += 1 }
                     }
                 } catch {
-                    warn("radio \(channel.name): \(current?.path ?? "?"): \(error)")
+                    logger.warning("radio \(channel.name): \(current?.path ?? "?"): \(error)")
                     frame = nil
                 }
                 guard let frame else {
@@ -178,14 +181,14 @@ final class PlaylistProducer: @unchecked Sendable {
     /// false (the track is skipped) when the stream is AAC, which the channel cannot encode.
     private func switchToTranscoding(_ track: ChannelTrack) throws -> Bool {
         guard format.codec == .mpeg, transcoder == nil else {
-            warn("radio \(channel.name): \(track.path) skipped: its frames are not \(ChannelTracks.describe(format))")
+            logger.warning("radio \(channel.name): \(track.path) skipped: its frames are not \(ChannelTracks.describe(format))")
             return false
         }
         let kbps = min(320, max(8, format.kbps))
         transcoder = try ChannelTranscoder(format: ChannelFormat(codec: .mpeg, sampleRate: format.sampleRate,
                                                                  channels: format.channels, kbps: kbps),
                                        isolation: isolation)
-        warn("radio \(channel.name): \(track.path) is not \(ChannelTracks.describe(format)): the channel transcodes from now on")
+        logger.warning("radio \(channel.name): \(track.path) is not \(ChannelTracks.describe(format)): the channel transcodes from now on")
         try transcoder?.begin(track)
         return true
     }
@@ -195,7 +198,7 @@ final class PlaylistProducer: @unchecked Sendable {
     }
 
     private func idleUntilStopped() {
-        warn("radio \(channel.name): no track can be played")
+        logger.warning("radio \(channel.name): no track can be played")
         channel.end()
         while !isStopped { sleepNanos(tickNanos) }
     }

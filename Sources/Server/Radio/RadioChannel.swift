@@ -4,6 +4,7 @@ import StreamShared
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
+import Synchronization
 
 /// What a channel's stream is: the frame format and what its listeners are told about it.
 public struct ChannelFormat: Sendable, Equatable {
@@ -34,7 +35,7 @@ public final class RadioChannel: @unchecked Sendable {
     /// Bytes of recent stream kept: the burst comes from here, and a listener further behind
     /// than this is moved forward.
     public let ringCapacity: Int
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var ring: [RadioChunk] = []
     private var ringBytes = 0
     private var newest: RadioChunk
@@ -79,23 +80,23 @@ public final class RadioChannel: @unchecked Sendable {
     func publish(_ bytes: ArraySlice<UInt8>, frameStarts: [Int32], frameSamples: [UInt16] = [], format: FrameFormat? = nil,
                  now: UInt64 = monotonicNanos()) {
         guard !bytes.isEmpty else { return }
-        lock.lock()
-        let chunk = RadioChunk(start: newest.end, bytes: bytes, frameStarts: frameStarts, frameSamples: frameSamples,
-                               format: format, title: titleBlock, publishedAt: now)
-        _ = newest.next.storeIfNilThenLoad(chunk)
-        newest = chunk
-        ring.append(chunk)
-        ringBytes += chunk.count
-        // Keep at least the newest chunk; drop from the front while the rest still fills the ring.
-        var drop = 0
-        while ring.count - drop > 1, ringBytes - ring[drop].count >= ringCapacity {
-            ringBytes -= ring[drop].count
-            drop += 1
+        let (chunk, toWake) = lock.withLock { _ in
+            let chunk = RadioChunk(start: newest.end, bytes: bytes, frameStarts: frameStarts, frameSamples: frameSamples,
+                                   format: format, title: titleBlock, publishedAt: now)
+            _ = newest.next.storeIfNilThenLoad(chunk)
+            newest = chunk
+            ring.append(chunk)
+            ringBytes += chunk.count
+            // Keep at least the newest chunk; drop from the front while the rest still fills the ring.
+            var drop = 0
+            while ring.count - drop > 1, ringBytes - ring[drop].count >= ringCapacity {
+                ringBytes -= ring[drop].count
+                drop += 1
+            }
+            if drop > 0 { ring.removeFirst(drop) }
+            oldestOffset.store(ring.first?.start ?? chunk.start, ordering: .releasing)
+            return (chunk, wakers)
         }
-        if drop > 0 { ring.removeFirst(drop) }
-        oldestOffset.store(ring.first?.start ?? chunk.start, ordering: .releasing)
-        let toWake = wakers
-        lock.unlock()
         for waker in toWake { waker.wake() }
         segments.append(chunk)
     }
@@ -103,27 +104,27 @@ public final class RadioChannel: @unchecked Sendable {
     /// Sets the title announced from the next published chunk on.
     public func setTitle(_ title: String) {
         let block = ICYBlock(title: title)
-        lock.lock()
-        titleBlock = block
-        lock.unlock()
+        lock.withLock { _ in
+            titleBlock = block
+        }
     }
 
     func setFormat(_ format: ChannelFormat?) {
-        lock.lock()
-        _format = format
-        lock.unlock()
+        lock.withLock { _ in
+            _format = format
+        }
     }
 
     func setStation(_ station: StationInfo) {
-        lock.lock()
-        _station = station
-        lock.unlock()
+        lock.withLock { _ in
+            _station = station
+        }
     }
 
     func setSourceConnected(_ connected: Bool) {
-        lock.lock()
-        _sourceConnected = connected
-        lock.unlock()
+        lock.withLock { _ in
+            _sourceConnected = connected
+        }
     }
 
     /// Ends the stream: listeners get what is left, then their connection closes.
@@ -134,9 +135,7 @@ public final class RadioChannel: @unchecked Sendable {
     }
 
     func wakeListeners() {
-        lock.lock()
-        let toWake = wakers
-        lock.unlock()
+        let toWake = lock.withLock { _ in wakers }
         for waker in toWake { waker.wake() }
     }
 
@@ -145,27 +144,25 @@ public final class RadioChannel: @unchecked Sendable {
     /// Where a new listener starts: the first frame boundary at or after `burst` bytes before
     /// the live edge (the oldest frame in the ring when it holds less).
     func joinPoint(burst: Int) -> (chunk: RadioChunk, offset: Int) {
-        lock.lock()
-        defer { lock.unlock() }
-        let target = max(ring.first?.start ?? newest.start, newest.end - max(0, burst))
-        for chunk in ring.reversed() where chunk.start <= target {
-            return (chunk, chunk.frameBoundary(atOrAfter: target - chunk.start))
+        return lock.withLock { _ in
+            let target = max(ring.first?.start ?? newest.start, newest.end - max(0, burst))
+            for chunk in ring.reversed() where chunk.start <= target {
+                return (chunk, chunk.frameBoundary(atOrAfter: target - chunk.start))
+            }
+            return (newest, newest.count)
         }
-        return (newest, newest.count)
     }
 
     /// The newest chunk, whose start is the current frame boundary.
     func liveEdge() -> RadioChunk {
-        lock.lock()
-        defer { lock.unlock() }
-        return newest
+        return lock.withLock { _ in newest }
     }
 
     /// Loops with listeners here are woken at every publish.
     func register(_ waker: LoopWaker) {
-        lock.lock()
-        wakers.insert(waker)
-        lock.unlock()
+        lock.withLock { _ in
+            _ = wakers.insert(waker)
+        }
     }
 
     func listenerJoined() {
@@ -202,19 +199,17 @@ public final class RadioChannel: @unchecked Sendable {
     }
 
     public func snapshot() -> Snapshot {
-        lock.lock()
-        defer { lock.unlock() }
-        return Snapshot(name: name, format: _format, station: _station, title: titleBlock.title,
-                        sourceConnected: _sourceConnected, listeners: listeners.load(ordering: .relaxed),
-                        listenerPeak: listenerPeak.load(ordering: .relaxed), bytesOut: bytesOut.load(ordering: .relaxed),
-                        skips: skips.load(ordering: .relaxed), streamBytes: newest.end,
-                        ended: ended.load(ordering: .relaxed), createdWall: createdWall)
+        return lock.withLock { _ in
+            return Snapshot(name: name, format: _format, station: _station, title: titleBlock.title,
+                            sourceConnected: _sourceConnected, listeners: listeners.load(ordering: .relaxed),
+                            listenerPeak: listenerPeak.load(ordering: .relaxed), bytesOut: bytesOut.load(ordering: .relaxed),
+                            skips: skips.load(ordering: .relaxed), streamBytes: newest.end,
+                            ended: ended.load(ordering: .relaxed), createdWall: createdWall)
+        }
     }
 
     public var format: ChannelFormat? {
-        lock.lock()
-        defer { lock.unlock() }
-        return _format
+        return lock.withLock { _ in _format }
     }
 
     /// Names are letters, digits, '-', '_' and '.', at most 64 (they are a URL path component).

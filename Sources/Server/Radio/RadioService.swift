@@ -4,13 +4,15 @@ import StreamShared
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
+import Synchronization
+import Logging
 
 /// The radio routes: channels under /radio/NAME, their status pages. Owns the channels and
 /// their producers.
 public final class RadioService: @unchecked Sendable {
     // @unchecked: `channels` and `producers` are guarded by `lock`; scratch buffers too.
     public let settings: RadioSettings
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var channels: [String: RadioChannel] = [:]
     private var order: [String] = []
     private var producers: [PlaylistProducer] = []
@@ -18,13 +20,14 @@ public final class RadioService: @unchecked Sendable {
     /// `--fallback NAME=OTHER`: channel NAME relays OTHER while no source is connected.
     private var fallbacks: [String: String] = [:]
     private var scratches: [LoopWaker: ListenerScratch] = [:]
-    let warn: @Sendable (String) -> Void
+    /// Where the channels' trouble is logged ("streamd.radio").
+    let logger: Logger
     /// Set by `stop`: decode workers' waits end at once (`DecodeWorker.Settings.isCancelled`).
     private let stopping = ManagedAtomic<Bool>(false)
 
-    public init(settings: RadioSettings = RadioSettings(), warn: @escaping @Sendable (String) -> Void = { _ in }) {
+    public init(settings: RadioSettings = RadioSettings(), logger: Logger = .silent("streamd.radio")) {
         self.settings = settings
-        self.warn = warn
+        self.logger = logger
     }
 
     /// Adds a playlist channel and starts playing it. Throws when the channel transcodes and
@@ -36,57 +39,58 @@ public final class RadioService: @unchecked Sendable {
         let producer = try PlaylistProducer(channel: channel, tracks: plan.tracks, shuffle: shuffle, format: plan.format,
                                             transcodes: plan.transcodes, isolation: .worker(decodeWorker),
                                             tickNanos: settings.tickNanos,
-                                            preroll: settings.burstBytes, warn: warn)
-        lock.lock()
-        channels[name] = channel
-        order.append(name)
-        producers.append(producer)
-        lock.unlock()
+                                            preroll: settings.burstBytes, logger: logger)
+        lock.withLock { _ in
+            channels[name] = channel
+            order.append(name)
+            producers.append(producer)
+        }
         producer.start()
     }
 
     /// Declares that channel `name` relays channel `other` whenever it has no live source; the
     /// channel exists (relaying) from now on. `other` must be a channel already.
     public func addFallback(name: String, other: String) throws(ChannelTracks.Failure) {
-        lock.lock()
-        let target = channels[other]
-        let taken = channels[name] != nil
-        lock.unlock()
+        let (target, taken) = lock.withLock { _ in (channels[other], channels[name] != nil) }
         guard let target else { throw ChannelTracks.Failure(description: "--fallback \(name)=\(other): no channel named \(other)") }
         guard !taken else { throw ChannelTracks.Failure(description: "--fallback \(name)=\(other): \(name) is a playlist channel") }
-        lock.lock()
-        fallbacks[name] = other
-        lock.unlock()
+        lock.withLock { _ in
+            fallbacks[name] = other
+        }
         _ = liveProducer(for: name, fallback: target)
     }
 
     /// The live producer of `name`, created (and started) when missing; nil when `name` is a
     /// playlist channel.
     private func liveProducer(for name: String, fallback: RadioChannel?, persistent: Bool = false) -> LiveProducer? {
-        lock.lock()
-        defer { lock.unlock() }
-        if let producer = liveProducers[name] { return producer }
-        guard channels[name] == nil else { return nil }
-        let channel = RadioChannel(name: name, ringCapacity: settings.ringBytes, format: fallback?.format)
-        let producer = LiveProducer(channel: channel, fallback: fallback, tickNanos: settings.tickNanos,
-                                    sourceTimeout: settings.sourceTimeoutNanos, persistent: persistent) { [weak self] ended in
-            self?.removeLive(ended)
+        return lock.withLock { _ in
+            if let producer = liveProducers[name] { return producer }
+            guard channels[name] == nil else { return nil }
+            let channel = RadioChannel(name: name, ringCapacity: settings.ringBytes, format: fallback?.format)
+            let producer = LiveProducer(channel: channel, fallback: fallback, tickNanos: settings.tickNanos,
+                                        sourceTimeout: settings.sourceTimeoutNanos, persistent: persistent) { [weak self] ended in
+                self?.removeLive(ended)
+            }
+            // Started first: a channel whose thread cannot start is not made at all.
+            do { try producer.start() } catch {
+                logger.warning("radio \(name): \(error)")
+                return nil
+            }
+            channels[name] = channel
+            order.append(name)
+            liveProducers[name] = producer
+            return producer
         }
-        channels[name] = channel
-        order.append(name)
-        liveProducers[name] = producer
-        producer.start()
-        return producer
     }
 
     private func removeLive(_ producer: LiveProducer) {
-        lock.lock()
-        defer { lock.unlock() }
-        let name = producer.channel.name
-        guard liveProducers[name] === producer else { return }
-        liveProducers[name] = nil
-        channels[name] = nil
-        order.removeAll { $0 == name }
+        lock.withLock { _ in
+            let name = producer.channel.name
+            guard liveProducers[name] === producer else { return }
+            liveProducers[name] = nil
+            channels[name] = nil
+            order.removeAll { $0 == name }
+        }
     }
 
     private var relays: [RelaySource] = []
@@ -101,10 +105,10 @@ public final class RadioService: @unchecked Sendable {
         guard let producer = liveProducer(for: name, fallback: nil, persistent: true) else {
             throw ChannelTracks.Failure(description: "--relay \(name): \(name) is a playlist channel")
         }
-        let relay = RelaySource(url: parsed, producer: producer, warn: warn)
-        lock.lock()
-        relays.append(relay)
-        lock.unlock()
+        let relay = RelaySource(url: parsed, producer: producer, logger: logger)
+        lock.withLock { _ in
+            relays.append(relay)
+        }
         relay.start()
     }
 
@@ -115,14 +119,13 @@ public final class RadioService: @unchecked Sendable {
     @discardableResult
     public func stop(deadline: UInt64? = nil) -> [String] {
         stopping.store(true, ordering: .relaxed)
-        lock.lock()
-        let running = producers
-        let live = Array(liveProducers.values)
-        let relaying = relays
-        producers = []
-        liveProducers = [:]
-        relays = []
-        lock.unlock()
+        let (running, live, relaying) = lock.withLock { _ in
+            let taken = (producers, Array(liveProducers.values), relays)
+            producers = []
+            liveProducers = [:]
+            relays = []
+            return taken
+        }
         // Everything is asked first, so the threads wind down together, then each is waited for.
         for relay in relaying { relay.requestStop() }
         var left: [String] = []
@@ -133,25 +136,21 @@ public final class RadioService: @unchecked Sendable {
     }
 
     public func channel(named name: String) -> RadioChannel? {
-        lock.lock()
-        defer { lock.unlock() }
-        return channels[name]
+        return lock.withLock { _ in channels[name] }
     }
 
     public func allChannels() -> [RadioChannel] {
-        lock.lock()
-        defer { lock.unlock() }
-        return order.compactMap { channels[$0] }
+        return lock.withLock { _ in order.compactMap { channels[$0] } }
     }
 
     /// The scratch buffers of the loop behind `waker` (one per loop, shared by its listeners).
     func scratch(for waker: LoopWaker) -> ListenerScratch {
-        lock.lock()
-        defer { lock.unlock() }
-        if let scratch = scratches[waker] { return scratch }
-        let scratch = ListenerScratch()
-        scratches[waker] = scratch
-        return scratch
+        return lock.withLock { _ in
+            if let scratch = scratches[waker] { return scratch }
+            let scratch = ListenerScratch()
+            scratches[waker] = scratch
+            return scratch
+        }
     }
 
     // MARK: Routes
@@ -170,10 +169,7 @@ public final class RadioService: @unchecked Sendable {
             if error == .unauthorized { response.headers.append(("WWW-Authenticate", "Basic realm=\"streamd\"")) }
             return response
         }
-        lock.lock()
-        let fallbackName = fallbacks[name]
-        let fallback = fallbackName.flatMap { channels[$0] }
-        lock.unlock()
+        let fallback = lock.withLock { _ in fallbacks[name].flatMap { channels[$0] } }
         let feed = SourceFeed()
         guard let producer = liveProducer(for: name, fallback: fallback),
               producer.attach(LiveProducer.AttachedSource(feed: feed, codec: source.codec, station: source.station,
@@ -213,9 +209,7 @@ public final class RadioService: @unchecked Sendable {
         guard let mount = decoded("mount") else { return Self.iceResponse(400, "missing mount", ok: false) }
         let name = mount.hasPrefix("/radio/") ? String(mount.dropFirst("/radio/".count)) : String(mount.drop { $0 == "/" })
         guard let song = decoded("song") else { return Self.iceResponse(400, "missing song", ok: false) }
-        lock.lock()
-        let producer = liveProducers[name]
-        lock.unlock()
+        let producer = lock.withLock { _ in liveProducers[name] }
         guard let producer else { return Self.iceResponse(400, "Source does not exist", ok: false) }
         producer.setSourceTitle(String(song.prefix(1024)))
         return Self.iceResponse(200, "Metadata update successful", ok: true)

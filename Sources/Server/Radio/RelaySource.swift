@@ -3,63 +3,64 @@ import StreamShared
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
+import Synchronization
+import Logging
 
 /// `--relay NAME=URL`: pulls a stream from another streamd or an Icecast server (plain HTTP) and
 /// feeds it to the live channel NAME as its source, ICY titles carried through. Reconnects every
 /// `retryNanos` while the upstream is away; blocking I/O on its own thread.
 final class RelaySource: @unchecked Sendable {
-    // @unchecked: `stopped` is guarded by `lock`; the rest is used by the relay thread only.
+    // @unchecked: `stopped` and `upstream` are guarded by `lock`; `thread` is set by `start`
+    // before anyone joins it; the rest is used by the relay thread only.
     let url: HTTPURL
     let producer: LiveProducer
     let retryNanos: UInt64
     /// Where a broken upstream is reported (streamd's log).
-    let warn: @Sendable (String) -> Void
-    private let lock = NSLock()
+    let logger: Logger
+    private let lock = Mutex(())
     private var stopped = false
     /// The upstream being read, shut by `requestStop` so a blocked read ends at once.
     private var upstream: RelayUpstream?
-    private let done = DispatchSemaphore(value: 0)
     /// The last problem reported: a retry that fails the same way again is not logged again.
     private var lastProblem: String?
+    /// The relay thread, set by `start`, joined by `join` (`stop` only asks it to end).
+    private var thread: NativeThread?
 
     init(url: HTTPURL, producer: LiveProducer, retryNanos: UInt64 = 2_000_000_000,
-         warn: @escaping @Sendable (String) -> Void = { _ in }) {
+         logger: Logger = .silent("streamd.radio")) {
         self.url = url
         self.producer = producer
         self.retryNanos = retryNanos
-        self.warn = warn
+        self.logger = logger
     }
 
     func start() {
-        let thread = Thread { [self] in
-            run()
-            done.signal()
+        do {
+            thread = try NativeThread(name: "radio-relay-\(producer.channel.name)") { [self] in run() }
+        } catch {
+            logger.warning("relay \(producer.channel.name): \(error)")
         }
-        thread.name = "radio-relay-\(producer.channel.name)"
-        thread.start()
     }
 
     /// Asks the thread to stop: a read from the upstream under way ends now.
     package func requestStop() {
-        lock.lock()
-        stopped = true
-        let reading = upstream
-        lock.unlock()
+        let reading = lock.withLock { _ in
+            stopped = true
+            return upstream
+        }
         reading?.interrupt()
     }
 
     /// Waits until the thread has ended, until `deadline` (monotonic ns) when given; true once
-    /// it has. (A connect under way ends with its own timeout.)
+    /// it has (a second join returns at once). A connect under way ends with its own timeout.
     @discardableResult
     package func join(deadline: UInt64?) -> Bool {
+        guard let thread else { return true }
         guard let deadline else {
-            done.wait()
-            done.signal()
+            thread.join()
             return true
         }
-        guard done.wait(untilMonotonic: deadline) else { return false }
-        done.signal()   // a second join returns at once
-        return true
+        return thread.join(until: Monotonic(nanoseconds: deadline))
     }
 
     package func stop() {
@@ -67,9 +68,7 @@ final class RelaySource: @unchecked Sendable {
     }
 
     private var isStopped: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return stopped
+        return lock.withLock { _ in stopped }
     }
 
     private func run() {
@@ -91,17 +90,17 @@ final class RelaySource: @unchecked Sendable {
         let text = "\(error)"
         guard text != lastProblem else { return }
         lastProblem = text
-        warn("relay \(producer.channel.name) from http://\(url.hostHeader)\(url.target): \(text); retrying every \(retryNanos / 1_000_000_000) s")
+        logger.warning("relay \(producer.channel.name) from http://\(url.hostHeader)\(url.target): \(text); retrying every \(retryNanos / 1_000_000_000) s")
     }
 
     /// One connection to the upstream, until its stream ends (returns) or breaks (throws).
     private func relayOnce() throws(RelayError) {
         let upstream = try RelayUpstream(url: url)
-        lock.lock()
-        self.upstream = upstream
-        let stopping = stopped
-        lock.unlock()
-        defer { lock.withLock { self.upstream = nil } }
+        let stopping = lock.withLock { _ in
+            self.upstream = upstream
+            return stopped
+        }
+        defer { lock.withLock { _ in self.upstream = nil } }
         if stopping { return }
         let head = upstream.head
         let station = StationInfo(name: head["icy-name"] ?? producer.channel.name, genre: head["icy-genre"],

@@ -2,6 +2,7 @@ import Foundation
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
+import Synchronization
 
 /// The bytes of a live source on their way from its connection (an event-loop thread) to its
 /// channel's producer thread. Bounded: when it is full the connection stops reading, so TCP
@@ -9,7 +10,7 @@ import StreamHLS
 final class SourceFeed: @unchecked Sendable {
     // @unchecked: every field is guarded by `lock`.
     let capacity: Int
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var bytes: [UInt8] = []
     private var head = 0
     private var closed = false
@@ -21,55 +22,51 @@ final class SourceFeed: @unchecked Sendable {
 
     /// Room left for the source's bytes.
     var room: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return max(0, capacity - (bytes.count - head))
+        return lock.withLock { _ in max(0, capacity - (bytes.count - head)) }
     }
 
     /// Adds source bytes (the caller read at most `room`).
     package func append(_ data: ArraySlice<UInt8>) {
-        lock.lock()
-        bytes += data
-        lock.unlock()
+        lock.withLock { _ in
+            bytes += data
+        }
     }
 
     /// Asks for `waker` to be woken when the producer has made room.
     func wakeWhenRoom(_ waker: LoopWaker) {
-        lock.lock()
-        waiting = waker
-        lock.unlock()
+        lock.withLock { _ in
+            waiting = waker
+        }
     }
 
     /// The source is gone (its connection closed or was dropped).
     func close() {
-        lock.lock()
-        closed = true
-        lock.unlock()
+        lock.withLock { _ in
+            closed = true
+        }
     }
 
     var isClosed: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return closed
+        return lock.withLock { _ in closed }
     }
 
     /// Takes up to `limit` bytes for the producer; wakes the source's loop when half the feed is free.
     func take(upTo limit: Int) -> (bytes: [UInt8], closed: Bool) {
-        lock.lock()
-        let n = min(limit, bytes.count - head)
-        let out = Array(bytes[head..<(head + n)])
-        head += n
-        if head > capacity / 2 || head == bytes.count {
-            bytes.removeFirst(head)
-            head = 0
+        let (out, isClosed, toWake) = lock.withLock { _ in
+            let n = min(limit, bytes.count - head)
+            let out = Array(bytes[head..<(head + n)])
+            head += n
+            if head > capacity / 2 || head == bytes.count {
+                bytes.removeFirst(head)
+                head = 0
+            }
+            var toWake: LoopWaker?
+            if let waiting, capacity - bytes.count >= capacity / 2 {
+                toWake = waiting
+                self.waiting = nil
+            }
+            return (out, closed && bytes.isEmpty, toWake)
         }
-        var toWake: LoopWaker?
-        if let waiting, capacity - bytes.count >= capacity / 2 {
-            toWake = waiting
-            self.waiting = nil
-        }
-        let isClosed = closed && bytes.isEmpty
-        lock.unlock()
         toWake?.wake()
         return (out, isClosed)
     }

@@ -3,6 +3,7 @@ import StreamHTTP
 import StreamLibrary
 import StreamHLS
 import StreamRadio
+import Synchronization
 
 /// Recent JSON answers of the library API by request target, each valid only for the catalog
 /// generation it was built from (`LibraryStore.generation`), least recently used evicted first
@@ -24,7 +25,7 @@ final class JSONResponseCache: @unchecked Sendable {
         }
     }
 
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private let capacityBytes: Int
     private let admitOnSecondRequest: Bool
     private var entries: [String: (generation: UInt64, entry: Entry, used: UInt64)] = [:]
@@ -54,7 +55,7 @@ final class JSONResponseCache: @unchecked Sendable {
     }
 
     func lookup(_ target: String, generation: UInt64) -> Entry? {
-        lock.withLock {
+        lock.withLock { _ in
             guard let found = entries[target] else { return nil }
             guard found.generation == generation else {
                 entries[target] = nil
@@ -79,7 +80,7 @@ final class JSONResponseCache: @unchecked Sendable {
     func insert(_ target: String, generation: UInt64, _ entry: Entry) {
         let cost = Self.cost(target, entry)
         guard cost <= capacityBytes / 8 else { return }
-        lock.withLock {
+        lock.withLock { _ in
             if admitOnSecondRequest && entries[target] == nil {
                 guard seenOnce.remove(target.hashValue) != nil else {
                     remember(target)

@@ -6,6 +6,7 @@ import StreamHTTP
 import StreamLibrary
 import StreamHLS
 import StreamRadio
+import Logging
 
 /// The browse and search API over the catalog database (`/api/tracks`, `/api/search`,
 /// `/api/albums[/<id>]`, `/api/artists[/<id>]`, `/api/cover/<album id>`) and the playlists made
@@ -66,7 +67,7 @@ struct LibraryRoutes: Sendable {
         } catch let refusal as HTTPRefusal {
             return refusal.response
         } catch {
-            catalog.warn("library: \(error)")
+            catalog.logger.warning("library: \(error)")
             return .error(503, "library database: \(error)")
         }
     }

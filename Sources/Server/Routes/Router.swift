@@ -17,15 +17,17 @@ public final class Router: Sendable {
     let playlists: PlaylistRoutes
     /// The browse, search and cover API over the catalog database, and its playlists.
     let library: LibraryRoutes
-    /// The playlist files found in the music folder (its `warn` logs dropped entries).
+    /// The playlist files found in the music folder (its `logger` takes dropped entries).
     public var playlistFolder: PlaylistFolder { playlists.folder }
     /// The radio channels; nil when none is configured.
     public let radio: RadioService?
-    /// Wall-clock start, for the Icecast status page.
-    let startedWall = Int(Date().timeIntervalSince1970)
+    /// Wall-clock start in seconds since 1970, for the Icecast status page's `server_start`.
+    let startedWall: Int
 
+    /// `startedAt` is the server's start as the status page shows it: now, unless a test fixes it.
     public init(resolver: PathResolver, catalog: Catalog, hls: HLSService? = nil, framing: WholeFileFraming = .chunked,
-                radio: RadioService? = nil) {
+                radio: RadioService? = nil, startedAt: Date = Date()) {
+        self.startedWall = Int(startedAt.timeIntervalSince1970)
         self.resolver = resolver
         self.catalog = catalog
         self.hls = hls

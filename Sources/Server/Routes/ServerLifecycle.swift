@@ -4,6 +4,7 @@ import StreamHTTP
 import StreamLibrary
 import StreamRadio
 import StreamHLS
+import Logging
 
 /// The one owner of what streamd runs: it starts the `--live` loops, the HTTP server (its loops
 /// and blocking pool) and the catalog's scanner (the radio channels start as they are added),
@@ -14,7 +15,7 @@ public final class ServerLifecycle: Sendable {
     public let radio: RadioService?
     public let hls: HLSService?
     public let store: LibraryStore
-    private let warn: @Sendable (String) -> Void
+    private let logger: Logger
 
     /// Seconds a whole stop may take; the HTTP server's drain (`shutdownGrace`) is part of it.
     public static let stopBudget = 4.5
@@ -23,13 +24,13 @@ public final class ServerLifecycle: Sendable {
     static let closingReserve = 0.4
 
     public init(server: HTTPServer, scanner: CatalogScanner, radio: RadioService?, hls: HLSService? = nil,
-                store: LibraryStore, warn: @escaping @Sendable (String) -> Void) {
+                store: LibraryStore, logger: Logger) {
         self.server = server
         self.scanner = scanner
         self.radio = radio
         self.hls = hls
         self.store = store
-        self.warn = warn
+        self.logger = logger
     }
 
     /// Starts the `--live` loops (their tracks are analyzed at once, each in a worker, and each
@@ -46,7 +47,13 @@ public final class ServerLifecycle: Sendable {
             }
         }
         let port = try server.start()
-        scanner.start()
+        logger.debug("started \(max(1, server.configuration.threads)) event loops and \(server.configuration.blockingThreads) pool threads on port \(port)")
+        do {
+            try scanner.start()
+        } catch {
+            server.shutdown()
+            throw ServerStartError.thread(error)
+        }
         return port
     }
 
@@ -64,32 +71,35 @@ public final class ServerLifecycle: Sendable {
         let deadline = started.adding(seconds: Self.stopBudget)
         let partsDeadline = started.adding(seconds: Self.stopBudget - Self.closingReserve)
         let report = server.shutdown(joinDeadline: partsDeadline.nanoseconds)
-        if report.loopsLeft > 0 { warn("shutdown: \(report.loopsLeft) event loops did not stop in time; leaving them") }
+        if report.loopsLeft > 0 { logger.warning("shutdown: \(report.loopsLeft) event loops did not stop in time; leaving them") }
         if !report.pool.dropped.isEmpty {
-            warn("shutdown: \(report.pool.dropped.count) queued blocking jobs dropped: \(Self.list(report.pool.dropped))")
+            logger.warning("shutdown: \(report.pool.dropped.count) queued blocking jobs dropped: \(Self.list(report.pool.dropped))")
         }
         if !report.pool.abandoned.isEmpty {
-            warn("shutdown: \(report.pool.abandoned.count) blocking jobs still running at the deadline, left: \(Self.list(report.pool.abandoned))")
+            logger.warning("shutdown: \(report.pool.abandoned.count) blocking jobs still running at the deadline, left: \(Self.list(report.pool.abandoned))")
         }
+        logger.debug("shutdown: event loops and pool joined after \(Int(started.elapsed * 1000)) ms")
         for name in radio?.stop(deadline: partsDeadline.nanoseconds) ?? [] {
-            warn("shutdown: radio \(name) did not stop in time; leaving it")
+            logger.warning("shutdown: radio \(name) did not stop in time; leaving it")
         }
+        logger.debug("shutdown: radio producers and relays joined after \(Int(started.elapsed * 1000)) ms")
         for name in hls?.stopLive(deadline: partsDeadline.nanoseconds) ?? [] {
-            warn("shutdown: the live loop \(name) did not stop in time; leaving it")
+            logger.warning("shutdown: the live loop \(name) did not stop in time; leaving it")
         }
         let left = partsDeadline.seconds(since: Monotonic.now)
         let scannerStopped = scanner.stop(within: max(0, left))
         if !scannerStopped {
-            warn("shutdown: the scanner did not stop within \(String(format: "%.1f", max(0, left))) s; leaving it")
+            logger.warning("shutdown: the scanner did not stop within \(String(format: "%.1f", max(0, left))) s; leaving it")
         }
         reapWorkers(until: deadline)
         guard scannerStopped else { return }
+        logger.debug("shutdown: scanner and indexer joined after \(Int(started.elapsed * 1000)) ms")
         if !store.stopSearchIndexBuilds(deadline: deadline.nanoseconds) {
-            warn("shutdown: the search index read did not stop in time; closing the database under it")
+            logger.warning("shutdown: the search index read did not stop in time; closing the database under it")
         }
         store.close()
         let took = started.elapsed
-        if took > Self.stopBudget { warn("shutdown took \(String(format: "%.1f", took)) s") }
+        if took > Self.stopBudget { logger.warning("shutdown took \(String(format: "%.1f", took)) s") }
     }
 
     /// Kills the worker processes still running (those of jobs left behind) and waits until
@@ -97,11 +107,11 @@ public final class ServerLifecycle: Sendable {
     private func reapWorkers(until deadline: Monotonic) {
         let running = ChildProcess.unreaped
         guard !running.isEmpty else { return }
-        warn("shutdown: killing \(running.count) worker processes still running: \(Self.list(running.map { "\($0.executable) (\($0.pid))" }))")
+        logger.warning("shutdown: killing \(running.count) worker processes still running: \(Self.list(running.map { "\($0.executable) (\($0.pid))" }))")
         ChildProcess.killAll()
         while !ChildProcess.unreaped.isEmpty, Monotonic.now < deadline { Monotonic.sleep(seconds: 0.01) }
         let left = ChildProcess.unreaped
-        if !left.isEmpty { warn("shutdown: worker processes not reaped: \(Self.list(left.map { String($0.pid) }))") }
+        if !left.isEmpty { logger.warning("shutdown: worker processes not reaped: \(Self.list(left.map { String($0.pid) }))") }
     }
 
     /// At most ten items, then how many more.

@@ -3,6 +3,7 @@ import StreamHTTP
 import StreamLibrary
 import StreamHLS
 import StreamRadio
+import Synchronization
 
 /// The id of every track in each sort order `/api/tracks` was asked for, kept while the catalog
 /// is unchanged (`LibraryStore.generation`), so that a page anywhere in the list costs its own
@@ -11,8 +12,8 @@ import StreamRadio
 final class TrackOrderCache: @unchecked Sendable {
     // @unchecked: `orders` is read and written under `lock`; `buildLock` makes concurrent misses
     // wait for one build instead of each running the same query.
-    private let lock = NSLock()
-    private let buildLock = NSLock()
+    private let lock = Mutex(())
+    private let buildLock = Mutex(())
     private var orders: [TrackSort: (generation: UInt64, ids: [Int])] = [:]
 
     /// One page of tracks in `sort` order, and the number of tracks.
@@ -37,13 +38,13 @@ final class TrackOrderCache: @unchecked Sendable {
         // The generation is read before the ids: a change while they are read makes them stale
         // at the next request, never current with old contents.
         var generation = store.generation
-        if let cached = lock.withLock({ orders[sort] }), cached.generation == generation { return cached.ids }
-        buildLock.lock()
-        defer { buildLock.unlock() }
-        generation = store.generation
-        if let cached = lock.withLock({ orders[sort] }), cached.generation == generation { return cached.ids }
-        let ids = try store.tracks.ids(sort: sort)
-        lock.withLock { orders[sort] = (generation, ids) }
-        return ids
+        if let cached = lock.withLock({ _ in orders[sort] }), cached.generation == generation { return cached.ids }
+        return try buildLock.withLock { _ throws(SQLiteError) in
+            generation = store.generation
+            if let cached = lock.withLock({ _ in orders[sort] }), cached.generation == generation { return cached.ids }
+            let ids = try store.tracks.ids(sort: sort)
+            lock.withLock { _ in orders[sort] = (generation, ids) }
+            return ids
+        }
     }
 }

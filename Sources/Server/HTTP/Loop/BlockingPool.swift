@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import StreamShared
 
 /// A fixed set of threads for work that may wait (a worker process, a disk read, a slow query),
 /// so that no event loop ever does: a loop hands such a request's work here and sends the
@@ -9,10 +9,10 @@ import Foundation
 /// is refused and the request answered 503, instead of piling up without end.
 public final class BlockingPool: @unchecked Sendable {
     // @unchecked: `queue`, `running` and `stopping` are guarded by `condition`; `threads` is
-    // written in init and `shutdown` only.
+    // written in init only (and read by `shutdown`).
     public typealias Job = @Sendable () -> Void
 
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var queue: [(label: String, job: Job)] = []
     private var queueHead = 0
     /// The jobs running now, by a number given when each is taken: what it is and since when
@@ -20,24 +20,22 @@ public final class BlockingPool: @unchecked Sendable {
     private var running: [Int: (label: String, since: UInt64)] = [:]
     private var taken = 0
     private var stopping = false
-    private var exited: [DispatchSemaphore] = []
+    private var threads: [NativeThread] = []
     /// Jobs waiting at most; `submit` refuses beyond.
     public let capacity: Int
     public let threadCount: Int
 
-    /// Starts `threads` threads named `<name>-<i>`.
-    public init(threads: Int, capacity: Int, name: String) {
+    /// Starts `threads` threads named `<name>-<i>`; throws when none could be started (fewer
+    /// than asked serve the same queue).
+    public init(threads: Int, capacity: Int, name: String) throws(ThreadError) {
         self.threadCount = max(1, threads)
         self.capacity = max(1, capacity)
         for i in 0..<threadCount {
-            let done = DispatchSemaphore(value: 0)
-            exited.append(done)
-            let thread = Thread { [self] in
-                runJobs()
-                done.signal()
+            do {
+                self.threads.append(try NativeThread(name: "\(name)-\(i)") { [self] in runJobs() })
+            } catch where !self.threads.isEmpty {
+                break
             }
-            thread.name = "\(name)-\(i)"
-            thread.start()
         }
     }
 
@@ -83,15 +81,13 @@ public final class BlockingPool: @unchecked Sendable {
         queueHead = 0
         condition.broadcast()
         condition.unlock()
-        for done in exited {
-            if done.wait(untilMonotonic: deadline) {
-                done.signal()   // kept signalled: a second shutdown finds this thread gone at once
-                continue
-            }
+        for thread in threads {
+            // A thread joined by an earlier shutdown is found ended at once.
+            if thread.join(until: Monotonic(nanoseconds: deadline)) { continue }
             let now = monotonicNanos()
             condition.withLock {
                 report.abandoned = running.sorted { $0.key < $1.key }.map { _, job in
-                    "\(job.label) (\(String(format: "%.1f", Double(now &- job.since) / 1e9)) s)"
+                    "\(job.label) (\(Self.tenths(of: now &- job.since)) s)"
                 }
             }
             // A job may have ended between the wait and the look: then nothing is left.
@@ -99,6 +95,12 @@ public final class BlockingPool: @unchecked Sendable {
             return report
         }
         return report
+    }
+
+    /// Nanoseconds as seconds with one decimal ("4.2"), rounded to the nearest tenth.
+    static func tenths(of nanoseconds: UInt64) -> String {
+        let tenths = (nanoseconds / 2 + 25_000_000) / 50_000_000
+        return "\(tenths / 10).\(tenths % 10)"
     }
 
     private func runJobs() {

@@ -5,6 +5,7 @@ import CLinux
 import Atomics
 import Logging
 import Foundation
+import Synchronization
 
 /// Accepting: connections taken from the shared listening socket and shared out between the loops.
 extension EventLoop {
@@ -66,14 +67,13 @@ extension EventLoop {
     /// Called by another loop: queues a connection it accepted for this one and wakes it; false
     /// when this loop is stopping (the caller keeps the connection).
     func take(fd: Int32, peer: String) -> Bool {
-        handoffLock.lock()
-        guard !handoffClosed, !stopRequested.load(ordering: .acquiring) else {
-            handoffLock.unlock()
-            return false
+        let taken = handoffLock.withLock { _ in
+            guard !handoffClosed, !stopRequested.load(ordering: .acquiring) else { return false }
+            ownedCount.wrappingIncrement(ordering: .relaxed)
+            handedOver.append((fd, peer))
+            return true
         }
-        ownedCount.wrappingIncrement(ordering: .relaxed)
-        handedOver.append((fd, peer))
-        handoffLock.unlock()
+        guard taken else { return false }
         Epoll.signal(eventFD: wakeFD)
         return true
     }
@@ -81,11 +81,12 @@ extension EventLoop {
     /// Registers the connections other loops handed over (on this loop's thread); when stopping,
     /// closes them instead.
     func takeHandedOver(last: Bool = false) {
-        handoffLock.lock()
-        let taken = handedOver
-        handedOver.removeAll()
-        if last { handoffClosed = true }
-        handoffLock.unlock()
+        let taken = handoffLock.withLock { _ in
+            let taken = handedOver
+            handedOver.removeAll()
+            if last { handoffClosed = true }
+            return taken
+        }
         for (fd, peer) in taken {
             if stopRequested.load(ordering: .acquiring) {
                 close(fd)

@@ -5,6 +5,7 @@ import CLinux
 import Atomics
 import Logging
 import Foundation
+import Synchronization
 
 /// Responses made off the loop: work that may wait runs on the blocking pool and comes back here.
 extension EventLoop {
@@ -47,19 +48,18 @@ extension EventLoop {
 
     /// Called on a pool thread: queues a made response for this loop and wakes it.
     func post(fd: Int32, generation: UInt32, _ response: HTTPResponse) {
-        handoffLock.lock()
-        madeOffLoop.append((fd, generation, response))
-        handoffLock.unlock()
+        handoffLock.withLock { _ in madeOffLoop.append((fd, generation, response)) }
         Epoll.signal(eventFD: wakeFD)
     }
 
     /// Sends the responses the pool has made, to the connections still waiting for them (a
     /// connection closed meanwhile, or its fd reused, gets nothing).
     func sendMadeOffLoop() {
-        handoffLock.lock()
-        let made = madeOffLoop
-        madeOffLoop.removeAll()
-        handoffLock.unlock()
+        let made = handoffLock.withLock { _ in
+            let made = madeOffLoop
+            madeOffLoop.removeAll()
+            return made
+        }
         let now = monotonicNanos()
         for (fd, generation, response) in made {
             guard let connection = connections[fd], connection.generation == generation,

@@ -5,6 +5,7 @@ import CLinux
 import Atomics
 import Foundation
 import Logging
+import StreamShared
 
 /// Configuration of an `HTTPServer`.
 public struct HTTPServerConfiguration: Sendable {
@@ -40,12 +41,15 @@ public enum ServerStartError: Error, CustomStringConvertible, Sendable {
     case badAddress(String)
     case portInUse(String, Int)
     case system(SystemError)
+    /// A loop or pool thread could not be started.
+    case thread(ThreadError)
 
     public var description: String {
         switch self {
         case .badAddress(let host): return "cannot listen on '\(host)': not an IPv4 or IPv6 address"
         case .portInUse(let host, let port): return "cannot listen on \(host):\(port): address already in use"
         case .system(let error): return "cannot listen: \(error)"
+        case .thread(let error): return "cannot serve: \(error)"
         }
     }
 }
@@ -60,7 +64,7 @@ public final class HTTPServer: @unchecked Sendable {
     private var listenFD: Int32 = -1
     private var loops: [EventLoop] = []
     private var pool: BlockingPool?
-    private var exited: [DispatchSemaphore] = []
+    private var threads: [NativeThread] = []
     private let openConnections = ManagedAtomic<Int>(0)
     /// The port actually bound (useful with port 0).
     public private(set) var port: Int = 0
@@ -87,8 +91,15 @@ public final class HTTPServer: @unchecked Sendable {
                                     lingerBytes: max(0, configuration.lingerBytes),
                                     maxConnections: configuration.maxConnections,
                                     accessLog: configuration.accessLog)
-        let pool = BlockingPool(threads: configuration.blockingThreads, capacity: configuration.blockingQueue,
-                                name: "streamd-pool")
+        let pool: BlockingPool
+        do {
+            pool = try BlockingPool(threads: configuration.blockingThreads, capacity: configuration.blockingQueue,
+                                    name: "streamd-pool")
+        } catch {
+            close(fd)
+            listenFD = -1
+            throw .thread(error)
+        }
         self.pool = pool
         do {
             for _ in 0..<max(1, configuration.threads) {
@@ -101,14 +112,13 @@ public final class HTTPServer: @unchecked Sendable {
         }
         for loop in loops { loop.siblings = loops }
         for (i, loop) in loops.enumerated() {
-            let done = DispatchSemaphore(value: 0)
-            exited.append(done)
-            let thread = Thread {
-                loop.run()
-                done.signal()
+            do {
+                threads.append(try NativeThread(name: "streamd-loop-\(i)") { loop.run() })
+            } catch {
+                // The loops already running stop and are joined; nothing is left listening.
+                shutdown()
+                throw .thread(error)
             }
-            thread.name = "streamd-loop-\(i)"
-            thread.start()
         }
         return port
     }
@@ -137,7 +147,7 @@ public final class HTTPServer: @unchecked Sendable {
         let deadline = monotonicNanos() + Self.nanos(configuration.shutdownGrace)
         let joinBy = max(deadline, joinDeadline ?? deadline + 1_000_000_000)
         for loop in loops { loop.requestStop(deadline: deadline) }
-        for done in exited where !done.wait(untilMonotonic: joinBy) { report.loopsLeft += 1 }
+        for thread in threads where !thread.join(until: Monotonic(nanoseconds: joinBy)) { report.loopsLeft += 1 }
         if report.loopsLeft == 0 {
             for loop in loops { loop.siblings = [] }   // they referred to each other
         }

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 
 /// A failed system call: which call, and errno.
 public struct SystemError: Error, Sendable, CustomStringConvertible {
@@ -55,13 +54,4 @@ package func monotonicNanos() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
-
-extension DispatchSemaphore {
-    /// Waits until `deadline` on the monotonic clock (`monotonicNanos`); false when it came first.
-    package func wait(untilMonotonic deadline: UInt64) -> Bool {
-        let now = monotonicNanos()
-        let left = deadline > now ? deadline - now : 0
-        return wait(timeout: .now() + .nanoseconds(Int(min(left, UInt64(Int.max))))) == .success
-    }
 }

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import StreamShared
 import StreamHTTP
+import Synchronization
 
 /// Runs `TrackAnalyzer` on files in worker processes (`streamd analyze-worker`), several at
 /// once, each file under a time bound. A worker that dies or overruns costs the file it was
@@ -86,15 +87,12 @@ public final class IsolatedAnalyzer: Sendable {
         if threads == 1 {
             drain(queue, mode: wire, batch: batch)
         } else {
-            let group = DispatchGroup()
-            for _ in 0..<threads {
-                group.enter()
-                Thread.detachNewThread { [self] in
-                    drain(queue, mode: wire, batch: batch)
-                    group.leave()
-                }
+            // Threads that cannot start leave their share to the others (this thread at least).
+            let started = (0..<threads).compactMap { i in
+                try? NativeThread(name: "analyzer-\(i)") { [self] in drain(queue, mode: wire, batch: batch) }
             }
-            group.wait()
+            if started.isEmpty { drain(queue, mode: wire, batch: batch) }
+            for thread in started { thread.join() }
         }
         return queue.outcomes()
     }
@@ -137,15 +135,15 @@ public final class IsolatedAnalyzer: Sendable {
 /// the workers stop when the last one closes).
 private final class IdleWorkers: @unchecked Sendable {
     // @unchecked: every access goes through `lock`; a worker taken out is used by one thread.
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var scopes = 0
     private var workers: [WorkerHandle] = []
 
-    func open() { lock.withLock { scopes += 1 } }
+    func open() { lock.withLock { _ in scopes += 1 } }
 
     /// Ends a scope; the workers to stop when it was the last.
     func close() -> [WorkerHandle] {
-        lock.withLock {
+        lock.withLock { _ in
             scopes -= 1
             guard scopes == 0 else { return [] }
             defer { workers = [] }
@@ -153,11 +151,11 @@ private final class IdleWorkers: @unchecked Sendable {
         }
     }
 
-    func take() -> WorkerHandle? { lock.withLock { workers.popLast() } }
+    func take() -> WorkerHandle? { lock.withLock { _ in workers.popLast() } }
 
     /// Keeps a live worker while a scope is open; false when it is not kept.
     func keep(_ worker: WorkerHandle) -> Bool {
-        lock.withLock {
+        lock.withLock { _ in
             guard scopes > 0, !worker.isFinished else { return false }
             workers.append(worker)
             return true
@@ -168,7 +166,7 @@ private final class IdleWorkers: @unchecked Sendable {
 /// Files to analyze and their outcomes, shared by the worker threads.
 private final class WorkQueue: @unchecked Sendable {
     // @unchecked: every access goes through `lock`.
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private let files: [(path: String, size: Int)]
     private var nextIndex = 0
     private var results: [IsolatedAnalyzer.Outcome?]
@@ -180,7 +178,7 @@ private final class WorkQueue: @unchecked Sendable {
 
     /// Up to `count` files not yet handed out, with their indexes.
     func take(_ count: Int) -> [(Int, (path: String, size: Int))] {
-        lock.withLock {
+        lock.withLock { _ in
             let end = min(files.count, nextIndex + count)
             defer { nextIndex = end }
             return (nextIndex..<end).map { ($0, files[$0]) }
@@ -188,11 +186,11 @@ private final class WorkQueue: @unchecked Sendable {
     }
 
     func put(_ index: Int, _ outcome: IsolatedAnalyzer.Outcome) {
-        lock.withLock { results[index] = outcome }
+        lock.withLock { _ in results[index] = outcome }
     }
 
     func outcomes() -> [IsolatedAnalyzer.Outcome] {
-        lock.withLock { results.map { $0 ?? .unavailable("not analyzed") } }
+        lock.withLock { _ in results.map { $0 ?? .unavailable("not analyzed") } }
     }
 }
 

@@ -4,6 +4,8 @@ import Glibc
 import Foundation
 import StreamShared
 import StreamHTTP
+import Synchronization
+import Logging
 
 /// A playlist file found in the music folder, as `/api/playlists` lists it.
 public struct FolderPlaylist: Sendable, Equatable {
@@ -56,16 +58,16 @@ public enum FolderPlaylistError: Error, Equatable, CustomStringConvertible {
 /// playlist's folder and kept only when they name a regular, non-hidden file inside the music
 /// folder; each dropped entry is logged once per version of the file.
 public final class PlaylistFolder: @unchecked Sendable {
-    // @unchecked: all mutable state is behind `lock`.
+    // @unchecked: all mutable state is behind `lock` (`logger` is set before the server starts).
     public let resolver: PathResolver
-    /// Called with one line per dropped entry or unreadable playlist.
-    public var warn: @Sendable (String) -> Void = { _ in }
+    /// Where a dropped entry or an unreadable playlist is logged (a warning each).
+    public var logger = Logger.silent("streamd.library")
     /// Bounds on the walk: folders deeper than this, and playlists beyond this count, are not looked at.
     static let maxDepth = 32
     static let maxPlaylists = 10_000
     static let extensions: Set<String> = ["m3u", "m3u8", "pls"]
 
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var folderStamps: [String: Int] = [:]
     private var lastCheck: UInt64 = 0
     private var walked = false
@@ -87,11 +89,11 @@ public final class PlaylistFolder: @unchecked Sendable {
         let paths = currentPaths()
         return paths.compactMap { absolute -> FolderPlaylist? in
             guard let file = try? OpenFile(path: absolute) else { return nil }
-            if let cached = lock.withLock({ parsed[absolute] }), cached.size == file.size, cached.mtime == file.mtime {
+            if let cached = lock.withLock({ _ in parsed[absolute] }), cached.size == file.size, cached.mtime == file.mtime {
                 return cached.listing
             }
             let listing = describe(absolute, file: file)
-            lock.withLock { parsed[absolute] = (file.size, file.mtime, listing) }
+            lock.withLock { _ in parsed[absolute] = (file.size, file.mtime, listing) }
             return listing
         }
     }
@@ -110,7 +112,7 @@ public final class PlaylistFolder: @unchecked Sendable {
             throw .unreadable(error)
         }
         let folder = String(real[..<(real.lastIndex(of: "/") ?? real.endIndex)])
-        return (playlist, rewrite(playlist, folder: folder, name: inside, warn: nil))
+        return (playlist, rewrite(playlist, folder: folder, name: inside, logger: nil))
     }
 
     // MARK: Reading
@@ -131,18 +133,18 @@ public final class PlaylistFolder: @unchecked Sendable {
         do {
             playlist = try read(file, name: name)
         } catch {
-            warn("playlist \(relative): not listed: \(error)")
+            logger.warning("playlist \(relative): not listed: \(error)")
             return nil
         }
         let folder = String(absolute[..<(absolute.lastIndex(of: "/") ?? absolute.endIndex)])
-        let kept = rewrite(playlist, folder: folder, name: relative, warn: warn)
+        let kept = rewrite(playlist, folder: folder, name: relative, logger: logger)
         return FolderPlaylist(path: relative, format: playlist.format, title: playlist.title, entries: kept.count,
                               dropped: playlist.entries.count - kept.count, size: file.size, mtime: file.mtime)
     }
 
     /// The entries that name a regular, non-hidden file inside the music folder.
     private func rewrite(_ playlist: PlaylistFile, folder: String, name: String,
-                         warn: (@Sendable (String) -> Void)?) -> [LibraryPlaylistEntry] {
+                         logger: Logger?) -> [LibraryPlaylistEntry] {
         var kept: [LibraryPlaylistEntry] = []
         var droppedCount = 0
         for (index, entry) in playlist.entries.enumerated() {
@@ -154,9 +156,9 @@ public final class PlaylistFolder: @unchecked Sendable {
                 droppedCount += 1
                 // At most 20 lines a playlist: a list of 100,000 foreign paths must not flood the log.
                 if droppedCount <= 20 {
-                    warn?("playlist \(name): entry \(index + 1) '\(entry.location.prefix(120))' dropped: \(why.reason)")
+                    logger?.warning("playlist \(name): entry \(index + 1) '\(entry.location.prefix(120))' dropped: \(why.reason)")
                 } else if droppedCount == 21 {
-                    warn?("playlist \(name): more entries dropped (the listing counts them)")
+                    logger?.warning("playlist \(name): more entries dropped (the listing counts them)")
                 }
             }
         }
@@ -190,7 +192,7 @@ public final class PlaylistFolder: @unchecked Sendable {
     /// The playlist files, walking the tree again when a folder changed.
     private func currentPaths() -> [String] {
         let now = monotonicNanos()
-        let due: (walked: Bool, stamps: [String: Int])? = lock.withLock {
+        let due: (walked: Bool, stamps: [String: Int])? = lock.withLock { _ in
             if walked && now - lastCheck <= 1_000_000_000 { return nil }
             lastCheck = now
             return (walked, folderStamps)
@@ -201,14 +203,14 @@ public final class PlaylistFolder: @unchecked Sendable {
             walk(resolver.root, depth: 0, paths: &paths, stamps: &stamps)
             paths.sort()
             let present = Set(paths)
-            lock.withLock {
+            lock.withLock { _ in
                 found = paths
                 folderStamps = stamps
                 walked = true
                 parsed = parsed.filter { present.contains($0.key) }
             }
         }
-        return lock.withLock { found }
+        return lock.withLock { _ in found }
     }
 
     static func mtimeNanos(_ path: String) -> Int? {

@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 #endif
 import StreamHTTP
+import Synchronization
 
 /// A child process started with `posix_spawn`, its stdin, stdout and stderr on pipes: the one
 /// place streamd starts processes (Foundation's `Process` forks from a helper thread and
@@ -212,33 +213,34 @@ package final class ChildProcess {
 }
 
 /// The children of this process not yet reaped, for the shutdown's account.
-private final class ChildRegistry: @unchecked Sendable {
-    // @unchecked: every access goes through `lock`.
-    private let lock = NSLock()
-    private var children: [pid_t: String] = [:]
-    private var shuttingDown = false
+private final class ChildRegistry: Sendable {
+    private struct State {
+        var children: [pid_t: String] = [:]
+        var shuttingDown = false
+    }
+    private let state = Mutex(State())
 
     /// Adds a child; true when the shutdown has begun (the caller kills it).
     func add(_ pid: pid_t, _ executable: String) -> Bool {
-        lock.withLock {
-            children[pid] = executable
-            return shuttingDown
+        state.withLock { state in
+            state.children[pid] = executable
+            return state.shuttingDown
         }
     }
 
-    func remove(_ pid: pid_t) { lock.withLock { _ = children.removeValue(forKey: pid) } }
+    func remove(_ pid: pid_t) { state.withLock { _ = $0.children.removeValue(forKey: pid) } }
 
     func list() -> [(pid: pid_t, executable: String)] {
-        lock.withLock { children.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
+        state.withLock { $0.children.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
     }
 
-    var isShuttingDown: Bool { lock.withLock { shuttingDown } }
+    var isShuttingDown: Bool { state.withLock { $0.shuttingDown } }
 
     func killAll() -> Int {
-        lock.withLock {
-            shuttingDown = true
-            for pid in children.keys { _ = kill(pid, SIGKILL) }
-            return children.count
+        state.withLock { state in
+            state.shuttingDown = true
+            for pid in state.children.keys { _ = kill(pid, SIGKILL) }
+            return state.children.count
         }
     }
 }

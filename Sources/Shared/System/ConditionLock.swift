@@ -3,10 +3,10 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import StreamShared
 
-/// A mutex with one condition variable (pthread), whose timed waits run on the monotonic clock.
-/// Used as a plain lock too (`withLock`). Not for the audio path: the ring there is lock-free.
+/// A mutex with one condition variable (pthread), whose timed waits run on the monotonic clock:
+/// the one type for a thread that waits for a state change (plain mutual exclusion is
+/// `Synchronization.Mutex`). Not for the audio path: the ring there is lock-free.
 public final class ConditionLock: @unchecked Sendable {
     // @unchecked: the pthread objects are made for sharing between threads; they live on the
     // heap (never moved) for the object's whole life.
@@ -39,6 +39,10 @@ public final class ConditionLock: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body()
     }
+
+    /// With the lock held: releases it, waits for a signal, and takes it again (callers re-check
+    /// their condition: wake-ups may be spurious).
+    public func wait() { pthread_cond_wait(condition, mutex) }
 
     /// With the lock held: releases it, waits for a signal or `deadline`, and takes it again.
     /// Returns false when the deadline passed (callers re-check their condition either way).
