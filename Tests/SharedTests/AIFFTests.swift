@@ -335,11 +335,11 @@ import TestSupport
 
 /// ffmpeg's decode of a file as raw samples, for comparisons with the project's own readers.
 enum FFmpegPCM {
-    /// Runs ffmpeg with `arguments` around `-i path ... -`; nil when it cannot run or fails.
-    static func run(_ path: String, format: String) -> [UInt8]? {
+    /// ffmpeg's decode of `path` as raw samples in `format`; nil when it cannot run or fails.
+    static func run(_ path: String, format: String, inputOptions: [String] = []) -> [UInt8]? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", format, "-"]
+        process.arguments = ["ffmpeg", "-nostdin", "-v", "error"] + inputOptions + ["-i", path, "-f", format, "-"]
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
@@ -349,8 +349,8 @@ enum FFmpegPCM {
         return process.terminationStatus == 0 ? [UInt8](data) : nil
     }
 
-    static func s16(_ path: String) -> [Int16]? {
-        guard let raw = run(path, format: "s16le") else { return nil }
+    static func s16(_ path: String, inputOptions: [String] = []) -> [Int16]? {
+        guard let raw = run(path, format: "s16le", inputOptions: inputOptions) else { return nil }
         return stride(from: 0, to: raw.count - 1, by: 2).map { Int16(bitPattern: UInt16(raw[$0]) | UInt16(raw[$0 + 1]) << 8) }
     }
 
