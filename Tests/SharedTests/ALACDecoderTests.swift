@@ -81,6 +81,41 @@ import TestSupport
         #expect(depths.isSuperset(of: [16, 20, 24]), "bit depths covered: \(depths)")
     }
 
+    /// ffmpeg's own ALAC encodes, in a temporary folder: full-scale white noise (which the
+    /// encoder stores as escape elements), a quiet tone (Rice-coded with zero runs), at 16 and
+    /// 24 bits (24-bit uses shifted low bytes), mono and stereo, with a short last packet.
+    @Test func ffmpegEncodes_decodeBitExact() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("alac-\(UInt64.random(in: 0...UInt64.max))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let sources = ["anoisesrc=a=1:c=white:d=0.5:r=44100", "sine=f=440:d=0.5:r=48000,volume=0.01",
+                       "aevalsrc=exprs=0.5*sin(2*PI*300*t)|0.4*sin(2*PI*301*t)+0.001*random(0):d=0.37:s=96000"]
+        var checked = 0
+        for (index, source) in sources.enumerated() {
+            for format in ["s16p", "s32p"] {
+                let path = folder.appendingPathComponent("\(index)-\(format).m4a").path
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                process.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-f", "lavfi", "-i", source, "-c:a", "alac",
+                                     "-sample_fmt", format, path]
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                process.waitUntilExit()
+                try #require(process.terminationStatus == 0, "ffmpeg encode \(source) \(format)")
+                let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+                let decoded = try #require(try Self.decodeAll(bytes))
+                #expect(decoded.refused == 0)
+                #expect(decoded.config.bitDepth == (format == "s16p" ? 16 : 24))
+                let reference = try #require(Self.reference(path, bitDepth: decoded.config.bitDepth))
+                #expect(decoded.samples.count == reference.count, "\(source) \(format) sample count")
+                let mismatch = zip(decoded.samples, reference).enumerated().first { $0.element.0 != $0.element.1 }
+                #expect(mismatch == nil, "\(source) \(format): first difference at sample \(mismatch?.offset ?? -1)")
+                checked += 1
+            }
+        }
+        #expect(checked == 6)
+    }
+
     /// A stereo 16-bit escape (uncompressed) packet built by hand: CPE header, samples at full
     /// depth interleaved, END.
     @Test func escapePacket_readsSamplesPlainly() throws {
