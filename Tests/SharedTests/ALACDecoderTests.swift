@@ -116,6 +116,24 @@ import TestSupport
         #expect(checked == 6)
     }
 
+    /// A fuzz finding: a damaged stereo packet decorrelates to 17 bits. The output is cut to the
+    /// bit depth as the reference decoder's 16-bit stores cut it. Built by hand: a Rice-coded CPE
+    /// (order 0, every residual in the 9-ones escape form), u = 32767 and v = -32768 with mixing
+    /// weight 1, so right = u − v = 65535, which 16 bits hold as -1.
+    @Test func overflowingDecorrelation_isCutToTheBitDepth() throws {
+        let config = ALACSpecificConfig(frameLength: 2, bitDepth: 16, numChannels: 2)
+        var decoder = try ALACDecoder(config: config)
+        var bits = BitWriter()
+        bits.write(1, 3); bits.write(0, 4); bits.write(0, 12); bits.write(0, 4)     // CPE, compressed, no shift
+        bits.write(0, 8); bits.write(1, 8)                                          // mixBits 0, mixRes 1
+        for _ in 0..<2 { bits.write(0x00, 8); bits.write(0x80, 8) }                // mode 0, quant 0; pb factor 4, order 0
+        for x in [65534, 65534, 65535, 65535] { bits.write(0x1FF, 9); bits.write(x, 17) }   // u: 32767 twice, v: -32768 twice
+        bits.write(7, 3)
+        var samples: [Int32] = []
+        #expect(try decoder.decode(packet: bits.bytes[...], into: &samples) == 2)
+        #expect(samples == [32767, -1, 32767, -1])
+    }
+
     /// A stereo 16-bit escape (uncompressed) packet built by hand: CPE header, samples at full
     /// depth interleaved, END.
     @Test func escapePacket_readsSamplesPlainly() throws {

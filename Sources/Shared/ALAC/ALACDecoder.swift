@@ -280,15 +280,18 @@ public struct ALACDecoder: Sendable {
         }
     }
 
-    /// Writes `count` channels of `predicted` into the interleaved output from `channel` on.
+    /// Writes `count` channels of `predicted` into the interleaved output from `channel` on,
+    /// cut to the bit depth as the reference decoder's output stores are (only a damaged packet
+    /// decorrelates to more bits than that).
     private func interleave(count: Int, frames: Int, at channel: Int, into samples: inout [Int32]) {
         let stride = config.numChannels
+        let depth = config.bitDepth
         for c in 0..<count {
             predicted[c].withUnsafeBufferPointer { p in
                 samples.withUnsafeMutableBufferPointer { out in
                     var o = channel + c
                     for i in 0..<frames {
-                        out[o] = p[i]
+                        out[o] = depth < 32 ? Self.signExtend(p[i], depth) : p[i]
                         o += stride
                     }
                 }
