@@ -6,7 +6,7 @@ import Glibc
 
 /// The parsers the fuzzer can drive, by the FUZZ_TARGET name `make fuzz` uses.
 enum FuzzTarget: String, CaseIterable {
-    case analyze, decode, encode, mpeg, tags, adts, wav, mp4, ts, m3u8, playlist, http, range, icy, icystream, response, url, api
+    case analyze, decode, encode, mpeg, tags, adts, wav, mp4, ts, m3u8, playlist, http, range, icy, icystream, response, url, api, aiff, alac
 
     /// Feeds one input to the parser; any thrown error is a normal outcome, a trap is a finding.
     func run(_ bytes: [UInt8]) {
@@ -29,6 +29,8 @@ enum FuzzTarget: String, CaseIterable {
         case .response: ResponseTarget.run(bytes)
         case .url: URLTarget.run(bytes)
         case .api: APITarget.run(bytes)
+        case .aiff: AIFFTarget.run(bytes)
+        case .alac: ALACTarget.run(bytes)
         }
     }
 
