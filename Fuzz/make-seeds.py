@@ -225,6 +225,30 @@ def main():
                 b"http://[fe80::1%25eth0]/", b"http://[v1.x]/", b"[::1]:80", b"example.org:8080", b"h%41st"]:
         write(out, "url", url)
 
+    # aiff: AIFF and every AIFF-C compression type ffmpeg writes (sowt is pcm_s16le), cut short.
+    for codec in ["pcm_s16be", "pcm_s8", "pcm_s24be", "pcm_s32be", "pcm_f32be", "pcm_f64be", "pcm_alaw", "pcm_mulaw",
+                  "pcm_s16le"]:
+        write(out, "aiff", ffmpeg(["-i", wavs[0], "-t", "0.01", "-c:a", codec] + BITEXACT + ["-write_id3v2", "1", "-f", "aiff"],
+                                  ".aiff"))
+
+    # alac: the cookie ffmpeg's ALAC encoder writes (stereo 16-bit and mono 24-bit), bare, as its
+    # 'alac' atom, and behind a 'frma' atom as QuickTime's 'wave' holds it.
+    for args in [["-ac", "2", "-sample_fmt", "s16p"], ["-ac", "1", "-sample_fmt", "s32p"]]:
+        m4a = ffmpeg(["-i", wavs[0], "-t", "0.1", "-c:a", "alac"] + args + BITEXACT, ".m4a")
+        at = m4a.find(b"alac\0\0\0\0", m4a.find(b"stsd"))
+        at = m4a.find(b"alac", at + 4) - 4
+        size = struct.unpack(">I", m4a[at:at + 4])[0]
+        atom = m4a[at:at + size]
+        write(out, "alac", atom[12:])
+        write(out, "alac", atom)
+        write(out, "alac", struct.pack(">I", 12) + b"frmaalac" + atom)
+        # The decoder's input: the bare cookie, then the first packet (stco's first chunk offset,
+        # stsz's first size).
+        stsz, stco = m4a.find(b"stsz"), m4a.find(b"stco")
+        size = struct.unpack(">I", m4a[stsz + 8:stsz + 12])[0] or struct.unpack(">I", m4a[stsz + 16:stsz + 20])[0]
+        offset = struct.unpack(">I", m4a[stco + 12:stco + 16])[0]
+        write(out, "alac", atom[12:] + m4a[offset:offset + size])
+
     # api: streamd's API documents as streamplay reads them (a seek index, a track list, a status).
     write(out, "api", b'{"path":"a/b \\"c\\".mp3","duration_s":184.033,"first_frame_offset":4096,"audio_end_offset":2950000,'
           b'"encoder_delay":576,"encoder_padding":1152,"sample_rate":44100,"etag":"\\"1a-2d-17\\"",'

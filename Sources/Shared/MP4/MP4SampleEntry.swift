@@ -160,6 +160,9 @@ struct MP4SampleEntry {
                 // QuickTime wraps esds in a 'wave' box (with 'frma' and 'mp4a' before it).
                 if result.esds == nil, let esds = try child.child("esds") {
                     result.esds = try MP4ESDescriptor.parse(esds.payload)
+                } else if result.codec == "alac", result.codecConfig.isEmpty, let alac = try child.child("alac") {
+                    // QuickTime's ALAC: 'frma' then the 'alac' cookie atom inside 'wave'.
+                    result.codecConfig = Array(alac.payload.dropFirst(4))
                 }
             case "alac":
                 // ALACSpecificConfig after version/flags; its sample rate (offset 20) is the one to
