@@ -8,7 +8,7 @@ import Glibc
 /// A real icecast2 (Debian's package) on a free loopback port, from a generated config; run as
 /// root (the test machine) it drops to nobody, as icecast2 requires.
 final class IcecastProcess {
-    let process = Process()
+    private(set) var process = Process()
     let port: Int
     let dir: URL
     let password = "hackme"
@@ -20,7 +20,29 @@ final class IcecastProcess {
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
         chmod(dir.path, 0o755)
         chmod(logs.path, 0o777)
-        port = try freeLoopbackPort()
+        // icecast2 cannot be given port 0, so the port is picked free first; another test's server
+        // may take it before icecast2 binds it (the suites run side by side). Then icecast2 exits
+        // while the readiness check reaches the other server: it is icecast2 only when its own
+        // status page answers, and a lost port is picked again.
+        var lastPort = 0
+        for _ in 0..<3 {
+            lastPort = try freeLoopbackPort()
+            let attempt = Process()
+            process = attempt
+            if try Self.start(attempt, icecast: icecast, port: lastPort, dir: dir, password: password) {
+                port = lastPort
+                return
+            }
+        }
+        port = lastPort
+        stop()
+        throw TestFailure("icecast2 did not listen on a port of its own (last \(lastPort)): \(errorLog)")
+    }
+
+    /// Starts `process` as icecast2 on `port`; true once its status page answers there, false
+    /// when it exited (the port was taken) or did not answer in 10 s (then it is stopped).
+    private static func start(_ process: Process, icecast: String, port: Int, dir: URL, password: String) throws -> Bool {
+        let logs = dir.appendingPathComponent("log")
         let owner = getuid() == 0 ? "<changeowner><user>nobody</user><group>nogroup</group></changeowner>" : ""
         let config = """
         <icecast>
@@ -36,7 +58,7 @@ final class IcecastProcess {
           <security><chroot>0</chroot>\(owner)</security>
         </icecast>
         """
-        let file = dir.appendingPathComponent("icecast.xml")
+        let file = dir.appendingPathComponent("icecast-\(port).xml")
         try config.write(to: file, atomically: true, encoding: .utf8)
         chmod(file.path, 0o644)
         process.executableURL = URL(fileURLWithPath: icecast)
@@ -45,15 +67,18 @@ final class IcecastProcess {
         process.standardError = FileHandle.nullDevice
         try process.run()
         let deadline = Date().addingTimeInterval(TestTiming.seconds(10))
-        while Date() < deadline {
-            if let fd = (try? connectLoopback(port: port)) {
-                close(fd)
-                return
+        while Date() < deadline, process.isRunning {
+            if let answer = try? RawConnection(port: port).request("GET", "/status-json.xsl"),
+               String(decoding: answer.body, as: UTF8.self).contains("icestats") {
+                return true
             }
             Thread.sleep(forTimeInterval: 0.05)
         }
-        stop()
-        throw TestFailure("icecast2 did not listen on port \(port): \(errorLog)")
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        return false
     }
 
     var errorLog: String { (try? String(contentsOf: dir.appendingPathComponent("log/error.log"), encoding: .utf8)) ?? "" }
