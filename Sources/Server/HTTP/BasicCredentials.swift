@@ -1,3 +1,5 @@
+import StreamShared
+
 /// `Authorization: Basic <base64(user:password)>` (RFC 7617), as radio sources and Icecast's admin
 /// URLs send it.
 public struct BasicCredentials: Sendable, Equatable {
@@ -11,7 +13,7 @@ public struct BasicCredentials: Sendable, Equatable {
         let trimmed = header.trimmingCharacters(in: " \t")
         guard let space = trimmed.firstIndex(of: " "), trimmed[..<space].lowercased() == "basic" else { return nil }
         let token = trimmed[trimmed.index(after: space)...].trimmingCharacters(in: " \t")
-        guard let decoded = Base64.decode(token) else { return nil }
+        guard let decoded = Base64.decode(token.utf8, ignoringWhitespace: false) else { return nil }
         guard let colon = decoded.firstIndex(of: UInt8(ascii: ":")) else { return nil }
         let user = decoded[..<colon], password = decoded[(colon + 1)...]
         // Control bytes have no place in either (and would end up in logs).
@@ -27,42 +29,5 @@ public struct BasicCredentials: Sendable, Equatable {
             difference |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0)
         }
         return difference == 0 && x.count == y.count
-    }
-}
-
-/// Standard base64 (RFC 4648 section 4), padding optional.
-enum Base64 {
-    static func decode(_ text: String) -> [UInt8]? {
-        var out: [UInt8] = []
-        var accumulator: UInt32 = 0
-        var bits = 0
-        var padding = 0
-        for byte in text.utf8 {
-            let value: UInt32
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = UInt32(byte - UInt8(ascii: "A"))
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = UInt32(byte - UInt8(ascii: "a")) + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = UInt32(byte - UInt8(ascii: "0")) + 52
-            case UInt8(ascii: "+"): value = 62
-            case UInt8(ascii: "/"): value = 63
-            case UInt8(ascii: "="):
-                padding += 1
-                guard padding <= 2 else { return nil }
-                continue
-            default:
-                return nil
-            }
-            guard padding == 0 else { return nil }   // data after padding
-            accumulator = accumulator << 6 | value
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-                accumulator &= (1 << UInt32(bits)) - 1
-            }
-        }
-        // A lone trailing sextet cannot encode a byte.
-        guard bits != 6 else { return nil }
-        return out
     }
 }

@@ -43,36 +43,3 @@ public struct FLACPicture: Sendable, Equatable {
         pictures.first { $0.pictureType == 3 } ?? pictures.first
     }
 }
-
-/// Base64 (RFC 4648, standard alphabet) as Vorbis comments carry pictures: padding optional,
-/// line breaks and spaces ignored, anything else refused.
-enum Base64 {
-    static func decode(_ text: ArraySlice<UInt8>) -> [UInt8]? {
-        var out: [UInt8] = []
-        out.reserveCapacity(text.count / 4 * 3)
-        var accumulator: UInt32 = 0, bits = 0, padding = 0
-        for c in text {
-            let value: UInt32
-            switch c {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = UInt32(c - UInt8(ascii: "A"))
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = UInt32(c - UInt8(ascii: "a")) + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = UInt32(c - UInt8(ascii: "0")) + 52
-            case UInt8(ascii: "+"): value = 62
-            case UInt8(ascii: "/"): value = 63
-            case UInt8(ascii: "="): padding += 1; continue
-            case 0x0A, 0x0D, 0x20: continue
-            default: return nil
-            }
-            guard padding == 0 else { return nil }   // data after padding
-            accumulator = (accumulator << 6) | value
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-                accumulator &= (1 << UInt32(bits)) - 1
-            }
-        }
-        guard padding <= 2, bits < 6 else { return nil }   // a lone 6-bit group is no byte
-        return out
-    }
-}
