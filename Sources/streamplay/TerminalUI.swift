@@ -1,7 +1,6 @@
 import Glibc
 import StreamClient
 import StreamShared
-import Synchronization
 
 /// The interactive terminal: a status line and single-key commands (space pause, ←/→ seek
 /// ±10 s, +/- volume, [/] rate, {/} pitch, q quit). Off when stdin/stdout are not a terminal.
@@ -13,7 +12,7 @@ final class TerminalUI: @unchecked Sendable {
     private let enabled: Bool
     private var saved = termios()
     private var running = false
-    private let stopFlag = Mutex(())
+    private let stopFlag = Lock(())
     private var stopped = false
     /// A key's answer shown in the status line until then ("live stream: cannot seek").
     private var notice: (text: String, until: Monotonic)?

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,6 +32,20 @@ enum ProcessProbe {
 
     /// Polls until the process has at most `target` descriptors open or `timeout` passes;
     /// returns the last count seen.
+    /// The descriptor count once it has stopped changing (two reads 50 ms apart agree; at most
+    /// 3 s): a server closes the descriptors of a finished exchange a moment after its answer.
+    static func settledDescriptors(pid: Int32) -> Int {
+        var last = openDescriptors(pid: pid)
+        let deadline = Date().addingTimeInterval(TestTiming.seconds(3))
+        while Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+            let now = openDescriptors(pid: pid)
+            if now == last { break }
+            last = now
+        }
+        return last
+    }
+
     static func waitForDescriptors(pid: Int32, atMost target: Int, timeout: Double) -> Int {
         let deadline = Date().addingTimeInterval(timeout)
         var count = openDescriptors(pid: pid)

@@ -315,7 +315,8 @@ final class PacedSource: @unchecked Sendable {
         defer { first.stop() }
         let second = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--relay", "copy2=\(first.baseURL)/radio/copy"])
         defer { second.stop() }
-        Thread.sleep(forTimeInterval: 3)
+        try Self.waitForSource(first, "copy")
+        try Self.waitForSource(second, "copy2")
         let heard = try Self.hear(second.port, path: "/radio/copy2", seconds: 7)
         #expect(heard.head.hasPrefix("HTTP/1.1 200"), "\(heard.head)")
         #expect(RadioEndToEndTests.header("icy-name", in: heard.head) == "main")

@@ -106,8 +106,9 @@ import Glibc
         let extra = try RawConnection(port: server.port, timeout: 2)
         #expect(extra.isClosedByPeer(), "the 21st connection is closed without an answer")
         held.removeAll()
-        Thread.sleep(forTimeInterval: 0.3)
-        #expect(try RawConnection(port: server.port).request("GET", "/api/tracks").status == 200, "room again once others left")
+        #expect(TestTiming.waitUntil(timeout: 3, poll: 0.05) {
+            (try? RawConnection(port: server.port).request("GET", "/api/tracks"))?.status == 200
+        }, "room again once others left")
     }
 
     @Test func newFile_appearsAfterRescan() throws {
@@ -117,15 +118,14 @@ import Glibc
         let before = try RawConnection(port: server.port).request("GET", "/api/tracks").body
         #expect(!String(decoding: before, as: UTF8.self).contains("copy.wav"))
         try FileManager.default.copyItem(at: library.appendingPathComponent("pcm16.wav"), to: library.appendingPathComponent("copy.wav"))
-        Thread.sleep(forTimeInterval: 1.2)
-        let after = try RawConnection(port: server.port).request("GET", "/api/tracks").body
-        #expect(String(decoding: after, as: UTF8.self).contains("copy.wav"), "the folder's mtime changed: rescanned")
+        func listed() throws -> Bool {
+            String(decoding: try RawConnection(port: server.port).request("GET", "/api/tracks").body, as: UTF8.self).contains("copy.wav")
+        }
+        #expect(try TestTiming.waitUntil(timeout: 5) { try listed() }, "the folder's mtime changed: rescanned")
         // SIGHUP rescans too.
         try FileManager.default.removeItem(at: library.appendingPathComponent("copy.wav"))
         kill(server.process.processIdentifier, SIGHUP)
-        Thread.sleep(forTimeInterval: 0.5)
-        let final = try RawConnection(port: server.port).request("GET", "/api/tracks").body
-        #expect(!String(decoding: final, as: UTF8.self).contains("copy.wav"))
+        #expect(try TestTiming.waitUntil(timeout: 5) { try !listed() }, "SIGHUP rescanned")
     }
 
     @Test func quiet_turnsTheAccessLogOff() throws {
@@ -135,8 +135,8 @@ import Glibc
         _ = try RawConnection(port: loud.port).request("GET", "/api/tracks")
         let quiet = try StreamdProcess(folder: library, extraArguments: ["--quiet"])
         _ = try RawConnection(port: quiet.port).request("GET", "/api/tracks")
-        Thread.sleep(forTimeInterval: 0.3)
-        #expect(loud.log.contains("GET /api/tracks 200"))
+        #expect(TestTiming.waitUntil(timeout: 3) { loud.log.contains("GET /api/tracks 200") })
+        // A check of absence: by now the quiet one has answered, and a loud one would have logged.
         #expect(!quiet.log.contains("GET /api/tracks"))
     }
 }

@@ -1,4 +1,4 @@
-import Synchronization
+import StreamShared
 
 /// The cached bytes of one resource (one URL at one ETag), kept as sparse fixed-size blocks in
 /// a data file, with the index beside it. Blocks are stored whole (the last one of the resource
@@ -14,7 +14,7 @@ public final class CacheEntry: @unchecked Sendable {
     private let data: CacheFile
     private let indexFile: CacheFile
     private weak var cache: DiskCache?
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var blocks: [Int: CacheIndex.Block]
     private var indexLength: Int
     /// Bytes received but not yet a whole block: they start at `pendingStart`.

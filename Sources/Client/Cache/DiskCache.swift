@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
+import StreamShared
 #endif
-import Synchronization
 
 /// `--cache-dir DIR --cache-mb N`: the bytes streamplay streamed, kept on disk per URL and ETag
 /// as sparse blocks (`CacheEntry`), within a bound on the stored bytes: when a new block would
@@ -13,7 +13,7 @@ public final class DiskCache: @unchecked Sendable {
     public let directory: String
     public let capacityBytes: Int
     public let blockSize: Int
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var state = State()
 
     private struct State {

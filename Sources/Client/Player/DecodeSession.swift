@@ -1,6 +1,5 @@
 import StreamShared
 import StreamAudio
-import Synchronization
 
 /// One track's decoding once its plan is known: what the decode loop carries from turn to turn,
 /// and the stages of a turn as methods (`Player.decode` runs them in order).

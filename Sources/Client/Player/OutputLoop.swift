@@ -31,7 +31,7 @@ final class OutputLoop: @unchecked Sendable {
     let drainsInline: Bool
     /// The first track has opened the output (and started the thread, unless inline).
     private var outputStarted = false
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var producerFinished = false
     /// A seek or a skip: the ring position before which samples are dropped, and where the
     /// timeline resumes (nil: it stays).

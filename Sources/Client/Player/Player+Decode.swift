@@ -1,6 +1,5 @@
 import StreamShared
 import StreamAudio
-import Synchronization
 
 extension Player {
     /// The decode thread's work, stage by stage: probe the stream and plan its decoding, tell

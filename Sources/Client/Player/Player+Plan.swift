@@ -1,6 +1,5 @@
 import StreamShared
 import StreamAudio
-import Synchronization
 
 extension Player {
     /// A fragmented MP4's per-track defaults (moov/mvex/trex) for the converter.

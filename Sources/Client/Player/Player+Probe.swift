@@ -1,6 +1,5 @@
 import StreamShared
 import StreamAudio
-import Synchronization
 
 extension Player {
     /// Reads from the throttle until Probe can tell what the stream is.

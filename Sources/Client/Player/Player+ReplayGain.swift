@@ -1,6 +1,5 @@
 import Glibc
 import StreamShared
-import Synchronization
 
 extension Player {
     /// The ReplayGain values of the track: from the tags in front of the audio or the MP4 moov,

@@ -1,5 +1,4 @@
 import StreamShared
-import Synchronization
 import Logging
 
 /// Plays one track through the pipeline: Source → Throttle → Parser → Converter → DSP → Output,
@@ -19,7 +18,7 @@ public final class Player: @unchecked Sendable {
     let control = SourceControl()
     /// Where the component-tagged diagnostics go, at debug level (`--verbose`); nil: nowhere.
     private let logger: Logger?
-    let commands = Mutex(())
+    let commands = Lock(())
     var pendingSeek: Double?
     var pendingVolume: Float?
     /// The DSP settings asked for last, and whether the decode thread has yet to apply them.

@@ -1,5 +1,4 @@
 import StreamShared
-import Synchronization
 import Logging
 
 /// What a queue reports per track.
@@ -32,7 +31,7 @@ public final class QueuePlayer: @unchecked Sendable {
     private let options: PlayerOptions
     /// The tracks' diagnostics (debug level), nil: none.
     private let logger: Logger?
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var queue: PlayQueue
     private var player: Player?
     private var command: Command?

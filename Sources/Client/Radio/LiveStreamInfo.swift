@@ -1,5 +1,4 @@
 import StreamShared
-import Synchronization
 
 /// What a response head says about a stream that never ends: a radio station (SHOUTcast's
 /// `ICY 200 OK` status line, or Icecast's and streamd's `icy-*` headers, and no length). Such a
@@ -46,7 +45,7 @@ public struct StreamTitleChange: Sendable, Equatable {
 /// of the current response, title updates at their stream offsets, and the gaps of reconnects.
 public final class LiveStreamState: @unchecked Sendable {
     // @unchecked: every field is guarded by `lock`.
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var current: LiveStreamInfo?
     private var updates: [(offset: Int, update: ICYStreamReader.Update)] = []
     private var gaps: [Double] = []

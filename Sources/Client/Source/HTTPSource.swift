@@ -1,5 +1,4 @@
 import StreamShared
-import Synchronization
 import Logging
 
 /// Settings of the HTTP source.
@@ -32,7 +31,7 @@ public final class HTTPSource: ByteSource, @unchecked Sendable {
     var liveLastByte: Monotonic?
     /// Where "source: …" diagnostics go (debug level); nil: nowhere.
     public var logger: Logger?
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var tls: Bool
     /// The own client's keep-alive connection that `get` reuses (HLS playlists and segments).
     var session: HTTPClient?

@@ -1,5 +1,4 @@
 import StreamShared
-import Synchronization
 
 /// The bounded byte buffer between the network and the decoder.
 ///
@@ -202,7 +201,7 @@ public final class Throttle: @unchecked Sendable {
 public final class ThrottleBudget: @unchecked Sendable {
     // @unchecked: `used` is guarded by `lock`.
     public let limit: Int
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var used = 0
 
     /// A finished track's throttle memory, kept for the next track's (its pages are already

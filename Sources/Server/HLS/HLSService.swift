@@ -2,7 +2,6 @@ import Foundation
 import StreamShared
 import StreamHTTP
 import StreamLibrary
-import Synchronization
 
 /// The HLS routes of streamd: VOD playlists and segments under `/hls/<path>/`, live loops under `/live/<name>/`.
 public final class HLSService: Sendable {
@@ -227,7 +226,7 @@ public final class HLSService: Sendable {
 /// A few recent plans by path (count-bounded; the oldest insert goes first).
 private final class PlanCache: @unchecked Sendable {
     // @unchecked: all state is behind `lock`.
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var plans: [String: HLSTrackPlan] = [:]
     private var order: [String] = []
     private let limit: Int

@@ -63,7 +63,7 @@ package final class LiveSegmenter: @unchecked Sendable {
     package let playlistRequests = ManagedAtomic<Int>(0)
     package let segmentRequests = ManagedAtomic<Int>(0)
 
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var kept: [Segment] = []
     private var nextSequence = 0
     /// Discontinuities in segments no longer kept (EXT-X-DISCONTINUITY-SEQUENCE counts them).

@@ -6,7 +6,6 @@ internal import CSQLite
 import Foundation
 import StreamShared
 import StreamHTTP
-import Synchronization
 
 /// Search: FTS5 queries over `tracks_fts`, and the in-memory copy of its index (`SearchIndex`) that answers most of them.
 public struct SearchRepository: Sendable {

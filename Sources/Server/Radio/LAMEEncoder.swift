@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import StreamShared
 internal import CLAME
 
 /// Why libmp3lame refused a setting or a buffer.
@@ -27,7 +27,7 @@ public final class LAMEEncoder {
     public static let sampleRates = [8_000, 11_025, 12_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000]
 
     /// lame_init and lame_init_params touch tables shared by every encoder of the process: one at a time.
-    private static let setupLock = Mutex(())
+    private static let setupLock = Lock(())
 
     /// An encoder for `channels` (1 or 2) at `sampleRate` (one of `sampleRates`; no resampling
     /// inside) and `kbps` (8...320, CBR; libmp3lame takes the nearest rate the MPEG version allows).

@@ -3,7 +3,6 @@ import StreamShared
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
-import Synchronization
 
 /// Drives a live channel (`PUT /radio/NAME`): the connected source's frames are published in
 /// real time by the channel's clock (a source that sends faster, like `curl -T file`, is held
@@ -20,7 +19,7 @@ final class LiveProducer: @unchecked Sendable {
     let onEnd: @Sendable (LiveProducer) -> Void
     /// A relay's channel never ends: it waits for its upstream to come back.
     let persistent: Bool
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var pendingSource: AttachedSource?
     private var sourceBusy = false
     private var sourceTitle = ""

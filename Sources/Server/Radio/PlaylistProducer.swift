@@ -3,7 +3,6 @@ import StreamShared
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
-import Synchronization
 import Logging
 
 /// Plays a channel's tracks in real time, one after the other for ever (reshuffled at every
@@ -26,7 +25,7 @@ final class PlaylistProducer: @unchecked Sendable {
     let tickNanos: UInt64
     let preroll: Int
     let logger: Logger
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var stopped = false
     /// Set by `start`, joined by `stop` (RadioService's lock orders the two).
     private var thread: NativeThread?

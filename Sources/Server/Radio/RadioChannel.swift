@@ -35,7 +35,7 @@ public final class RadioChannel: @unchecked Sendable {
     /// Bytes of recent stream kept: the burst comes from here, and a listener further behind
     /// than this is moved forward.
     public let ringCapacity: Int
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var ring: [RadioChunk] = []
     private var ringBytes = 0
     private var newest: RadioChunk

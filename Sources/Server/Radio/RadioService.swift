@@ -12,7 +12,7 @@ import Logging
 public final class RadioService: @unchecked Sendable {
     // @unchecked: `channels` and `producers` are guarded by `lock`; scratch buffers too.
     public let settings: RadioSettings
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var channels: [String: RadioChannel] = [:]
     private var order: [String] = []
     private var producers: [PlaylistProducer] = []

@@ -3,7 +3,6 @@ import StreamShared
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
-import Synchronization
 import Logging
 
 /// `--relay NAME=URL`: pulls a stream from another streamd or an Icecast server (plain HTTP) and
@@ -17,7 +16,7 @@ final class RelaySource: @unchecked Sendable {
     let retryNanos: UInt64
     /// Where a broken upstream is reported (streamd's log).
     let logger: Logger
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var stopped = false
     /// The upstream being read, shut by `requestStop` so a blocked read ends at once.
     private var upstream: RelayUpstream?

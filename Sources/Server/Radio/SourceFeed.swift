@@ -2,7 +2,7 @@ import Foundation
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
-import Synchronization
+import StreamShared
 
 /// The bytes of a live source on their way from its connection (an event-loop thread) to its
 /// channel's producer thread. Bounded: when it is full the connection stops reading, so TCP
@@ -10,7 +10,7 @@ import Synchronization
 final class SourceFeed: @unchecked Sendable {
     // @unchecked: every field is guarded by `lock`.
     let capacity: Int
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var bytes: [UInt8] = []
     private var head = 0
     private var closed = false

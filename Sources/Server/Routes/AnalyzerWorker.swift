@@ -15,7 +15,10 @@ public enum AnalyzerWorker {
     public static let subcommand = AnalyzerProtocol.workerSubcommand
     /// The worker's own option for fault drills (`streamd analyze-worker --fault SPEC`): SPEC
     /// `trap:NAME,hang:NAME` makes the worker trap or spin on files of that name;
-    /// `walktrap:NAME` and `walkhang:NAME` trap or spin only in the full walk (a file the quick scan lists);
+    /// `walktrap:NAME` traps only in the full walk (a file the quick scan lists); `walkhang:NAME`
+    /// blocks there without using the CPU, as a read from a cold disk or a dead network mount does
+    /// (a spinning hang would compete with the server's loop for a core, which is not what the
+    /// loop tests measure);
     /// `delay:MS` makes every analysis take MS milliseconds more (a slow disk, a slow scan).
     /// The server never passes it: a drill starts the workers through `IsolatedAnalyzer.Settings`
     /// (streamd's hidden `--analyze-worker PROGRAM`) with a program that does.
@@ -99,8 +102,11 @@ public enum AnalyzerWorker {
                 let ticks = Double(UInt64.max) * Double(name.utf8.count + 1)
                 if Int(ticks) != 0 { return }
             }
-            if hangNames.contains(name) || (mode == .full && walkHangNames.contains(name)) {
+            if hangNames.contains(name) {
                 while true { sched_yield() }
+            }
+            if mode == .full && walkHangNames.contains(name) {
+                while true { pause() }
             }
         }
     }

@@ -3,7 +3,7 @@ import StreamHTTP
 import StreamLibrary
 import StreamHLS
 import StreamRadio
-import Synchronization
+import StreamShared
 
 /// Recent JSON answers of the library API by request target, each valid only for the catalog
 /// generation it was built from (`LibraryStore.generation`), least recently used evicted first
@@ -25,7 +25,7 @@ final class JSONResponseCache: @unchecked Sendable {
         }
     }
 
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private let capacityBytes: Int
     private let admitOnSecondRequest: Bool
     private var entries: [String: (generation: UInt64, entry: Entry, used: UInt64)] = [:]

@@ -3,7 +3,7 @@ import StreamHTTP
 import StreamLibrary
 import StreamHLS
 import StreamRadio
-import Synchronization
+import StreamShared
 
 /// The id of every track in each sort order `/api/tracks` was asked for, kept while the catalog
 /// is unchanged (`LibraryStore.generation`), so that a page anywhere in the list costs its own
@@ -12,8 +12,8 @@ import Synchronization
 final class TrackOrderCache: @unchecked Sendable {
     // @unchecked: `orders` is read and written under `lock`; `buildLock` makes concurrent misses
     // wait for one build instead of each running the same query.
-    private let lock = Mutex(())
-    private let buildLock = Mutex(())
+    private let lock = Lock(())
+    private let buildLock = Lock(())
     private var orders: [TrackSort: (generation: UInt64, ids: [Int])] = [:]
 
     /// One page of tracks in `sort` order, and the number of tracks.

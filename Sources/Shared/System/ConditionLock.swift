@@ -5,8 +5,7 @@ import Darwin
 #endif
 
 /// A mutex with one condition variable (pthread), whose timed waits run on the monotonic clock:
-/// the one type for a thread that waits for a state change (plain mutual exclusion is
-/// `Synchronization.Mutex`). Not for the audio path: the ring there is lock-free.
+/// the one type for a thread that waits for a state change (plain mutual exclusion is `Lock`). Not for the audio path: the ring there is lock-free.
 public final class ConditionLock: @unchecked Sendable {
     // @unchecked: the pthread objects are made for sharing between threads; they live on the
     // heap (never moved) for the object's whole life.

@@ -5,7 +5,6 @@ import CLinux
 import Atomics
 import Logging
 import Foundation
-import Synchronization
 
 /// Accepting: connections taken from the shared listening socket and shared out between the loops.
 extension EventLoop {

@@ -5,7 +5,6 @@ import CLinux
 import Atomics
 import Logging
 import Foundation
-import Synchronization
 
 /// Responses made off the loop: work that may wait runs on the blocking pool and comes back here.
 extension EventLoop {

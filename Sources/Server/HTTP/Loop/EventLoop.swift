@@ -6,6 +6,7 @@ import Atomics
 import Logging
 import Foundation
 import Synchronization
+import StreamShared
 
 /// Answers one parsed request, or refuses it (the loop renders the refusal). Called on an
 /// event-loop thread, so it must not block: work that may wait goes in `HTTPResponse.offLoop`.
@@ -61,7 +62,7 @@ final class EventLoop: @unchecked Sendable {
     var siblings: [EventLoop] = []
     /// Connections another loop accepted for this one: the descriptor and the peer's address;
     /// both under `handoffLock`, and `handoffClosed` once the loop has taken its last ones.
-    let handoffLock = Mutex(())
+    let handoffLock = Lock(())
     var handedOver: [(fd: Int32, peer: String)] = []
     var handoffClosed = false
     /// Responses the pool has made, waiting for this loop to send them; under `handoffLock`.

@@ -4,7 +4,6 @@ import Glibc
 import Foundation
 import StreamShared
 import StreamHTTP
-import Synchronization
 
 /// Runs `TrackAnalyzer` on files in worker processes (`streamd analyze-worker`), several at
 /// once, each file under a time bound. A worker that dies or overruns costs the file it was
@@ -135,7 +134,7 @@ public final class IsolatedAnalyzer: Sendable {
 /// the workers stop when the last one closes).
 private final class IdleWorkers: @unchecked Sendable {
     // @unchecked: every access goes through `lock`; a worker taken out is used by one thread.
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var scopes = 0
     private var workers: [WorkerHandle] = []
 
@@ -166,7 +165,7 @@ private final class IdleWorkers: @unchecked Sendable {
 /// Files to analyze and their outcomes, shared by the worker threads.
 private final class WorkQueue: @unchecked Sendable {
     // @unchecked: every access goes through `lock`.
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private let files: [(path: String, size: Int)]
     private var nextIndex = 0
     private var results: [IsolatedAnalyzer.Outcome?]

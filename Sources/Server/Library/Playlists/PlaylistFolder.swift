@@ -4,7 +4,6 @@ import Glibc
 import Foundation
 import StreamShared
 import StreamHTTP
-import Synchronization
 import Logging
 
 /// A playlist file found in the music folder, as `/api/playlists` lists it.
@@ -67,7 +66,7 @@ public final class PlaylistFolder: @unchecked Sendable {
     static let maxPlaylists = 10_000
     static let extensions: Set<String> = ["m3u", "m3u8", "pls"]
 
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var folderStamps: [String: Int] = [:]
     private var lastCheck: UInt64 = 0
     private var walked = false

@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 #endif
 import StreamHTTP
-import Synchronization
+import StreamShared
 
 /// A child process started with `posix_spawn`, its stdin, stdout and stderr on pipes: the one
 /// place streamd starts processes (Foundation's `Process` forks from a helper thread and
@@ -218,7 +218,7 @@ private final class ChildRegistry: Sendable {
         var children: [pid_t: String] = [:]
         var shuttingDown = false
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Adds a child; true when the shutdown has begun (the caller kills it).
     func add(_ pid: pid_t, _ executable: String) -> Bool {
