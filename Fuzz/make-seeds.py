@@ -256,7 +256,7 @@ def main():
     track = (b'{"path":"Q/01 \\u00e9.mp3","url":"/media/Q/01%20%C3%A9.mp3","title":"T\\n","artist":null,"album":"A",'
              b'"duration_s":1234.56789,"codec":"mp3","container":"mp3","sample_rate":44100,"channels":2,"bitrate":320000,'
              b'"size":4242424,"etag":"\\"ff-40-0\\"","id":17,"album_id":3,"artist_id":null,"album_artist":null,'
-             b'"track":1,"disc":null,"year":1999,"genre":"Rock"}')
+             b'"track":1,"disc":null,"year":1999,"genre":"Rock","derived":["title","album","track"]}')
     write(out, "api", track)
     write(out, "api", b"[" + track + b",\n" + track.replace(b'"id":17', b'"id":18') + b"]\n")
     write(out, "api", b'{"tracks":120,"skipped_count":3,"ignored_count":1,"quarantined_count":1,"scans":2,"last_scan_ms":850,'

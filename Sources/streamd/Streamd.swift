@@ -203,9 +203,9 @@ extension Serve {
         let hlsService = try makeHLS(library.catalog)
         let radio = try makeRadio(library.catalog, logger: logger)
         let router = Router(resolver: library.catalog.resolver, catalog: library.catalog, hls: hlsService,
-                            framing: contentLength ? .contentLength : .chunked, radio: radio)
+                            framing: contentLength ? .contentLength : .chunked, radio: radio, scanner: scanner)
         router.playlistFolder.logger = Logger(label: "streamd.library")
-        let server = makeServer(router, catalog: library.catalog, logger: logger)
+        let server = makeServer(router, logger: logger)
         let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, hls: hlsService,
                                         store: library.store, logger: logger)
         // Signals are taken synchronously by this thread: blocked before any thread starts.
@@ -356,7 +356,7 @@ extension Serve {
     }
 
     /// The HTTP server over the router, configured from the options.
-    func makeServer(_ router: Router, catalog: Catalog, logger: Logger) -> HTTPServer {
+    func makeServer(_ router: Router, logger: Logger) -> HTTPServer {
         var config = HTTPServerConfiguration()
         config.host = host
         config.port = port
@@ -369,13 +369,7 @@ extension Serve {
         // Of the 5 s a shutdown may take, responses under way get 3 to finish.
         config.shutdownGrace = 3
         let server = HTTPServer(configuration: config, logger: Logger(label: "streamd.http"), handler: router.handle)
-        // Set before the loops start (they read it): the scanner's fields, then the connections.
-        let scannerFields = catalog.statusExtras
-        catalog.statusExtras = { [weak server] status in
-            scannerFields(&status)
-            status.connections = StatusDocument.Connections(total: server?.connectionCount ?? 0,
-                                                            perLoop: server?.loopConnectionCounts ?? [])
-        }
+        router.countConnections(of: server)
         return server
     }
 

@@ -35,7 +35,7 @@ import StreamHTTP
 
     @Test func aDurationThatIsNotFinite_isStoredAsZero() {
         let track = Track(path: "x.mp3", stamp: Fixture.stamp(1), analysis: Fixture.analysis(title: nil, duration: .nan))
-        #expect(track.durationSeconds == 0 && track.displayTitle == "x.mp3")
+        #expect(track.durationSeconds == 0 && track.displayTitle == "x" && track.derived == [.title])
     }
 
     @Test func label_isArtistDashTitle_elseTheTitle_elseTheFileName() {

@@ -92,7 +92,7 @@ import Testing
     @Test func trackItem_writesTheContractsBytes() {
         #expect(Self.track.url == "/media/Quote%20%22Q%22/01%20Tab%09here%20%C3%A9.mp3")
         #expect(Self.track.encoded() == #"""
-            {"path":"Quote \"Q\"/01 Tab\there é.mp3","url":"/media/Quote%20%22Q%22/01%20Tab%09here%20%C3%A9.mp3","title":"Line\nbreak\u0001","artist":"Ünïcødé 音楽","album":null,"duration_s":1234.56789,"codec":"mp3","container":"mp3","sample_rate":44100,"channels":2,"bitrate":320000,"size":4242424,"etag":"\"ff-40bb38-0\"","id":17,"album_id":3,"artist_id":null,"album_artist":null,"track":1,"disc":null,"year":1999,"genre":"Rock"}
+            {"path":"Quote \"Q\"/01 Tab\there é.mp3","url":"/media/Quote%20%22Q%22/01%20Tab%09here%20%C3%A9.mp3","title":"Line\nbreak\u0001","artist":"Ünïcødé 音楽","album":null,"duration_s":1234.56789,"codec":"mp3","container":"mp3","sample_rate":44100,"channels":2,"bitrate":320000,"size":4242424,"etag":"\"ff-40bb38-0\"","id":17,"album_id":3,"artist_id":null,"album_artist":null,"track":1,"disc":null,"year":1999,"genre":"Rock","derived":[]}
             """#)
     }
 
@@ -107,6 +107,7 @@ import Testing
         w.add("bitrate", t.bitrate); w.add("size", t.size); w.add("etag", t.etag); w.add("id", t.id)
         w.add("album_id", t.albumID); w.add("artist_id", t.artistID); w.add("album_artist", t.albumArtist)
         w.add("track", t.trackNumber); w.add("disc", t.discNumber); w.add("year", t.year); w.add("genre", t.genre)
+        w.addRaw("derived", "[]")
         #expect(t.encoded() == w.text)
         for text in ["", "plain", "\"", "\\", "\u{0}\u{1F}\u{7F}", "a\r\nb\tc", "é音🎵", "\u{8}\u{C}/"] {
             var bytes: [UInt8] = []
@@ -149,6 +150,37 @@ import Testing
         for cut in 0..<(bytes.count - 1) {
             #expect(throws: APIDocumentError.self) { try TrackItem.decode(Array(bytes[..<cut])) }
         }
+    }
+
+    /// Fields the catalog took from the path are listed by their member names, in one order,
+    /// and read back; a document without the list (an older streamd) reads as none derived, and
+    /// names this reader does not know (a newer streamd) are passed over.
+    @Test func trackItem_derivedMembers_writtenByName_andReadBack() throws {
+        var derived = Self.track
+        derived.derived = [.disc, .title, .albumArtist, .artist, .album, .track]
+        let text = derived.encoded()
+        #expect(text.hasSuffix(#","genre":"Rock","derived":["title","artist","album","album_artist","track","disc"]}"#), "\(text)")
+        #expect(try TrackItem.decode(Array(text.utf8)) == derived)
+        derived.derived = [.title]
+        #expect(derived.encoded().hasSuffix(#""derived":["title"]}"#))
+        #expect(try TrackItem.decodeList(Array(("[" + derived.encoded() + "]").utf8)) == [derived])
+        let older = Self.track.encoded().replacingOccurrences(#","derived":[]"#, "")
+        #expect(!older.contains("derived"))
+        #expect(try TrackItem.decode(Array(older.utf8)).derived == [])
+        let newer = derived.encoded().replacingOccurrences(#"["title"]"#, #"["title","composer"]"#)
+        #expect(try TrackItem.decode(Array(newer.utf8)).derived == [.title])
+        #expect(throws: APIDocumentError.wrongType(member: "derived", expected: "an array")) {
+            try TrackItem.decode(Array(derived.encoded().replacingOccurrences(#"["title"]"#, #""title""#).utf8))
+        }
+        #expect(throws: APIDocumentError.wrongType(member: "[0].derived[1]", expected: "a string")) {
+            try TrackItem.decodeList(Array(("[" + derived.encoded().replacingOccurrences(#"["title"]"#, #"["title",7]"#) + "]").utf8))
+        }
+        let tooMany = "[" + Array(repeating: #""title""#, count: 33).joined(separator: ",") + "]"
+        #expect(throws: APIDocumentError.tooMany(member: "derived", limit: 32)) {
+            try TrackItem.decode(Array(derived.encoded().replacingOccurrences(#"["title"]"#, tooMany).utf8))
+        }
+        #expect(DerivedFields([.album, .title]).names == ["title", "album"])
+        #expect(DerivedFields().json == "[]")
     }
 
     // MARK: status

@@ -17,7 +17,7 @@ import StreamShared
 
     @Test func album_writesTheContractsBytes() {
         #expect(Self.album.encoded() == #"""
-            {"id":3,"title":"Album \"Live\"","artist":"Band","artist_id":2,"track_count":12,"duration_s":2712.125,"year":2001,"folder":"Band/Album","embedded_cover":true,"cover":"/api/cover/3","url":"/api/albums/3","playlist":"/playlist/album/3.m3u8"}
+            {"id":3,"title":"Album \"Live\"","artist":"Band","artist_id":2,"track_count":12,"duration_s":2712.125,"year":2001,"folder":"Band/Album","embedded_cover":true,"cover":"/api/cover/3","url":"/api/albums/3","playlist":"/playlist/album/3.m3u8","derived":[]}
             """#)
         var withTracks = Self.album
         withTracks.year = nil
@@ -25,7 +25,7 @@ import StreamShared
         withTracks.tracks = [Self.track, Self.track]
         let item = Self.track.encoded()
         #expect(withTracks.encoded() == #"""
-            {"id":3,"title":"Album \"Live\"","artist":"Band","artist_id":2,"track_count":12,"duration_s":1.235,"year":null,"folder":"Band/Album","embedded_cover":true,"cover":"/api/cover/3","url":"/api/albums/3","playlist":"/playlist/album/3.m3u8","tracks":[
+            {"id":3,"title":"Album \"Live\"","artist":"Band","artist_id":2,"track_count":12,"duration_s":1.235,"year":null,"folder":"Band/Album","embedded_cover":true,"cover":"/api/cover/3","url":"/api/albums/3","playlist":"/playlist/album/3.m3u8","derived":[],"tracks":[
             """# + item + ",\n" + item + "]}")
         #expect(AlbumItem.encodeList([]) == "[]\n")
         #expect(AlbumItem.encodeList([Self.album, Self.album]) == "[" + Self.album.encoded() + ",\n" + Self.album.encoded() + "]\n")
@@ -55,6 +55,21 @@ import StreamShared
         second.embeddedCover = false
         #expect(try AlbumItem.decodeList(Array(AlbumItem.encodeList([Self.album, second]).utf8)) == [Self.album, second])
         #expect(try AlbumItem.decodeList(Array("[]\n".utf8)) == [])
+    }
+
+    /// An album whose title and artist every track took from its folders says so; read back.
+    @Test func album_derivedMembers_writtenAndReadBack() throws {
+        var derived = Self.album
+        derived.derived = [.artist, .title]
+        var track = Self.track
+        track.derived = [.title, .album, .artist, .albumArtist, .track]
+        derived.tracks = [track]
+        let text = derived.encoded()
+        #expect(text.contains(#""playlist":"/playlist/album/3.m3u8","derived":["title","artist"],"tracks":["#), "\(text)")
+        #expect(text.contains(#""derived":["title","artist","album","album_artist","track"]}"#), "\(text)")
+        #expect(try AlbumItem.decode(Array(text.utf8)) == derived)
+        let older = Self.album.encoded().replacing(#","derived":[]"#, with: "")
+        #expect(try AlbumItem.decodeList(Array(("[" + older + "]").utf8)) == [Self.album])
     }
 
     @Test func artists_roundTrip_aloneWithAlbumsAndInAList() throws {

@@ -13,12 +13,13 @@ public struct AlbumRepository: Sendable {
 
     static let columns = """
         a.id, a.title, a.artist_id, a.artist_name, a.track_count, a.duration_s, a.year,
-        (SELECT path FROM tracks WHERE id = a.cover_track_id), a.folder
+        (SELECT path FROM tracks WHERE id = a.cover_track_id), a.folder, a.derived
         """
 
     static func row(_ s: SQLiteDatabase.Statement) -> AlbumRow {
         AlbumRow(id: s.int(0), title: s.text(1), artistID: s.int(2), artistName: s.text(3), trackCount: s.int(4),
-                 durationSeconds: s.double(5), year: s.optionalInt(6), coverTrackPath: s.optionalText(7), folder: s.text(8))
+                 durationSeconds: s.double(5), year: s.optionalInt(6), coverTrackPath: s.optionalText(7), folder: s.text(8),
+                 derived: DerivedFields(rawValue: s.int(9)))
     }
 
     /// A page of albums by artist name then title, and the total.

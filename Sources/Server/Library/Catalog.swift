@@ -37,7 +37,7 @@ public struct SkippedFile: Sendable, Equatable {
 /// Exact seek indexes are built on first need and cached in the database.
 public final class Catalog: @unchecked Sendable {
     // @unchecked: mutable state is behind `lock` (`inFlight` behind `building`); scans are
-    // serialised by `scanLock`; the closures (`indexRequested` too, called on event loops), the
+    // serialised by `scanLock`; the
     // logger and the settings (`chunkSize`, `excludedPrefix`, `indexAheadSeconds`) are set before the
     // scanner and the server start, and only read after.
     public let resolver: PathResolver
@@ -45,8 +45,8 @@ public final class Catalog: @unchecked Sendable {
     public let analyzer: IsolatedAnalyzer
     /// The catalog database the routes read.
     public let store: LibraryStore
-    private let lock = Mutex(())
-    private let scanLock = Mutex(())
+    private let lock = Lock(())
+    private let scanLock = Lock(())
     /// Set at shutdown: a scan under way reads no further chunk, and none starts.
     private let scansStopped = ManagedAtomic<Bool>(false)
     private var progress = ScanProgress()
@@ -54,6 +54,8 @@ public final class Catalog: @unchecked Sendable {
     private var indexedOnPlay = 0
     /// Tracks handed to the indexer by `prefetchIndex` in this run.
     private var prefetched: Set<String> = []
+    /// The indexer's to-do list: the catalog adds, the scanner's indexer thread takes.
+    public let indexRequests = IndexRequests()
     /// Files whose exact analysis a thread is building (relative paths), and its signal.
     private var inFlight: Set<String> = []
     private let building = ConditionLock()
@@ -104,11 +106,14 @@ public final class Catalog: @unchecked Sendable {
         scan(.all)
     }
 
-    /// Scans `scope` (serialised with every other scan).
-    func scan(_ scope: ScanScope) {
+    /// Scans `scope` (serialised with every other scan). `walked` gets the folders it walked (the
+    /// scanner's watches) before the scan counts as done in `/api/status`, so a client that waited
+    /// for the scan sees the watches too; it is not called when the scan could not run. The
+    /// indexer is told a scan ended.
+    func scan(_ scope: ScanScope, walked: ([String]) -> Void = { _ in }) {
         scanLock.withLock { _ in
             guard !scansStopped.load(ordering: .relaxed) else { return }
-            scanNow(scope)
+            scanNow(scope, walked: walked)
         }
     }
 
@@ -145,7 +150,7 @@ public final class Catalog: @unchecked Sendable {
         case path(String)
     }
 
-    private func scanNow(_ scope: ScanScope) {
+    private func scanNow(_ scope: ScanScope, walked: ([String]) -> Void) {
         let started = monotonicNanos()
         var prefix: String?
         switch scope {
@@ -220,7 +225,8 @@ public final class Catalog: @unchecked Sendable {
         }
         if !removed.isEmpty { write(removed.map { .removed(path: $0) }) }
         finish(tally)
-        scanned(walk.folders)
+        walked(walk.folders)
+        indexRequests.requestAhead()
         guard scope == .all else { return }
         let elapsed = Int((monotonicNanos() - started) / 1_000_000)
         lock.withLock { _ in
@@ -235,9 +241,6 @@ public final class Catalog: @unchecked Sendable {
                  + "\(walk.ignored) companion files (covers, notes, playlists) passed by"))
         }
     }
-
-    /// Hook for the watcher: the folders the last scan walked.
-    var scanned: ([String]) -> Void = { _ in }
 
     /// What the chunks of one scan add up to, for its log lines.
     struct ReadTally {
@@ -481,16 +484,13 @@ public final class Catalog: @unchecked Sendable {
     /// client's first seek finds it. A song's walk takes a few ms; the worker's start (about 30 ms)
     /// is most of what a first-need request waits for. Once per path per run.
     public func prefetchIndex(forAbsolutePath path: String) {
-        guard let request = indexRequested, let relative = resolver.relative(path) else { return }
+        guard let relative = resolver.relative(path) else { return }
         let first = lock.withLock { (_) -> Bool in
             if prefetched.count >= 100_000 { prefetched.removeAll() }
             return prefetched.insert(relative).inserted
         }
-        if first { request(path) }
+        if first { indexRequests.requestPlayed(path) }
     }
-
-    /// Set by the scanner: hands a path to its indexer thread (nil: nothing prefetches).
-    var indexRequested: ((String) -> Void)?
 
     /// The indexer's work for a played track: its analysis, unless stored, or WAV (whose seek is
     /// arithmetic), or not a listed track.
@@ -519,7 +519,8 @@ public final class Catalog: @unchecked Sendable {
         return result
     }
 
-    /// The `/api/status` document: track count, skipped, quarantined and ignored files, scans, scan progress.
+    /// The catalog's part of `/api/status`: track count, skipped, quarantined and ignored files, scans,
+    /// scan progress (the router adds the watcher's and the connections' members).
     public func status() -> StatusDocument {
         let state = scanProgress
         // The first 100 by path: a library of cover pictures and notes would make this list the whole answer.
@@ -535,18 +536,11 @@ public final class Catalog: @unchecked Sendable {
             seekIndexesBuiltAhead: indexesBuiltAhead, seekIndexesBuiltOnPlay: indexesBuiltOnPlay,
             indexAheadSeconds: indexAheadSeconds,
             skipped: skips.first.map { StatusDocument.SkippedFile(path: $0.path, reason: $0.reason, quarantined: $0.quarantined) })
-        statusExtras(&status)
         return status
     }
 
-    /// The `/api/status` JSON text (`status()`, encoded).
-    public func statusJSON() -> String { status().encoded() }
-
     /// Skipped files `/api/status` lists by name (`skipped_count` counts them all).
     static let statusSkippedLimit = 100
-
-    /// Fills in the `/api/status` members the catalog does not know: the watcher's, and the server's connections.
-    public var statusExtras: (inout StatusDocument) -> Void = { _ in }
 
     /// All tracks, ordered by path (the whole library: for `streamd package` and a channel of a folder).
     public func tracks() -> [Track] {
@@ -578,7 +572,7 @@ public final class Catalog: @unchecked Sendable {
         return type
     }
 
-    private let mediaTypes = Mutex(GenerationCache<String>(limit: 4096))
+    private let mediaTypes = Lock(GenerationCache<String>(limit: 4096))
 
     /// Content-Type for a file: from its probed container, else from its extension.
     public func contentType(forAbsolutePath path: String) -> String {

@@ -7,6 +7,7 @@ import StreamShared
 import StreamHTTP
 import Logging
 import Synchronization
+import Atomics
 
 /// Keeps the catalog current in the background, on its own thread: the first scan at start
 /// (the server listens meanwhile, serving what the database holds), then the paths inotify
@@ -14,24 +15,20 @@ import Synchronization
 /// cover the tree (no inotify, or the watch limit reached).
 public final class CatalogScanner: @unchecked Sendable {
     // @unchecked: `watcher` is used by the scanner thread only; `fullRequested` and `state`
-    // are behind `lock`, `indexWanted` and `playedPaths` behind `indexCondition`; `wake` is an eventfd, safe to
-    // write from any thread; `threads` is touched by `start` and `stop` (the owner's thread) only.
+    // are behind `lock`; `wake` is an eventfd, safe to write from any thread; `threads` is
+    // touched by `start` and `stop` (the owner's thread) only.
     public let catalog: Catalog
     /// Seconds between full rescans when inotify does not cover the tree.
     public let rescanInterval: Double
     private let wake: Int32
-    private let lock = Mutex(())
+    private let lock = Lock(())
     private var fullRequested = false
     private var watcher: FolderWatcher?
     private var state = WatchState()
     private var warnedLimit = false
-    /// A scan ended since the indexer last looked (guarded by `indexCondition`).
-    private var indexWanted = false
-    /// Tracks a client started reading, whose index the indexer builds first (at most 256 wait).
-    private var playedPaths: [String] = []
-    private let indexCondition = ConditionLock()
-    /// Set by `stop` (under `indexCondition`): both threads end at their next look.
-    private var stopping = false
+    /// Set by `stop`: the scanner thread ends at its next look (the indexer is told through
+    /// the catalog's `indexRequests`).
+    private let stopping = ManagedAtomic<Bool>(false)
     /// The scanner and indexer threads, joined by `stop`.
     private var threads: [NativeThread] = []
 
@@ -55,16 +52,12 @@ public final class CatalogScanner: @unchecked Sendable {
                 catalog.logger.warning("catalog: inotify unavailable (\(error)); rescanning every \(Int(rescanInterval)) s instead")
             }
         }
-        catalog.statusExtras = { [weak self] status in
-            guard let self else { return }
-            let now = lock.withLock { _ in state }
-            status.watcher = StatusDocument.Watcher(mode: now.mode, folders: now.folders, rescanIntervalSeconds: rescanInterval)
-        }
-        catalog.scanned = { [weak self] folders in
-            self?.watch(folders)
-            self?.requestIndexes()
-        }
-        catalog.indexRequested = { [weak self] path in self?.requestIndex(path) }
+    }
+
+    /// How changes are noticed now, for `/api/status`.
+    public var watcherStatus: StatusDocument.Watcher {
+        let now = lock.withLock { _ in state }
+        return StatusDocument.Watcher(mode: now.mode, folders: now.folders, rescanIntervalSeconds: rescanInterval)
     }
 
     /// Starts the threads: the first scan begins at once. When one cannot start, none runs.
@@ -84,10 +77,8 @@ public final class CatalogScanner: @unchecked Sendable {
     @discardableResult
     public func stop(within seconds: Double) -> Bool {
         let deadline = monotonicNanos() + UInt64(max(0, seconds) * 1e9)
-        indexCondition.withLock {
-            stopping = true
-            indexCondition.broadcast()
-        }
+        stopping.store(true, ordering: .relaxed)
+        catalog.indexRequests.stop()
         catalog.stopScans()
         var one: UInt64 = 1
         _ = write(wake, &one, 8)
@@ -98,61 +89,30 @@ public final class CatalogScanner: @unchecked Sendable {
         return true
     }
 
-    private var isStopping: Bool { indexCondition.withLock { stopping } }
-
-    /// After a scan: long tracks' seek indexes are built on the indexer's thread (a scan or an
-    /// inotify event never waits for them).
-    private func requestIndexes() {
-        indexCondition.lock()
-        indexWanted = true
-        indexCondition.signal()
-        indexCondition.unlock()
-    }
-
-    /// A client started reading the track at `path` (absolute): its index comes next.
-    private func requestIndex(_ path: String) {
-        indexCondition.lock()
-        if playedPaths.count < 256 { playedPaths.append(path) }
-        indexCondition.signal()
-        indexCondition.unlock()
-    }
+    private var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
     /// The indexer's thread: the tracks clients started reading, then what is missing after each
-    /// scan; a track started or a scan ended meanwhile makes it look again (played tracks first,
-    /// then the longest) once the file at hand is done. One worker serves a run of work, and
-    /// stops when the work is done.
+    /// scan (the catalog's `indexRequests`); a track started or a scan ended meanwhile makes it
+    /// look again (played tracks first, then the longest) once the file at hand is done. One
+    /// worker serves a run of work, and stops when the work is done.
     private func runIndexer() {
+        let requests = catalog.indexRequests
         while true {
-            waitForIndexWork()
-            if isStopping { return }
+            var work = requests.next()
+            if work == .stop { return }
             catalog.analyzer.keepingWorkers {
                 while true {
-                    var worked = false
-                    while let path = indexCondition.withLock({ playedPaths.isEmpty || stopping ? nil : playedPaths.removeFirst() }) {
-                        catalog.buildIndex(forAbsolutePath: path)
-                        worked = true
+                    switch work {
+                    case .played(let path): catalog.buildIndex(forAbsolutePath: path)
+                    case .ahead: catalog.buildIndexesAhead(shouldStop: { requests.hasNewerWork })
+                    case .stop: return
                     }
-                    let ahead = indexCondition.withLock { () -> Bool in
-                        defer { indexWanted = false }
-                        return indexWanted
-                    }
-                    if ahead {
-                        catalog.buildIndexesAhead(shouldStop: { [self] in
-                            indexCondition.withLock { indexWanted || !playedPaths.isEmpty || stopping }
-                        })
-                        worked = true
-                    }
-                    if !worked || isStopping { break }
+                    guard let next = requests.poll() else { return }
+                    work = next
                 }
             }
+            if work == .stop { return }
         }
-    }
-
-    /// Waits until a track was started or a scan ended.
-    private func waitForIndexWork() {
-        indexCondition.lock()
-        while !indexWanted && playedPaths.isEmpty && !stopping { indexCondition.wait() }
-        indexCondition.unlock()
     }
 
     /// Asks for a full rescan (SIGHUP); one already running finishes first.
@@ -160,6 +120,11 @@ public final class CatalogScanner: @unchecked Sendable {
         lock.withLock { _ in fullRequested = true }
         var one: UInt64 = 1
         _ = write(wake, &one, 8)
+    }
+
+    /// One scan, then watches on the folders it walked.
+    private func scan(_ scope: Catalog.ScanScope) {
+        catalog.scan(scope, walked: watch)
     }
 
     private var polling: Bool { watcher == nil || watcher?.limitHit == true }
@@ -184,7 +149,7 @@ public final class CatalogScanner: @unchecked Sendable {
     }
 
     private func run() {
-        catalog.scan(.all)
+        scan(.all)
         while !isStopping {
             let timeout: Int32 = polling ? Int32(clamping: Int(rescanInterval * 1000)) : -1
             var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
@@ -195,11 +160,11 @@ public final class CatalogScanner: @unchecked Sendable {
                 catalog.logger.warning("catalog: poll: \(SystemError(call: "poll", errno: errno)); rescanning every \(Int(rescanInterval)) s")
                 watcher = nil
                 sleep(UInt32(max(1, rescanInterval)))
-                catalog.scan(.all)
+                scan(.all)
                 continue
             }
             if ready == 0 {
-                if polling { catalog.scan(.all) }
+                if polling { scan(.all) }
                 continue
             }
             if fds[0].revents != 0 {
@@ -211,7 +176,7 @@ public final class CatalogScanner: @unchecked Sendable {
                     return fullRequested
                 }
                 if full {
-                    catalog.scan(.all)
+                    scan(.all)
                     continue
                 }
             }
@@ -238,11 +203,11 @@ public final class CatalogScanner: @unchecked Sendable {
         for event in events {
             switch event {
             case .overflow:
-                catalog.scan(.all)
+                scan(.all)
                 return
             case .changed(let path, _):
                 if path == root {
-                    catalog.scan(.all)
+                    scan(.all)
                     return
                 }
                 guard path.hasPrefix(root + "/") else { continue }
@@ -250,7 +215,7 @@ public final class CatalogScanner: @unchecked Sendable {
             }
         }
         guard paths.count <= 2000 else {
-            catalog.scan(.all)
+            scan(.all)
             return
         }
         // A folder's scan covers its files: skip paths inside another path of the burst.
@@ -259,7 +224,7 @@ public final class CatalogScanner: @unchecked Sendable {
         for path in sorted {
             if let covered, path.hasPrefix(covered + "/") { continue }
             covered = path
-            catalog.scan(.path(path))
+            scan(.path(path))
         }
     }
 }

@@ -14,6 +14,8 @@ public struct AlbumRow: Sendable, Equatable {
     public var coverTrackPath: String?
     /// The folder (relative to the library) of the album's first track, where cover.jpg and the like sit.
     public var folder: String
+    /// `.title` / `.artist` when every track took its album / album artist from the path.
+    public var derived: DerivedFields = []
 }
 
 /// One artist: a track artist or an album artist.
@@ -29,7 +31,7 @@ extension AlbumRow {
     public func item(tracks: [Track]? = nil) -> AlbumItem {
         AlbumItem(id: id, title: title, artist: artistName, artistID: artistID, trackCount: trackCount,
                   durationSeconds: durationSeconds, year: year, folder: folder, embeddedCover: coverTrackPath != nil,
-                  tracks: tracks?.map(\.item))
+                  tracks: tracks?.map(\.item), derived: derived)
     }
 }
 

@@ -107,5 +107,18 @@ enum LibrarySchema {
           DELETE FROM track_json WHERE id = old.id;
         END;
         """,
+        // 3 → 4: fields the tags leave empty are taken from the path (`PathDerivedTags`) and
+        // noted in `derived` (a `DerivedFields` bit set; an album's is its own title/artist).
+        // The stored items lack the `derived` member: dropped, written again from the columns
+        // until the next full scan fills them in. Tracks with an empty title, artist, album or
+        // track number get an mtime no file has, so the next scan reads them again (headers
+        // only) and derives what they lack; their albums follow in that scan's writes.
+        """
+        ALTER TABLE tracks ADD COLUMN derived INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE albums ADD COLUMN derived INTEGER NOT NULL DEFAULT 0;
+        DELETE FROM track_json;
+        UPDATE tracks SET mtime_ns = -1
+          WHERE title IS NULL OR artist IS NULL OR album IS NULL OR track_number IS NULL;
+        """,
     ]
 }

@@ -299,15 +299,15 @@ extension LibraryStore {
             .int(Int64(t.encoderDelay)), .int(Int64(t.encoderPadding)),
             .optional(gain?.trackGain), .optional(gain?.trackPeak), .optional(gain?.albumGain), .optional(gain?.albumPeak),
             .optional(t.coverArtBytes), .text(t.displayTitle),
-            .optional(artistID), .optional(albumID),
+            .optional(artistID), .optional(albumID), .int(Int64(t.derived.rawValue)),
         ]
         try db.run("""
             INSERT INTO tracks(path, size, mtime_ns, inode, title, artist, album, album_artist,
               track_number, track_total, disc_number, disc_total, year, genre,
               duration_s, codec, container, sample_rate, channels, bitrate, frames, total_samples, first_frame_offset,
               encoder_delay, encoder_padding, rg_track_gain, rg_track_peak, rg_album_gain, rg_album_peak,
-              cover_art_bytes, sort_title, artist_id, album_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+              cover_art_bytes, sort_title, artist_id, album_id, derived)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, inode = excluded.inode,
               title = excluded.title, artist = excluded.artist, album = excluded.album, album_artist = excluded.album_artist,
               track_number = excluded.track_number, track_total = excluded.track_total,
@@ -319,7 +319,7 @@ extension LibraryStore {
               rg_track_gain = excluded.rg_track_gain, rg_track_peak = excluded.rg_track_peak,
               rg_album_gain = excluded.rg_album_gain, rg_album_peak = excluded.rg_album_peak,
               cover_art_bytes = excluded.cover_art_bytes, sort_title = excluded.sort_title,
-              artist_id = excluded.artist_id, album_id = excluded.album_id
+              artist_id = excluded.artist_id, album_id = excluded.album_id, derived = excluded.derived
             """, values)
         try writeTrackJSON(path: t.path, db)
         return albumID
@@ -392,8 +392,10 @@ extension LibraryStore {
         return id
     }
 
-    /// Recomputes the counts, length, year, cover and folder of `albums`; drops albums and
-    /// artists that no track refers to any more.
+    /// Recomputes the counts, length, year, cover, folder and derived fields of `albums`; drops
+    /// albums and artists that no track refers to any more. An album's title (artist) is derived
+    /// when every one of its tracks took its album (album artist) from the path.
+    /// (min of a masked bit over the tracks is the bit when all have it, else 0.)
     func refreshAlbums(_ albums: Set<Int>, _ db: SQLiteDatabase) throws(SQLiteError) {
         guard !albums.isEmpty else { return }
         for id in albums {
@@ -405,7 +407,12 @@ extension LibraryStore {
                   cover_track_id = (SELECT id FROM tracks WHERE album_id = ?1 AND cover_art_bytes IS NOT NULL
                                     ORDER BY disc_number, track_number, path LIMIT 1),
                   folder = coalesce((SELECT rtrim(rtrim(path, replace(path, '/', '')), '/') FROM tracks WHERE album_id = ?1
-                                     ORDER BY disc_number, track_number, path LIMIT 1), '')
+                                     ORDER BY disc_number, track_number, path LIMIT 1), ''),
+                  derived = (SELECT coalesce(CASE WHEN min(derived & \(DerivedFields.album.rawValue)) > 0
+                                                  THEN \(DerivedFields.title.rawValue) ELSE 0 END
+                                             | CASE WHEN min(derived & \(DerivedFields.albumArtist.rawValue)) > 0
+                                                  THEN \(DerivedFields.artist.rawValue) ELSE 0 END, 0)
+                             FROM tracks WHERE album_id = ?1)
                 WHERE id = ?1
                 """, [.int(Int64(id))])
         }

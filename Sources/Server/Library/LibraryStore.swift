@@ -25,7 +25,7 @@ public final class LibraryStore: @unchecked Sendable {
     // and a reader taken from the pool is used by one thread until it is put back.
     public let path: String
     let writer: SQLiteDatabase
-    let writeLock = Mutex(())
+    let writeLock = Lock(())
     let pool = ConditionLock()
     var idleReaders: [SQLiteDatabase] = []
     /// Set by `close`: readers are closed as they come back, and none is opened.
@@ -40,7 +40,7 @@ public final class LibraryStore: @unchecked Sendable {
     /// When `changeCount` last moved (`DispatchTime` nanoseconds): the in-memory search index
     /// waits for writes to settle before it is read.
     let lastWriteNanos = ManagedAtomic<UInt64>(0)
-    let searchIndexLock = Mutex(())
+    let searchIndexLock = Lock(())
     var searchIndexStorage = SearchIndexState()
     var artistIDs: [String: Int] = [:]
     var albumIDs: [String: Int] = [:]
@@ -52,7 +52,7 @@ public final class LibraryStore: @unchecked Sendable {
     /// `writeLock` only.
     var searchIndexedThrough: Int?
     /// The track count and the `generation` it was read at (`trackCount`).
-    let countCache = Mutex(())
+    let countCache = Lock(())
     var cachedCount: (generation: UInt64, count: Int)?
 
     // MARK: repositories
@@ -251,15 +251,12 @@ public final class LibraryStore: @unchecked Sendable {
     }
 
     /// Runs `body` with the writer, holding `writeLock`; not waiting, a writer in use is
-    /// `SQLITE_BUSY`. The result comes back through a local: Mutex.withLock wants a `sending`
-    /// result, which a value `body` makes from the caller's state is not.
+    /// `SQLITE_BUSY`.
     private func withWriter<T>(waiting: Bool, _ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
-        var outcome: Result<T, SQLiteError>?
         if waiting {
-            writeLock.withLock { _ in outcome = Result { () throws(SQLiteError) -> T in try body(writer) } }
-        } else {
-            _ = writeLock.withLockIfAvailable { _ in outcome = Result { () throws(SQLiteError) -> T in try body(writer) } }
+            return try writeLock.withLock { _ throws(SQLiteError) in try body(writer) }
         }
+        let outcome = writeLock.withLockIfAvailable { _ in Result { () throws(SQLiteError) -> T in try body(writer) } }
         guard let outcome else { throw Self.busy }
         return try outcome.get()
     }

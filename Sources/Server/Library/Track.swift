@@ -41,12 +41,14 @@ public struct Track: Sendable, Equatable {
     public var coverArtBytes: Int?
     public var artistID: Int?
     public var albumID: Int?
+    /// The fields taken from the file's path because the tags said nothing (`PathDerivedTags`).
+    public var derived: DerivedFields
 
     public init(id: Int, path: String, stamp: FileStamp, title: String?, artist: String?, album: String?,
                 albumArtist: String?, trackNumber: Int?, trackTotal: Int?, discNumber: Int?, discTotal: Int?, year: Int?,
                 genre: String?, durationSeconds: Double, codec: String, container: String, sampleRate: Int, channels: Int,
                 bitrate: Int, frames: Int, totalSamples: Int, firstFrameOffset: Int, encoderDelay: Int, encoderPadding: Int,
-                replayGain: ReplayGain?, coverArtBytes: Int?, artistID: Int?, albumID: Int?) {
+                replayGain: ReplayGain?, coverArtBytes: Int?, artistID: Int?, albumID: Int?, derived: DerivedFields = []) {
         self.id = id
         self.path = path
         self.stamp = stamp
@@ -75,15 +77,18 @@ public struct Track: Sendable, Equatable {
         self.coverArtBytes = coverArtBytes
         self.artistID = artistID
         self.albumID = albumID
+        self.derived = derived
     }
 
     /// The track as the catalog writes it for the file at `path` (relative) read as `analysis`:
-    /// numbers out of the "3/12" tags, a duration that is not finite as 0; no ids yet.
+    /// numbers out of the "3/12" tags, a duration that is not finite as 0; no ids yet. What the
+    /// tags leave empty is taken from the path (`deriveFromPath()`).
     public init(id: Int = 0, path: String, stamp: FileStamp, analysis a: TrackAnalysis) {
         let tags = a.tags
         let gain = tags.replayGain
-        self.init(id: id, path: path, stamp: stamp, title: tags.title, artist: tags.artist, album: tags.album,
-                  albumArtist: tags.albumArtist, trackNumber: TrackTags.leadingNumber(tags.track),
+        self.init(id: id, path: path, stamp: stamp, title: Self.said(tags.title), artist: Self.said(tags.artist),
+                  album: Self.said(tags.album), albumArtist: Self.said(tags.albumArtist),
+                  trackNumber: TrackTags.leadingNumber(tags.track),
                   trackTotal: TrackTags.total(tags.track), discNumber: TrackTags.leadingNumber(tags.disc),
                   discTotal: TrackTags.total(tags.disc), year: tags.year, genre: tags.genre,
                   durationSeconds: a.durationSeconds.isFinite ? a.durationSeconds : 0, codec: a.codec,
@@ -92,6 +97,46 @@ public struct Track: Sendable, Equatable {
                   encoderDelay: a.encoderDelay, encoderPadding: a.encoderPadding,
                   replayGain: gain.flatMap { $0.isEmpty ? nil : $0 }, coverArtBytes: tags.coverArtBytes,
                   artistID: nil, albumID: nil)
+        deriveFromPath()
+    }
+
+    /// A tag's text, nil when it says nothing (absent, empty or only ASCII whitespace).
+    static func said(_ tag: String?) -> String? {
+        guard let tag, tag.utf8.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) else { return nil }
+        return tag
+    }
+
+    /// Fills the fields the tags left empty from the path (`PathDerivedTags`) and notes them in
+    /// `derived`: title, track and disc number, album, artist. The album artist only when the
+    /// tags name no artist either (then it is the derived artist): a file tagged with an artist
+    /// and no album artist stays filed under its artist, as before.
+    mutating func deriveFromPath() {
+        guard title == nil || artist == nil || album == nil || trackNumber == nil || discNumber == nil else { return }
+        let fromPath = PathDerivedTags(path: path)
+        if title == nil {
+            title = fromPath.title
+            derived.insert(.title)
+        }
+        if trackNumber == nil, let number = fromPath.trackNumber {
+            trackNumber = number
+            derived.insert(.track)
+        }
+        if discNumber == nil, let number = fromPath.discNumber {
+            discNumber = number
+            derived.insert(.disc)
+        }
+        if album == nil, let name = fromPath.album {
+            album = name
+            derived.insert(.album)
+        }
+        if artist == nil, let name = fromPath.artist {
+            artist = name
+            derived.insert(.artist)
+            if albumArtist == nil {
+                albumArtist = name
+                derived.insert(.albumArtist)
+            }
+        }
     }
 
     /// The title, or the file name when the track has no title tag.
@@ -107,7 +152,7 @@ public struct Track: Sendable, Equatable {
         TrackItem(path: path, url: url, title: title, artist: artist, album: album, durationSeconds: durationSeconds,
                   codec: codec, container: container, sampleRate: sampleRate, channels: channels, bitrate: bitrate,
                   size: stamp.size, etag: etag, id: id, albumID: albumID, artistID: artistID, albumArtist: albumArtist,
-                  trackNumber: trackNumber, discNumber: discNumber, year: year, genre: genre)
+                  trackNumber: trackNumber, discNumber: discNumber, year: year, genre: genre, derived: derived)
     }
 
     /// `<artist> - <title>`, or the title alone when the artist is absent or empty.

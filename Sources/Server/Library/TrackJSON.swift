@@ -93,6 +93,8 @@ struct CatalogRowTrackFields: TrackItemFields {
 
     var durationSeconds: Double? { row.double(15) }
 
+    var derived: DerivedFields { DerivedFields(rawValue: row.int(33)) }
+
     private func optional(_ column: Int, _ body: (UnsafeBufferPointer<UInt8>?) -> Void) {
         body(row.isNull(column) ? nil : row.textBytes(column))
     }

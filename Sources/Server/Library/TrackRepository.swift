@@ -6,7 +6,6 @@ internal import CSQLite
 import Foundation
 import StreamShared
 import StreamHTTP
-import Synchronization
 
 /// The `tracks` table and the API items kept beside it (`track_json`): rows, pages in every order, lookups by id and path.
 public struct TrackRepository: Sendable {
@@ -16,7 +15,7 @@ public struct TrackRepository: Sendable {
         t.id, t.path, t.size, t.mtime_ns, t.inode, t.title, t.artist, t.album, t.album_artist, t.track_number, t.track_total,
         t.disc_number, t.disc_total, t.year, t.genre, t.duration_s, t.codec, t.container, t.sample_rate, t.channels, t.bitrate,
         t.frames, t.total_samples, t.first_frame_offset, t.encoder_delay, t.encoder_padding,
-        t.rg_track_gain, t.rg_track_peak, t.rg_album_gain, t.rg_album_peak, t.cover_art_bytes, t.artist_id, t.album_id
+        t.rg_track_gain, t.rg_track_peak, t.rg_album_gain, t.rg_album_peak, t.cover_art_bytes, t.artist_id, t.album_id, t.derived
         """
 
     static func row(_ s: SQLiteDatabase.Statement) -> Track {
@@ -31,7 +30,8 @@ public struct TrackRepository: Sendable {
                         channels: s.int(19), bitrate: s.int(20), frames: s.int(21), totalSamples: s.int(22),
                         firstFrameOffset: s.int(23), encoderDelay: s.int(24), encoderPadding: s.int(25),
                         replayGain: gain.isEmpty ? nil : gain, coverArtBytes: s.optionalInt(30),
-                        artistID: s.optionalInt(31), albumID: s.optionalInt(32))
+                        artistID: s.optionalInt(31), albumID: s.optionalInt(32),
+                        derived: DerivedFields(rawValue: s.int(33)))
     }
 
     static func orderClause(_ sort: TrackSort) -> String {

@@ -23,11 +23,18 @@ public final class Router: Sendable {
     public let radio: RadioService?
     /// Wall-clock start in seconds since 1970, for the Icecast status page's `server_start`.
     let startedWall: Int
+    /// The background scanner, whose watches `/api/status` reports; nil when none runs.
+    public let scanner: CatalogScanner?
+    /// The server whose connections `/api/status` counts: set by the composer once the server
+    /// is made (from this router's handler).
+    private let countedServer = Lock(CountedServer())
+    private struct CountedServer { weak var server: HTTPServer? }
 
     /// `startedAt` is the server's start as the status page shows it: now, unless a test fixes it.
     public init(resolver: PathResolver, catalog: Catalog, hls: HLSService? = nil, framing: WholeFileFraming = .chunked,
-                radio: RadioService? = nil, startedAt: Date = Date()) {
+                radio: RadioService? = nil, scanner: CatalogScanner? = nil, startedAt: Date = Date()) {
         self.startedWall = Int(startedAt.timeIntervalSince1970)
+        self.scanner = scanner
         self.resolver = resolver
         self.catalog = catalog
         self.hls = hls
@@ -37,6 +44,21 @@ public final class Router: Sendable {
             try? catalog.store.tracks.track(path: path)
         })
         self.radio = radio
+    }
+
+    /// `server`'s connections are counted in `/api/status`.
+    public func countConnections(of server: HTTPServer) {
+        countedServer.withLock { $0.server = server }
+    }
+
+    /// The `/api/status` document: the catalog's, the scanner's watches and the connections.
+    public func status() -> StatusDocument {
+        var status = catalog.status()
+        status.watcher = scanner?.watcherStatus
+        if let server = countedServer.withLock({ $0.server }) {
+            status.connections = StatusDocument.Connections(total: server.connectionCount, perLoop: server.loopConnectionCounts)
+        }
+        return status
     }
 
     /// The methods streamd serves, as the Allow header lists them.
@@ -69,7 +91,7 @@ public final class Router: Sendable {
             return try media(request, relative: path.dropFirst(APIRoutes.mediaPrefix.count))
         }
         if path == APIRoutes.status {
-            return .offLoop { [catalog] in .json(catalog.statusJSON(), for: request) }
+            return .offLoop { [self] in .json(status().encoded(), for: request) }
         }
         if let response = library.handle(request, path: path) ?? playlists.handle(request, path: path) {
             return response

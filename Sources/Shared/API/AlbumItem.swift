@@ -24,18 +24,21 @@ public struct AlbumItem: Sendable, Equatable {
     public var playlist: String
     /// Its tracks in disc, then track number order: in `/api/albums/<id>` only (nil: the member is absent).
     public var tracks: [TrackItem]?
+    /// `.title` when its title is every track's folder, not a tag; `.artist` likewise (`DerivedFields`).
+    public var derived: DerivedFields
 
     /// An album whose links (`cover`, `url`, `playlist`) are streamd's for `id`.
     public init(id: Int, title: String, artist: String, artistID: Int, trackCount: Int, durationSeconds: Double,
-                year: Int?, folder: String, embeddedCover: Bool, tracks: [TrackItem]? = nil) {
+                year: Int?, folder: String, embeddedCover: Bool, tracks: [TrackItem]? = nil, derived: DerivedFields = []) {
         self.init(id: id, title: title, artist: artist, artistID: artistID, trackCount: trackCount,
                   durationSeconds: durationSeconds, year: year, folder: folder, embeddedCover: embeddedCover,
-                  cover: "/api/cover/\(id)", url: "/api/albums/\(id)", playlist: "/playlist/album/\(id).m3u8", tracks: tracks)
+                  cover: "/api/cover/\(id)", url: "/api/albums/\(id)", playlist: "/playlist/album/\(id).m3u8", tracks: tracks,
+                  derived: derived)
     }
 
     public init(id: Int, title: String, artist: String, artistID: Int, trackCount: Int, durationSeconds: Double,
                 year: Int?, folder: String, embeddedCover: Bool, cover: String, url: String, playlist: String,
-                tracks: [TrackItem]?) {
+                tracks: [TrackItem]?, derived: DerivedFields = []) {
         self.id = id
         self.title = title
         self.artist = artist
@@ -49,6 +52,7 @@ public struct AlbumItem: Sendable, Equatable {
         self.url = url
         self.playlist = playlist
         self.tracks = tracks
+        self.derived = derived
     }
 
     /// Most albums `decodeList` takes, and tracks an album's `tracks`.
@@ -71,6 +75,7 @@ public struct AlbumItem: Sendable, Equatable {
         w.add("cover", cover)
         w.add("url", url)
         w.add("playlist", playlist)
+        w.addRaw("derived", derived.json)
         if let tracks { w.addRaw("tracks", "[" + tracks.map { $0.encoded() }.joined(separator: ",\n") + "]") }
         return w.text
     }
@@ -119,7 +124,7 @@ public struct AlbumItem: Sendable, Equatable {
                          durationSeconds: try r.double("duration_s"), year: try r.optionalInt("year"),
                          folder: try r.string("folder"), embeddedCover: try r.bool("embedded_cover"),
                          cover: try r.string("cover"), url: try r.string("url"), playlist: try r.string("playlist"),
-                         tracks: tracks)
+                         tracks: tracks, derived: try DerivedFields.read(r))
     }
 }
 

@@ -27,11 +27,13 @@ public struct TrackItem: Sendable, Equatable {
     public var discNumber: Int?
     public var year: Int?
     public var genre: String?
+    /// The members the catalog took from the file's path, not its tags (`DerivedFields`).
+    public var derived: DerivedFields
 
     public init(path: String, url: String, title: String?, artist: String?, album: String?, durationSeconds: Double?,
                 codec: String, container: String, sampleRate: Int, channels: Int, bitrate: Int, size: Int, etag: String,
                 id: Int, albumID: Int?, artistID: Int?, albumArtist: String?, trackNumber: Int?, discNumber: Int?,
-                year: Int?, genre: String?) {
+                year: Int?, genre: String?, derived: DerivedFields = []) {
         self.path = path
         self.url = url
         self.title = title
@@ -53,6 +55,7 @@ public struct TrackItem: Sendable, Equatable {
         self.discNumber = discNumber
         self.year = year
         self.genre = genre
+        self.derived = derived
     }
 
     /// The text members, for `TrackItemFields`.
@@ -122,6 +125,8 @@ public struct TrackItem: Sendable, Equatable {
         integer("disc", .discNumber, fields, &out)
         integer("year", .year, fields, &out)
         text("genre", .genre, fields, &out)
+        JSONBytes.key("derived", &out)
+        fields.derived.append(to: &out)
         out.append(UInt8(ascii: "}"))
     }
 
@@ -146,7 +151,7 @@ public struct TrackItem: Sendable, Equatable {
     /// Reads a JSON array of items (as `/api/tracks` and `/api/search` answer): at most
     /// `maxListCount`; anything else is a typed error.
     public static func decodeList(_ bytes: [UInt8]) throws(APIDocumentError) -> [TrackItem] {
-        // 22 values an item (the object and its 21 members), with room for members added later.
+        // 23 values an item (the object and its 22 members) and up to 6 derived names, with room for members added later.
         let root = try APIObjectReader.parse(bytes, maxValues: maxListCount * 32 + 1)
         guard case .array(let values) = root else { throw .wrongType(member: "the document", expected: "an array") }
         guard values.count <= maxListCount else { throw .tooMany(member: "the document", limit: maxListCount) }
@@ -171,7 +176,8 @@ public struct TrackItem: Sendable, Equatable {
                          etag: try r.string("etag"), id: try r.int("id"), albumID: try r.optionalInt("album_id"),
                          artistID: try r.optionalInt("artist_id"), albumArtist: try r.optionalString("album_artist"),
                          trackNumber: try r.optionalInt("track"), discNumber: try r.optionalInt("disc"),
-                         year: try r.optionalInt("year"), genre: try r.optionalString("genre"))
+                         year: try r.optionalInt("year"), genre: try r.optionalString("genre"),
+                         derived: try DerivedFields.read(r))
     }
 }
 
@@ -184,6 +190,8 @@ public protocol TrackItemFields {
     func integer(_ member: TrackItem.IntegerMember) -> Int?
     /// The duration, or nil when it is null.
     var durationSeconds: Double? { get }
+    /// The members taken from the file's path (written as the `derived` list).
+    var derived: DerivedFields { get }
     /// True when the url is `APIRoutes.mediaPath(forLibraryPath:)` of the path (a catalog row):
     /// the writer then writes it from the path, and `withText(.url)` is not asked.
     var urlIsMediaPathOfPath: Bool { get }
