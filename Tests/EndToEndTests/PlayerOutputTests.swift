@@ -42,6 +42,23 @@ import Glibc
         #expect(samples == (try wavSamples(wav)), "ALSA received exactly the WAV output's samples")
     }
 
+    /// mutagen's 552-byte lame397v9short.mp3 holds one frame whose LAME tag trims every sample:
+    /// mpg123 -w writes a WAV with its format and no frames, and so does streamplay (it used to
+    /// exit 0 and write no file at all).
+    @Test func trackTrimmedToNothing_stillWritesAnEmptyWAV() throws {
+        let file = TestPaths.packageRoot.appendingPathComponent("../shared/corpus/realworld/corpus/mutagen__lame397v9short.mp3").standardized
+        guard FileManager.default.fileExists(atPath: file.path) else { throw TestFailure("corpus missing: \(file.path)") }
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ours = dir.appendingPathComponent("ours.wav").path, reference = dir.appendingPathComponent("mpg123.wav").path
+        #expect(try runCommand(PlayerTests.streamplay, [file.path, "--output", "wav:\(ours)"]).status == 0)
+        #expect(try runCommand(try #require(which("mpg123")), ["-q", "-w", reference, file.path]).status == 0)
+        #expect(try wavSamples(ours).isEmpty && wavSamples(reference).isEmpty)
+        // The same format: rate and channel count from the fmt chunk (bytes 22-27 of both headers).
+        let header = { (path: String) in Array(try Data(contentsOf: URL(fileURLWithPath: path)).dropFirst(22).prefix(6)) }
+        #expect(try header(ours) == header(reference), "fmt chunk: channels and rate as mpg123 writes them")
+    }
+
     @Test(.timeLimit(.scaledMinutes(5))) func terminal_spacePauses_qQuits() throws {
         let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
         let dir = try PlayerTests.temporaryDirectory()

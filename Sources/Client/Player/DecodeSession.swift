@@ -382,6 +382,10 @@ final class DecodeSession {
     func finish() throws {
         try releaseTruncatedEnd()
         try emit(&pending)
+        // A track whose gapless trim leaves no sample (mutagen's 552-byte lame397v9short.mp3)
+        // still opens the output: a WAV file is written with its format and no frames, as
+        // mpg123 -w writes it, rather than no file at all.
+        if !outputStarted && streamEnded && !player.isStopRequested { try beginOutput(firstFrames: 0) }
         if outputStarted && !player.isStopRequested {
             var tail: [Float] = []
             dsp.flush(into: &tail)
