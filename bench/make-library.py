@@ -30,6 +30,9 @@ WORDS = ("amber blue cedar dawn echo falcon garden harbor island jasmine kestrel
          "marble nectar ocean prairie quiet raven summit tundra unity valley winter yonder zenith").split()
 GENRES = ["Rock", "Jazz", "Pop", "Classical", "Electronic", "Folk", "Hip-Hop", "Blues", "Ambient", "Soul"]
 FORMATS = ["mp3"] * 6 + ["m4a"] * 2 + ["aac", "wav"]
+# --mix formats: a collection as people keep it (issue 23): mostly FLAC, some Opus and Vorbis,
+# MP3 and M4A from elsewhere.
+FORMATS_MIX = ["flac"] * 4 + ["opus"] * 2 + ["vorbis"] * 1 + ["mp3"] * 2 + ["m4a"]
 
 
 def run(*args):
@@ -46,12 +49,166 @@ def make_payloads(tmp):
     run("ffmpeg", "-nostdin", "-v", "error", "-y", "-i", src, "-c:a", "aac", "-b:a", "32k", "-map_metadata", "-1", "-f", "adts", aac)
     m4a = os.path.join(tmp, "p.m4a")
     run("ffmpeg", "-nostdin", "-v", "error", "-y", "-i", src, "-c:a", "aac", "-b:a", "32k", "-map_metadata", "-1", m4a)
+    flac = os.path.join(tmp, "p.flac")
+    run("flac", "-s", "-f", "--no-padding", "--no-seektable", "-o", flac, src)
+    opus = os.path.join(tmp, "p.opus")
+    run("opusenc", "--quiet", "--bitrate", "24", src, opus)
+    ogg = os.path.join(tmp, "p.ogg")
+    run("oggenc", "-Q", "-q", "0", "-o", ogg, src)
     jpg = os.path.join(tmp, "c.jpg")
     run("ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=teal:s=48x48", "-frames:v", "1", jpg)
     read = lambda p: open(p, "rb").read()
     pcm = read(src)
     return {"mp3": read(mp3), "aac": read(aac), "m4a": split_m4a(read(m4a)), "pcm": pcm[pcm.find(b"data") + 8:][:2756 * 2],
-            "jpg": read(jpg)}
+            "jpg": read(jpg), "flac": split_flac(read(flac)), "opus": split_ogg(read(opus), 2), "vorbis": split_ogg(read(ogg), 3)}
+
+
+# --- FLAC and Ogg (Vorbis comments) ------------------------------------------------------------
+
+def vorbis_comments(t, opus, cover=None):
+    """The fields of a Vorbis comment block: the tags, the gain (R128 in Q7.8 dB against -23 LUFS
+    for Opus, ReplayGain otherwise) and, for Ogg, a cover as METADATA_BLOCK_PICTURE."""
+    fields = ["TITLE=" + t["title"], "ARTIST=" + t["artist"], "ALBUM=" + t["album"], "ALBUMARTIST=" + t["album_artist"],
+              "TRACKNUMBER=%d" % t["track"], "TRACKTOTAL=%d" % t["tracks"], "DISCNUMBER=%d" % t["disc"],
+              "DATE=%d" % t["year"], "GENRE=" + t["genre"]]
+    if opus:
+        fields.append("R128_TRACK_GAIN=%d" % round((t["gain"] - 5) * 256))
+    else:
+        fields += ["REPLAYGAIN_TRACK_GAIN=%.2f dB" % t["gain"], "REPLAYGAIN_TRACK_PEAK=%.6f" % t["peak"]]
+    if cover is not None:
+        import base64
+        fields.append("METADATA_BLOCK_PICTURE=" + base64.b64encode(flac_picture(cover)).decode())
+    body = struct.pack("<I", 9) + b"streamd-b" + struct.pack("<I", len(fields))
+    for field in fields:
+        data = field.encode("utf-8")
+        body += struct.pack("<I", len(data)) + data
+    return body
+
+
+def flac_picture(jpg):
+    mime = b"image/jpeg"
+    return (struct.pack(">II", 3, len(mime)) + mime + struct.pack(">I", 0) + struct.pack(">IIIII", 48, 48, 24, 0, len(jpg)) + jpg)
+
+
+def split_flac(data):
+    """(STREAMINFO block body, the frames) of a FLAC file flac wrote without padding or seek table."""
+    i, info = 4, None
+    while True:
+        header, size = data[i], int.from_bytes(data[i + 1:i + 4], "big")
+        if header & 0x7F == 0:
+            info = data[i + 4:i + 4 + size]
+        i += 4 + size
+        if header & 0x80:
+            return info, data[i:]
+
+
+def flac_file(payload, t, cover=None):
+    info, frames = payload
+    blocks = [(0, info), (4, vorbis_comments(t, opus=False))]
+    if cover is not None:
+        blocks.append((6, flac_picture(cover)))
+    out = b"fLaC"
+    for n, (kind, body) in enumerate(blocks):
+        out += bytes([kind | (0x80 if n == len(blocks) - 1 else 0)]) + len(body).to_bytes(3, "big") + body
+    return out + frames
+
+
+OGG_CRC = []
+for _n in range(256):
+    _r = _n << 24
+    for _ in range(8):
+        _r = ((_r << 1) ^ 0x04C11DB7) if _r & 0x80000000 else _r << 1
+    OGG_CRC.append(_r & 0xFFFFFFFF)
+
+
+def ogg_crc(page):
+    crc = 0
+    for b in page:
+        crc = ((crc << 8) & 0xFFFFFFFF) ^ OGG_CRC[((crc >> 24) & 0xFF) ^ b]
+    return crc
+
+
+def ogg_pages(data):
+    """Yields (header fields, segment table, body) of each page."""
+    i = 0
+    while i + 27 <= len(data) and data[i:i + 4] == b"OggS":
+        count = data[i + 26]
+        table = data[i + 27:i + 27 + count]
+        start = i + 27 + count
+        yield data[i:i + 27], table, data[start:start + sum(table)]
+        i = start + sum(table)
+
+
+def ogg_page(template, flags, granule, sequence, packets_segments, body):
+    header = bytearray(template)
+    header[5] = flags
+    header[6:14] = struct.pack("<q", granule)
+    header[18:22] = struct.pack("<I", sequence)
+    header[22:26] = b"\0\0\0\0"
+    header[26] = len(packets_segments)
+    page = bytes(header) + bytes(packets_segments) + body
+    return page[:22] + struct.pack("<I", ogg_crc(page)) + page[26:]
+
+
+def split_ogg(data, header_packets):
+    """(first page's header template, the header packets, the pages after them) of a single-link
+    Ogg stream whose encoder put the header packets on pages of their own (opusenc and oggenc do)."""
+    packets, current, rest, template = [], b"", [], None
+    for head, table, body in ogg_pages(data):
+        if template is None:
+            template = head
+        if len(packets) >= header_packets:
+            rest.append((head, table, body))
+            continue
+        offset = 0
+        for lace in table:
+            current += body[offset:offset + lace]
+            offset += lace
+            if lace < 255:
+                packets.append(current)
+                current = b""
+    return template, packets, rest
+
+
+def ogg_file(payload, t, codec, cover=None):
+    template, packets, rest = payload
+    comments = vorbis_comments(t, opus=codec == "opus", cover=cover)
+    packets = list(packets)
+    packets[1] = (b"OpusTags" + comments) if codec == "opus" else (b"\x03vorbis" + comments + b"\x01")
+    out, sequence = [], 0
+    # Page 0: the identification header alone (BOS); then the other headers, 255 segments a page.
+    out.append(ogg_page(template, 0x02, 0, 0, lacing(packets[0]), packets[0]))
+    sequence = 1
+    segments, body, flags = [], b"", 0
+    for packet in packets[1:]:
+        for lace, chunk in laced(packet):
+            if len(segments) == 255:
+                out.append(ogg_page(template, flags, 0, sequence, segments, body))
+                # The next page continues a packet when this one ended inside it (last lacing 255).
+                flags = 0x01 if segments[-1] == 255 else 0
+                sequence += 1
+                segments, body = [], b""
+            segments.append(lace)
+            body += chunk
+    out.append(ogg_page(template, flags, 0, sequence, segments, body))
+    sequence += 1
+    for head, table, page_body in rest:
+        granule = struct.unpack("<q", head[6:14])[0]
+        out.append(ogg_page(head, head[5], granule, sequence, table, page_body))
+        sequence += 1
+    return b"".join(out)
+
+
+def lacing(packet):
+    return [lace for lace, _ in laced(packet)]
+
+
+def laced(packet):
+    """A packet's lacing values with the bytes each covers (a final 0 when its size is a multiple of 255)."""
+    pieces = [(255, packet[i:i + 255]) for i in range(0, len(packet) - len(packet) % 255, 255)]
+    pieces.append((len(packet) % 255, packet[len(packet) - len(packet) % 255:]))
+    return pieces
+
 
 
 # --- ID3v2.4 -----------------------------------------------------------------------------------
@@ -148,7 +305,7 @@ def name_words(rng, n):
     return " ".join(rng.choice(WORDS).capitalize() for _ in range(n))
 
 
-def plan(tracks, seed, per_album, per_artist):
+def plan(tracks, seed, per_album, per_artist, formats=FORMATS):
     """Yields (relative path, tags, format, cover kind) for every track, deterministically."""
     rng = random.Random(seed)
     albums = (tracks + per_album - 1) // per_album
@@ -158,7 +315,7 @@ def plan(tracks, seed, per_album, per_artist):
         artist = "%s %05d" % (name_words(random.Random(seed * 1_000_003 + artist_index), 2), artist_index)
         compilation = a % 10 == 9
         album = "%s %06d" % (name_words(rng, 2), a)
-        fmt = FORMATS[(a * 3 + a // 10) % len(FORMATS)]   # a stride that does not line up with the compilations
+        fmt = formats[(a * 3 + a // 10) % len(formats)]   # a stride that does not line up with the compilations
         cover = ("embedded", "folder", None)[a % 3]
         year = 1960 + a % 64
         genre = GENRES[a % len(GENRES)]
@@ -173,7 +330,7 @@ def plan(tracks, seed, per_album, per_artist):
                     "album_artist": "Various Artists" if compilation else artist,
                     "track": i + 1, "tracks": count, "disc": disc, "discs": discs, "year": year, "genre": genre,
                     "gain": -12 + (n % 1200) / 100.0, "peak": 0.5 + (n % 500) / 1000.0}
-            ext = {"mp3": "mp3", "m4a": "m4a", "aac": "aac", "wav": "wav"}[fmt]
+            ext = {"mp3": "mp3", "m4a": "m4a", "aac": "aac", "wav": "wav", "flac": "flac", "opus": "opus", "vorbis": "ogg"}[fmt]
             yield "%s/%02d %s.%s" % (folder, i + 1, title, ext), tags, fmt, cover, i == 0
             n += 1
 
@@ -186,6 +343,10 @@ def track_bytes(payloads, tags, fmt, cover):
         return id3_tag(tags, art, replaygain=False) + payloads["aac"]
     if fmt == "m4a":
         return m4a_file(payloads["m4a"], tags, art)
+    if fmt == "flac":
+        return flac_file(payloads["flac"], tags, art)
+    if fmt in ("opus", "vorbis"):
+        return ogg_file(payloads[fmt], tags, fmt, art)
     return wav_file(payloads["pcm"], tags)
 
 
@@ -198,13 +359,16 @@ def main():
     parser.add_argument("--albums-per-artist", type=int, default=5)
     parser.add_argument("--change", type=int, default=0,
                         help="rewrite this many existing tracks (spread over the library) with new titles, then stop")
+    parser.add_argument("--mix", choices=("default", "formats"), default="default",
+                        help="formats: FLAC, Opus, Vorbis, MP3 and M4A (issue 23) instead of MP3, M4A, ADTS and WAV")
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="make-library-")
     try:
         payloads = make_payloads(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    entries = plan(args.tracks, args.seed, args.tracks_per_album, args.albums_per_artist)
+    entries = plan(args.tracks, args.seed, args.tracks_per_album, args.albums_per_artist,
+                   FORMATS_MIX if args.mix == "formats" else FORMATS)
     if args.change:
         every = max(1, args.tracks // args.change)
         changed = 0
