@@ -14,6 +14,37 @@ import StreamShared
         #expect(counter.withLock { $0 } == 80_000)
     }
 
+    /// State kept in the owner's own properties behind a `Lock(())`, the shape most of the code
+    /// uses. Under `make sanitize` ThreadSanitizer reported every such access as a Swift access
+    /// race while the value was a stored property of the lock; this is that program.
+    final class Tally: @unchecked Sendable {
+        let lock = Lock(())
+        var counts = [Int](repeating: 0, count: 64)
+        func add(_ i: Int) { lock.withLock { _ in counts[i % 64] += 1 } }
+    }
+
+    @Test func voidLock_guardsItsOwnersProperties() throws {
+        let tally = Tally()
+        let threads = try (0..<4).map { n in
+            try NativeThread(name: "lock-tally-\(n)") { for i in 0..<20_000 { tally.add(i) } }
+        }
+        for thread in threads { thread.join() }
+        #expect(tally.lock.withLock { _ in tally.counts.reduce(0, +) } == 80_000)
+    }
+
+    /// The value lives outside the object: it must still be released with the lock.
+    @Test func theValue_isReleasedWithTheLock() {
+        final class Payload {}
+        weak var watched: Payload?
+        do {
+            let payload = Payload()
+            watched = payload
+            let lock = Lock(payload)
+            #expect(lock.withLock { $0 === payload })
+        }
+        #expect(watched == nil)
+    }
+
     @Test func withLockIfAvailable_isNilWhileAnotherThreadHoldsIt() throws {
         let lock = Lock([Int]())
         let held = NativeThreadTests.Gate(), release = NativeThreadTests.Gate()
