@@ -29,6 +29,10 @@ public final class FLACDecoder {
     public private(set) var frameFirstSample = 0
     /// Frames libFLAC reported as damaged (lost sync, bad header, CRC mismatch) since opening.
     public private(set) var damagedFrames = 0
+    /// Frames whose rate or bit depth is not STREAMINFO's (played at STREAMINFO's rate, each at
+    /// its own depth), and the first of them described.
+    public private(set) var mismatchedFrames = 0
+    public private(set) var firstMismatch: String?
     /// Most bytes one frame of this stream can take (the stated maximum, or verbatim coding's size).
     public let frameBound: Int
 
@@ -170,6 +174,12 @@ public final class FLACDecoder {
             damagedFrames += 1
             return
         }
+        if Int(header.sample_rate) != streamInfo.sampleRate || bits != streamInfo.bitsPerSample {
+            mismatchedFrames += 1
+            if firstMismatch == nil {
+                firstMismatch = "\(header.sample_rate) Hz \(bits) bits where STREAMINFO says \(streamInfo.sampleRate) Hz \(streamInfo.bitsPerSample) bits"
+            }
+        }
         let scale = 1 / Float(1 << UInt64(bits - 1))
         samples = [Float](repeating: 0, count: frames * channels)
         samples.withUnsafeMutableBufferPointer { out in
@@ -208,6 +218,18 @@ public struct FLACConverter: PacketConverter {
     public var lastFrameFirstSample: Int { decoder.frameFirstSample }
     /// Frames libFLAC reported as damaged.
     public var damagedFrames: Int { decoder.damagedFrames }
+
+    public var damageReport: String? {
+        var parts: [String] = []
+        if decoder.damagedFrames > 0 {
+            parts.append("\(decoder.damagedFrames) damaged frame(s) (lost sync, bad header, CRC mismatch or a channel count "
+                         + "other than STREAMINFO's): skipped or played as silence, as flac -F does")
+        }
+        if decoder.mismatchedFrames > 0, let first = decoder.firstMismatch {
+            parts.append("\(decoder.mismatchedFrames) frame(s) of another format (\(first)): played at STREAMINFO's rate")
+        }
+        return parts.isEmpty ? nil : "converter: flac: " + parts.joined(separator: "; ")
+    }
 
     public mutating func restart(at offset: Int) throws {
         decoder.restart(at: max(offset, audioStart))

@@ -381,6 +381,7 @@ final class DecodeSession {
     /// and the chain's tail go out, and a crossfade keeps this track's end for the next one.
     func finish() throws {
         try releaseTruncatedEnd()
+        if let report = converter.damageReport { player.warn(report) }
         try emit(&pending)
         if outputStarted && !player.isStopRequested {
             var tail: [Float] = []

@@ -78,6 +78,8 @@ extension Player {
             throw PlaybackError(message: "parser: \(error)", exitCode: 1)
         }
         let rate = config.sampleRate > 0 ? config.sampleRate : track.sampleRate
+        var stream = stream
+        stream.codec = "alac"         // the probe may not have seen the moov (after the samples)
         var plan = StreamPlan(stream: stream, format: AudioFormat(sampleRate: rate, channels: config.numChannels,
                                                                   sampleType: Self.integerSampleType(bits: config.bitDepth)),
                               audioStart: track.sampleLocation(0)?.offset ?? 0, samplesPerUnit: max(1, config.frameLength),
