@@ -57,6 +57,14 @@ import TestSupport
         #expect(a.sampleRate == b.sampleRate && a.channels == b.channels && a.bitsPerSample == b.bitsPerSample)
         #expect(a.frames == b.frames, "\(name): \(b.frames) frames, the reference \(a.frames)")
         #expect(a.data == b.data, "\(name): samples differ from the reference decoder's")
+        if name.hasSuffix(".flac"), let metaflac = which("metaflac") {
+            // STREAMINFO's MD5 is of the samples as little-endian integers of their width: our WAV's data chunk.
+            let data = dir.appendingPathComponent("data.raw").path
+            try Data(b.data).write(to: URL(fileURLWithPath: data))
+            let md5 = String(decoding: try runCommand(try #require(which("md5sum")), [data]).stdout, as: UTF8.self).prefix(32)
+            let stated = String(decoding: try runCommand(metaflac, ["--show-md5sum", Self.path(name)]).stdout, as: UTF8.self).prefix(32)
+            #expect(md5 == stated, "\(name): MD5 of the samples played vs STREAMINFO's")
+        }
         if expected.channels == 6 {
             #expect(try Self.channelMask(ours) == 0x3F, "5.1 in WAV order: FL FR FC LFE BL BR")
         }
