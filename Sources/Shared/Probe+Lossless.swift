@@ -86,6 +86,8 @@ extension Probe {
         return kind.elementsEqual("AIFF".utf8) || kind.elementsEqual("AIFC".utf8)
     }
 
+    static let maxSniffedMoov = 1 << 20
+
     /// Most bytes read looking for a COMM chunk that comes after the samples.
     static let maxAIFFHeaderSearch = 64 << 20
 
@@ -119,15 +121,16 @@ extension Probe {
         }
     }
 
-    /// "alac" when the prefix holds the whole moov and its audio track is Apple Lossless; "aac"
-    /// otherwise (the player reads the moov itself and decides again).
+    /// "alac" when the prefix holds the whole moov (of at most `maxSniffedMoov` bytes) and its
+    /// audio track is Apple Lossless; "aac" otherwise (the player reads the moov itself and
+    /// decides again, so a large moov is not parsed twice).
     static func mp4Codec(_ body: ArraySlice<UInt8>) -> String {
         var offset = 0
         for _ in 0..<64 {
             guard let header = try? MP4BoxHeader.parse(body.dropFirst(offset), at: 0), let size = header.size,
                   size >= header.headerSize else { break }
             if header.type == "moov" {
-                guard offset + size <= body.count, let movie = try? MP4Movie.parse(moov: body.dropFirst(offset).prefix(size)) else { break }
+                guard offset + size <= body.count, size <= maxSniffedMoov, let movie = try? MP4Movie.parse(moov: body.dropFirst(offset).prefix(size)) else { break }
                 return movie.audio?.codec == "alac" ? "alac" : "aac"
             }
             offset += size
