@@ -181,7 +181,8 @@ public final class FLACDecoder {
             }
         }
         let scale = 1 / Float(1 << UInt64(bits - 1))
-        samples = [Float](repeating: 0, count: frames * channels)
+        // The buffer of the frames before keeps its capacity (decodeNext emptied it).
+        samples.append(contentsOf: repeatElement(0, count: frames * channels))
         samples.withUnsafeMutableBufferPointer { out in
             for channel in 0..<channels {
                 guard let source = buffer[channel] else { continue }

@@ -74,6 +74,19 @@ import TestSupport
         }
     }
 
+    /// Two FLAC tracks of one format as a queue: the output is each track's own decode, end to
+    /// end (FLAC has no priming or padding to trim, so nothing may be lost or added at the join).
+    @Test func queueOfTwoFLACTracks_isTheirConcatenation() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let one = dir.appendingPathComponent("one.wav").path, queue = dir.appendingPathComponent("queue.wav").path
+        #expect(try runCommand(Self.streamplay, [Self.path("flac-mono.flac"), "--output", "wav:\(one)"]).status == 0)
+        let run = try runCommand(Self.streamplay, [Self.path("flac-mono.flac"), Self.path("flac-id3.flac"), "--output", "wav:\(queue)"])
+        #expect(run.status == 0, "\(String(decoding: run.stderr, as: UTF8.self))")
+        let track = try PCMFile(path: one), both = try PCMFile(path: queue)
+        #expect(both.data == track.data + track.data, "\(both.frames) frames for 2 × \(track.frames)")
+    }
+
     @Test func seekOverHTTP_isOneRangeRequest_andSampleExact() throws {
         // Not --quiet: the access log counts the Range requests.
         let server = try StreamdProcess(folder: TestPaths.losslessMedia, waitForScan: false)
