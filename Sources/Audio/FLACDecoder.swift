@@ -129,7 +129,9 @@ public final class FLACDecoder {
         let wanted = capacity.pointee
         if !header.isEmpty {
             let n = min(wanted, header.count)
-            header.withUnsafeBufferPointer { source in buffer.update(from: source.baseAddress!, count: n) }
+            header.withUnsafeBufferPointer { source in
+                if let base = source.baseAddress { buffer.update(from: base, count: n) }
+            }
             header.removeFirst(n)
             capacity.pointee = n
             return FLAC__STREAM_DECODER_READ_STATUS_CONTINUE
@@ -142,7 +144,9 @@ public final class FLACDecoder {
             return FLAC__STREAM_DECODER_READ_STATUS_ABORT
         }
         let n = min(wanted, unread.count)
-        unread.withUnsafeBufferPointer { source in buffer.update(from: source.baseAddress!, count: n) }
+        unread.withUnsafeBufferPointer { source in
+            if let base = source.baseAddress { buffer.update(from: base, count: n) }
+        }
         pending.consume(n)
         deliveredOffset += n
         capacity.pointee = n
