@@ -41,7 +41,7 @@ LIBRARY_FILES=(
 LONG_FILES=(long-4h-48k.mp3 long-1h-48k.aac long-1h-48k.m4a)
 LOSSLESS_FILES=(
   flac16-44k.flac flac24-96k.flac flac-mono.flac flac-5.1.flac flac-id3.flac
-  aiff16.aiff aifc-sowt.aifc alac16.m4a alac24.m4a
+  aiff16.aiff aifc-sowt.aifc alac16.m4a alac24.m4a alac-5.1.m4a
 )
 
 FF=(ffmpeg -nostdin -hide_banner -loglevel error -y)
@@ -259,6 +259,8 @@ make_lossless() {
   "${FF[@]}" -i "$WORK/s16.wav" "${BITEXACT[@]}" -t 3 -c:a pcm_s16le -f aiff "$out/aifc-sowt.aifc"
   "${FF[@]}" -i "$WORK/s16.wav" "${BITEXACT[@]}" -c:a alac "$out/alac16.m4a"
   "${FF[@]}" -i "$WORK/s24.wav" "${BITEXACT[@]}" -c:a alac -sample_fmt s32p "$out/alac24.m4a"
+  # 5.1 ALAC: its elements come centre first (C L R Ls Rs LFE), played in WAV's order.
+  "${FF[@]}" -i "$WORK/six.wav" "${BITEXACT[@]}" -t 1 -c:a alac "$out/alac-5.1.m4a"
 }
 
 # --- staging and swap ------------------------------------------------------------------------

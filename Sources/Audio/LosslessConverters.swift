@@ -34,8 +34,25 @@ public struct AIFFConverter: PacketConverter {
 
 /// Apple Lossless in MP4: the samples the track's tables locate, each decoded by StreamShared's
 /// `ALACDecoder` (no C library; bit-exact against ffmpeg) and scaled by 2^-(depth-1), exact up
-/// to 24 bits. Packets are independent, so any sample can follow a restart.
+/// to 24 bits. Packets are independent, so any sample can follow a restart. 3-8 channels come
+/// out of the decoder in ALAC's element order (centre first) and are put in WAV's order.
 public struct MP4ALACConverter: PacketConverter {
+    /// Where each of ALAC's channels goes in WAV order, by channel count (ALAC's layouts:
+    /// 3.0 C L R; 4.0 C L R Cs; 5.0 C L R Ls Rs; 5.1 C L R Ls Rs LFE; 6.1 C L R Ls Rs Cs LFE;
+    /// 7.1 C Lc Rc L R Ls Rs LFE), and the speaker mask of the result.
+    public static func wavOrder(channels: Int) -> (positions: [Int], mask: UInt32)? {
+        switch channels {
+        case 3: return ([2, 0, 1], 0x7)
+        case 4: return ([2, 0, 1, 3], 0x107)
+        case 5: return ([2, 0, 1, 3, 4], 0x37)
+        case 6: return ([2, 0, 1, 4, 5, 3], 0x3F)
+        case 7: return ([2, 0, 1, 4, 5, 6, 3], 0x13F)
+        case 8: return ([2, 6, 7, 0, 1, 4, 5, 3], 0xFF)
+        default: return nil
+        }
+    }
+
+    private let positions: [Int]?
     private var decoder: ALACDecoder
     private let track: MP4AudioTrack
     private var cursor: MP4SampleCursor
@@ -51,6 +68,7 @@ public struct MP4ALACConverter: PacketConverter {
         self.track = track
         cursor = MP4SampleCursor(track: track)
         scale = 1 / Float(1 << UInt64(max(1, min(32, config.bitDepth)) - 1))
+        positions = Self.wavOrder(channels: config.numChannels)?.positions
     }
 
     public mutating func restart(at offset: Int) throws {
@@ -82,8 +100,17 @@ public struct MP4ALACConverter: PacketConverter {
         _ = cursor.next()
         try decoder.decode(packet: buffer[start..<(start + sample.size)], into: &integers)
         scratch.removeAll(keepingCapacity: true)
-        scratch.reserveCapacity(integers.count)
-        for value in integers { scratch.append(Float(value) * scale) }
+        if let positions {
+            let channels = positions.count
+            scratch.append(contentsOf: repeatElement(0, count: integers.count / channels * channels))
+            for frame in 0..<(integers.count / channels) {
+                let base = frame * channels
+                for (channel, position) in positions.enumerated() { scratch[base + position] = Float(integers[base + channel]) * scale }
+            }
+        } else {
+            scratch.reserveCapacity(integers.count)
+            for value in integers { scratch.append(Float(value) * scale) }
+        }
         if !scratch.isEmpty { scratch.withUnsafeBufferPointer(body) }
         return true
     }

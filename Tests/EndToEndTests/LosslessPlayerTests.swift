@@ -13,6 +13,7 @@ import TestSupport
         ("flac16-44k.flac", 44_100, 2, 16), ("flac24-96k.flac", 96_000, 2, 24), ("flac-mono.flac", 22_050, 1, 16),
         ("flac-5.1.flac", 48_000, 6, 16), ("flac-id3.flac", 22_050, 1, 16), ("aiff16.aiff", 44_100, 2, 16),
         ("aifc-sowt.aifc", 44_100, 2, 16), ("alac16.m4a", 44_100, 2, 16), ("alac24.m4a", 96_000, 2, 24),
+        ("alac-5.1.m4a", 48_000, 6, 16),
     ]
 
     static func path(_ name: String) -> String { TestPaths.losslessMedia.appendingPathComponent(name).path }

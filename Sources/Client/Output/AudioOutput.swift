@@ -120,30 +120,16 @@ public final class WAVFileOutput: AudioOutput {
         let tag = writesFloat ? 3 : 1
         let common = le16(format.channels) + le32(format.sampleRate) + le32(format.sampleRate * blockAlign)
             + le16(blockAlign) + le16(bytesPerSample * 8)
-        guard let mask = Self.channelMask(channels: format.channels) else {
-            return Array("RIFF".utf8) + le32(36 + dataBytes) + Array("WAVE".utf8) + Array("fmt ".utf8) + le32(16)
-                + le16(tag) + common + Array("data".utf8) + le32(dataBytes)
+        if let mask = format.channelMask, mask != 0 {
+            // WAVE_FORMAT_EXTENSIBLE: the speakers named; the sub-format GUID is the tag's
+            // (KSDATAFORMAT_SUBTYPE_PCM or _IEEE_FLOAT).
+            let guid: [UInt8] = le16(tag) + [0, 0, 0, 0, 0x10, 0, 0x80, 0, 0, 0xAA, 0, 0x38, 0x9B, 0x71]
+            return Array("RIFF".utf8) + le32(60 + dataBytes) + Array("WAVE".utf8) + Array("fmt ".utf8) + le32(40)
+                + le16(0xFFFE) + common + le16(22) + le16(bytesPerSample * 8) + le32(Int(mask)) + guid
+                + Array("data".utf8) + le32(dataBytes)
         }
-        // 3-8 channels: WAVE_FORMAT_EXTENSIBLE with the speakers in WAV order (what FLAC's orders
-        // for these counts are), so players do not guess (the KSDATAFORMAT subtype GUID ends the fmt).
-        let guidTail: [UInt8] = [0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71]
-        let fmt = le16(0xFFFE) + common + le16(22) + le16(bytesPerSample * 8) + le32(Int(mask)) + le16(tag) + guidTail
-        return Array("RIFF".utf8) + le32(4 + 8 + fmt.count + 8 + dataBytes) + Array("WAVE".utf8) + Array("fmt ".utf8)
-            + le32(fmt.count) + fmt + Array("data".utf8) + le32(dataBytes)
-    }
-
-    /// WAVEFORMATEXTENSIBLE's speaker mask for 3-8 channels in the default orders (FLAC's and
-    /// Microsoft's): 3.0, quad, 5.0, 5.1, 6.1, 7.1; nil for mono and stereo (plain PCM header).
-    static func channelMask(channels: Int) -> UInt32? {
-        switch channels {
-        case 3: return 0x7        // FL FR FC
-        case 4: return 0x33       // FL FR BL BR
-        case 5: return 0x37       // FL FR FC BL BR
-        case 6: return 0x3F       // FL FR FC LFE BL BR
-        case 7: return 0x70F      // FL FR FC LFE BC SL SR
-        case 8: return 0x63F      // FL FR FC LFE BL BR SL SR
-        default: return nil
-        }
+        return Array("RIFF".utf8) + le32(36 + dataBytes) + Array("WAVE".utf8) + Array("fmt ".utf8) + le32(16)
+            + le16(tag) + common + Array("data".utf8) + le32(dataBytes)
     }
 
     public func write(_ samples: UnsafeBufferPointer<Float>) throws {

@@ -13,6 +13,20 @@ extension Player {
         return nil
     }
 
+    /// WAVEFORMATEXTENSIBLE's speaker mask of FLAC's channel orders for 3-8 channels (RFC 9639
+    /// §9.1.3), which are WAV's: 3.0, quad, 5.0, 5.1, 6.1, 7.1; nil for mono and stereo.
+    static func flacChannelMask(channels: Int) -> UInt32? {
+        switch channels {
+        case 3: return 0x7        // FL FR FC
+        case 4: return 0x33       // FL FR BL BR
+        case 5: return 0x37       // FL FR FC BL BR
+        case 6: return 0x3F       // FL FR FC LFE BL BR
+        case 7: return 0x70F      // FL FR FC LFE BC SL SR
+        case 8: return 0x63F      // FL FR FC LFE BL BR SL SR
+        default: return nil
+        }
+    }
+
     /// The sample type that keeps an integer source's precision (24-bit stays 24-bit).
     static func integerSampleType(bits: Int) -> AudioFormat.SampleType {
         bits <= 16 ? .int16 : bits <= 24 ? .int24 : .int32
@@ -28,6 +42,7 @@ extension Player {
                               trimmedLength: info.totalSamples > 0 ? info.totalSamples : nil, totalUnits: nil, warmUpUnits: 0,
                               mpegHeader: nil, wav: nil, adts: nil)
         plan.flac = flac
+        plan.format.channelMask = Self.flacChannelMask(channels: info.channels)
         if plan.trimmedLength == nil { plan.trimmedLength = flacSamplesFromLastFrame(plan) }
         log("parser", "flac \(info.sampleRate) Hz, \(info.channels) ch, \(info.bitsPerSample) bits, first frame at \(stream.firstFrameOffset)"
             + (plan.trimmedLength.map { ", \($0) samples" + (info.totalSamples == 0 ? " (from the last frame)" : "") } ?? ", length unknown")
@@ -86,6 +101,7 @@ extension Player {
                               trimStart: 0, trimmedLength: nil, totalUnits: nil, warmUpUnits: 0, mpegHeader: nil, wav: nil, adts: nil)
         plan.mp4 = track
         plan.alac = config
+        plan.format.channelMask = MP4ALACConverter.wavOrder(channels: config.numChannels)?.mask
         plan.containerTags = movie.tags
         let total: Int
         do { total = try Checked.samples(ticks: track.totalTicks, timescale: track.timescale, rate: rate, "mp4", "stts.sample_delta") } catch {
