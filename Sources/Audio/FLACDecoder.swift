@@ -40,9 +40,7 @@ public final class FLACDecoder {
 
     public init(streamInfo: FLACStreamInfo) throws {
         self.streamInfo = streamInfo
-        let verbatim = max(streamInfo.maxBlockSize, 16) * streamInfo.channels * (streamInfo.bitsPerSample + 1) / 8
-            + 16 * streamInfo.channels + 32
-        frameBound = max(streamInfo.maxFrameSize, verbatim)
+        frameBound = Self.frameBound(streamInfo)
         header = Array("fLaC".utf8) + [0x80, 0, 0, UInt8(FLACStreamInfo.length)] + Self.encode(streamInfo)
         guard let decoder = FLAC__stream_decoder_new() else { throw DecoderError(message: "flac: out of memory") }
         handle = decoder
@@ -59,6 +57,13 @@ public final class FLACDecoder {
 
     deinit {
         if let handle { FLAC__stream_decoder_delete(handle) }
+    }
+
+    /// Most bytes one frame of a stream can take: STREAMINFO's maximum frame size, or a verbatim
+    /// frame of its largest block (every channel one bit wider, as a side channel is), headers included.
+    public static func frameBound(_ info: FLACStreamInfo) -> Int {
+        let verbatim = max(info.maxBlockSize, 16) * info.channels * (info.bitsPerSample + 1) / 8 + 16 * info.channels + 32
+        return max(info.maxFrameSize, verbatim)
     }
 
     /// The STREAMINFO body for `info` (RFC 9639 §8.2); the MD5 left zero, so none is checked.

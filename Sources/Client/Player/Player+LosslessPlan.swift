@@ -55,7 +55,7 @@ extension Player {
     private func flacSamplesFromLastFrame(_ plan: StreamPlan) -> Int? {
         guard let info = plan.flac?.streamInfo, source.hasByteRanges,
               let size = try? control.totalSize ?? source.resourceSize(), size > plan.audioStart else { return nil }
-        let bound = (try? FLACDecoder(streamInfo: info).frameBound) ?? 1 << 20
+        let bound = FLACDecoder.frameBound(info)
         let start = max(plan.audioStart, size - bound - 128 << 10)
         guard let tail = try? source.readRange(start..<size) else { return nil }
         let trailing = (try? TrailingTags.scan(tail: tail[...], fileSize: size))?.trailingBytes ?? 0
@@ -117,8 +117,10 @@ extension Player {
     }
 
     /// FLAC and AIFF seeks, in samples. AIFF: arithmetic. FLAC: the SEEKTABLE's last point at
-    /// or before the sample (one Range request from it), else a bisection over the frames'
-    /// own sample numbers (a few small reads, then the one request to play from).
+    /// or before the sample (over HTTP, one Range request from it, however far before the target
+    /// it is: its samples are decoded and dropped), else a bisection over the frames' own sample
+    /// numbers (a few small reads, then the one request to play from). A local file bisects
+    /// whenever the point is more than a few frames early (reads cost no request there).
     func locateLosslessUnit(atOrBefore sample: Int, plan: StreamPlan) throws -> (unit: Int, byte: Int)? {
         if let aiff = plan.aiff {
             let last = plan.trimmedLength.map { max(0, $0 - 1) } ?? sample
@@ -133,7 +135,8 @@ extension Player {
         }
         // A seek point within a few frames of the target is as good as a scan.
         let nearEnough = 8 * max(16, flac.streamInfo.maxBlockSize)
-        if sample - best.unit <= nearEnough || !source.hasByteRanges { return best }
+        let hasTable = flac.seekPoints.contains { ($0.sampleNumber ?? 0) > 0 }
+        if sample - best.unit <= nearEnough || !source.hasByteRanges || (hasTable && url.contains("://")) { return best }
         if let scanned = bisectFLACFrames(atOrBefore: sample, from: best, plan: plan, info: flac.streamInfo) {
             log("parser", "flac seek by frame scan: sample \(scanned.unit) at byte \(scanned.byte)")
             return scanned
@@ -146,7 +149,7 @@ extension Player {
     private func bisectFLACFrames(atOrBefore sample: Int, from low: (unit: Int, byte: Int), plan: StreamPlan,
                                   info: FLACStreamInfo) -> (unit: Int, byte: Int)? {
         guard let size = try? control.totalSize ?? source.resourceSize() else { return nil }
-        let bound = (try? FLACDecoder(streamInfo: info).frameBound) ?? 1 << 16
+        let bound = FLACDecoder.frameBound(info)
         let window = 2 * bound + 64
         var best = low
         var high = size
