@@ -3,6 +3,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 BUILD_FLAGS ?=
 MEDIA_DIR := media/out
+LOSSLESS_DIR := media/lossless
 
 .PHONY: all deps build release media media-long demo test fuzz fuzz-smoke sanitize bench clean
 
@@ -19,6 +20,7 @@ release: deps
 
 media: deps
 	@media/make-media.sh $(MEDIA_DIR)
+	@media/make-media.sh --lossless $(LOSSLESS_DIR)
 
 media-long: deps
 	@media/make-media.sh --long media/long
@@ -34,7 +36,7 @@ demo: deps media release
 test: deps media
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	@mkdir -p .build
-	set -o pipefail; STREAM_MEDIA_DIR=$(CURDIR)/$(MEDIA_DIR) \
+	set -o pipefail; STREAM_MEDIA_DIR=$(CURDIR)/$(MEDIA_DIR) STREAM_LOSSLESS_DIR=$(CURDIR)/$(LOSSLESS_DIR) \
 	  SWIFT_BACKTRACE=$${SWIFT_BACKTRACE:-interactive=no,threads=crashed,registers=none,images=none} \
 	  $(SWIFT) test --skip-build $(BUILD_FLAGS) 2>&1 | tee .build/test.log \
 	  || { scripts/test-failures.sh .build/test.log; exit 1; }
@@ -58,4 +60,4 @@ bench: deps media media-long release
 	@bench/run.sh
 
 clean:
-	rm -rf .build .build-fuzz $(MEDIA_DIR) media/long
+	rm -rf .build .build-fuzz $(MEDIA_DIR) $(LOSSLESS_DIR) media/long

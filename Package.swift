@@ -27,6 +27,7 @@ let package = Package(
         // Headers only: libasound is loaded with dlopen when an ALSA output opens (ALSAOutput).
         .systemLibrary(name: "CALSA", path: "Sources/CALSA", providers: [.apt(["libasound2-dev"])]),
 
+        .systemLibrary(name: "CFLAC", path: "Sources/CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
         .systemLibrary(name: "CSoxr", path: "Sources/CSoxr", pkgConfig: "soxr",
                        providers: [.apt(["libsoxr-dev"])]),
         // libsonic-dev has no .pc file: header and library are in the default paths.
@@ -48,9 +49,9 @@ let package = Package(
         .target(name: "StreamShared", dependencies: ["CLinux"], path: "Sources/Shared"),
         // The stderr log handler both programs bootstrap swift-log with (no Foundation).
         .target(name: "StreamLog", dependencies: [.product(name: "Logging", package: "swift-log")], path: "Sources/Log"),
-        // The decoders (libmpg123, libfaad2) and the resampler (libsoxr), wrapped once, for
+        // The decoders (libmpg123, libfaad2, libFLAC) and the resampler (libsoxr), wrapped once, for
         // streamplay's pipeline and streamd's transcoding radio channels alike.
-        .target(name: "StreamAudio", dependencies: ["StreamShared", "CMPG123", "CFAAD", "CSoxr"], path: "Sources/Audio"),
+        .target(name: "StreamAudio", dependencies: ["StreamShared", "CMPG123", "CFAAD", "CFLAC", "CSoxr"], path: "Sources/Audio"),
         // streamd, one module per job (docs/DESIGN.md, "Modules"): an HTTP core that knows nothing
         // of music; the library (catalog, scan, store, search, analysis workers); HLS; radio; and
         // the server that composes them into streamd's routes.

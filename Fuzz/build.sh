@@ -43,7 +43,7 @@ module StreamShared -I Sources/CLinux -- "${shared[@]}"
 # The decoders (libmpg123, libfaad2, libsoxr wrappers) for the channel decode path: the C
 # libraries are not instrumented, so coverage guides through our Swift around them.
 mapfile -t audio < <(find Sources/Audio -name '*.swift' | sort)
-AUDIO_C=(-I Sources/CMPG123 -I Sources/CFAAD -I Sources/CSoxr -I Sources/CLinux)
+AUDIO_C=(-I Sources/CMPG123 -I Sources/CFAAD -I Sources/CFLAC -I Sources/CSoxr -I Sources/CLinux)
 # It imports StreamShared: a rebuilt StreamShared means a rebuilt StreamAudio.
 if [[ -e $OUT/StreamAudio.o && $OUT/StreamShared.o -nt $OUT/StreamAudio.o ]]; then rm -f "$OUT/StreamAudio.o"; fi
 module StreamAudio "${AUDIO_C[@]}" -- "${audio[@]}"

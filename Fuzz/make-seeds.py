@@ -281,6 +281,13 @@ def main():
         no_count[21] &= 0xF0
         no_count[22:26] = b"\0\0\0\0"
         write(out, "flac", bytes(no_count))
+    # flacdecode: the first byte is where the bytes are cut in two; whole files otherwise. 16-bit
+    # with small frames, 24-bit mono, 6 channels (each coding libFLAC handles differently).
+    write(out, "flacdecode", b"\x80" + flac)
+    write(out, "flacdecode", b"\x10" + ffmpeg(["-i", wavs[0], "-t", "0.05", "-ac", "1", "-c:a", "flac", "-sample_fmt", "s32",
+                                                 "-frame_size", "256"] + BITEXACT, ".flac"))
+    write(out, "flacdecode", b"\xf0" + ffmpeg(["-i", wavs[0], "-t", "0.03", "-af", "pan=5.1|c0=c0|c1=c1|c2=c0|c3=c1|c4=c0|c5=c1",
+                                                 "-c:a", "flac"] + BITEXACT, ".flac"))
     picture = struct.pack(">I", 3) + struct.pack(">I", 9) + b"image/png" + struct.pack(">I", 0) \
         + struct.pack(">IIIII", 1, 1, 24, 0, len(cover)) + cover
     write(out, "flac", picture)

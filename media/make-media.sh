@@ -4,6 +4,8 @@
 #
 #   media/make-media.sh OUTDIR        the library: 13 tracks of 20-52 s (about 18 MB)
 #   media/make-media.sh --long DIR    DIR/long-4h-48k.mp3, a 4-hour 48 kHz CBR MP3 for benchmarks
+#   media/make-media.sh --lossless DIR  FLAC, AIFF and ALAC files of 2-5 s (about 4 MB) for streamplay's
+#                                     lossless tests (a folder of their own: the catalog does not read them yet)
 #
 # Same script, same bytes: sox runs with -R (fixed dither/noise seeds), ffmpeg with bit-exact
 # flags and no copied metadata, lame writes no dates. OUTDIR/.stamp holds the script's SHA-256:
@@ -37,6 +39,10 @@ LIBRARY_FILES=(
   fragmented.m4a
 )
 LONG_FILES=(long-4h-48k.mp3 long-1h-48k.aac long-1h-48k.m4a)
+LOSSLESS_FILES=(
+  flac16-44k.flac flac24-96k.flac flac-mono.flac flac-5.1.flac flac-id3.flac
+  aiff16.aiff aifc-sowt.aifc alac16.m4a alac24.m4a alac-5.1.m4a
+)
 
 FF=(ffmpeg -nostdin -hide_banner -loglevel error -y)
 BITEXACT=(-fflags +bitexact -flags:a +bitexact -map_metadata -1)
@@ -224,6 +230,39 @@ make_long() {
   "${FF[@]}" -i "$out/long-1h-48k.aac" "${BITEXACT[@]}" -c copy -movflags +faststart "$out/long-1h-48k.m4a"
 }
 
+make_lossless() {
+  local out=$1
+  command -v flac >/dev/null || { echo "make-media: flac is missing (make deps installs it)" >&2; exit 1; }
+  # Sources: a sweep and pink noise (every sample differs, so an offset or a lost frame shows),
+  # one synth per channel; sox -R keeps the noise the same from run to run.
+  sox -q -R -n -r 44100 -c 2 -b 16 "$WORK/s16.wav" synth 5 sine 200-2000 pinknoise gain -4
+  sox -q -R -n -r 96000 -c 2 -b 24 "$WORK/s24.wav" synth 2 sine 300-9000 pinknoise gain -8
+  sox -q -R -n -r 22050 -c 1 -b 16 "$WORK/mono.wav" synth 3 sine 100-3000 gain -3
+  sox -q -R -n -r 48000 -c 6 -b 16 "$WORK/six.wav" synth 2 sine 220 sine 330 sine 440 sine 55 pinknoise brownnoise gain -6
+  # flac warns about sox's 'fact' chunk in WAVE_FORMAT_EXTENSIBLE files: it reads them as raw PCM.
+  sox -q "$WORK/s24.wav" -t raw "$WORK/s24.raw"
+  sox -q "$WORK/six.wav" -t raw "$WORK/six.raw"
+  local F=(flac --silent --force --no-utf8-convert) RAW=(--force-raw-format --endian=little --sign=signed)
+  # 16/44.1 stereo with a seek point every 0.5 s (a seek is one Range request from a point).
+  "${F[@]}" -5 -S 0.5s -T "TITLE=Lossless Sweep" -T "ARTIST=$ARTIST" -o "$out/flac16-44k.flac" "$WORK/s16.wav"
+  # 24/96 stereo without a seek table (seeks scan frames).
+  "${F[@]}" "${RAW[@]}" --channels=2 --bps=24 --sample-rate=96000 -8 --no-seektable -o "$out/flac24-96k.flac" "$WORK/s24.raw"
+  "${F[@]}" -5 -o "$out/flac-mono.flac" "$WORK/mono.wav"
+  # 5.1 in FLAC's (= WAV's) order: FL FR FC LFE BL BR.
+  "${F[@]}" "${RAW[@]}" --channels=6 --bps=16 --sample-rate=48000 -5 -o "$out/flac-5.1.flac" "$WORK/six.raw"
+  # An ID3v2.3 tag (TIT2 "ID3 in front") before "fLaC", as some taggers write (jellyfin #14219).
+  # ID3v2.3 header (size 23, syncsafe), then TIT2 of 13 bytes: encoding 0, "ID3 in front".
+  { printf 'ID3\003\000\000\000\000\000\027'; printf 'TIT2\000\000\000\015\000\000\000ID3 in front'
+    cat "$out/flac-mono.flac"; } >"$out/flac-id3.flac"
+  sox -q -R "$WORK/s16.wav" "$out/aiff16.aiff" trim 0 3
+  # AIFF-C with little-endian 16-bit samples ('sowt', what macOS writes).
+  "${FF[@]}" -i "$WORK/s16.wav" "${BITEXACT[@]}" -t 3 -c:a pcm_s16le -f aiff "$out/aifc-sowt.aifc"
+  "${FF[@]}" -i "$WORK/s16.wav" "${BITEXACT[@]}" -c:a alac "$out/alac16.m4a"
+  "${FF[@]}" -i "$WORK/s24.wav" "${BITEXACT[@]}" -c:a alac -sample_fmt s32p "$out/alac24.m4a"
+  # 5.1 ALAC: its elements come centre first (C L R Ls Rs LFE), played in WAV's order.
+  "${FF[@]}" -i "$WORK/six.wav" "${BITEXACT[@]}" -t 1 -c:a alac "$out/alac-5.1.m4a"
+}
+
 # --- staging and swap ------------------------------------------------------------------------
 
 cleanup() {
@@ -237,12 +276,17 @@ cleanup() {
 main() {
   local mode=library files
   if [ "${1:-}" = "--long" ]; then mode=long; shift; fi
+  if [ "${1:-}" = "--lossless" ]; then mode=lossless; shift; fi
   if [ $# -ne 1 ] || [ -z "$1" ]; then
-    echo "usage: make-media.sh OUTDIR | make-media.sh --long DIR" >&2
+    echo "usage: make-media.sh OUTDIR | make-media.sh --long DIR | make-media.sh --lossless DIR" >&2
     exit 2
   fi
   OUT=$(realpath -m "$1")
-  if [ $mode = long ]; then files=("${LONG_FILES[@]}"); else files=("${LIBRARY_FILES[@]}"); fi
+  case $mode in
+    long) files=("${LONG_FILES[@]}") ;;
+    lossless) files=("${LOSSLESS_FILES[@]}") ;;
+    *) files=("${LIBRARY_FILES[@]}") ;;
+  esac
   if up_to_date "$OUT" "${files[@]}"; then exit 0; fi
 
   local tool
@@ -266,7 +310,11 @@ main() {
   WORK="$parent/.$base.work.$$" # scratch WAVs
   mkdir "$WORK" "$STAGING"
 
-  if [ $mode = long ]; then make_long "$STAGING"; else make_library "$STAGING"; fi
+  case $mode in
+    long) make_long "$STAGING" ;;
+    lossless) make_lossless "$STAGING" ;;
+    *) make_library "$STAGING" ;;
+  esac
   local f
   for f in "${files[@]}"; do
     [ -s "$STAGING/$f" ] || { echo "make-media: $f was not generated" >&2; exit 1; }

@@ -4,6 +4,7 @@ set -euo pipefail
 PACKAGES=(
   pkg-config libmpg123-dev libfaad-dev libasound2-dev libcurl4-openssl-dev   # build
   libsqlite3-dev                                                              # streamd's library catalog
+  libflac-dev flac                                                            # streamplay's FLAC decoder; flac -d: the tests' reference
   libmp3lame-dev                                                              # streamd: radio channels of mixed formats are encoded to MP3
   libsoxr-dev libsonic-dev librubberband-dev                                  # DSP (rubberband: bench program only)
   sox libsox-fmt-mp3 espeak-ng lame ffmpeg                                    # media/make-media.sh

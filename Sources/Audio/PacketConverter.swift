@@ -16,10 +16,13 @@ public protocol PacketConverter {
     /// output ring's free space); a converter whose decoder cannot write into caller memory
     /// ignores it. nil, or a destination too small, means the decoder's own buffer.
     var destination: (() -> UnsafeMutableBufferPointer<Float>?)? { get set }
+    /// A line for the user when the decoder skipped or silenced damaged units; nil when none.
+    var damageReport: String? { get }
 }
 
 extension PacketConverter {
     public var decodedFormat: AudioFormat? { nil }
+    public var damageReport: String? { nil }
     public var destination: (() -> UnsafeMutableBufferPointer<Float>?)? {
         get { nil }
         set {}

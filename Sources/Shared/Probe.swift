@@ -8,6 +8,10 @@ public enum Container: String, Sendable, Codable, CaseIterable {
     case mp4
     /// RIFF/WAVE (.wav).
     case wav
+    /// FLAC (.flac), possibly behind ID3v2 tags.
+    case flac
+    /// AIFF and AIFF-C (.aif, .aiff, .aifc).
+    case aiff
 
     /// The HTTP Content-Type a server sends for this container.
     public var mimeType: String {
@@ -16,6 +20,8 @@ public enum Container: String, Sendable, Codable, CaseIterable {
         case .adts: return "audio/aac"
         case .mp4: return "audio/mp4"
         case .wav: return "audio/wav"
+        case .flac: return "audio/flac"
+        case .aiff: return "audio/aiff"
         }
     }
 }
@@ -23,7 +29,7 @@ public enum Container: String, Sendable, Codable, CaseIterable {
 /// What `Probe` learned from the first bytes of a stream.
 public struct ProbedStream: Sendable, Equatable {
     public var container: Container
-    /// Codec name: "mp1", "mp2", "mp3", "aac", or "pcm_s16le"-style names for WAV.
+    /// Codec name: "mp1", "mp2", "mp3", "aac", "alac", "flac", or "pcm_s16le"-style names for WAV and AIFF.
     public var codec: String
     /// Offset of the first audio frame (MP3/ADTS), of the first sample (WAV), or 0 for MP4
     /// (whose sample offsets come from its sample tables).
@@ -37,12 +43,18 @@ public struct ProbedStream: Sendable, Equatable {
     public var adtsHeader: ADTSHeader?
     /// The format chunk and data location, for WAV.
     public var wav: WAVInfo?
+    /// The metadata blocks before the first frame, for FLAC.
+    public var flac: FLACMetadataPrefix?
+    /// The COMM chunk and SSND location, for AIFF/AIFF-C.
+    public var aiff: AIFFInfo?
 
     /// Tags found in the prefix, the first ID3v2 tag winning.
     public var tags: TrackTags {
         var result = TrackTags()
         for tag in id3v2 { result = result.merged(with: tag.tags) }
         if let wav { result = result.merged(with: wav.tags) }
+        if let flac { result = result.merged(with: flac.tags) }
+        if let aiff { result = result.merged(with: aiff.tags) }
         return result
     }
 }
@@ -110,12 +122,15 @@ public enum Probe {
             return .audio(stream)
         }
         if offset == 0, body.count >= 8, isMP4BoxType(body.dropFirst(4).prefix(4)) {
-            return .audio(ProbedStream(container: .mp4, codec: "aac", firstFrameOffset: 0))
+            return .audio(ProbedStream(container: .mp4, codec: mp4Codec(body), firstFrameOffset: 0))
         }
+        if hasPrefix(body, "fLaC") { return try probeFLAC(body, tags: tags, isComplete: isComplete) }
+        if isAIFF(body) { return try probeAIFF(body, tags: tags, isComplete: isComplete) }
         // Formats with a signature that are not played: refused by name, never scanned for
         // MPEG syncs (their samples are full of them).
         if let name = unsupportedContainer(body) {
-            throw FormatError.unsupported(component: "parser", reason: "\(name) files are not supported (MP3, AAC in ADTS or MP4, and WAV)")
+            throw FormatError.unsupported(component: "parser",
+                                          reason: "\(name) files are not supported (MP3, AAC, ALAC, WAV, FLAC and AIFF)")
         }
         // Frame-based streams: the earliest confirmed MPEG or ADTS frame wins.
         var scanner = MPEGFrameScanner(maxJunk: maxJunk)
@@ -146,7 +161,7 @@ public enum Probe {
             return .audio(stream)
         }
         if isComplete || body.count > maxJunk {
-            throw FormatError.notAudio(reason: "no MP3, AAC, MP4 or WAV signature or frames found")
+            throw FormatError.notAudio(reason: "no MP3, AAC, MP4, WAV, FLAC or AIFF signature or frames found")
         }
         return .needMore(atLeast: min(offset + maxJunk + 8192, max(bytes.count * 2, offset + 8192)))
     }
@@ -165,12 +180,7 @@ public enum Probe {
     /// Names the container when the bytes open with the signature of an audio format this
     /// project does not play.
     static func unsupportedContainer(_ bytes: ArraySlice<UInt8>) -> String? {
-        if hasPrefix(bytes, "fLaC") { return "FLAC" }
         if hasPrefix(bytes, "OggS") { return "Ogg" }
-        if hasPrefix(bytes, "FORM"), bytes.count >= 12 {
-            let kind = String(decoding: bytes.dropFirst(8).prefix(4), as: UTF8.self)
-            if kind == "AIFF" || kind == "AIFC" { return kind }
-        }
         if hasPrefix(bytes, "MAC ") { return "Monkey's Audio" }
         if hasPrefix(bytes, "wvpk") { return "WavPack" }
         if hasPrefix(bytes, ".snd") { return "Sun/NeXT au" }
@@ -179,7 +189,7 @@ public enum Probe {
         return nil
     }
 
-    private static func hasPrefix(_ bytes: ArraySlice<UInt8>, _ text: String) -> Bool {
+    static func hasPrefix(_ bytes: ArraySlice<UInt8>, _ text: String) -> Bool {
         bytes.starts(with: text.utf8)
     }
 

@@ -44,6 +44,13 @@ public enum TestPaths {
     }
 
     /// The regular files of the generated media, hidden ones left out, in path order.
+    /// The generated FLAC, AIFF and ALAC files (`make-media.sh --lossless`): a folder of their own
+    /// beside the library until the catalog reads these formats.
+    public static var losslessMedia: URL {
+        if let dir = ProcessInfo.processInfo.environment["STREAM_LOSSLESS_DIR"] { return URL(fileURLWithPath: dir).resolvingSymlinksInPath() }
+        return media.deletingLastPathComponent().appendingPathComponent("lossless").resolvingSymlinksInPath()
+    }
+
     public static func mediaFiles() -> [URL] {
         guard let walker = FileManager.default.enumerator(at: media, includingPropertiesForKeys: [.isRegularFileKey]) else {
             return []

@@ -381,6 +381,7 @@ final class DecodeSession {
     /// and the chain's tail go out, and a crossfade keeps this track's end for the next one.
     func finish() throws {
         try releaseTruncatedEnd()
+        if let report = converter.damageReport { player.warn(report) }
         try emit(&pending)
         // A track whose gapless trim leaves no sample (mutagen's 552-byte lame397v9short.mp3)
         // still opens the output: a WAV file is written with its format and no frames, as

@@ -36,6 +36,10 @@ extension Player {
         var mp4: MP4AudioTrack? = nil
         /// Fragmented MP4 only: the trex defaults (samples live in moof boxes, not the sample table).
         var fragmented: FragmentedMP4? = nil
+        /// FLAC, AIFF and ALAC-in-MP4 (units are samples; see Player+LosslessPlan.swift).
+        var flac: FLACMetadataPrefix? = nil
+        var aiff: AIFFInfo? = nil
+        var alac: ALACSpecificConfig? = nil
         /// AAC only: the channels the ADTS header or AudioSpecificConfig declares (1 folds
         /// libfaad2's stereo copy of a mono stream back to mono).
         var declaredChannels = 0
@@ -48,6 +52,7 @@ extension Player {
     /// The converter for a plan's stream.
     func makeConverter(_ plan: StreamPlan) throws -> any PacketConverter {
         if let wav = plan.wav { return WAVConverter(format: wav.format) }
+        if let converter = try makeLosslessConverter(plan) { return converter }
         if let adts = plan.adts { return try ADTSConverter(first: adts) }
         if let track = plan.mp4 {
             if let fragmented = plan.fragmented {
@@ -116,9 +121,11 @@ extension Player {
         case .wav: plan = wavPlan(stream)
         case .adts: plan = try adtsPlan(stream)
         case .mp4: plan = try mp4Plan(stream)
+        case .flac: plan = try flacPlan(stream)
+        case .aiff: plan = try aiffPlan(stream)
         }
         if let plan { return plan }
-        throw PlaybackError(message: "converter: unsupported format: \(stream.container.rawValue)/\(stream.codec) (MP3, AAC in ADTS or MP4, and WAV so far)",
+        throw PlaybackError(message: "converter: unsupported format: \(stream.container.rawValue)/\(stream.codec) (MP3, AAC, ALAC, WAV, FLAC and AIFF so far)",
                             exitCode: 1)
     }
 
@@ -175,6 +182,9 @@ extension Player {
     /// corrected by decoding the first frame, then the trims and the length.
     private func mp4Plan(_ stream: ProbedStream) throws -> StreamPlan {
         let (movie, fragmentsStart) = try loadMovie()
+        if let track = movie.audio, track.codec == "alac", !movie.isFragmented {
+            return try alacPlan(stream, movie: movie, track: track)
+        }
         guard let track = movie.audio, track.codec == "mp4a" else {
             throw PlaybackError(message: "converter: unsupported format: mp4/\(movie.audio?.codec ?? "no audio track")",
                                 exitCode: 1)

@@ -9,6 +9,7 @@ extension Player {
     /// MP3 uses, in order: streamd's `/api/index` (exact), a local scan for files (exact),
     /// then the Xing TOC or CBR arithmetic (approximate, refined to the next frame sync).
     func locateUnit(atOrBefore unit: Int, plan: StreamPlan) throws -> (unit: Int, byte: Int) {
+        if let located = try locateLosslessUnit(atOrBefore: unit, plan: plan) { return located }
         if let wav = plan.wav {
             let last = plan.trimmedLength.map { max(0, $0 - 1) } ?? unit
             let frame = min(unit, last)
