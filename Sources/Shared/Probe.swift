@@ -8,6 +8,8 @@ public enum Container: String, Sendable, Codable, CaseIterable {
     case mp4
     /// RIFF/WAVE (.wav).
     case wav
+    /// Ogg (.ogg, .opus, .oga) holding Opus or Vorbis.
+    case ogg
 
     /// The HTTP Content-Type a server sends for this container.
     public var mimeType: String {
@@ -16,6 +18,7 @@ public enum Container: String, Sendable, Codable, CaseIterable {
         case .adts: return "audio/aac"
         case .mp4: return "audio/mp4"
         case .wav: return "audio/wav"
+        case .ogg: return "audio/ogg"
         }
     }
 }
@@ -37,6 +40,8 @@ public struct ProbedStream: Sendable, Equatable {
     public var adtsHeader: ADTSHeader?
     /// The format chunk and data location, for WAV.
     public var wav: WAVInfo?
+    /// The audio stream's codec and headers, for Ogg.
+    public var oggCodec: OggCodec?
 
     /// Tags found in the prefix, the first ID3v2 tag winning.
     public var tags: TrackTags {
@@ -112,10 +117,17 @@ public enum Probe {
         if offset == 0, body.count >= 8, isMP4BoxType(body.dropFirst(4).prefix(4)) {
             return .audio(ProbedStream(container: .mp4, codec: "aac", firstFrameOffset: 0))
         }
+        if hasPrefix(body, "OggS") {
+            guard let codec = try oggCodec(body, isComplete: isComplete) else { return .needMore(atLeast: max(bytes.count * 2, offset + 4096)) }
+            var stream = ProbedStream(container: .ogg, codec: codec.name, firstFrameOffset: offset)
+            stream.id3v2 = tags
+            stream.oggCodec = codec
+            return .audio(stream)
+        }
         // Formats with a signature that are not played: refused by name, never scanned for
         // MPEG syncs (their samples are full of them).
         if let name = unsupportedContainer(body) {
-            throw FormatError.unsupported(component: "parser", reason: "\(name) files are not supported (MP3, AAC in ADTS or MP4, and WAV)")
+            throw FormatError.unsupported(component: "parser", reason: "\(name) files are not supported (MP3, AAC in ADTS or MP4, WAV, and Ogg Opus/Vorbis)")
         }
         // Frame-based streams: the earliest confirmed MPEG or ADTS frame wins.
         var scanner = MPEGFrameScanner(maxJunk: maxJunk)
@@ -146,9 +158,35 @@ public enum Probe {
             return .audio(stream)
         }
         if isComplete || body.count > maxJunk {
-            throw FormatError.notAudio(reason: "no MP3, AAC, MP4 or WAV signature or frames found")
+            throw FormatError.notAudio(reason: "no MP3, AAC, MP4, WAV or Ogg signature or frames found")
         }
         return .needMore(atLeast: min(offset + maxJunk + 8192, max(bytes.count * 2, offset + 8192)))
+    }
+
+    /// The codec of an Ogg file's first audio stream, from the BOS pages at its start (a video
+    /// or skeleton stream may come first); nil when the prefix ends before it is known. Ogg FLAC
+    /// and Speex are refused by name.
+    static func oggCodec(_ body: ArraySlice<UInt8>, isComplete: Bool) throws -> OggCodec? {
+        var position = body.startIndex
+        while true {
+            guard let page = try OggPage.parse(body[position...]) else {
+                if isComplete { throw FormatError.truncated(component: "ogg", offset: position, needed: OggPage.minHeaderLength) }
+                return nil
+            }
+            guard page.isBeginningOfStream else {
+                throw FormatError.unsupported(component: "ogg", reason: "no Opus or Vorbis stream in the Ogg file")
+            }
+            let first = body[(position + page.headerLength)...].prefix(page.pieces.first?.length ?? 0)
+            if let codec = try OggCodec.identify(first) {
+                switch codec {
+                case .opus, .vorbis: return codec
+                case .flac, .speex:
+                    throw FormatError.unsupported(component: "ogg",
+                                                  reason: "Ogg \(codec.name == "flac" ? "FLAC" : "Speex") is not supported (Ogg Opus and Vorbis are)")
+                }
+            }
+            position += page.length
+        }
     }
 
     /// ffmpeg's name for the PCM coding: the container width decides (12-bit samples are pcm_s16le).
@@ -166,7 +204,6 @@ public enum Probe {
     /// project does not play.
     static func unsupportedContainer(_ bytes: ArraySlice<UInt8>) -> String? {
         if hasPrefix(bytes, "fLaC") { return "FLAC" }
-        if hasPrefix(bytes, "OggS") { return "Ogg" }
         if hasPrefix(bytes, "FORM"), bytes.count >= 12 {
             let kind = String(decoding: bytes.dropFirst(8).prefix(4), as: UTF8.self)
             if kind == "AIFF" || kind == "AIFC" { return kind }

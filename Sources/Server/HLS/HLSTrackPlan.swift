@@ -149,6 +149,8 @@ public struct HLSTrackPlan: Sendable {
             return try makeFMP4(file: file, etag: etag, analysis: analysis)
         case .wav:
             throw HLSError.unsupported("WAV has no packed-audio or fMP4 form here")
+        case .ogg:
+            throw HLSError.unsupported("Ogg has no packed-audio or fMP4 form here yet")
         }
     }
 
