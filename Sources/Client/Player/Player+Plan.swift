@@ -36,6 +36,8 @@ extension Player {
         var mp4: MP4AudioTrack? = nil
         /// Fragmented MP4 only: the trex defaults (samples live in moof boxes, not the sample table).
         var fragmented: FragmentedMP4? = nil
+        /// Ogg only: the stream's serial, codec, links and where its audio pages start.
+        var ogg: OggPlan? = nil
         /// AAC only: the channels the ADTS header or AudioSpecificConfig declares (1 folds
         /// libfaad2's stereo copy of a mono stream back to mono).
         var declaredChannels = 0
@@ -48,6 +50,7 @@ extension Player {
     /// The converter for a plan's stream.
     func makeConverter(_ plan: StreamPlan) throws -> any PacketConverter {
         if let wav = plan.wav { return WAVConverter(format: wav.format) }
+        if let ogg = plan.ogg { return OggConverter(headers: ogg.headers) }
         if let adts = plan.adts { return try ADTSConverter(first: adts) }
         if let track = plan.mp4 {
             if let fragmented = plan.fragmented {
@@ -116,9 +119,10 @@ extension Player {
         case .wav: plan = wavPlan(stream)
         case .adts: plan = try adtsPlan(stream)
         case .mp4: plan = try mp4Plan(stream)
+        case .ogg: plan = try oggPlan(stream)
         }
         if let plan { return plan }
-        throw PlaybackError(message: "converter: unsupported format: \(stream.container.rawValue)/\(stream.codec) (MP3, AAC in ADTS or MP4, and WAV so far)",
+        throw PlaybackError(message: "converter: unsupported format: \(stream.container.rawValue)/\(stream.codec) (MP3, AAC in ADTS or MP4, WAV, and Ogg Opus/Vorbis so far)",
                             exitCode: 1)
     }
 

@@ -1,0 +1,186 @@
+import StreamShared
+import StreamAudio
+
+extension Player {
+    /// Ogg Opus or Vorbis: what the headers and the last page say. The converter cuts the
+    /// pre-skip and the end itself, so the plan's timeline starts at the first played sample.
+    struct OggPlan {
+        var serial: UInt32
+        var codec: OggCodec
+        /// Links of a chained file (1 when not chained, or when the length is not known).
+        var links: Int
+        /// The link-local granule of the first played sample (the pre-skip for Opus).
+        var origin: Int
+        /// Offset of the link's first page: seeks never go before it.
+        var firstPage: Int
+        /// The link's header pages, which the converter reads before decoding from a seek target.
+        var headers: [UInt8]
+    }
+
+    /// Samples decoded before a seek target: Opus 80 ms of pre-roll (RFC 7845 §4.6) plus one
+    /// packet of at most 120 ms that may be lost at a page boundary; Vorbis two long blocks
+    /// (the first packet after a restart only primes the overlap, another may be cut at a page).
+    static func oggWarmUp(_ codec: OggCodec) -> Int {
+        switch codec {
+        case .vorbis(let id): return 2 * id.blockSizes.long
+        default: return 3840 + OpusDecoder.maxFrames
+        }
+    }
+
+    /// The plan for Ogg: the headers from the probe's bytes, the length from the last page's
+    /// granule (a local file reads it directly; over HTTP one Range request at the end when
+    /// the size is known); a chained file is walked link by link for its length.
+    func oggPlan(_ stream: ProbedStream) throws -> StreamPlan {
+        guard let codec = stream.oggCodec else { throw PlaybackError(message: "parser: no Ogg codec header", exitCode: 1) }
+        // Opus keeps libopus's float samples in a WAV file (as `opusdec --float` writes them);
+        // Vorbis is written in 16 bits, as oggdec writes it.
+        let isOpus = if case .opus = codec { true } else { false }
+        let format = AudioFormat(sampleRate: codec.sampleRate, channels: codec.channels, sampleType: isOpus ? .float32 : .int16)
+        var ogg = OggPlan(serial: 0, codec: codec, links: 1, origin: codec.preSkip, firstPage: stream.firstFrameOffset, headers: [])
+        var length: Int?
+        if let bytes = oggBytes() {
+            do {
+                // The header pages first (from the probe's bytes), then the last page.
+                ogg.headers = try oggHeaderPages(bytes, from: stream.firstFrameOffset)
+                let read = try OggReader.read(bytes)
+                let first = read.first
+                ogg.serial = first.serial
+                ogg.links = read.links.count
+                ogg.firstPage = first.offset
+                var total = 0
+                for link in read.links {
+                    guard let samples = link.samples, link.codec.sampleRate == codec.sampleRate else { total = -1; break }
+                    total += samples
+                }
+                if total >= 0 { length = total }
+                log("parser", "ogg \(codec.name) \(codec.sampleRate) Hz, \(codec.channels) ch, serial \(first.serial)"
+                    + (codec.preSkip > 0 ? ", pre-skip \(codec.preSkip)" : "") + (read.links.count > 1 ? ", \(read.links.count) chained links" : "")
+                    + (length.map { ", \($0) samples" } ?? ", length unknown") + "; \(bytes.requests) range requests")
+            } catch {
+                log("parser", "ogg: no length (\(error))")
+            }
+        }
+        var plan = StreamPlan(stream: stream, format: format, audioStart: stream.firstFrameOffset, samplesPerUnit: 1, trimStart: 0,
+                              trimmedLength: length, totalUnits: nil, warmUpUnits: Self.oggWarmUp(codec), mpegHeader: nil, wav: nil,
+                              adts: nil)
+        plan.ogg = ogg
+        return plan
+    }
+
+    /// The whole resource as random-access bytes: the file itself, or Range requests (the
+    /// probe's bytes reused) when the size is known; nil for a stream without one.
+    func oggBytes() -> SourceBytes? {
+        guard source.hasByteRanges, source.segments == nil, control.live.info == nil,
+              let size = control.totalSize ?? (try? source.resourceSize()), size > 0 else { return nil }
+        return SourceBytes(source: source, size: size, prefix: probePrefix)
+    }
+
+    /// The bytes from `offset` to the end of the last page with granule 0 before audio (the
+    /// BOS pages and the header pages: Opus and Vorbis start their audio on a fresh page).
+    private func oggHeaderPages(_ bytes: SourceBytes, from offset: Int) throws -> [UInt8] {
+        let window = try bytes.read(at: offset, count: min(bytes.size - offset, Self.maxOggHeaderBytes))[...]
+        var position = 0
+        var end = 0
+        var failures = 64
+        while let (at, page) = OggPage.next(in: window, from: position, failures: &failures) {
+            guard page.granulePosition == 0 || page.isBeginningOfStream || page.granulePosition == -1 else { break }
+            position = at + page.length
+            if page.granulePosition == 0 { end = position }
+        }
+        return Array(window.prefix(end))
+    }
+
+    /// Most bytes of Ogg header pages kept for seeking (cover art in the comment header can be large).
+    static let maxOggHeaderBytes = 16 << 20
+
+    /// Seek in Ogg: the page to restart at for the link-local `unit` (samples from the first
+    /// played one), found by bisection over page granules with Range requests (each reads one
+    /// window), then a last read of the remaining span. The sample returned is where the first
+    /// packet after that page starts: the granule of the last page before it.
+    func locateOggPage(atOrBefore unit: Int, plan: StreamPlan, ogg: OggPlan) throws -> (unit: Int, byte: Int) {
+        guard ogg.links == 1 else {
+            throw PlaybackError(message: "player: seeking in a chained Ogg file (\(ogg.links) links) is not supported", exitCode: 1)
+        }
+        guard unit > 0 else { return (0, plan.audioStart) }
+        guard let bytes = oggBytes() else {
+            throw PlaybackError(message: "player: cannot seek in this Ogg stream: its size is not known", exitCode: 1)
+        }
+        let want = Int64(ogg.origin + unit)
+        let window = 64 * 1024
+        // A page with a granule below `want` starts at or after `low`; pages from `high` on are past it.
+        var low = ogg.firstPage, high = bytes.size
+        var steps = 0
+        while high - low > 2 * window, steps < 64 {
+            steps += 1
+            let middle = low + (high - low) / 2
+            let chunk = try bytes.read(at: middle, count: window)[...]
+            guard let (at, granule) = Self.firstGranulePage(in: chunk, serial: ogg.serial), granule < want else {
+                high = middle
+                continue
+            }
+            low = middle + at
+        }
+        let span = try bytes.read(at: low, count: min(bytes.size, high + OggPage.maxLength) - low)[...]
+        var position = 0
+        var best: (granule: Int64, next: Int)?
+        var failures = OggPage.defaultMaxFailures
+        while let (at, page) = OggPage.next(in: span, from: position, failures: &failures) {
+            position = at + page.length
+            guard page.serial == ogg.serial, page.granulePosition != -1 else { continue }
+            if page.granulePosition >= want { break }
+            best = (page.granulePosition, low + position)
+        }
+        log("parser", "ogg seek: \(bytes.requests) range requests (\(steps) bisection steps)")
+        guard let best, best.granule > Int64(ogg.origin) else { return (0, plan.audioStart) }
+        return (Int(best.granule) - ogg.origin, best.next)
+    }
+
+    /// The first page of `serial` in `chunk` with a granule, and that granule.
+    private static func firstGranulePage(in chunk: ArraySlice<UInt8>, serial: UInt32) -> (Int, Int64)? {
+        var position = 0
+        var failures = 256
+        while let (at, page) = OggPage.next(in: chunk, from: position, failures: &failures) {
+            if page.serial == serial, page.granulePosition != -1 { return (at, page.granulePosition) }
+            position = at + page.length
+        }
+        return nil
+    }
+}
+
+/// A byte source as `RandomAccessBytes` for the Ogg plan: reads go to Range requests (counted),
+/// except what the probe already read from the start; each request fetches at least 64 KiB.
+final class SourceBytes: RandomAccessBytes {
+    let source: any ByteSource
+    let size: Int
+    /// The probe's prefix, then the latest reads (a few, so the header pages, the last page
+    /// and a seek's windows are each fetched once).
+    private var cache: [(offset: Int, bytes: [UInt8])]
+    private(set) var requests = 0
+    static let minimumRead = 64 * 1024
+    static let cachedReads = 4
+
+    init(source: any ByteSource, size: Int, prefix: [UInt8]) {
+        self.source = source
+        self.size = size
+        cache = [(0, prefix)]
+    }
+
+    func read(at offset: Int, count: Int) throws -> [UInt8] {
+        let end = min(size, offset + max(0, count))
+        guard offset >= 0, offset < end else { return [] }
+        for block in cache where offset >= block.offset && end <= block.offset + block.bytes.count {
+            return Array(block.bytes[(offset - block.offset)..<(end - block.offset)])
+        }
+        let fetchEnd = min(size, max(end, offset + Self.minimumRead))
+        let bytes: [UInt8]
+        if let cached = source.cachedBytes(offset..<fetchEnd) {
+            bytes = cached
+        } else {
+            requests += 1
+            bytes = try source.readRange(offset..<fetchEnd)
+        }
+        if cache.count > Self.cachedReads { cache.remove(at: 1) }
+        cache.append((offset, bytes))
+        return Array(bytes.prefix(end - offset))
+    }
+}
