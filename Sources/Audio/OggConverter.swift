@@ -287,11 +287,15 @@ public struct OggConverter: PacketConverter {
 
     /// A packet ended a page with granule `granule`: samples kept aside are placed by it (the
     /// link's first granule also fixes its origin: a stream that starts at a later granule
-    /// plays from there, one that starts earlier drops the samples before 0).
+    /// plays from there, one that starts earlier drops the samples before 0, unless that page
+    /// ends the stream).
     private mutating func placeUnplaced(granule: Int, _ body: (UnsafeBufferPointer<Float>) -> Void) {
         guard localNext == nil, let channels = format?.channels else { return }
         let frames = unplaced.count / channels
-        let start = granule - frames
+        var start = granule - frames
+        // The first audio page being the last one too: its granule trims the end, not the start
+        // (Vorbis I §A.2, RFC 7845 §4.5; libvorbisfile and opusfile do the same).
+        if origin == nil, start < 0, linkEnd == granule { start = 0 }
         if origin == nil { origin = max(start, 0) + preSkip }
         localNext = start
         let held = unplaced

@@ -115,7 +115,7 @@ import Testing
         #expect(stream.container == .ogg && stream.codec == "opus" && stream.container.mimeType == "audio/ogg")
         #expect(stream.oggCodec?.preSkip == 312)
         // Vorbis behind a video stream's BOS page.
-        let video = B.oggPage(serial: 3, sequence: 0, granule: 0, flags: 0x02, lacing: [7], body: Array("\u{80}theora".utf8))
+        let video = B.oggPage(serial: 3, sequence: 0, granule: 0, flags: 0x02, lacing: [7], body: [0x80] + Array("theora".utf8))
         let vorbis = B.oggStream(serial: 4, headers: [B.vorbisID(rate: 22_050)], audio: [[1]], granules: [0])
         guard case .audio(let muxed) = try Probe.probe((video + vorbis)[...], isComplete: true) else { Issue.record("no audio"); return }
         #expect(muxed.codec == "vorbis" && muxed.oggCodec?.sampleRate == 22_050)
