@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Ogg Opus and Vorbis through streamplay's pipeline against their reference decoders: every
+/// file `make media` generates in media/ogg (Opus against `opusdec --rate 48000 --float`, Vorbis
+/// against `oggdec`: same rate, channels and length, no offset, SNR >= 60 dB), a seek over HTTP
+/// from a real streamd landing on the exact sample with a bounded count of Range requests, and
+/// the real-world corpus's Ogg files, each played like its reference or refused in one line.
+@Suite(.ownThreads) struct OggPlayerTests {
+    static var streamplay: String { TestPaths.binDir.appendingPathComponent("streamplay").path }
+    static let generated = ["opus-stereo-48k.opus", "opus-from-44k.opus", "opus-mono.opus", "opus-5.1.opus",
+                            "vorbis-stereo-44k.ogg", "vorbis-mono-22k.ogg", "chained-opus.opus"]
+
+    static func scratch() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ogg-\(getpid())-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    /// The reference decoder's output for `file`: opusdec at 48 kHz in float, or oggdec.
+    static func reference(_ file: String, into path: String) throws -> PCMFile {
+        let isOpus = file.hasSuffix(".opus") || (try? Data(contentsOf: URL(fileURLWithPath: file)).prefix(64).range(of: Data("OpusHead".utf8))) != nil
+        let run = isOpus ? try runCommand(try #require(which("opusdec")), ["--quiet", "--rate", "48000", "--float", file, path])
+                         : try runCommand(try #require(which("oggdec")), ["--quiet", "-o", path, file])
+        guard run.status == 0 else { throw TestFailure("reference decoder failed on \(file): \(String(decoding: run.stderr, as: UTF8.self))") }
+        return try PCMFile(path: path)
+    }
+
+    @Test(arguments: generated)
+    func generatedFileDecodesLikeItsReference(name: String) throws {
+        let file = TestPaths.oggMedia.appendingPathComponent(name).path
+        #expect(FileManager.default.fileExists(atPath: file), "run `make media` first (\(file))")
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let oursPath = dir.appendingPathComponent("ours.wav").path
+        let run = try runCommand(Self.streamplay, [file, "--output", "wav:\(oursPath)", "--stats"])
+        #expect(run.status == 0, "\(name): \(String(decoding: run.stderr, as: UTF8.self))")
+        guard run.status == 0 else { return }
+        let ours = try PCMFile(path: oursPath)
+        let reference = try Self.reference(file, into: dir.appendingPathComponent("reference.wav").path)
+        #expect(ours.sampleRate == reference.sampleRate && ours.channels == reference.channels,
+                "\(name): \(ours.sampleRate) Hz \(ours.channels) ch, reference \(reference.sampleRate) Hz \(reference.channels) ch")
+        #expect(ours.frames == reference.frames, "\(name): \(ours.frames) frames, reference \(reference.frames)")
+        let snr = snrDecibels(reference: reference.samples(), test: ours.samples(), offset: 0, channels: ours.channels)
+        #expect(snr >= 60, "\(name): SNR \(snr) dB against the reference")
+        let stats = try AACFormatMatrixTests.json(run.stdout)
+        #expect(stats["frames_out"] as? Int == ours.frames, "\(name): --stats frames_out vs the WAV")
+        print("ogg | \(name) | ours \(ours.frames) | reference \(reference.frames) | \(ours.sampleRate) Hz \(ours.channels) ch | SNR \(String(format: "%.1f", snr)) dB")
+    }
+
+    /// Seeks over HTTP from streamd: the samples after `--start` are the reference's from that
+    /// exact sample on, and the plan plus the seek cost a handful of Range requests.
+    @Test(arguments: ["opus-stereo-48k.opus", "vorbis-stereo-44k.ogg"])
+    func seekOverHTTPLandsOnTheExactSample(name: String) throws {
+        let server = try StreamdProcess(folder: TestPaths.oggMedia, waitForScan: false)
+        defer { _ = server.stop() }
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let oursPath = dir.appendingPathComponent("seek.wav").path
+        let start = 2.5
+        let run = try runCommand(Self.streamplay, ["\(server.baseURL)/media/\(name)", "--start", "\(start)", "--output", "wav:\(oursPath)",
+                                                   "--verbose"])
+        let log = String(decoding: run.stderr, as: UTF8.self)
+        #expect(run.status == 0, "\(name): \(log)")
+        guard run.status == 0 else { return }
+        let ours = try PCMFile(path: oursPath)
+        let reference = try Self.reference(TestPaths.oggMedia.appendingPathComponent(name).path,
+                                           into: dir.appendingPathComponent("reference.wav").path)
+        let offset = Int(start * Double(reference.sampleRate))
+        #expect(ours.frames == reference.frames - offset, "\(name): \(ours.frames) frames after the seek, reference \(reference.frames - offset)")
+        let samples = ours.samples(), wanted = reference.samples()
+        let snr = snrDecibels(reference: wanted, test: samples, offset: offset, channels: ours.channels)
+        let early = snrDecibels(reference: wanted, test: samples, offset: offset - 1, channels: ours.channels)
+        let late = snrDecibels(reference: wanted, test: samples, offset: offset + 1, channels: ours.channels)
+        #expect(snr >= 50 && snr > early + 10 && snr > late + 10,
+                "\(name): SNR \(snr) dB at the target, \(early) one sample early, \(late) one late")
+        // The plan reads the last page (1 request; the headers come from the probe's bytes), the
+        // seek bisects (a 100 kB file: one read of the span).
+        let requests = log.split(separator: "\n").compactMap { line -> Int? in
+            guard let range = line.range(of: " range requests") else { return nil }
+            return Int(line[..<range.lowerBound].split(whereSeparator: { !$0.isNumber }).last ?? "")
+        }
+        #expect(requests.count == 2 && requests.allSatisfy { $0 <= 2 }, "\(name): range requests \(requests)\n\(log)")
+        print("ogg seek | \(name) | \(start) s | SNR \(String(format: "%.1f", snr)) dB (±1 sample: \(String(format: "%.1f", early)), \(String(format: "%.1f", late))) | range requests \(requests)")
+    }
+
+    /// The corpus's Ogg files (refs.tsv): Opus and Vorbis play like their reference decoder
+    /// (length, format, SNR), the others (Ogg FLAC, Speex, damaged) play or are refused with one line.
+    @Test func corpusOggFilesPlayOrAreRefusedInOneLine() throws {
+        let root = TestPaths.packageRoot.appendingPathComponent("../shared/corpus/realworld-xiph").standardized
+        let text = try String(contentsOf: root.appendingPathComponent("refs.tsv"), encoding: .utf8)
+        let lines = text.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        let header = try #require(lines.first)
+        let rows = lines.dropFirst().filter { $0.count == header.count }.map { Dictionary(uniqueKeysWithValues: zip(header, $0)) }
+        let ogg = rows.filter { row in
+            let name = row["filename"] ?? ""
+            return [".ogg", ".oga", ".opus", ".spx"].contains { name.lowercased().hasSuffix($0) }
+        }
+        #expect(ogg.count >= 25, "refs.tsv lists \(ogg.count) Ogg files")
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var tally: [String: Int] = [:]
+        for row in ogg {
+            let name = row["filename"] ?? "", format = row["format"] ?? ""
+            let file = root.appendingPathComponent("corpus/\(name)").path
+            let oursPath = dir.appendingPathComponent("ours.wav").path
+            try? FileManager.default.removeItem(atPath: oursPath)
+            let run = try runCommand(Self.streamplay, [file, "--output", "wav:\(oursPath)"], timeout: 60)
+            let stderr = String(decoding: run.stderr, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard run.status == 0 else {
+                #expect(!stderr.isEmpty && !stderr.contains("\n") && run.status > 0 && run.status < 128,
+                        "\(name): exit \(run.status), stderr '\(stderr)'")
+                #expect(format != "opus" && format != "vorbis" || row["ref_status"] != "clean",
+                        "\(name): a clean \(format) file refused: \(stderr)")
+                tally["refused", default: 0] += 1
+                print("ogg corpus | \(name) | \(format) | refused: \(stderr)")
+                continue
+            }
+            guard ["opus", "vorbis"].contains(format), row["ref_status"] == "clean",
+                  let reference = try? Self.reference(file, into: dir.appendingPathComponent("reference.wav").path) else {
+                tally["played, no reference", default: 0] += 1
+                print("ogg corpus | \(name) | \(format) | played (no clean reference)")
+                continue
+            }
+            let ours = try PCMFile(path: oursPath)
+            let snr = snrDecibels(reference: reference.samples(), test: ours.samples(), offset: 0, channels: ours.channels)
+            let sameShape = ours.sampleRate == reference.sampleRate && ours.channels == reference.channels && ours.frames == reference.frames
+            // refs.tsv: "agreed" files are the ones where ffmpeg and the reference agree; a few
+            // differ between decoders by nature (SILK), so the bar is the reference's own.
+            let bar = row["class"] == "agreed" ? 50.0 : 10.0
+            #expect(sameShape, "\(name): \(ours.sampleRate) Hz \(ours.channels) ch \(ours.frames) frames, reference \(reference.sampleRate) Hz \(reference.channels) ch \(reference.frames)")
+            #expect(snr >= bar, "\(name): SNR \(snr) dB against \(format == "opus" ? "opusdec" : "oggdec")")
+            tally[sameShape && snr >= bar ? "like the reference" : "DIFFERENT", default: 0] += 1
+            print("ogg corpus | \(name) | \(format) | \(ours.frames) frames (reference \(reference.frames)) | SNR \(String(format: "%.1f", snr)) dB")
+        }
+        print("ogg corpus tally: \(tally.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+    }
+}
