@@ -47,6 +47,7 @@ OGG_FILES=(
   vorbis-stereo-44k.ogg
   vorbis-mono-22k.ogg
   chained-opus.opus
+  opus-20s.opus
 )
 
 FF=(ffmpeg -nostdin -hide_banner -loglevel error -y)
@@ -270,6 +271,10 @@ make_ogg() {
   "${opus[@]}" --serial 107 --bitrate 96 "$WORK/ogg-link1.wav" "$WORK/link1.opus"
   "${opus[@]}" --serial 108 --bitrate 96 "$WORK/ogg-link2.wav" "$WORK/link2.opus"
   cat "$WORK/link1.opus" "$WORK/link2.opus" >"$out/chained-opus.opus"
+  # 8. 20 s (the 6 s repeated) at 160 kbit/s, about 400 kB: long enough that a seek over HTTP
+  #    bisects (64 KiB windows) before its last read.
+  sox -q -R "$WORK/ogg-48k.wav" "$WORK/ogg-20s.wav" repeat 3 trim 0 20
+  "${opus[@]}" --serial 109 --bitrate 160 "$WORK/ogg-20s.wav" "$out/opus-20s.opus"
 }
 
 # --- staging and swap ------------------------------------------------------------------------

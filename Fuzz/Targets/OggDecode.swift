@@ -23,10 +23,12 @@ enum OggDecodeTarget {
             var units = 0
             while true {
                 let converted: Bool
+                // The format of the link open before this unit (a unit may open the next link, whose
+                // format the converter requires to be the same).
+                let channels = max(1, converter.format?.channels ?? 1)
                 do {
                     converted = try converter.convertNext(isComplete: isComplete) { samples in
-                        let channels = converter.format?.channels ?? 1
-                        require(samples.count % max(1, channels) == 0, "\(samples.count) samples of \(channels) channels")
+                        require(samples.count % channels == 0, "\(samples.count) samples of \(channels) channels")
                         total += samples.count
                     }
                 } catch { return false }

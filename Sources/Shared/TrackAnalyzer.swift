@@ -91,7 +91,7 @@ public enum TrackAnalyzer {
     }
 
     /// Ogg plays in streamplay (its own plan reads the granules), but the catalog does not read it yet.
-    static let oggNotAnalyzed = FormatError.unsupported(component: "ogg", reason: "Ogg files are not analysed by the catalog yet")
+    static let oggNotAnalyzed = FormatError.unsupported(component: "ogg", reason: "Ogg files are not analysed yet (streamplay plays them; the catalog, --info and HLS do not read them yet)")
 
     /// Probes a growing prefix until Probe decides.
     public static func probe(_ source: some RandomAccessBytes) throws -> ProbedStream {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import StreamShared
 
 /// Ogg Opus and Vorbis through streamplay's pipeline against their reference decoders: every
 /// file `make media` generates in media/ogg (Opus against `opusdec --rate 48000 --float`, Vorbis
@@ -10,7 +11,7 @@ import TestSupport
 @Suite(.ownThreads) struct OggPlayerTests {
     static var streamplay: String { TestPaths.binDir.appendingPathComponent("streamplay").path }
     static let generated = ["opus-stereo-48k.opus", "opus-from-44k.opus", "opus-mono.opus", "opus-5.1.opus",
-                            "vorbis-stereo-44k.ogg", "vorbis-mono-22k.ogg", "chained-opus.opus"]
+                            "vorbis-stereo-44k.ogg", "vorbis-mono-22k.ogg", "chained-opus.opus", "opus-20s.opus"]
 
     static func scratch() throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ogg-\(getpid())-\(UUID().uuidString.prefix(8))")
@@ -51,14 +52,13 @@ import TestSupport
 
     /// Seeks over HTTP from streamd: the samples after `--start` are the reference's from that
     /// exact sample on, and the plan plus the seek cost a handful of Range requests.
-    @Test(arguments: ["opus-stereo-48k.opus", "vorbis-stereo-44k.ogg"])
-    func seekOverHTTPLandsOnTheExactSample(name: String) throws {
+    @Test(arguments: [("opus-stereo-48k.opus", 2.5, 1), ("vorbis-stereo-44k.ogg", 2.5, 1), ("opus-20s.opus", 13.3, 4)])
+    func seekOverHTTPLandsOnTheExactSample(name: String, start: Double, seekRequests: Int) throws {
         let server = try StreamdProcess(folder: TestPaths.oggMedia, waitForScan: false)
         defer { _ = server.stop() }
         let dir = try Self.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
         let oursPath = dir.appendingPathComponent("seek.wav").path
-        let start = 2.5
         let run = try runCommand(Self.streamplay, ["\(server.baseURL)/media/\(name)", "--start", "\(start)", "--output", "wav:\(oursPath)",
                                                    "--verbose"])
         let log = String(decoding: run.stderr, as: UTF8.self)
@@ -76,13 +76,59 @@ import TestSupport
         #expect(snr >= 50 && snr > early + 10 && snr > late + 10,
                 "\(name): SNR \(snr) dB at the target, \(early) one sample early, \(late) one late")
         // The plan reads the last page (1 request; the headers come from the probe's bytes), the
-        // seek bisects (a 100 kB file: one read of the span).
+        // seek bisects (a 100 kB file: one read of the span; 490 kB: two windows, then the span).
         let requests = log.split(separator: "\n").compactMap { line -> Int? in
             guard let range = line.range(of: " range requests") else { return nil }
             return Int(line[..<range.lowerBound].split(whereSeparator: { !$0.isNumber }).last ?? "")
         }
-        #expect(requests.count == 2 && requests.allSatisfy { $0 <= 2 }, "\(name): range requests \(requests)\n\(log)")
+        #expect(requests.count == 2 && requests.first.map { $0 <= 2 } == true && requests.last.map { $0 <= seekRequests } == true,
+                "\(name): range requests \(requests) (plan, seek)\n\(log)")
+        // streamd's access log agrees: the first GET, then the plan's and the seek's ranges, then the resumed stream.
+        let served = server.log.split(separator: "\n").filter { $0.contains("/media/\(name)") }.count
+        #expect(served <= 2 + requests.reduce(0, +), "\(name): streamd served \(served) requests\n\(server.log)")
         print("ogg seek | \(name) | \(start) s | SNR \(String(format: "%.1f", snr)) dB (±1 sample: \(String(format: "%.1f", early)), \(String(format: "%.1f", late))) | range requests \(requests)")
+    }
+
+    /// The OpusHead output gain is applied as opusdec applies it: the mono file with its gain
+    /// set to -6 dB (the page's CRC recomputed) equals opusdec's decode and is half as loud.
+    @Test func opusOutputGainIsApplied() throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var bytes = [UInt8](try Data(contentsOf: TestPaths.oggMedia.appendingPathComponent("opus-mono.opus")))
+        // The first page holds OpusHead alone: 27 header bytes, 1 lacing value, then the packet.
+        #expect(bytes[28..<36].elementsEqual("OpusHead".utf8) && bytes[44] == 0 && bytes[45] == 0)
+        let gain = Int16(-6 * 256)
+        bytes[44] = UInt8(truncatingIfNeeded: gain)
+        bytes[45] = UInt8(truncatingIfNeeded: gain >> 8)
+        let length = 27 + 1 + Int(bytes[27])
+        bytes.replaceSubrange(22..<26, with: [0, 0, 0, 0])
+        let crc = OggCRC.crc32(bytes[0..<length])
+        bytes.replaceSubrange(22..<26, with: (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * UInt32($0))) })
+        let quiet = dir.appendingPathComponent("quiet.opus").path
+        try Data(bytes).write(to: URL(fileURLWithPath: quiet))
+        let oursPath = dir.appendingPathComponent("ours.wav").path, loudPath = dir.appendingPathComponent("loud.wav").path
+        #expect(try runCommand(Self.streamplay, [quiet, "--output", "wav:\(oursPath)"]).status == 0)
+        #expect(try runCommand(Self.streamplay, [TestPaths.oggMedia.appendingPathComponent("opus-mono.opus").path,
+                                                 "--output", "wav:\(loudPath)"]).status == 0)
+        let ours = try PCMFile(path: oursPath), loud = try PCMFile(path: loudPath)
+        let reference = try Self.reference(quiet, into: dir.appendingPathComponent("reference.wav").path)
+        #expect(ours.frames == reference.frames)
+        let snr = snrDecibels(reference: reference.samples(), test: ours.samples(), offset: 0, channels: 1)
+        #expect(snr >= 60, "SNR \(snr) dB against opusdec with the gain")
+        func rms(_ x: [Float]) -> Double { (x.reduce(0) { $0 + Double($1) * Double($1) } / Double(max(1, x.count))).squareRoot() }
+        let ratio = rms(ours.samples()) / rms(loud.samples())
+        #expect(abs(ratio - 0.501) < 0.01, "-6 dB output gain: level ratio \(ratio)")
+        print("ogg gain | -6 dB OpusHead gain | SNR \(String(format: "%.1f", snr)) dB vs opusdec | level ratio \(String(format: "%.3f", ratio))")
+    }
+
+    /// A chained file plays link after link but does not seek yet: one clear line, exit 1.
+    @Test func chainedFileRefusesASeekInOneLine() throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let run = try runCommand(Self.streamplay, [TestPaths.oggMedia.appendingPathComponent("chained-opus.opus").path, "--start", "1",
+                                                   "--output", "wav:\(dir.appendingPathComponent("x.wav").path)"])
+        let stderr = String(decoding: run.stderr, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(run.status == 1 && stderr.contains("chained Ogg") && !stderr.contains("\n"), "exit \(run.status): \(stderr)")
     }
 
     /// The corpus's Ogg files (refs.tsv): Opus and Vorbis play like their reference decoder

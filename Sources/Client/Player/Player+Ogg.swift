@@ -68,26 +68,39 @@ extension Player {
     }
 
     /// The whole resource as random-access bytes: the file itself, or Range requests (the
-    /// probe's bytes reused) when the size is known; nil for a stream without one.
+    /// probe's bytes reused) when the size is known; nil for a stream without one. A streamed
+    /// answer that did not tell the size is asked once (a one-byte Range request, counted).
     func oggBytes() -> SourceBytes? {
-        guard source.hasByteRanges, source.segments == nil, control.live.info == nil,
-              let size = control.totalSize ?? (try? source.resourceSize()), size > 0 else { return nil }
-        return SourceBytes(source: source, size: size, prefix: probePrefix)
+        guard source.hasByteRanges, source.segments == nil, control.live.info == nil else { return nil }
+        var asked = 0
+        if control.totalSize == nil, let size = try? source.resourceSize() {
+            control.setTotalSize(size)
+            asked = 1
+        }
+        guard let size = control.totalSize, size > 0 else { return nil }
+        return SourceBytes(source: source, size: size, prefix: probePrefix, requests: asked)
     }
 
     /// The bytes from `offset` to the end of the last page with granule 0 before audio (the
-    /// BOS pages and the header pages: Opus and Vorbis start their audio on a fresh page).
+    /// BOS pages and the header pages: Opus and Vorbis start their audio on a fresh page),
+    /// read page by page (from the probe's bytes, then windows of at least 64 KiB).
     private func oggHeaderPages(_ bytes: SourceBytes, from offset: Int) throws -> [UInt8] {
-        let window = try bytes.read(at: offset, count: min(bytes.size - offset, Self.maxOggHeaderBytes))[...]
-        var position = 0
+        var position = offset
+        var pages: [UInt8] = []
         var end = 0
-        var failures = 64
-        while let (at, page) = OggPage.next(in: window, from: position, failures: &failures) {
-            guard page.granulePosition == 0 || page.isBeginningOfStream || page.granulePosition == -1 else { break }
-            position = at + page.length
-            if page.granulePosition == 0 { end = position }
+        while position < bytes.size, pages.count < Self.maxOggHeaderBytes {
+            let head = try bytes.read(at: position, count: OggPage.minHeaderLength + 255)
+            guard head.count >= OggPage.minHeaderLength, head.starts(with: OggPage.capturePattern),
+                  head.count >= OggPage.minHeaderLength + Int(head[26]) else { break }
+            let length = OggPage.minHeaderLength + Int(head[26]) + head[27..<(27 + Int(head[26]))].reduce(0) { $0 + Int($1) }
+            let bytes = try bytes.read(at: position, count: length)
+            guard let page = try? OggPage.parse(bytes[...]),
+                  page.granulePosition == 0 || page.granulePosition == -1 || page.isBeginningOfStream else { break }
+            position += length
+            pages += bytes
+            if page.granulePosition == 0 { end = pages.count }
         }
-        return Array(window.prefix(end))
+        return Array(pages.prefix(end))
     }
 
     /// Most bytes of Ogg header pages kept for seeking (cover art in the comment header can be large).
@@ -159,9 +172,10 @@ final class SourceBytes: RandomAccessBytes {
     static let minimumRead = 64 * 1024
     static let cachedReads = 4
 
-    init(source: any ByteSource, size: Int, prefix: [UInt8]) {
+    init(source: any ByteSource, size: Int, prefix: [UInt8], requests: Int = 0) {
         self.source = source
         self.size = size
+        self.requests = requests
         cache = [(0, prefix)]
     }
 
