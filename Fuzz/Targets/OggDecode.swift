@@ -17,7 +17,7 @@ enum OggDecodeTarget {
         let piece = 1 + Int(bytes[0]) * 64
         let input = Array(bytes.dropFirst(2))
         let bound = input.count * samplesPerByte + slack
-        var converter = OggConverter(headers: input)
+        var converter = OggConverter(links: [OggConverter.Link(serial: 0, headers: input, firstSample: 0)])
         var total = 0
         func drain(_ converter: inout OggConverter, isComplete: Bool) -> Bool {
             var units = 0

@@ -55,11 +55,25 @@ public struct OggConverter: PacketConverter {
     /// refused (after a seek): 10 s at 48 kHz.
     static let maxUnplacedFrames = 480_000
 
-    /// The stream's header pages (BOS and header packets), read again when decoding starts at a
-    /// seek target without having read them.
-    private let headers: [UInt8]
+    /// A link of the stream as the player's plan knows it, for seeks into it.
+    public struct Link: Sendable, Equatable {
+        public var serial: UInt32
+        /// The link's BOS and header pages, read again when decoding starts at a seek target in
+        /// a link whose headers were not read last.
+        public var headers: [UInt8]
+        /// The link's first sample on the converter's timeline (the samples of the links before it).
+        public var firstSample: Int
 
-    public init(headers: [UInt8] = []) { self.headers = headers }
+        public init(serial: UInt32, headers: [UInt8], firstSample: Int) {
+            self.serial = serial
+            self.headers = headers
+            self.firstSample = firstSample
+        }
+    }
+
+    private let knownLinks: [Link]
+
+    public init(links: [Link] = []) { knownLinks = links }
 
     /// The WAVEFORMATEXTENSIBLE speaker mask of the samples handed out (WAV order).
     public var channelMask: UInt32? { format.map { VorbisChannelOrder.channelMask(channels: $0.channels) } }
@@ -83,11 +97,19 @@ public struct OggConverter: PacketConverter {
         unplaced = []
     }
 
-    /// A seek: `offset` is a page start within the current link, and the samples handed out
-    /// next start at the link's `sample` (in the converter's timeline). Sample 0 restarts the stream.
+    /// A seek: `offset` is a page start after a link's headers, and the samples handed out next
+    /// start at `sample` on the converter's timeline (the link is the last one of those given
+    /// at init that starts at or before it). Sample 0 restarts the stream.
     public mutating func restart(at offset: Int, sample: Int) throws {
         guard sample > 0 else { return try restart(at: offset) }
-        if decoder == nil { try readHeaders() }
+        if let link = knownLinks.last(where: { $0.firstSample <= sample }) ?? knownLinks.first {
+            if decoder == nil || serial != link.serial {
+                try readHeaders(link.headers)
+                linkBase = link.firstSample
+            }
+        } else if decoder == nil {
+            throw FormatError.invalid(component: "ogg", reason: "a seek before the header pages were read", offset: offset)
+        }
         pending.reset()
         queue = []
         queueIndex = 0
@@ -101,15 +123,18 @@ public struct OggConverter: PacketConverter {
         unplaced = []
         alignTarget = sample
         emitted = sample
-        // Not placed yet (a seek before any decoding): the stream is taken to start at granule 0.
+        linkEnd = Int.max
+        // Not placed yet (a seek before this link was decoded): it is taken to start at granule 0.
         if origin == nil { origin = preSkip }
     }
 
     public mutating func append(_ bytes: [UInt8]) { pending.append(bytes) }
 
-    /// Reads the header pages given at init (a seek before any decoding).
-    private mutating func readHeaders() throws {
+    /// Reads a link's header pages (a seek into a link whose headers were not read last).
+    private mutating func readHeaders(_ headers: [UInt8]) throws {
+        let firstFormat = format
         try restart(at: 0)
+        format = firstFormat
         pending.append(headers)
         while try readPage(isComplete: true) {
             for packet in queue where headersLeft > 0 {

@@ -5,16 +5,20 @@ extension Player {
     /// Ogg Opus or Vorbis: what the headers and the last page say. The converter cuts the
     /// pre-skip and the end itself, so the plan's timeline starts at the first played sample.
     struct OggPlan {
-        var serial: UInt32
         var codec: OggCodec
-        /// Links of a chained file (1 when not chained, or when the length is not known).
-        var links: Int
-        /// The link-local granule of the first played sample (the pre-skip for Opus).
+        /// The links (one unless chained) with where each one's audio pages lie; empty when the
+        /// size is not known (a stream: no length, no seek).
+        var links: [OggLinkPlan]
+    }
+
+    /// One link of an Ogg file as a seek needs it.
+    struct OggLinkPlan {
+        var link: OggConverter.Link
+        /// The link-local granule of its first played sample (the pre-skip for Opus).
         var origin: Int
-        /// Offset of the link's first page: seeks never go before it.
-        var firstPage: Int
-        /// The link's header pages, which the converter reads before decoding from a seek target.
-        var headers: [UInt8]
+        /// Its first page after the header pages, and where it ends (the next link, or the end).
+        var firstAudioPage: Int
+        var end: Int
     }
 
     /// Samples decoded before a seek target: Opus 80 ms of pre-roll (RFC 7845 §4.6) plus one
@@ -36,27 +40,30 @@ extension Player {
         // Vorbis is written in 16 bits, as oggdec writes it.
         let isOpus = if case .opus = codec { true } else { false }
         let format = AudioFormat(sampleRate: codec.sampleRate, channels: codec.channels, sampleType: isOpus ? .float32 : .int16)
-        var ogg = OggPlan(serial: 0, codec: codec, links: 1, origin: codec.preSkip, firstPage: stream.firstFrameOffset, headers: [])
+        var ogg = OggPlan(codec: codec, links: [])
         var length: Int?
         if let bytes = oggBytes() {
             do {
-                // The header pages first (from the probe's bytes), then the last page.
-                ogg.headers = try oggHeaderPages(bytes, from: stream.firstFrameOffset)
+                // The header pages first (from the probe's bytes), then the last page (a chain:
+                // every page, link by link), then each later link's header pages.
+                let firstHeaders = try oggHeaderPages(bytes, from: stream.firstFrameOffset)
                 let read = try OggReader.read(bytes)
-                let first = read.first
-                ogg.serial = first.serial
-                ogg.links = read.links.count
-                ogg.firstPage = first.offset
                 var total = 0
-                for link in read.links {
-                    guard let samples = link.samples, link.codec.sampleRate == codec.sampleRate else { total = -1; break }
+                for (index, link) in read.links.enumerated() {
+                    let headers = index == 0 ? firstHeaders : try oggHeaderPages(bytes, from: link.offset)
+                    let start = index == 0 ? stream.firstFrameOffset : link.offset
+                    let end = index + 1 < read.links.count ? read.links[index + 1].offset : bytes.size
+                    ogg.links.append(OggLinkPlan(link: OggConverter.Link(serial: link.serial, headers: headers, firstSample: max(0, total)),
+                                                 origin: link.codec.preSkip, firstAudioPage: start + headers.count, end: end))
+                    guard total >= 0, let samples = link.samples, link.codec.sampleRate == codec.sampleRate else { total = -1; continue }
                     total += samples
                 }
                 if total >= 0 { length = total }
-                log("parser", "ogg \(codec.name) \(codec.sampleRate) Hz, \(codec.channels) ch, serial \(first.serial)"
+                log("parser", "ogg \(codec.name) \(codec.sampleRate) Hz, \(codec.channels) ch, serial \(read.first.serial)"
                     + (codec.preSkip > 0 ? ", pre-skip \(codec.preSkip)" : "") + (read.links.count > 1 ? ", \(read.links.count) chained links" : "")
                     + (length.map { ", \($0) samples" } ?? ", length unknown") + "; \(bytes.requests) range requests")
             } catch {
+                ogg.links = []
                 log("parser", "ogg: no length (\(error))")
             }
         }
@@ -111,23 +118,30 @@ extension Player {
     /// window), then a last read of the remaining span. The sample returned is where the first
     /// packet after that page starts: the granule of the last page before it.
     func locateOggPage(atOrBefore unit: Int, plan: StreamPlan, ogg: OggPlan) throws -> (unit: Int, byte: Int) {
-        guard ogg.links == 1 else {
-            throw PlaybackError(message: "player: seeking in a chained Ogg file (\(ogg.links) links) is not supported", exitCode: 1)
-        }
         guard unit > 0 else { return (0, plan.audioStart) }
-        guard let bytes = oggBytes() else {
+        guard let bytes = oggBytes(), let link = ogg.links.last(where: { $0.link.firstSample <= unit }) else {
             throw PlaybackError(message: "player: cannot seek in this Ogg stream: its size is not known", exitCode: 1)
         }
-        let want = Int64(ogg.origin + unit)
+        if ogg.links.count > 1, plan.trimmedLength == nil {
+            throw PlaybackError(message: "player: cannot seek in this chained Ogg file: a link's length is not known", exitCode: 1)
+        }
+        if ogg.links.count > 1, ogg.links.contains(where: { $0.link.headers.isEmpty }) {
+            throw PlaybackError(message: "player: cannot seek in this chained Ogg file: a link's header pages were not found", exitCode: 1)
+        }
+        let isFirstLink = link.link.firstSample == ogg.links.first?.link.firstSample
+        // The link's start: the first link from the stream's start, a later one after its headers.
+        let linkStart = isFirstLink ? (0, plan.audioStart) : (link.link.firstSample, link.firstAudioPage)
+        let want = Int64(link.origin + unit - link.link.firstSample)
         let window = 64 * 1024
         // A page with a granule below `want` starts at or after `low`; pages from `high` on are past it.
-        var low = ogg.firstPage, high = bytes.size
+        var low = link.firstAudioPage, high = link.end
+        guard low < high else { return linkStart }
         var steps = 0
         while high - low > 2 * window, steps < 64 {
             steps += 1
             let middle = low + (high - low) / 2
             let chunk = try bytes.read(at: middle, count: window)[...]
-            guard let (at, granule) = Self.firstGranulePage(in: chunk, serial: ogg.serial), granule < want else {
+            guard let (at, granule) = Self.firstGranulePage(in: chunk, serial: link.link.serial), granule < want else {
                 high = middle
                 continue
             }
@@ -139,13 +153,14 @@ extension Player {
         var failures = OggPage.defaultMaxFailures
         while let (at, page) = OggPage.next(in: span, from: position, failures: &failures) {
             position = at + page.length
-            guard page.serial == ogg.serial, page.granulePosition != -1 else { continue }
-            if page.granulePosition >= want { break }
+            guard page.serial == link.link.serial, page.granulePosition != -1 else { continue }
+            if page.granulePosition >= want || low + at >= link.end { break }
             best = (page.granulePosition, low + position)
         }
-        log("parser", "ogg seek: \(bytes.requests) range requests (\(steps) bisection steps)")
-        guard let best, best.granule > Int64(ogg.origin) else { return (0, plan.audioStart) }
-        return (Int(best.granule) - ogg.origin, best.next)
+        log("parser", "ogg seek: \(bytes.requests) range requests (\(steps) bisection steps)"
+            + (ogg.links.count > 1 ? " in link \((ogg.links.firstIndex { $0.link.firstSample == link.link.firstSample } ?? 0) + 1)" : ""))
+        guard let best, best.granule > Int64(link.origin) else { return linkStart }
+        return (link.link.firstSample + Int(best.granule) - link.origin, best.next)
     }
 
     /// The first page of `serial` in `chunk` with a granule, and that granule.

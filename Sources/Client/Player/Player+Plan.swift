@@ -50,7 +50,7 @@ extension Player {
     /// The converter for a plan's stream.
     func makeConverter(_ plan: StreamPlan) throws -> any PacketConverter {
         if let wav = plan.wav { return WAVConverter(format: wav.format) }
-        if let ogg = plan.ogg { return OggConverter(headers: ogg.headers) }
+        if let ogg = plan.ogg { return OggConverter(links: ogg.links.map(\.link)) }
         if let adts = plan.adts { return try ADTSConverter(first: adts) }
         if let track = plan.mp4 {
             if let fragmented = plan.fragmented {
