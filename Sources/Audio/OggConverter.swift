@@ -285,17 +285,22 @@ public struct OggConverter: PacketConverter {
             return
         }
         let frames = samples.count / channels
-        localNext = start + frames
+        // Granules come from the file: wrapping arithmetic, so a crafted one cannot trap (the
+        // counts that size memory or index the samples are bounded by `frames`).
+        localNext = start &+ frames
         // Played: from the link's origin up to its end; on the timeline at linkBase + (local - origin).
-        let lower = max(start, origin), upper = min(start + frames, linkEnd)
+        let lower = max(start, origin), upper = min(start &+ frames, linkEnd)
         guard lower < upper else { return }
-        var first = linkBase + (lower - origin)
-        var from = lower - start
+        var first = linkBase &+ (lower &- origin)
+        var from = lower &- start
         if let target = alignTarget {
             if first < target {
-                from += min(target - first, upper - lower)
+                // Before the sample asked for: dropped, and the alignment waits for the next samples.
+                let skip = target &- first
+                guard skip > 0, skip < upper &- lower else { return }
+                from += skip
                 first = target
-            } else if first > target, first - target <= Self.maxUnplacedFrames {
+            } else if first > target, first &- target <= Self.maxUnplacedFrames {
                 // The decoder's output starts after the place asked for (only inside a seek's
                 // pre-roll, which the player drops): silence keeps the count exact.
                 padding = [Float](repeating: 0, count: (first - target) * channels)
@@ -304,10 +309,10 @@ public struct OggConverter: PacketConverter {
             }
             alignTarget = nil
         }
-        let to = upper - start
-        guard from < to else { return }
+        let to = upper &- start
+        guard from >= 0, from < to, to <= frames else { return }
         body(UnsafeBufferPointer(rebasing: samples[(from * channels)..<(to * channels)]))
-        emitted = first + (to - from)
+        emitted = first &+ (to - from)
     }
 
     /// A packet ended a page with granule `granule`: samples kept aside are placed by it (the
@@ -317,7 +322,7 @@ public struct OggConverter: PacketConverter {
     private mutating func placeUnplaced(granule: Int, _ body: (UnsafeBufferPointer<Float>) -> Void) {
         guard localNext == nil, let channels = format?.channels else { return }
         let frames = unplaced.count / channels
-        var start = granule - frames
+        var start = granule &- frames
         // The first audio page being the last one too: its granule trims the end, not the start
         // (Vorbis I §A.2, RFC 7845 §4.5; libvorbisfile and opusfile do the same).
         if origin == nil, start < 0, linkEnd == granule { start = 0 }
