@@ -147,6 +147,30 @@ import StreamShared
               + (log.split(separator: "\n").first { $0.contains("ogg seek") }.map(String.init) ?? ""))
     }
 
+    /// A queue of Ogg files into a WAV file is the concatenation of each one's reference decode
+    /// (pre-skip and end trimmed per track: no gap, no overlap), and the OpusTags title is read.
+    @Test func queueOfOpusFilesJoinsWithoutAGap() throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let names = ["opus-stereo-48k.opus", "chained-opus.opus", "opus-from-44k.opus"]
+        let files = names.map { TestPaths.oggMedia.appendingPathComponent($0).path }
+        let queuePath = dir.appendingPathComponent("queue.wav").path
+        let run = try runCommand(Self.streamplay, files + ["--output", "wav:\(queuePath)", "--verbose"])
+        let log = String(decoding: run.stderr, as: UTF8.self)
+        #expect(run.status == 0, "\(log)")
+        guard run.status == 0 else { return }
+        var expected: [Float] = []
+        for (index, file) in files.enumerated() {
+            expected += try Self.reference(file, into: dir.appendingPathComponent("ref\(index).wav").path).samples()
+        }
+        let queue = try PCMFile(path: queuePath)
+        let got = queue.samples()
+        #expect(got.count == expected.count, "\(got.count / 2) frames, the references together \(expected.count / 2)")
+        let snr = snrDecibels(reference: expected, test: got, offset: 0, channels: 2)
+        #expect(snr >= 60, "queue vs the references joined: SNR \(snr) dB")
+        print("ogg queue | \(names.joined(separator: " + ")) | \(got.count / 2) frames | SNR \(String(format: "%.1f", snr)) dB")
+    }
+
     /// The corpus's Ogg files (refs.tsv): Opus and Vorbis play like their reference decoder
     /// (length, format, SNR), the others (Ogg FLAC, Speex, damaged) play or are refused with one line.
     @Test func corpusOggFilesPlayOrAreRefusedInOneLine() throws {

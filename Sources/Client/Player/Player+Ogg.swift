@@ -42,6 +42,7 @@ extension Player {
         let format = AudioFormat(sampleRate: codec.sampleRate, channels: codec.channels, sampleType: isOpus ? .float32 : .int16)
         var ogg = OggPlan(codec: codec, links: [])
         var length: Int?
+        var containerTags = TrackTags()
         if let bytes = oggBytes() {
             do {
                 // The header pages first (from the probe's bytes), then the last page (a chain:
@@ -59,6 +60,9 @@ extension Player {
                     total += samples
                 }
                 if total >= 0 { length = total }
+                // The first link's comments (OpusTags, the Vorbis comment header): tags, and the
+                // ReplayGain or R128 gains `--replaygain` plays by.
+                containerTags = read.tags
                 log("parser", "ogg \(codec.name) \(codec.sampleRate) Hz, \(codec.channels) ch, serial \(read.first.serial)"
                     + (codec.preSkip > 0 ? ", pre-skip \(codec.preSkip)" : "") + (read.links.count > 1 ? ", \(read.links.count) chained links" : "")
                     + (length.map { ", \($0) samples" } ?? ", length unknown") + "; \(bytes.requests) range requests")
@@ -71,6 +75,7 @@ extension Player {
                               trimmedLength: length, totalUnits: nil, warmUpUnits: Self.oggWarmUp(codec), mpegHeader: nil, wav: nil,
                               adts: nil)
         plan.ogg = ogg
+        plan.containerTags = containerTags
         return plan
     }
 
