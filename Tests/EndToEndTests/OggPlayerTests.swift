@@ -171,6 +171,41 @@ import StreamShared
         print("ogg queue | \(names.joined(separator: " + ")) | \(got.count / 2) frames | SNR \(String(format: "%.1f", snr)) dB")
     }
 
+    /// Damage: bytes flipped in mid-file (the damaged pages skipped, the rest played), a file cut
+    /// inside a page (what is whole plays, like oggdec), and a chain whose second link changes the
+    /// channel count (the first link plays, then one line and exit 1).
+    @Test func damagedCutAndFormatChangingFilesPlayOrStopInOneLine() throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let stereo = [UInt8](try Data(contentsOf: TestPaths.oggMedia.appendingPathComponent("opus-stereo-48k.opus")))
+        let mono = [UInt8](try Data(contentsOf: TestPaths.oggMedia.appendingPathComponent("opus-mono.opus")))
+        let vorbis = [UInt8](try Data(contentsOf: TestPaths.oggMedia.appendingPathComponent("vorbis-stereo-44k.ogg")))
+        var damaged = stereo
+        for i in 30_000..<31_000 { damaged[i] ^= 0x5A }
+        let cases: [(String, [UInt8], Int32)] = [("damaged.opus", damaged, 0), ("cut.ogg", Array(vorbis.prefix(60_000)), 0),
+                                                ("format-change.opus", mono + stereo, 1)]
+        for (name, bytes, status) in cases {
+            let path = dir.appendingPathComponent(name).path
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            let out = dir.appendingPathComponent("\(name).wav").path
+            let run = try runCommand(Self.streamplay, [path, "--output", "wav:\(out)"])
+            let stderr = String(decoding: run.stderr, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(run.status == status && !stderr.contains("\n"), "\(name): exit \(run.status), '\(stderr)'")
+            let played = try PCMFile(path: out).frames
+            switch name {
+            case "damaged.opus": #expect(played > 200_000 && played <= 288_000, "\(name): \(played) frames")
+            case "cut.ogg":
+                let reference = try Self.reference(path, into: dir.appendingPathComponent("cut-ref.wav").path)
+                #expect(played == reference.frames, "\(name): \(played) frames, oggdec \(reference.frames)")
+            default:
+                // The first link (4 s) plays but for the last partial block the error cuts off.
+                #expect((192_000 - 4096..<192_000).contains(played) && stderr.contains("changes the format"),
+                        "\(name): \(played) frames, '\(stderr)'")
+            }
+            print("ogg damage | \(name) | exit \(run.status) | \(played) frames | \(stderr)")
+        }
+    }
+
     /// The corpus's Ogg files (refs.tsv): Opus and Vorbis play like their reference decoder
     /// (length, format, SNR), the others (Ogg FLAC, Speex, damaged) play or are refused with one line.
     @Test func corpusOggFilesPlayOrAreRefusedInOneLine() throws {
