@@ -48,6 +48,7 @@ OGG_FILES=(
   vorbis-mono-22k.ogg
   chained-opus.opus
   opus-20s.opus
+  vorbis-5.1.ogg
 )
 
 FF=(ffmpeg -nostdin -hide_banner -loglevel error -y)
@@ -275,6 +276,8 @@ make_ogg() {
   #    bisects (64 KiB windows) before its last read.
   sox -q -R "$WORK/ogg-48k.wav" "$WORK/ogg-20s.wav" repeat 3 trim 0 20
   "${opus[@]}" --serial 109 --bitrate 160 "$WORK/ogg-20s.wav" "$out/opus-20s.opus"
+  # 9. Vorbis 5.1 from the six tones (oggenc maps the WAV order to Vorbis order).
+  oggenc --quiet -q 4 -s 110 -o "$out/vorbis-5.1.ogg" "$WORK/ogg-51.wav"
 }
 
 # --- staging and swap ------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import StreamShared
 @Suite(.ownThreads) struct OggPlayerTests {
     static var streamplay: String { TestPaths.binDir.appendingPathComponent("streamplay").path }
     static let generated = ["opus-stereo-48k.opus", "opus-from-44k.opus", "opus-mono.opus", "opus-5.1.opus",
-                            "vorbis-stereo-44k.ogg", "vorbis-mono-22k.ogg", "chained-opus.opus", "opus-20s.opus"]
+                            "vorbis-stereo-44k.ogg", "vorbis-mono-22k.ogg", "chained-opus.opus", "opus-20s.opus", "vorbis-5.1.ogg"]
 
     static func scratch() throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ogg-\(getpid())-\(UUID().uuidString.prefix(8))")
@@ -19,11 +19,18 @@ import StreamShared
         return dir
     }
 
-    /// The reference decoder's output for `file`: opusdec at 48 kHz in float, or oggdec.
+    /// The reference decoder's output for `file`: opusdec at 48 kHz in float, or oggdec; for
+    /// Vorbis of more than two channels ffmpeg, as oggdec 1.4.2 writes 5.1 in neither Vorbis nor
+    /// WAV order (L R C Rs LFE Ls: measured on the six tones of vorbis-5.1.ogg; ffmpeg and
+    /// streamplay give back the encoder's input order, L R C LFE Ls Rs).
     static func reference(_ file: String, into path: String) throws -> PCMFile {
-        let isOpus = file.hasSuffix(".opus") || (try? Data(contentsOf: URL(fileURLWithPath: file)).prefix(64).range(of: Data("OpusHead".utf8))) != nil
+        let head = (try? Data(contentsOf: URL(fileURLWithPath: file)).prefix(64)) ?? Data()
+        let isOpus = file.hasSuffix(".opus") || head.range(of: Data("OpusHead".utf8)) != nil
+        let vorbisChannels = head.range(of: Data("\u{01}vorbis".utf8)).map { Int(head[$0.upperBound + 4]) } ?? 0
         let run = isOpus ? try runCommand(try #require(which("opusdec")), ["--quiet", "--rate", "48000", "--float", file, path])
-                         : try runCommand(try #require(which("oggdec")), ["--quiet", "-o", path, file])
+            : vorbisChannels > 2 ? try runCommand(try #require(which("ffmpeg")), ["-nostdin", "-loglevel", "error", "-y", "-i", file,
+                                                                                 "-c:a", "pcm_s16le", path])
+            : try runCommand(try #require(which("oggdec")), ["--quiet", "-o", path, file])
         guard run.status == 0 else { throw TestFailure("reference decoder failed on \(file): \(String(decoding: run.stderr, as: UTF8.self))") }
         return try PCMFile(path: path)
     }
