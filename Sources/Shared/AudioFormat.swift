@@ -9,6 +9,9 @@ public struct AudioFormat: Sendable, Equatable, CustomStringConvertible {
     public var sampleRate: Int
     public var channels: Int
     public var sampleType: SampleType
+    /// WAVEFORMATEXTENSIBLE's speaker mask of the channels as they come (in WAV order), when the
+    /// source says which speakers they are (Ogg Opus and Vorbis of 3 to 8 channels); nil: unsaid.
+    public var channelMask: UInt32? = nil
 
     public init(sampleRate: Int, channels: Int, sampleType: SampleType = .int16) {
         self.sampleRate = sampleRate

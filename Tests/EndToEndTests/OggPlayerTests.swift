@@ -35,6 +35,13 @@ import StreamShared
         return try PCMFile(path: path)
     }
 
+    /// The speaker mask of a WAV file's WAVE_FORMAT_EXTENSIBLE fmt chunk; nil for a plain one.
+    static func channelMask(_ path: String) throws -> UInt32? {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)).prefix(64))
+        guard bytes.count >= 44, bytes[12..<16].elementsEqual("fmt ".utf8), bytes[20] == 0xFE, bytes[21] == 0xFF else { return nil }
+        return (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[40 + $1]) << (8 * UInt32($1)) }
+    }
+
     @Test(arguments: generated)
     func generatedFileDecodesLikeItsReference(name: String) throws {
         let file = TestPaths.oggMedia.appendingPathComponent(name).path
@@ -54,6 +61,8 @@ import StreamShared
         #expect(snr >= 60, "\(name): SNR \(snr) dB against the reference")
         let stats = try AACFormatMatrixTests.json(run.stdout)
         #expect(stats["frames_out"] as? Int == ours.frames, "\(name): --stats frames_out vs the WAV")
+        // 5.1 is written as WAVE_FORMAT_EXTENSIBLE with the 5.1 speaker mask; mono and stereo plainly.
+        #expect(try Self.channelMask(oursPath) == (ours.channels == 6 ? 0x3F : nil), "\(name): channel mask")
         print("ogg | \(name) | ours \(ours.frames) | reference \(reference.frames) | \(ours.sampleRate) Hz \(ours.channels) ch | SNR \(String(format: "%.1f", snr)) dB")
     }
 

@@ -117,9 +117,19 @@ public final class WAVFileOutput: AudioOutput {
         func le32(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24 & 0xFF)] }
         func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
         let blockAlign = format.channels * bytesPerSample
+        let tag = writesFloat ? 3 : 1
+        let common = le16(format.channels) + le32(format.sampleRate) + le32(format.sampleRate * blockAlign)
+            + le16(blockAlign) + le16(bytesPerSample * 8)
+        if let mask = format.channelMask, mask != 0 {
+            // WAVE_FORMAT_EXTENSIBLE: the speakers named; the sub-format GUID is the tag's
+            // (KSDATAFORMAT_SUBTYPE_PCM or _IEEE_FLOAT).
+            let guid: [UInt8] = le16(tag) + [0, 0, 0, 0, 0x10, 0, 0x80, 0, 0, 0xAA, 0, 0x38, 0x9B, 0x71]
+            return Array("RIFF".utf8) + le32(60 + dataBytes) + Array("WAVE".utf8) + Array("fmt ".utf8) + le32(40)
+                + le16(0xFFFE) + common + le16(22) + le16(bytesPerSample * 8) + le32(Int(mask)) + guid
+                + Array("data".utf8) + le32(dataBytes)
+        }
         return Array("RIFF".utf8) + le32(36 + dataBytes) + Array("WAVE".utf8) + Array("fmt ".utf8) + le32(16)
-            + le16(writesFloat ? 3 : 1) + le16(format.channels) + le32(format.sampleRate) + le32(format.sampleRate * blockAlign)
-            + le16(blockAlign) + le16(bytesPerSample * 8) + Array("data".utf8) + le32(dataBytes)
+            + le16(tag) + common + Array("data".utf8) + le32(dataBytes)
     }
 
     public func write(_ samples: UnsafeBufferPointer<Float>) throws {

@@ -39,7 +39,9 @@ extension Player {
         // Opus keeps libopus's float samples in a WAV file (as `opusdec --float` writes them);
         // Vorbis is written in 16 bits, as oggdec writes it.
         let isOpus = if case .opus = codec { true } else { false }
-        let format = AudioFormat(sampleRate: codec.sampleRate, channels: codec.channels, sampleType: isOpus ? .float32 : .int16)
+        var format = AudioFormat(sampleRate: codec.sampleRate, channels: codec.channels, sampleType: isOpus ? .float32 : .int16)
+        // Beyond stereo the speakers are the Vorbis layout's (in WAV order): a WAV file says so.
+        if codec.channels > 2, codec.channels <= 8 { format.channelMask = VorbisChannelOrder.channelMask(channels: codec.channels) }
         var ogg = OggPlan(codec: codec, links: [])
         var length: Int?
         var containerTags = TrackTags()
