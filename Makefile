@@ -21,6 +21,7 @@ release: deps
 media: deps
 	@media/make-media.sh $(MEDIA_DIR)
 	@media/make-media.sh --lossless $(LOSSLESS_DIR)
+	@media/make-media.sh --ogg media/ogg
 
 media-long: deps
 	@media/make-media.sh --long media/long
@@ -60,4 +61,4 @@ bench: deps media media-long release
 	@bench/run.sh
 
 clean:
-	rm -rf .build .build-fuzz $(MEDIA_DIR) $(LOSSLESS_DIR) media/long
+	rm -rf .build .build-fuzz $(MEDIA_DIR) $(LOSSLESS_DIR) media/long media/ogg

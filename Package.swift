@@ -28,6 +28,9 @@ let package = Package(
         .systemLibrary(name: "CALSA", path: "Sources/CALSA", providers: [.apt(["libasound2-dev"])]),
 
         .systemLibrary(name: "CFLAC", path: "Sources/CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
+        .systemLibrary(name: "COpus", path: "Sources/COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        // libogg only for the ogg_packet struct libvorbis takes: StreamShared's own parser pages.
+        .systemLibrary(name: "CVorbis", path: "Sources/CVorbis", pkgConfig: "vorbis", providers: [.apt(["libvorbis-dev", "libogg-dev"])]),
         .systemLibrary(name: "CSoxr", path: "Sources/CSoxr", pkgConfig: "soxr",
                        providers: [.apt(["libsoxr-dev"])]),
         // libsonic-dev has no .pc file: header and library are in the default paths.
@@ -49,9 +52,9 @@ let package = Package(
         .target(name: "StreamShared", dependencies: ["CLinux"], path: "Sources/Shared"),
         // The stderr log handler both programs bootstrap swift-log with (no Foundation).
         .target(name: "StreamLog", dependencies: [.product(name: "Logging", package: "swift-log")], path: "Sources/Log"),
-        // The decoders (libmpg123, libfaad2, libFLAC) and the resampler (libsoxr), wrapped once, for
-        // streamplay's pipeline and streamd's transcoding radio channels alike.
-        .target(name: "StreamAudio", dependencies: ["StreamShared", "CMPG123", "CFAAD", "CFLAC", "CSoxr"], path: "Sources/Audio"),
+        // The decoders (libmpg123, libfaad2, libFLAC, libopus, libvorbis) and the resampler (libsoxr), wrapped once,
+        // for streamplay's pipeline and streamd's transcoding radio channels alike.
+        .target(name: "StreamAudio", dependencies: ["StreamShared", "CMPG123", "CFAAD", "CFLAC", "COpus", "CVorbis", "CSoxr"], path: "Sources/Audio"),
         // streamd, one module per job (docs/DESIGN.md, "Modules"): an HTTP core that knows nothing
         // of music; the library (catalog, scan, store, search, analysis workers); HLS; radio; and
         // the server that composes them into streamd's routes.

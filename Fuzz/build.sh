@@ -40,10 +40,10 @@ module() {
 mapfile -t shared < <(find Sources/Shared -name '*.swift' | sort)
 # CLinux: the thread type (Shared/System) names its threads with pthread_setname_np.
 module StreamShared -I Sources/CLinux -- "${shared[@]}"
-# The decoders (libmpg123, libfaad2, libsoxr wrappers) for the channel decode path: the C
+# The decoders (libmpg123, libfaad2, libopus, libvorbis, libsoxr wrappers) for the channel decode path: the C
 # libraries are not instrumented, so coverage guides through our Swift around them.
 mapfile -t audio < <(find Sources/Audio -name '*.swift' | sort)
-AUDIO_C=(-I Sources/CMPG123 -I Sources/CFAAD -I Sources/CFLAC -I Sources/CSoxr -I Sources/CLinux)
+AUDIO_C=(-I Sources/CMPG123 -I Sources/CFAAD -I Sources/CFLAC -I Sources/COpus -I Sources/CVorbis -I Sources/CSoxr -I Sources/CLinux)
 # It imports StreamShared: a rebuilt StreamShared means a rebuilt StreamAudio.
 if [[ -e $OUT/StreamAudio.o && $OUT/StreamShared.o -nt $OUT/StreamAudio.o ]]; then rm -f "$OUT/StreamAudio.o"; fi
 module StreamAudio "${AUDIO_C[@]}" -- "${audio[@]}"

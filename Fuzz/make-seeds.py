@@ -297,10 +297,17 @@ def main():
     write(out, "flac", comment)
     for codec, args in [("opus", ["-c:a", "libopus", "-b:a", "32k"]), ("vorbis", ["-c:a", "libvorbis", "-q:a", "0"]),
                         ("flac", ["-c:a", "flac"])]:
-        write(out, "ogg", ffmpeg(["-i", wavs[0], "-t", "0.3"] + args + BITEXACT + ["-f", "ogg"], ".ogg"))
+        encoded = ffmpeg(["-i", wavs[0], "-t", "0.3"] + args + BITEXACT + ["-f", "ogg"], ".ogg")
+        write(out, "ogg", encoded)
+        # oggdecode: piece-size and seek-target bytes, then the file.
+        if codec != "flac":
+            write(out, "oggdecode", bytes([3, 7]) + encoded)
     chain = b"".join(ffmpeg(["-i", wavs[0], "-t", "0.2", "-c:a", "libopus", "-b:a", "24k"] + BITEXACT
                             + ["-serial_offset", str(serial), "-f", "ogg"], ".opus") for serial in (1, 2))
     write(out, "ogg", chain)
+    write(out, "oggdecode", bytes([0, 200]) + chain)
+    surround = ffmpeg(["-i", wavs[0], "-t", "0.2", "-ac", "6", "-c:a", "libopus", "-b:a", "96k"] + BITEXACT + ["-f", "ogg"], ".opus")
+    write(out, "oggdecode", bytes([1, 1]) + surround)
     write(out, "ogg", comment)
 
     # decode: a transcoding channel reads the same whole files the analyzer does.

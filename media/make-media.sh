@@ -6,6 +6,8 @@
 #   media/make-media.sh --long DIR    DIR/long-4h-48k.mp3, a 4-hour 48 kHz CBR MP3 for benchmarks
 #   media/make-media.sh --lossless DIR  FLAC, AIFF and ALAC files of 2-5 s (about 4 MB) for streamplay's
 #                                     lossless tests (a folder of their own: the catalog does not read them yet)
+#   media/make-media.sh --ogg DIR     Ogg Opus and Vorbis files of a few seconds (opusenc, oggenc):
+#                                     kept out of the library until the catalog reads Ogg
 #
 # Same script, same bytes: sox runs with -R (fixed dither/noise seeds), ffmpeg with bit-exact
 # flags and no copied metadata, lame writes no dates. OUTDIR/.stamp holds the script's SHA-256:
@@ -42,6 +44,17 @@ LONG_FILES=(long-4h-48k.mp3 long-1h-48k.aac long-1h-48k.m4a)
 LOSSLESS_FILES=(
   flac16-44k.flac flac24-96k.flac flac-mono.flac flac-5.1.flac flac-id3.flac
   aiff16.aiff aifc-sowt.aifc alac16.m4a alac24.m4a alac-5.1.m4a
+)
+OGG_FILES=(
+  opus-stereo-48k.opus
+  opus-from-44k.opus
+  opus-mono.opus
+  opus-5.1.opus
+  vorbis-stereo-44k.ogg
+  vorbis-mono-22k.ogg
+  chained-opus.opus
+  opus-20s.opus
+  vorbis-5.1.ogg
 )
 
 FF=(ffmpeg -nostdin -hide_banner -loglevel error -y)
@@ -263,6 +276,49 @@ make_lossless() {
   "${FF[@]}" -i "$WORK/six.wav" "${BITEXACT[@]}" -t 1 -c:a alac "$out/alac-5.1.m4a"
 }
 
+# Ogg Opus and Vorbis, a few seconds each. Fixed serial numbers (opusenc and oggenc pick random
+# ones otherwise), so the same script makes the same bytes.
+make_ogg() {
+  local out=$1
+  chords "$WORK/ogg-chords.wav" 1 6 "C3 E3 G3 C4" "A2 E3 A3 C4" "F2 A3 C4 F4"
+  line "$WORK/ogg-tune.wav" triangle 0.25 -14 1 24 E4 G4 A4 C5 D5 C5 A4 G4
+  sox -q -R -m "$WORK/ogg-chords.wav" "$WORK/ogg-tune.wav" -b 16 "$WORK/ogg-44k.wav" trim 0 6 gain -n -1
+  sox -q -R "$WORK/ogg-44k.wav" -b 16 -r 48000 "$WORK/ogg-48k.wav"
+  local opus=(opusenc --quiet --comp 10 --title "Ogg test" --artist "$ARTIST")
+  # 1. Stereo from a 48 kHz source (pre-skip 312 at 48 kHz).
+  "${opus[@]}" --serial 101 --bitrate 128 "$WORK/ogg-48k.wav" "$out/opus-stereo-48k.opus"
+  # 2. From a 44.1 kHz source: opusenc resamples; OpusHead keeps 44100 as the input rate.
+  "${opus[@]}" --serial 102 --bitrate 96 "$WORK/ogg-44k.wav" "$out/opus-from-44k.opus"
+  # 3. Mono, 4 s.
+  sox -q -R "$WORK/ogg-48k.wav" -c 1 "$WORK/ogg-mono.wav" trim 0 4
+  "${opus[@]}" --serial 103 --bitrate 64 "$WORK/ogg-mono.wav" "$out/opus-mono.opus"
+  # 4. 5.1 (mapping family 1): a different tone in each channel, so an order mix-up shows.
+  local tones=() f
+  for f in 220 330 440 550 110 660; do
+    sox -q -R -r 48000 -n -c 1 "$WORK/tone-$f.wav" synth 3 sine "$f" gain -n -12
+    tones+=("$WORK/tone-$f.wav")
+  done
+  sox -q -R -M "${tones[@]}" -b 16 "$WORK/ogg-51.wav"
+  "${opus[@]}" --serial 104 --bitrate 256 "$WORK/ogg-51.wav" "$out/opus-5.1.opus"
+  # 5. Vorbis stereo 44.1 kHz, quality 5.
+  oggenc --quiet -q 5 -s 105 -t "Ogg test" -a "$ARTIST" -o "$out/vorbis-stereo-44k.ogg" "$WORK/ogg-44k.wav"
+  # 6. Vorbis mono 22.05 kHz.
+  sox -q -R "$WORK/ogg-44k.wav" -r 22050 -c 1 "$WORK/ogg-22k-mono.wav" trim 0 4
+  oggenc --quiet -q 3 -s 106 -o "$out/vorbis-mono-22k.ogg" "$WORK/ogg-22k-mono.wav"
+  # 7. A chain: two Opus links (distinct serials) one after the other, 3 s and 2 s.
+  sox -q -R "$WORK/ogg-48k.wav" "$WORK/ogg-link1.wav" trim 0 3
+  sox -q -R "$WORK/ogg-48k.wav" "$WORK/ogg-link2.wav" trim 3 2
+  "${opus[@]}" --serial 107 --bitrate 96 "$WORK/ogg-link1.wav" "$WORK/link1.opus"
+  "${opus[@]}" --serial 108 --bitrate 96 "$WORK/ogg-link2.wav" "$WORK/link2.opus"
+  cat "$WORK/link1.opus" "$WORK/link2.opus" >"$out/chained-opus.opus"
+  # 8. 20 s (the 6 s repeated) at 160 kbit/s, about 400 kB: long enough that a seek over HTTP
+  #    bisects (64 KiB windows) before its last read.
+  sox -q -R "$WORK/ogg-48k.wav" "$WORK/ogg-20s.wav" repeat 3 trim 0 20
+  "${opus[@]}" --serial 109 --bitrate 160 "$WORK/ogg-20s.wav" "$out/opus-20s.opus"
+  # 9. Vorbis 5.1 from the six tones (oggenc maps the WAV order to Vorbis order).
+  oggenc --quiet -q 4 -s 110 -o "$out/vorbis-5.1.ogg" "$WORK/ogg-51.wav"
+}
+
 # --- staging and swap ------------------------------------------------------------------------
 
 cleanup() {
@@ -277,20 +333,22 @@ main() {
   local mode=library files
   if [ "${1:-}" = "--long" ]; then mode=long; shift; fi
   if [ "${1:-}" = "--lossless" ]; then mode=lossless; shift; fi
+  if [ "${1:-}" = "--ogg" ]; then mode=ogg; shift; fi
   if [ $# -ne 1 ] || [ -z "$1" ]; then
-    echo "usage: make-media.sh OUTDIR | make-media.sh --long DIR | make-media.sh --lossless DIR" >&2
+    echo "usage: make-media.sh OUTDIR | make-media.sh --long DIR | make-media.sh --lossless DIR | make-media.sh --ogg DIR" >&2
     exit 2
   fi
   OUT=$(realpath -m "$1")
   case $mode in
     long) files=("${LONG_FILES[@]}") ;;
     lossless) files=("${LOSSLESS_FILES[@]}") ;;
+    ogg) files=("${OGG_FILES[@]}") ;;
     *) files=("${LIBRARY_FILES[@]}") ;;
   esac
   if up_to_date "$OUT" "${files[@]}"; then exit 0; fi
 
   local tool
-  for tool in sox espeak-ng lame ffmpeg ffprobe; do
+  for tool in sox espeak-ng lame ffmpeg ffprobe opusenc oggenc; do
     command -v "$tool" >/dev/null || { echo "make-media: $tool is missing (make deps installs it)" >&2; exit 1; }
   done
   local started=$SECONDS parent base d
@@ -313,6 +371,7 @@ main() {
   case $mode in
     long) make_long "$STAGING" ;;
     lossless) make_lossless "$STAGING" ;;
+    ogg) make_ogg "$STAGING" ;;
     *) make_library "$STAGING" ;;
   esac
   local f

@@ -6,6 +6,8 @@ PACKAGES=(
   libsqlite3-dev                                                              # streamd's library catalog
   libflac-dev flac                                                            # streamplay's FLAC decoder; flac -d: the tests' reference
   libmp3lame-dev                                                              # streamd: radio channels of mixed formats are encoded to MP3
+  libopus-dev libvorbis-dev libogg-dev                                         # Ogg Opus and Vorbis decoders (libogg: only vorbis's ogg_packet)
+  opus-tools vorbis-tools                                                     # make media (opusenc, oggenc) and the reference decoders (opusdec, oggdec)
   libsoxr-dev libsonic-dev librubberband-dev                                  # DSP (rubberband: bench program only)
   sox libsox-fmt-mp3 espeak-ng lame ffmpeg                                    # media/make-media.sh
   mpg123 python3-numpy python3-mutagen curl bc tmux time heaptrack openssl                              # reference clients and decoders for tests, bench (heaptrack: allocation count)

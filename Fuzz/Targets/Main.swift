@@ -6,7 +6,7 @@ import Glibc
 
 /// The parsers the fuzzer can drive, by the FUZZ_TARGET name `make fuzz` uses.
 enum FuzzTarget: String, CaseIterable {
-    case analyze, decode, encode, mpeg, tags, adts, wav, mp4, ts, m3u8, playlist, http, range, icy, icystream, response, url, api, flac, ogg, aiff, alac, flacdecode
+    case analyze, decode, encode, mpeg, tags, adts, wav, mp4, ts, m3u8, playlist, http, range, icy, icystream, response, url, api, flac, ogg, oggdecode, aiff, alac, flacdecode
 
     /// Feeds one input to the parser; any thrown error is a normal outcome, a trap is a finding.
     func run(_ bytes: [UInt8]) {
@@ -31,6 +31,7 @@ enum FuzzTarget: String, CaseIterable {
         case .api: APITarget.run(bytes)
         case .flac: FLACTarget.run(bytes)
         case .ogg: OggTarget.run(bytes)
+        case .oggdecode: OggDecodeTarget.run(bytes)
         case .aiff: AIFFTarget.run(bytes)
         case .alac: ALACTarget.run(bytes)
         case .flacdecode: FLACDecodeTarget.run(bytes)

@@ -5,6 +5,10 @@ import StreamShared
 public protocol PacketConverter {
     /// Forgets buffered bytes: the next bytes start at stream offset `offset` (a seek).
     mutating func restart(at offset: Int) throws
+    /// A seek: the next bytes start at `offset`, and the caller counts the next sample handed
+    /// out as `sample`. Converters whose units place themselves (Ogg) align to it; the others
+    /// only restart.
+    mutating func restart(at offset: Int, sample: Int) throws
     mutating func append(_ bytes: [UInt8])
     /// Converts the next fully buffered unit, passing its samples to `body`; false when more
     /// bytes are needed (or, with `isComplete`, when the stream holds no further unit).
@@ -21,6 +25,7 @@ public protocol PacketConverter {
 }
 
 extension PacketConverter {
+    public mutating func restart(at offset: Int, sample: Int) throws { try restart(at: offset) }
     public var decodedFormat: AudioFormat? { nil }
     public var damageReport: String? { nil }
     public var destination: (() -> UnsafeMutableBufferPointer<Float>?)? {

@@ -96,6 +96,13 @@ public struct TrackDecoder {
             declared = AudioFormat(sampleRate: wav.format.sampleRate, channels: wav.format.channels)
         case .flac, .aiff:
             throw FormatError.unsupported(component: "decoder", reason: "\(stream.container.rawValue) tracks are not transcoded yet")
+        case .ogg:
+            // The converter cuts the pre-skip and each link's end by the granules itself.
+            guard let codec = stream.oggCodec else { throw FormatError.invalid(component: "ogg", reason: "no codec header", offset: 0) }
+            converter = OggConverter()
+            wavChannelMask = VorbisChannelOrder.channelMask(channels: codec.channels)
+            readOffset = stream.firstFrameOffset
+            declared = AudioFormat(sampleRate: codec.sampleRate, channels: codec.channels)
         }
         if stream.container != .mp4 { try converter.restart(at: readOffset) }
         guard declared.sampleRate > 0, declared.channels > 0 else {

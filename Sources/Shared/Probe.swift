@@ -12,6 +12,8 @@ public enum Container: String, Sendable, Codable, CaseIterable {
     case flac
     /// AIFF and AIFF-C (.aif, .aiff, .aifc).
     case aiff
+    /// Ogg (.ogg, .opus, .oga) holding Opus or Vorbis.
+    case ogg
 
     /// The HTTP Content-Type a server sends for this container.
     public var mimeType: String {
@@ -22,6 +24,7 @@ public enum Container: String, Sendable, Codable, CaseIterable {
         case .wav: return "audio/wav"
         case .flac: return "audio/flac"
         case .aiff: return "audio/aiff"
+        case .ogg: return "audio/ogg"
         }
     }
 }
@@ -47,6 +50,8 @@ public struct ProbedStream: Sendable, Equatable {
     public var flac: FLACMetadataPrefix?
     /// The COMM chunk and SSND location, for AIFF/AIFF-C.
     public var aiff: AIFFInfo?
+    /// The audio stream's codec and headers, for Ogg.
+    public var oggCodec: OggCodec?
 
     /// Tags found in the prefix, the first ID3v2 tag winning.
     public var tags: TrackTags {
@@ -126,11 +131,18 @@ public enum Probe {
         }
         if hasPrefix(body, "fLaC") { return try probeFLAC(body, tags: tags, isComplete: isComplete) }
         if isAIFF(body) { return try probeAIFF(body, tags: tags, isComplete: isComplete) }
+        if hasPrefix(body, "OggS") {
+            guard let codec = try oggCodec(body, isComplete: isComplete) else { return .needMore(atLeast: max(bytes.count * 2, offset + 4096)) }
+            var stream = ProbedStream(container: .ogg, codec: codec.name, firstFrameOffset: offset)
+            stream.id3v2 = tags
+            stream.oggCodec = codec
+            return .audio(stream)
+        }
         // Formats with a signature that are not played: refused by name, never scanned for
         // MPEG syncs (their samples are full of them).
         if let name = unsupportedContainer(body) {
             throw FormatError.unsupported(component: "parser",
-                                          reason: "\(name) files are not supported (MP3, AAC, ALAC, WAV, FLAC and AIFF)")
+                                          reason: "\(name) files are not supported (MP3, AAC, ALAC, WAV, FLAC, AIFF, and Ogg Opus/Vorbis)")
         }
         // Frame-based streams: the earliest confirmed MPEG or ADTS frame wins.
         var scanner = MPEGFrameScanner(maxJunk: maxJunk)
@@ -161,9 +173,35 @@ public enum Probe {
             return .audio(stream)
         }
         if isComplete || body.count > maxJunk {
-            throw FormatError.notAudio(reason: "no MP3, AAC, MP4, WAV, FLAC or AIFF signature or frames found")
+            throw FormatError.notAudio(reason: "no MP3, AAC, MP4, WAV, FLAC, AIFF or Ogg signature or frames found")
         }
         return .needMore(atLeast: min(offset + maxJunk + 8192, max(bytes.count * 2, offset + 8192)))
+    }
+
+    /// The codec of an Ogg file's first audio stream, from the BOS pages at its start (a video
+    /// or skeleton stream may come first); nil when the prefix ends before it is known. Ogg FLAC
+    /// and Speex are refused by name.
+    static func oggCodec(_ body: ArraySlice<UInt8>, isComplete: Bool) throws -> OggCodec? {
+        var position = body.startIndex
+        while true {
+            guard let page = try OggPage.parse(body[position...]) else {
+                if isComplete { throw FormatError.truncated(component: "ogg", offset: position, needed: OggPage.minHeaderLength) }
+                return nil
+            }
+            guard page.isBeginningOfStream else {
+                throw FormatError.unsupported(component: "ogg", reason: "no Opus or Vorbis stream in the Ogg file")
+            }
+            let first = body[(position + page.headerLength)...].prefix(page.pieces.first?.length ?? 0)
+            if let codec = try OggCodec.identify(first) {
+                switch codec {
+                case .opus, .vorbis: return codec
+                case .flac, .speex:
+                    throw FormatError.unsupported(component: "ogg",
+                                                  reason: "Ogg \(codec.name == "flac" ? "FLAC" : "Speex") is not supported (Ogg Opus and Vorbis are)")
+                }
+            }
+            position += page.length
+        }
     }
 
     /// ffmpeg's name for the PCM coding: the container width decides (12-bit samples are pcm_s16le).
@@ -180,7 +218,7 @@ public enum Probe {
     /// Names the container when the bytes open with the signature of an audio format this
     /// project does not play.
     static func unsupportedContainer(_ bytes: ArraySlice<UInt8>) -> String? {
-        if hasPrefix(bytes, "OggS") { return "Ogg" }
+
         if hasPrefix(bytes, "MAC ") { return "Monkey's Audio" }
         if hasPrefix(bytes, "wvpk") { return "WavPack" }
         if hasPrefix(bytes, ".snd") { return "Sun/NeXT au" }

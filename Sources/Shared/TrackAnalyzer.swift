@@ -61,7 +61,7 @@ public enum TrackAnalyzer {
         case .adts: return try analyzeADTS(source, stream)
         case .wav: return try analyzeWAV(source, stream)
         case .mp4: return try analyzeMP4(source)
-        case .flac, .aiff: throw notAnalysed(stream)
+        case .flac, .aiff, .ogg: throw notAnalysed(stream)
         }
     }
 
@@ -84,7 +84,7 @@ public enum TrackAnalyzer {
         case .adts: analysis = try analyzeADTS(source, stream, window: adtsWindow)
         case .wav: analysis = try analyzeWAV(source, stream)
         case .mp4: analysis = try analyzeMP4(source)
-        case .flac, .aiff: throw notAnalysed(stream)
+        case .flac, .aiff, .ogg: throw notAnalysed(stream)
         }
         analysis.seekIndex.points = Array(analysis.seekIndex.points.prefix(1))
         return analysis

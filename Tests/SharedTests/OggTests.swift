@@ -109,6 +109,28 @@ import Testing
         #expect(throws: FormatError.self) { try OggReader.read(MemoryBytes(noTags)) }
     }
 
+    @Test func probe_oggOpusAndVorbisPlayFLACAndSpeexAreRefused() throws {
+        let opus = B.oggStream(serial: 9, headers: Self.opusHeaders, audio: [[1]], granules: [960])
+        guard case .audio(let stream) = try Probe.probe(opus[...], isComplete: true) else { Issue.record("no audio"); return }
+        #expect(stream.container == .ogg && stream.codec == "opus" && stream.container.mimeType == "audio/ogg")
+        #expect(stream.oggCodec?.preSkip == 312)
+        // Vorbis behind a video stream's BOS page.
+        let video = B.oggPage(serial: 3, sequence: 0, granule: 0, flags: 0x02, lacing: [7], body: [0x80] + Array("theora".utf8))
+        let vorbis = B.oggStream(serial: 4, headers: [B.vorbisID(rate: 22_050)], audio: [[1]], granules: [0])
+        guard case .audio(let muxed) = try Probe.probe((video + vorbis)[...], isComplete: true) else { Issue.record("no audio"); return }
+        #expect(muxed.codec == "vorbis" && muxed.oggCodec?.sampleRate == 22_050)
+        // The prefix cut inside the first page: more bytes, please.
+        #expect(try Probe.probe(opus.prefix(30), isComplete: false) == .needMore(atLeast: 4096))
+        let flac = B.oggStream(serial: 9, headers: [OggFLACHeader.magic + [1, 0, 0, 1] + Array("fLaC".utf8) + [0x80, 0, 0, 34]
+                                                    + B.streamInfo(totalSamples: 0)], audio: [[1]], granules: [960])
+        let flacError = #expect(throws: FormatError.self) { try Probe.probe(flac[...], isComplete: true) }
+        #expect(String(describing: flacError).contains("Ogg FLAC is not supported"), "\(String(describing: flacError))")
+        let noAudio = video + B.oggPage(serial: 3, sequence: 1, granule: 0, lacing: [1], body: [0])
+        #expect(throws: FormatError.unsupported(component: "ogg", reason: "no Opus or Vorbis stream in the Ogg file")) {
+            try Probe.probe(noAudio[...], isComplete: true)
+        }
+    }
+
     @Test func reader_chainedLinks() throws {
         let first = B.oggStream(serial: 1, headers: Self.opusHeaders, audio: [[1], [2]], granules: [960, 48_312])
         let second = B.oggStream(serial: 2, headers: [B.vorbisID(rate: 22_050), [3] + Array("vorbis".utf8) + B.vorbisComment(["TITLE=Two"]) + [1],

@@ -29,6 +29,13 @@ public enum TestPaths {
         return packageRoot.appendingPathComponent("media/out").resolvingSymlinksInPath()
     }
 
+    /// The generated Ogg Opus and Vorbis files (`make media`: media/make-media.sh --ogg), kept
+    /// out of the library until the catalog reads Ogg.
+    public static var oggMedia: URL {
+        if let dir = ProcessInfo.processInfo.environment["STREAM_OGG_MEDIA_DIR"] { return URL(fileURLWithPath: dir).resolvingSymlinksInPath() }
+        return packageRoot.appendingPathComponent("media/ogg").resolvingSymlinksInPath()
+    }
+
     /// ../shared/tools/pcm-compare beside the checkout, when present.
     public static var pcmCompare: String? {
         let candidates = [packageRoot.appendingPathComponent("../shared/tools/pcm-compare").standardized.path,

@@ -137,7 +137,7 @@ final class DecodeSession {
         let (unit, byte) = try player.locateUnit(atOrBefore: max(0, target / plan.samplesPerUnit - plan.warmUpUnits), plan: plan)
         player.throttle.reset(to: byte)
         player.control.seek(to: byte)
-        try converter.restart(at: byte)
+        try converter.restart(at: byte, sample: unit * plan.samplesPerUnit)
         position = unit * plan.samplesPerUnit
         holdback.reset()
         keepFrom = max(plan.trimStart, target)

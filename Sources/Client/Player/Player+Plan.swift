@@ -40,6 +40,8 @@ extension Player {
         var flac: FLACMetadataPrefix? = nil
         var aiff: AIFFInfo? = nil
         var alac: ALACSpecificConfig? = nil
+        /// Ogg only: the stream's serial, codec, links and where its audio pages start.
+        var ogg: OggPlan? = nil
         /// AAC only: the channels the ADTS header or AudioSpecificConfig declares (1 folds
         /// libfaad2's stereo copy of a mono stream back to mono).
         var declaredChannels = 0
@@ -53,6 +55,7 @@ extension Player {
     func makeConverter(_ plan: StreamPlan) throws -> any PacketConverter {
         if let wav = plan.wav { return WAVConverter(format: wav.format) }
         if let converter = try makeLosslessConverter(plan) { return converter }
+        if let ogg = plan.ogg { return OggConverter(links: ogg.links.map(\.link)) }
         if let adts = plan.adts { return try ADTSConverter(first: adts) }
         if let track = plan.mp4 {
             if let fragmented = plan.fragmented {
@@ -123,9 +126,10 @@ extension Player {
         case .mp4: plan = try mp4Plan(stream)
         case .flac: plan = try flacPlan(stream)
         case .aiff: plan = try aiffPlan(stream)
+        case .ogg: plan = try oggPlan(stream)
         }
         if let plan { return plan }
-        throw PlaybackError(message: "converter: unsupported format: \(stream.container.rawValue)/\(stream.codec) (MP3, AAC, ALAC, WAV, FLAC and AIFF so far)",
+        throw PlaybackError(message: "converter: unsupported format: \(stream.container.rawValue)/\(stream.codec) (MP3, AAC, ALAC, WAV, FLAC, AIFF and Ogg Opus/Vorbis so far)",
                             exitCode: 1)
     }
 

@@ -15,6 +15,7 @@ extension Player {
             let frame = min(unit, last)
             return (frame, plan.audioStart + frame * wav.format.blockAlign)
         }
+        if let ogg = plan.ogg { return try locateOggPage(atOrBefore: unit, plan: plan, ogg: ogg) }
         if let segments = source.segments {
             return try locateSegment(atOrBefore: unit, plan: plan, segments: segments)
         }

@@ -10,7 +10,7 @@ import Glibc
 public enum QueueSources {
     /// File name endings played from a directory (what the pipeline plays, by name).
     public static let audioExtensions: Set<String> = ["mp3", "mp2", "mp1", "m4a", "m4b", "mp4", "aac", "adts", "wav",
-                                                      "flac", "aif", "aiff", "aifc"]
+                                                      "flac", "aif", "aiff", "aifc", "ogg", "oga", "opus"]
     /// At most this many tracks from one directory, and this deep.
     static let maxFiles = 100_000
     static let maxDepth = 32

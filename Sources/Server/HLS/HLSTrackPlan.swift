@@ -151,6 +151,8 @@ public struct HLSTrackPlan: Sendable {
             throw HLSError.unsupported("WAV has no packed-audio or fMP4 form here")
         case .flac, .aiff:
             throw HLSError.unsupported("\(analysis.container.rawValue) has no HLS rendition yet")
+        case .ogg:
+            throw HLSError.unsupported("Ogg has no packed-audio or fMP4 form here yet")
         }
     }
 
