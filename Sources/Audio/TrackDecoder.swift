@@ -94,6 +94,8 @@ public struct TrackDecoder {
             wavChannelMask = wav.format.channelMask
             readOffset = wav.dataOffset
             declared = AudioFormat(sampleRate: wav.format.sampleRate, channels: wav.format.channels)
+        case .flac, .ogg, .aiff:
+            throw FormatError.unsupported(component: "decoder", reason: "\(stream.container.rawValue) (\(stream.codec)) is not decoded here yet")
         }
         if stream.container != .mp4 { try converter.restart(at: readOffset) }
         guard declared.sampleRate > 0, declared.channels > 0 else {

@@ -8,6 +8,12 @@ public enum Container: String, Sendable, Codable, CaseIterable {
     case mp4
     /// RIFF/WAVE (.wav).
     case wav
+    /// Native FLAC (.flac), possibly behind ID3v2 tags.
+    case flac
+    /// Ogg holding Opus or Vorbis (.ogg, .opus, .oga).
+    case ogg
+    /// AIFF or AIFF-C (.aiff, .aif, .aifc).
+    case aiff
 
     /// The HTTP Content-Type a server sends for this container.
     public var mimeType: String {
@@ -16,6 +22,9 @@ public enum Container: String, Sendable, Codable, CaseIterable {
         case .adts: return "audio/aac"
         case .mp4: return "audio/mp4"
         case .wav: return "audio/wav"
+        case .flac: return "audio/flac"
+        case .ogg: return "audio/ogg"
+        case .aiff: return "audio/aiff"
         }
     }
 }
@@ -23,10 +32,12 @@ public enum Container: String, Sendable, Codable, CaseIterable {
 /// What `Probe` learned from the first bytes of a stream.
 public struct ProbedStream: Sendable, Equatable {
     public var container: Container
-    /// Codec name: "mp1", "mp2", "mp3", "aac", or "pcm_s16le"-style names for WAV.
+    /// Codec name: "mp1", "mp2", "mp3", "aac", "flac", "opus", "vorbis", or "pcm_s16le"-style
+    /// names for WAV and AIFF ("pcm_s16be").
     public var codec: String
-    /// Offset of the first audio frame (MP3/ADTS), of the first sample (WAV), or 0 for MP4
-    /// (whose sample offsets come from its sample tables).
+    /// Offset of the first audio frame (MP3/ADTS), of the first sample (WAV, AIFF), of the
+    /// "fLaC" marker (FLAC: the frames follow its metadata blocks), of the first page (Ogg), or 0
+    /// for MP4 (whose sample offsets come from its sample tables).
     public var firstFrameOffset: Int
     /// ID3v2 tags in front of the audio (an MP3 or ADTS file may carry several).
     public var id3v2: [ID3v2Tag] = []
@@ -112,10 +123,20 @@ public enum Probe {
         if offset == 0, body.count >= 8, isMP4BoxType(body.dropFirst(4).prefix(4)) {
             return .audio(ProbedStream(container: .mp4, codec: "aac", firstFrameOffset: 0))
         }
+        if hasPrefix(body, "fLaC") {
+            return try probeFLAC(body, at: offset, tags: tags, isComplete: isComplete)
+        }
+        if hasPrefix(body, "OggS") {
+            guard offset == 0 else { throw FormatError.unsupported(component: "ogg", reason: "Ogg behind an ID3v2 tag") }
+            return try probeOgg(body, isComplete: isComplete)
+        }
+        if hasPrefix(body, "FORM"), ["AIFF", "AIFC"].contains(String(decoding: body.dropFirst(8).prefix(4), as: UTF8.self)) {
+            return try probeAIFF(body, at: offset, tags: tags, isComplete: isComplete)
+        }
         // Formats with a signature that are not played: refused by name, never scanned for
         // MPEG syncs (their samples are full of them).
         if let name = unsupportedContainer(body) {
-            throw FormatError.unsupported(component: "parser", reason: "\(name) files are not supported (MP3, AAC in ADTS or MP4, and WAV)")
+            throw FormatError.unsupported(component: "parser", reason: "\(name) files are not supported (MP3, AAC, ALAC, WAV, FLAC, Ogg Opus/Vorbis, AIFF)")
         }
         // Frame-based streams: the earliest confirmed MPEG or ADTS frame wins.
         var scanner = MPEGFrameScanner(maxJunk: maxJunk)
@@ -146,7 +167,7 @@ public enum Probe {
             return .audio(stream)
         }
         if isComplete || body.count > maxJunk {
-            throw FormatError.notAudio(reason: "no MP3, AAC, MP4 or WAV signature or frames found")
+            throw FormatError.notAudio(reason: "no MP3, AAC, MP4, WAV, FLAC, Ogg or AIFF signature or frames found")
         }
         return .needMore(atLeast: min(offset + maxJunk + 8192, max(bytes.count * 2, offset + 8192)))
     }
@@ -162,15 +183,72 @@ public enum Probe {
         }
     }
 
+    /// FLAC: "fLaC" then a STREAMINFO block header (type 0, 34 bytes); the frames follow the
+    /// metadata blocks, which `FLACReader` walks.
+    static func probeFLAC(_ body: ArraySlice<UInt8>, at offset: Int, tags: [ID3v2Tag], isComplete: Bool) throws -> Result {
+        guard body.count >= 8 else {
+            if isComplete { throw FormatError.truncated(component: "flac", offset: offset + body.count, needed: 8 - body.count) }
+            return .needMore(atLeast: offset + 8)
+        }
+        let base = body.startIndex
+        guard body[base + 4] & 0x7F == 0, body[base + 5] == 0, body[base + 6] == 0, body[base + 7] == 34 else {
+            throw FormatError.invalid(component: "flac", reason: "FLAC marker without a STREAMINFO block", offset: offset + 4)
+        }
+        var stream = ProbedStream(container: .flac, codec: "flac", firstFrameOffset: offset)
+        stream.id3v2 = tags
+        return .audio(stream)
+    }
+
+    /// Ogg: the BOS pages at the start name the link's streams; the first Opus or Vorbis one is
+    /// the audio. FLAC-in-Ogg and Speex are refused by name.
+    static func probeOgg(_ body: ArraySlice<UInt8>, isComplete: Bool) throws -> Result {
+        var position = 0
+        var others: [String] = []
+        while true {
+            let rest = body.dropFirst(position)
+            guard let page = try OggPage.parse(rest) else {
+                if isComplete { throw FormatError.truncated(component: "ogg", offset: position, needed: OggPage.minHeaderLength) }
+                return .needMore(atLeast: max(body.count * 2, position + OggPage.maxLength))
+            }
+            guard page.isBeginningOfStream, others.count < 16 else { break }
+            let first = rest.dropFirst(page.headerLength).prefix(page.pieces.first?.length ?? 0)
+            switch try OggCodec.identify(first) {
+            case .opus?: return .audio(ProbedStream(container: .ogg, codec: "opus", firstFrameOffset: 0))
+            case .vorbis?: return .audio(ProbedStream(container: .ogg, codec: "vorbis", firstFrameOffset: 0))
+            case .flac?: throw FormatError.unsupported(component: "ogg", reason: "Ogg FLAC files are not supported (native FLAC is)")
+            case .speex?: throw FormatError.unsupported(component: "ogg", reason: "Ogg Speex files are not supported")
+            case nil: others.append(String(decoding: first.prefix(8).filter { $0 >= 0x20 && $0 < 0x7F }, as: UTF8.self))
+            }
+            position += page.length
+        }
+        throw FormatError.unsupported(component: "ogg", reason: "no Opus or Vorbis stream in the Ogg file (\(others.joined(separator: ", ")))")
+    }
+
+    /// AIFF/AIFF-C: every chunk up to SSND must be in the prefix (COMM usually comes first).
+    static func probeAIFF(_ body: ArraySlice<UInt8>, at offset: Int, tags: [ID3v2Tag], isComplete: Bool) throws -> Result {
+        let info: AIFFInfo
+        do {
+            info = try AIFF.parse(body)
+        } catch is FormatError where !isComplete && body.count < 16 << 20 {
+            // A chunk cut by the prefix's end (or COMM behind a large SSND): read more first.
+            return .needMore(atLeast: offset + body.count * 2)
+        }
+        let format = info.format
+        let codec: String
+        switch format.encoding {
+        case .integer: codec = format.bytesPerSample == 1 ? "pcm_s8" : "pcm_s\(format.bytesPerSample * 8)\(format.littleEndian ? "le" : "be")"
+        case .float: codec = "pcm_f\(format.bytesPerSample * 8)be"
+        case .muLaw: codec = "pcm_mulaw"
+        case .aLaw: codec = "pcm_alaw"
+        }
+        var stream = ProbedStream(container: .aiff, codec: codec, firstFrameOffset: offset + info.dataOffset)
+        stream.id3v2 = tags
+        return .audio(stream)
+    }
+
     /// Names the container when the bytes open with the signature of an audio format this
     /// project does not play.
     static func unsupportedContainer(_ bytes: ArraySlice<UInt8>) -> String? {
-        if hasPrefix(bytes, "fLaC") { return "FLAC" }
-        if hasPrefix(bytes, "OggS") { return "Ogg" }
-        if hasPrefix(bytes, "FORM"), bytes.count >= 12 {
-            let kind = String(decoding: bytes.dropFirst(8).prefix(4), as: UTF8.self)
-            if kind == "AIFF" || kind == "AIFC" { return kind }
-        }
         if hasPrefix(bytes, "MAC ") { return "Monkey's Audio" }
         if hasPrefix(bytes, "wvpk") { return "WavPack" }
         if hasPrefix(bytes, ".snd") { return "Sun/NeXT au" }

@@ -61,6 +61,8 @@ public enum TrackAnalyzer {
         case .adts: return try analyzeADTS(source, stream)
         case .wav: return try analyzeWAV(source, stream)
         case .mp4: return try analyzeMP4(source)
+        case .flac, .ogg, .aiff:
+            throw FormatError.unsupported(component: "analyzer", reason: "\(stream.container.rawValue) is not analyzed yet")
         }
     }
 
@@ -83,6 +85,8 @@ public enum TrackAnalyzer {
         case .adts: analysis = try analyzeADTS(source, stream, window: adtsWindow)
         case .wav: analysis = try analyzeWAV(source, stream)
         case .mp4: analysis = try analyzeMP4(source)
+        case .flac, .ogg, .aiff:
+            throw FormatError.unsupported(component: "analyzer", reason: "\(stream.container.rawValue) is not analyzed yet")
         }
         analysis.seekIndex.points = Array(analysis.seekIndex.points.prefix(1))
         return analysis

@@ -116,6 +116,7 @@ extension Player {
         case .wav: plan = wavPlan(stream)
         case .adts: plan = try adtsPlan(stream)
         case .mp4: plan = try mp4Plan(stream)
+        case .flac, .ogg, .aiff: plan = nil
         }
         if let plan { return plan }
         throw PlaybackError(message: "converter: unsupported format: \(stream.container.rawValue)/\(stream.codec) (MP3, AAC in ADTS or MP4, and WAV so far)",

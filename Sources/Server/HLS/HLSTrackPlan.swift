@@ -149,6 +149,8 @@ public struct HLSTrackPlan: Sendable {
             return try makeFMP4(file: file, etag: etag, analysis: analysis)
         case .wav:
             throw HLSError.unsupported("WAV has no packed-audio or fMP4 form here")
+        case .flac, .ogg, .aiff:
+            throw HLSError.unsupported("\(analysis.container.rawValue) (\(analysis.codec)) has no HLS form here")
         }
     }
 
