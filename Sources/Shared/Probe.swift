@@ -206,6 +206,7 @@ public enum Probe {
         var others: [String] = []
         while true {
             let rest = body.dropFirst(position)
+            if rest.isEmpty, isComplete, position > 0 { break }
             guard let page = try OggPage.parse(rest) else {
                 if isComplete { throw FormatError.truncated(component: "ogg", offset: position, needed: OggPage.minHeaderLength) }
                 return .needMore(atLeast: max(body.count * 2, position + OggPage.maxLength))
