@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import StreamShared
+
+/// FLAC, Ogg Opus, Ogg Vorbis, AIFF and ALAC files made here by the reference encoders (flac,
+/// opusenc, oggenc, ffmpeg) from 2.5 s of 44.1 kHz stereo: the analyzer's format, length, depth,
+/// tags, gains, covers and exact seek points, both the quick read (`describe`) and the full one.
+@Suite(.timeLimit(.scaledMinutes(2))) struct LosslessAnalyzerTests {
+    /// The generated files, made once for the suite.
+    final class Files: Sendable {
+        let folder: URL
+        init() throws {
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("lossless-analyzer-\(getpid())-\(UUID().uuidString.prefix(8))")
+            try LosslessMedia.make(in: folder)
+        }
+        func bytes(_ name: String) throws -> MemoryBytes { MemoryBytes(Array(try Data(contentsOf: folder.appendingPathComponent(name)))) }
+        deinit { try? FileManager.default.removeItem(at: folder) }
+    }
+
+    static let files = Result { try Files() }
+
+    func bytes(_ name: String) throws -> MemoryBytes { try Self.files.get().bytes(name) }
+
+    /// Samples of the source (2.5 s at 44.1 kHz), and their length in seconds.
+    static let sourceFrames = 110_250
+    static let seconds = 2.5
+
+    @Test(arguments: [("tagged.flac", "flac", Container.flac, 16), ("tagged.opus", "opus", .ogg, 0),
+                      ("tagged.ogg", "vorbis", .ogg, 0), ("tagged.aiff", "pcm_s24be", .aiff, 24),
+                      ("tagged.m4a", "alac", .mp4, 16)])
+    func formatLengthAndDepth_quickAndFull(name: String, codec: String, container: Container, bits: Int) throws {
+        let source = try bytes(name)
+        for analysis in [try TrackAnalyzer.describe(source), try TrackAnalyzer.analyze(source)] {
+            #expect(analysis.container == container && analysis.codec == codec, "\(name): \(analysis.container) \(analysis.codec)")
+            #expect(analysis.channels == 2, "\(name)")
+            #expect(analysis.sampleRate == (codec == "opus" ? 48_000 : 44_100), "\(name): \(analysis.sampleRate)")
+            #expect(analysis.bitsPerSample == (bits == 0 ? nil : bits), "\(name): \(analysis.bitsPerSample ?? -1)")
+            #expect(abs(analysis.durationSeconds - Self.seconds) < 0.001, "\(name): \(analysis.durationSeconds) s")
+            #expect(analysis.tags.title != nil, "\(name): \(analysis.tags)")
+        }
+        // The round trip through the analyzer worker's wire keeps the new fields.
+        let full = try TrackAnalyzer.analyze(source)
+        #expect(try TrackAnalysis(encoded: full.encoded()[...]) == full)
+    }
+
+    @Test func flacDuration_matchesMetaflac() throws {
+        let folder = try Self.files.get().folder
+        let result = try runCommand(try #require(which("metaflac")), ["--show-total-samples", folder.appendingPathComponent("tagged.flac").path])
+        let samples = Int(String(decoding: result.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        let analysis = try TrackAnalyzer.describe(try bytes("tagged.flac"))
+        #expect(samples == analysis.totalSamples && samples == Self.sourceFrames)
+    }
+
+    @Test func opus_preSkipIsTheEncoderDelay_andLengthIsOpusdecs() throws {
+        let analysis = try TrackAnalyzer.analyze(try bytes("tagged.opus"))
+        #expect(analysis.encoderDelay == 312, "opusenc's pre-skip")
+        #expect(analysis.totalSamples - analysis.encoderDelay == 120_000, "2.5 s at 48 kHz: \(analysis.totalSamples)")
+    }
+
+    @Test func gains_replayGainAsWritten_r128MovedBy5dB() throws {
+        let flac = try TrackAnalyzer.describe(try bytes("tagged.flac")).tags.replayGain
+        #expect(flac?.trackGain == -6.5 && flac?.trackPeak == 0.5)
+        // R128_TRACK_GAIN=-512 is -2 dB against -23 LUFS: +3 dB against ReplayGain's reference.
+        let opus = try TrackAnalyzer.describe(try bytes("tagged.opus")).tags.replayGain
+        #expect(opus?.trackGain == 3 && opus?.albumGain == 4, "\(String(describing: opus))")
+        let vorbis = try TrackAnalyzer.describe(try bytes("tagged.ogg")).tags.replayGain
+        #expect(vorbis?.albumGain == -1.25)
+    }
+
+    @Test(arguments: ["tagged.flac", "tagged.opus", "tagged.m4a", "tagged.aiff"])
+    func covers_fromEverySource(name: String) throws {
+        let source = try bytes(name)
+        let picture = try #require(try EmbeddedPictureReader.picture(in: source), "\(name)")
+        #expect(picture.mimeType == "image/png" && picture.data.starts(with: [0x89, 0x50, 0x4E, 0x47]), "\(name)")
+        #expect(try TrackAnalyzer.describe(source).tags.coverArtBytes == picture.data.count, "\(name)")
+    }
+
+    @Test(arguments: ["untagged.flac", "untagged.opus", "untagged.ogg", "untagged.aiff", "untagged.m4a"])
+    func untagged_hasNoTagsAndNoCover(name: String) throws {
+        let source = try bytes(name)
+        let analysis = try TrackAnalyzer.describe(source)
+        #expect(analysis.tags.title == nil && analysis.tags.replayGain == nil, "\(name): \(analysis.tags)")
+        #expect(try EmbeddedPictureReader.picture(in: source) == nil, "\(name)")
+    }
+
+    /// Every point of the full index is a frame whose header's first sample is the point's sample.
+    @Test func flacSeekPoints_areFrameStartsAtTheirSample() throws {
+        let source = try bytes("blocks.flac")
+        let analysis = try TrackAnalyzer.analyze(source)
+        let points = analysis.seekIndex.points
+        #expect(points.count >= 5, "one every 0.5 s at least: \(points.count)")
+        #expect(points.first?.byte == analysis.firstFrameOffset && points.first?.sample == 0)
+        let file = try source.read(at: 0, count: source.size)
+        for point in points {
+            let sample = try #require(point.sample)
+            let header = try #require(try FLACFrameHeader.parse(file[point.byte..<min(file.count, point.byte + 16)]), "\(point)")
+            #expect(header.firstSample(nominalBlockSize: 1152) == sample, "\(point)")
+            #expect(abs(point.t - Double(sample) / 44_100) < 1e-9)
+        }
+        #expect(zip(points, points.dropFirst()).allSatisfy { $0.sample! < $1.sample! && $0.byte < $1.byte })
+        // The quick read keeps the first point only.
+        #expect(try TrackAnalyzer.describe(source).seekIndex.points == [points[0]])
+    }
+
+    /// Every point of an Ogg index is a page start, not continuing a packet, whose sample is the
+    /// granule of the stream's page before it.
+    @Test(arguments: ["tagged.opus", "tagged.ogg", "chained.opus"])
+    func oggSeekPoints_arePageStartsAtThePreviousGranule(name: String) throws {
+        let source = try bytes(name)
+        let analysis = try TrackAnalyzer.analyze(source)
+        let file = try source.read(at: 0, count: source.size)[...]
+        var previousGranule: [UInt32: Int64] = [:]
+        var granuleBefore: [Int: Int64] = [:]
+        var offset = 0
+        while let (at, page) = OggPage.next(in: file, from: offset) {
+            if let granule = previousGranule[page.serial], !page.isBeginningOfStream { granuleBefore[at] = granule }
+            if page.granulePosition != -1 { previousGranule[page.serial] = page.granulePosition }
+            if page.isBeginningOfStream { previousGranule[page.serial] = nil }
+            offset = at + page.length
+        }
+        let points = analysis.seekIndex.points
+        // opusenc and oggenc write pages of about a second: one point each.
+        #expect(points.count >= (name == "chained.opus" ? 4 : 2), "\(name): \(points.count) points")
+        for point in points {
+            let page = try #require(try OggPage.parse(file[point.byte...]), "\(name): \(point)")
+            #expect(!page.isContinued, "\(name): \(point)")
+            #expect(granuleBefore[point.byte].map(Int.init) == point.sample, "\(name): \(point)")
+        }
+        if name == "chained.opus" {
+            #expect(Set(points.compactMap(\.link)) == [0, 1], "both links indexed")
+            #expect(abs(analysis.durationSeconds - 2 * Self.seconds) < 0.001, "\(analysis.durationSeconds)")
+        }
+    }
+
+    @Test func aiffTags_fromTheID3ChunkAfterTheSamples() throws {
+        let analysis = try TrackAnalyzer.describe(try bytes("tagged.aiff"))
+        #expect(analysis.tags.title == "Aiff Title" && analysis.tags.artist == "Aiff Artist", "\(analysis.tags)")
+        #expect(analysis.seekIndex.firstFrameOffset == analysis.firstFrameOffset)
+    }
+}
+
