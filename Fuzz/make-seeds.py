@@ -233,8 +233,10 @@ def main():
 
     # alac: the cookie ffmpeg's ALAC encoder writes (stereo 16-bit and mono 24-bit), bare, as its
     # 'alac' atom, and behind a 'frma' atom as QuickTime's 'wave' holds it.
+    alac_files = []
     for args in [["-ac", "2", "-sample_fmt", "s16p"], ["-ac", "1", "-sample_fmt", "s32p"]]:
         m4a = ffmpeg(["-i", wavs[0], "-t", "0.1", "-c:a", "alac"] + args + BITEXACT, ".m4a")
+        alac_files.append(m4a)
         at = m4a.find(b"alac\0\0\0\0", m4a.find(b"stsd"))
         at = m4a.find(b"alac", at + 4) - 4
         size = struct.unpack(">I", m4a[at:at + 4])[0]
@@ -298,6 +300,17 @@ def main():
 
     # decode: a transcoding channel reads the same whole files the analyzer does.
     shutil.copytree(os.path.join(out, "analyze"), os.path.join(out, "decode"))
+
+    # analyze: the whole FLAC, Ogg, AIFF and ALAC files above reach the analyzer's paths for
+    # them (its frame and page indexes, covers, gains); after the decode copy, which plays none.
+    for target in ["flac", "ogg", "aiff"]:
+        folder = os.path.join(out, target)
+        for name in sorted(os.listdir(folder)):
+            data = read(os.path.join(folder, name))
+            if data[:4] in (b"fLaC", b"OggS", b"FORM") or data[:3] == b"ID3":
+                write(out, "analyze", data)
+    for m4a in alac_files:
+        write(out, "analyze", m4a)
     # encode: input rate, channels and format indexes, then float samples (a tone; a tone with
     # NaN, infinities and 1e30 among them, as a float WAV may hold).
     tone = [0.5 * math.sin(2 * math.pi * 440 * i / 48000) for i in range(2048)]
