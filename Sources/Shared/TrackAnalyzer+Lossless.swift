@@ -200,7 +200,14 @@ extension TrackAnalyzer {
     /// from the ID3 chunk (before or after the samples) and NAME/AUTH.
     static func analyzeAIFF(_ source: some RandomAccessBytes, _ stream: ProbedStream) throws -> TrackAnalysis {
         let headerBytes = min(source.size, stream.firstFrameOffset + 16)
-        var info = try AIFF.parse(try source.read(at: 0, count: headerBytes)[...])
+        var info: AIFFInfo
+        do {
+            info = try AIFF.parse(try source.read(at: 0, count: headerBytes)[...])
+        } catch let error as FormatError where headerBytes < source.size {
+            // COMM behind the samples: the whole file, when it is small enough to hold.
+            guard source.size <= maxWholeAIFFBytes else { throw error }
+            info = try AIFF.parse(try source.read(at: 0, count: source.size)[...])
+        }
         let format = info.format
         if let tags = aiffTrailingTags(source, info) { info.tags = info.tags.merged(with: tags) }
         let frames = info.frameCount(fileSize: source.size)
@@ -227,6 +234,9 @@ extension TrackAnalyzer {
         if frames < format.declaredFrames { analysis.notes.append("\(format.declaredFrames - frames) declared frames missing") }
         return analysis
     }
+
+    /// The largest AIFF read whole, for one whose COMM chunk follows its samples.
+    static let maxWholeAIFFBytes = 256 << 20
 
     /// The ID3 chunk after the samples (where most taggers append it), when `info` (read from
     /// the header part) did not see it: chunk headers walked with small reads, 16 MiB at most read.

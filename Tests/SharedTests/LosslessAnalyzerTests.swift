@@ -133,6 +133,26 @@ import TestSupport
         }
     }
 
+    /// An Opus stream cut from a live one starts above granule 0: its length counts from the
+    /// first page's granule less the samples of the packets ending on it (RFC 7845 §4.5).
+    @Test func opusStartingAboveGranuleZero_countsFromItsStart() throws {
+        // Three CELT 20 ms packets (TOC 0xFC: config 31, one frame of 960 samples), one a page.
+        let start: Int64 = 48_000
+        let file = FLACOggBuilders.oggStream(serial: 5, headers: [FLACOggBuilders.opusHead(preSkip: 312), FLACOggBuilders.opusTags([])],
+                                             audio: [[0xFC, 1], [0xFC, 2], [0xFC, 3]],
+                                             granules: [start + 960, start + 1920, start + 2880])
+        for analysis in [try TrackAnalyzer.describe(MemoryBytes(file)), try TrackAnalyzer.analyze(MemoryBytes(file))] {
+            #expect(analysis.durationSeconds == Double(2880 - 312) / 48_000, "\(analysis.durationSeconds)")
+        }
+    }
+
+    /// COMM after the samples: read from the whole file, not the part before the samples.
+    @Test func aiffWithCOMMAfterSSND_isRead() throws {
+        let file = AIFFTests.form(AIFFTests.ssnd([UInt8](repeating: 1, count: 400)) + AIFFTests.comm(frames: 100))
+        let analysis = try TrackAnalyzer.describe(MemoryBytes(file))
+        #expect(analysis.totalSamples == 100 && analysis.bitsPerSample == 16 && analysis.codec == "pcm_s16be")
+    }
+
     @Test func aiffTags_fromTheID3ChunkAfterTheSamples() throws {
         let analysis = try TrackAnalyzer.describe(try bytes("tagged.aiff"))
         #expect(analysis.tags.title == "Aiff Title" && analysis.tags.artist == "Aiff Artist", "\(analysis.tags)")
