@@ -124,16 +124,14 @@ extension TrackAnalyzer {
         let untrimmed = Double(samples + preSkip) / Double(rate)
         let seek = SeekIndex(points: points, firstFrameOffset: first.offset, audioEndOffset: source.size,
                              encoderDelay: preSkip, encoderPadding: 0, durationSeconds: untrimmed)
-        var tags = ogg.tags
-        if tags.coverArtBytes == nil { tags.coverArtBytes = FLACPicture.cover(first.comment?.pictures ?? [])?.data.count }
+        // The first link's comment: tags, gains (R128 moved to ReplayGain's reference) and the cover's size.
+        let tags = ogg.tags
         var bitrate = try Checked.bitrate(bytes: source.size - first.offset, seconds: duration, "ogg")
         if case .vorbis(let id) = first.codec, id.bitrateNominal > 0, duration == 0 { bitrate = Int(id.bitrateNominal) }
-        var analysis = TrackAnalysis(container: .ogg, codec: first.codec.name, sampleRate: rate, channels: first.codec.channels,
-                                     durationSeconds: duration, bitrate: bitrate, frames: max(0, points.count),
-                                     firstFrameOffset: first.offset, encoderDelay: preSkip, encoderPadding: 0,
-                                     totalSamples: samples + preSkip, tags: tags, seekIndex: seek, notes: notes)
-        analysis.bitsPerSample = nil
-        return analysis
+        return TrackAnalysis(container: .ogg, codec: first.codec.name, sampleRate: rate, channels: first.codec.channels,
+                             durationSeconds: duration, bitrate: bitrate, frames: 0, firstFrameOffset: first.offset,
+                             encoderDelay: preSkip, encoderPadding: 0, totalSamples: samples + preSkip, tags: tags,
+                             seekIndex: seek, notes: notes)
     }
 
     /// The granule an Opus stream starts at: the first audio page's granule less the samples of
@@ -170,7 +168,6 @@ extension TrackAnalyzer {
         var builder = SeekIndexBuilder()
         var linkStart = 0.0           // seconds of the links before this one (their granule spans)
         var previous: (link: Int, granule: Int64)?
-        var lastSerial: UInt32?
         while let (offset, page, body) = try cursor.next() {
             let linksBefore = walker.links.count
             try walker.add(page, body: body, at: offset)
@@ -180,14 +177,12 @@ extension TrackAnalyzer {
                 linkStart += Double(max(0, previous.granule)) / Double(walker.links[previous.link].codec.sampleRate)
             }
             guard page.serial == link.serial, !page.isBeginningOfStream else { continue }
-            lastSerial = page.serial
             if let previous, previous.link == linkIndex, !page.isContinued, walker.headersDone, previous.granule >= 0 {
                 let time = linkStart + Double(previous.granule) / Double(link.codec.sampleRate)
                 builder.add(frameStart: time, byte: offset, sample: Int(previous.granule), link: linkIndex)
             }
             if page.granulePosition != -1 { previous = (linkIndex, page.granulePosition) }
         }
-        _ = lastSerial
         guard !builder.points.isEmpty else {
             throw FormatError.invalid(component: "ogg", reason: "no audio page with a granule position", offset: 0)
         }

@@ -10,7 +10,9 @@ public struct TrackAnalysis: Sendable, Equatable {
     public var durationSeconds: Double
     /// Average bitrate of the audio in bit/s.
     public var bitrate: Int
-    /// Number of codec frames (MPEG frames, ADTS frames, MP4 samples) or PCM frames for WAV.
+    /// Number of codec frames (MPEG frames, ADTS frames, MP4 samples, FLAC frames: counted by the
+    /// full read, estimated from the block size by the quick one) or PCM frames for WAV and AIFF;
+    /// 0 for Ogg, whose packets are not counted.
     public var frames: Int
     public var firstFrameOffset: Int
     public var encoderDelay: Int
