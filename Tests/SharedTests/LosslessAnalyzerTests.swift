@@ -11,11 +11,15 @@ import TestSupport
     final class Files: Sendable {
         let folder: URL
         init() throws {
-            folder = FileManager.default.temporaryDirectory.appendingPathComponent("lossless-analyzer-\(getpid())-\(UUID().uuidString.prefix(8))")
+            folder = Self.folder(of: getpid())
             try LosslessMedia.make(in: folder)
+            // A static is never deinitialised: the folder goes when the test process exits.
+            atexit { try? FileManager.default.removeItem(at: Files.folder(of: getpid())) }
+        }
+        static func folder(of process: pid_t) -> URL {
+            FileManager.default.temporaryDirectory.appendingPathComponent("lossless-analyzer-\(process)")
         }
         func bytes(_ name: String) throws -> MemoryBytes { MemoryBytes(Array(try Data(contentsOf: folder.appendingPathComponent(name)))) }
-        deinit { try? FileManager.default.removeItem(at: folder) }
     }
 
     static let files = Result { try Files() }
@@ -95,12 +99,34 @@ import TestSupport
         for point in points {
             let sample = try #require(point.sample)
             let header = try #require(try FLACFrameHeader.parse(file[point.byte..<min(file.count, point.byte + 16)]), "\(point)")
+            #expect(FLACFrameScanner(file[...], isComplete: true).frame(at: point.byte) != nil, "CRC-16 confirmed: \(point)")
             #expect(header.firstSample(nominalBlockSize: 1152) == sample, "\(point)")
             #expect(abs(point.t - Double(sample) / 44_100) < 1e-9)
         }
         #expect(zip(points, points.dropFirst()).allSatisfy { $0.sample! < $1.sample! && $0.byte < $1.byte })
         // The quick read keeps the first point only.
         #expect(try TrackAnalyzer.describe(source).seekIndex.points == [points[0]])
+    }
+
+    /// The quick read of a 40 s FLAC and Opus file (noise: megabytes) reads its headers and its
+    /// end, not its audio.
+    @Test func describe_readsHeadersAndTheEnd_only() throws {
+        let folder = try Self.files.get().folder
+        let noise = folder.appendingPathComponent("noise.wav").path
+        defer {
+            for name in ["noise.wav", "noise.flac", "noise.opus"] { try? FileManager.default.removeItem(at: folder.appendingPathComponent(name)) }
+        }
+        try LosslessMedia.run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "anoisesrc=d=40:r=44100:a=0.5", "-ac", "2", noise])
+        try LosslessMedia.run("flac", ["-s", "-f", "-o", folder.appendingPathComponent("noise.flac").path, noise])
+        try LosslessMedia.run("opusenc", ["--quiet", "--bitrate", "320", noise, folder.appendingPathComponent("noise.opus").path])
+        for name in ["noise.flac", "noise.opus"] {
+            let source = CountingBytes(try bytes(name))
+            let quick = try TrackAnalyzer.describe(source)
+            #expect(source.size > 1 << 20 && source.bytesRead < 512 << 10 && source.bytesRead * 4 < source.size,
+                    "\(name): \(source.bytesRead) of \(source.size) bytes read")
+            let full = try TrackAnalyzer.analyze(MemoryBytes(try bytes(name).bytes))
+            #expect(abs(quick.durationSeconds - 40) < 0.001 && quick.durationSeconds == full.durationSeconds, "\(name)")
+        }
     }
 
     /// Every point of an Ogg index is a page start, not continuing a packet, whose sample is the
@@ -160,3 +186,17 @@ import TestSupport
     }
 }
 
+
+/// A source that counts the bytes read from it.
+final class CountingBytes: RandomAccessBytes, @unchecked Sendable {
+    let source: MemoryBytes
+    /// Bytes handed out so far (only the test's thread reads).
+    private(set) var bytesRead = 0
+    init(_ source: MemoryBytes) { self.source = source }
+    var size: Int { source.size }
+    func read(at offset: Int, count: Int) throws -> [UInt8] {
+        let bytes = try source.read(at: offset, count: count)
+        bytesRead += bytes.count
+        return bytes
+    }
+}

@@ -3,7 +3,8 @@ import Foundation
 /// Makes the small FLAC, Opus, Vorbis, AIFF and ALAC files the tests read: tagged ones with
 /// covers, ReplayGain and R128 gains, untagged ones, a FLAC of 1152-sample blocks and a chained Opus.
 public enum LosslessMedia {
-    static func run(_ tool: String, _ arguments: [String]) throws {
+    /// Runs `tool` from the PATH; a failure (or a missing tool) throws with its stderr.
+    public static func run(_ tool: String, _ arguments: [String]) throws {
         guard let path = which(tool) else { throw TestFailure("\(tool) is not installed (make deps)") }
         let result = try runCommand(path, arguments)
         guard result.status == 0 else {
