@@ -261,6 +261,12 @@ def main():
              b'"track":1,"disc":null,"year":1999,"genre":"Rock","derived":["title","album","track"]}')
     write(out, "api", track)
     write(out, "api", b"[" + track + b",\n" + track.replace(b'"id":17', b'"id":18') + b"]\n")
+    # A lossless track (bit depth, ReplayGain) and an Ogg index (points with sample and link).
+    write(out, "api", track.replace(b'"bitrate":320000,', b'"bitrate":320000,"bits_per_sample":24,')
+          .replace(b'"genre":"Rock",', b'"genre":"Rock","rg_track_gain":3,"rg_track_peak":0.98,"rg_album_gain":-1.25,"rg_album_peak":null,'))
+    write(out, "api", b'{"path":"o.opus","duration_s":2.5,"first_frame_offset":0,"audio_end_offset":34913,"encoder_delay":312,'
+          b'"encoder_padding":0,"sample_rate":48000,"etag":"\\"1-2-3\\"","points":[{"t":0,"byte":0,"sample":0,"link":0},'
+          b'{"t":1.02,"byte":17000,"sample":48960,"link":0},{"t":2.5,"byte":30000,"sample":0,"link":1}]}\n')
     write(out, "api", b'{"tracks":120,"skipped_count":3,"ignored_count":1,"quarantined_count":1,"scans":2,"last_scan_ms":850,'
           b'"scanning":false,"scan_found":124,"scan_to_read":0,"scan_read":124,"analyzer_workers":2,"analyze_timeout_s":10,'
           b'"db":"/tmp/catalog.db","seek_indexes_cached":40,"seek_indexes_built_ahead":38,"seek_indexes_built_on_play":2,'

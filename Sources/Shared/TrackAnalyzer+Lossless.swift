@@ -204,6 +204,10 @@ extension TrackAnalyzer {
             info = try AIFF.parse(try source.read(at: 0, count: source.size)[...])
         }
         let format = info.format
+        // An SSND offset that points past the file: no sample of it is there.
+        guard info.dataOffset <= source.size else {
+            throw FormatError.truncated(component: "aiff", offset: source.size, needed: info.dataOffset - source.size)
+        }
         if let tags = aiffTrailingTags(source, info) { info.tags = info.tags.merged(with: tags) }
         let frames = info.frameCount(fileSize: source.size)
         let rate = format.roundedSampleRate

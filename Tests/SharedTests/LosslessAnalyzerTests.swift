@@ -179,6 +179,16 @@ import TestSupport
         #expect(analysis.totalSamples == 100 && analysis.bitsPerSample == 16 && analysis.codec == "pcm_s16be")
     }
 
+    /// An SSND offset past the end of the file (found by the fuzzer) is a truncation, not a seek
+    /// point outside the file.
+    @Test func aiffWithSamplesPastTheFile_isTruncated() throws {
+        let file = AIFFTests.form(AIFFTests.comm(frames: 10) + Array("SSND".utf8) + be32(0x2101C1) + be32(19_553) + be32(0))
+        for read in [{ try TrackAnalyzer.describe(MemoryBytes(file)) }, { try TrackAnalyzer.analyze(MemoryBytes(file)) }] {
+            let error = #expect(throws: FormatError.self) { _ = try read() }
+            #expect(error?.isTruncation == true, "\(String(describing: error))")
+        }
+    }
+
     @Test func aiffTags_fromTheID3ChunkAfterTheSamples() throws {
         let analysis = try TrackAnalyzer.describe(try bytes("tagged.aiff"))
         #expect(analysis.tags.title == "Aiff Title" && analysis.tags.artist == "Aiff Artist", "\(analysis.tags)")
