@@ -233,8 +233,10 @@ def main():
 
     # alac: the cookie ffmpeg's ALAC encoder writes (stereo 16-bit and mono 24-bit), bare, as its
     # 'alac' atom, and behind a 'frma' atom as QuickTime's 'wave' holds it.
+    alac_files = []
     for args in [["-ac", "2", "-sample_fmt", "s16p"], ["-ac", "1", "-sample_fmt", "s32p"]]:
         m4a = ffmpeg(["-i", wavs[0], "-t", "0.1", "-c:a", "alac"] + args + BITEXACT, ".m4a")
+        alac_files.append(m4a)
         at = m4a.find(b"alac\0\0\0\0", m4a.find(b"stsd"))
         at = m4a.find(b"alac", at + 4) - 4
         size = struct.unpack(">I", m4a[at:at + 4])[0]
@@ -259,6 +261,12 @@ def main():
              b'"track":1,"disc":null,"year":1999,"genre":"Rock","derived":["title","album","track"]}')
     write(out, "api", track)
     write(out, "api", b"[" + track + b",\n" + track.replace(b'"id":17', b'"id":18') + b"]\n")
+    # A lossless track (bit depth, ReplayGain) and an Ogg index (points with sample and link).
+    write(out, "api", track.replace(b'"bitrate":320000,', b'"bitrate":320000,"bits_per_sample":24,')
+          .replace(b'"genre":"Rock",', b'"genre":"Rock","rg_track_gain":3,"rg_track_peak":0.98,"rg_album_gain":-1.25,"rg_album_peak":null,'))
+    write(out, "api", b'{"path":"o.opus","duration_s":2.5,"first_frame_offset":0,"audio_end_offset":34913,"encoder_delay":312,'
+          b'"encoder_padding":0,"sample_rate":48000,"etag":"\\"1-2-3\\"","points":[{"t":0,"byte":0,"sample":0,"link":0},'
+          b'{"t":1.02,"byte":17000,"sample":48960,"link":0},{"t":2.5,"byte":30000,"sample":0,"link":1}]}\n')
     write(out, "api", b'{"tracks":120,"skipped_count":3,"ignored_count":1,"quarantined_count":1,"scans":2,"last_scan_ms":850,'
           b'"scanning":false,"scan_found":124,"scan_to_read":0,"scan_read":124,"analyzer_workers":2,"analyze_timeout_s":10,'
           b'"db":"/tmp/catalog.db","seek_indexes_cached":40,"seek_indexes_built_ahead":38,"seek_indexes_built_on_play":2,'
@@ -312,6 +320,17 @@ def main():
 
     # decode: a transcoding channel reads the same whole files the analyzer does.
     shutil.copytree(os.path.join(out, "analyze"), os.path.join(out, "decode"))
+
+    # analyze: the whole FLAC, Ogg, AIFF and ALAC files above reach the analyzer's paths for
+    # them (its frame and page indexes, covers, gains); after the decode copy, which plays none.
+    for target in ["flac", "ogg", "aiff"]:
+        folder = os.path.join(out, target)
+        for name in sorted(os.listdir(folder)):
+            data = read(os.path.join(folder, name))
+            if data[:4] in (b"fLaC", b"OggS", b"FORM") or data[:3] == b"ID3":
+                write(out, "analyze", data)
+    for m4a in alac_files:
+        write(out, "analyze", m4a)
     # encode: input rate, channels and format indexes, then float samples (a tone; a tone with
     # NaN, infinities and 1e30 among them, as a float WAV may hold).
     tone = [0.5 * math.sin(2 * math.pi * 440 * i / 48000) for i in range(2048)]

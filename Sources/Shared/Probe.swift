@@ -32,10 +32,12 @@ public enum Container: String, Sendable, Codable, CaseIterable {
 /// What `Probe` learned from the first bytes of a stream.
 public struct ProbedStream: Sendable, Equatable {
     public var container: Container
-    /// Codec name: "mp1", "mp2", "mp3", "aac", "alac", "flac", or "pcm_s16le"-style names for WAV and AIFF.
+    /// Codec name: "mp1", "mp2", "mp3", "aac", "alac", "flac", "opus", "vorbis", or "pcm_s16le"-style
+    /// names for WAV and AIFF ("pcm_s16be").
     public var codec: String
-    /// Offset of the first audio frame (MP3/ADTS), of the first sample (WAV), or 0 for MP4
-    /// (whose sample offsets come from its sample tables).
+    /// Offset of the first audio frame (MP3/ADTS), of the first sample (WAV, AIFF), of the
+    /// "fLaC" marker (FLAC: the frames follow its metadata blocks), of the first page (Ogg), or 0
+    /// for MP4 (whose sample offsets come from its sample tables).
     public var firstFrameOffset: Int
     /// ID3v2 tags in front of the audio (an MP3 or ADTS file may carry several).
     public var id3v2: [ID3v2Tag] = []
@@ -218,7 +220,6 @@ public enum Probe {
     /// Names the container when the bytes open with the signature of an audio format this
     /// project does not play.
     static func unsupportedContainer(_ bytes: ArraySlice<UInt8>) -> String? {
-
         if hasPrefix(bytes, "MAC ") { return "Monkey's Audio" }
         if hasPrefix(bytes, "wvpk") { return "WavPack" }
         if hasPrefix(bytes, ".snd") { return "Sun/NeXT au" }

@@ -4,10 +4,18 @@ public struct SeekPoint: Sendable, Equatable, Codable {
     public var t: Double
     /// Byte offset of that frame in the file.
     public var byte: Int
+    /// The exact sample (per channel) the frame starts at, where the format numbers them: a
+    /// FLAC frame's first sample, an Ogg page's start (the granule of the stream's previous
+    /// completed page, counted within its link), an AIFF sample frame. nil for MP3, AAC and WAV.
+    public var sample: Int?
+    /// The Ogg link (chained streams) the point lies in, from 0; nil for other formats.
+    public var link: Int?
 
-    public init(t: Double, byte: Int) {
+    public init(t: Double, byte: Int, sample: Int? = nil, link: Int? = nil) {
         self.t = t
         self.byte = byte
+        self.sample = sample
+        self.link = link
     }
 }
 
@@ -65,14 +73,14 @@ public struct SeekIndexBuilder: Sendable {
     }
 
     /// Called for every frame in stream order.
-    public mutating func add(frameStart seconds: Double, byte: Int) {
+    public mutating func add(frameStart seconds: Double, byte: Int, sample: Int? = nil, link: Int? = nil) {
         guard seconds.isFinite, seconds + 1e-9 >= nextTime || points.isEmpty else { return }
         if points.count >= Self.maxPoints {
             thin()
             // Still full (times that do not spread out): the cap holds, the point is dropped.
             guard points.count < Self.maxPoints, seconds + 1e-9 >= nextTime else { return }
         }
-        points.append(SeekPoint(t: seconds, byte: byte))
+        points.append(SeekPoint(t: seconds, byte: byte, sample: sample, link: link))
         nextTime = next(after: seconds)
     }
 

@@ -1,10 +1,11 @@
 /// A compact binary form of `TrackAnalysis`, for handing an analysis from one process to
 /// another (streamd's analyzer worker to the server). Little-endian integers, strings as a
-/// 32-bit length and UTF-8; a seek point is 16 bytes. Decoding is bounds-checked like any
-/// parser here: bytes that are not an analysis give a `FormatError`, never a trap.
+/// 32-bit length and UTF-8; a seek point is 18 to 34 bytes (time, byte, optional sample and
+/// link). Decoding is bounds-checked like any parser here: bytes that are not an analysis give a
+/// `FormatError`, never a trap.
 extension TrackAnalysis {
     /// Format version; bump it when a field is added (both ends are the same binary).
-    static let codingVersion: UInt8 = 3
+    static let codingVersion: UInt8 = 4
     private static let component = "analysis wire"
 
     /// The analysis as bytes; `TrackAnalysis(encoded:)` gives it back equal.
@@ -26,6 +27,8 @@ extension TrackAnalysis {
         for point in seekIndex.points {
             out.double(point.t)
             out.int(point.byte)
+            out.optionalInt(point.sample)
+            out.optionalInt(point.link)
         }
         for value in [seekIndex.firstFrameOffset, seekIndex.audioEndOffset, seekIndex.encoderDelay, seekIndex.encoderPadding] {
             out.int(value)
@@ -34,6 +37,7 @@ extension TrackAnalysis {
         out.count(notes.count)
         for note in notes { out.string(note) }
         out.optionalBytes(audioSpecificConfig)
+        out.optionalInt(bitsPerSample)
         return out.bytes
     }
 
@@ -61,10 +65,13 @@ extension TrackAnalysis {
         let gain = ReplayGain(trackGain: try reader.optionalDouble(), trackPeak: try reader.optionalDouble(),
                               albumGain: try reader.optionalDouble(), albumPeak: try reader.optionalDouble())
         tags.replayGain = gain.isEmpty ? nil : gain
-        let pointCount = try reader.count(itemBytes: 16)
+        let pointCount = try reader.count(itemBytes: 18)
         var points: [SeekPoint] = []
         points.reserveCapacity(pointCount)
-        for _ in 0..<pointCount { points.append(SeekPoint(t: try reader.double(), byte: try reader.int())) }
+        for _ in 0..<pointCount {
+            points.append(SeekPoint(t: try reader.double(), byte: try reader.int(), sample: try reader.optionalInt(),
+                                    link: try reader.optionalInt()))
+        }
         let seekIndex = SeekIndex(points: points, firstFrameOffset: try reader.int(), audioEndOffset: try reader.int(),
                                   encoderDelay: try reader.int(), encoderPadding: try reader.int(),
                                   durationSeconds: try reader.double())
@@ -72,6 +79,7 @@ extension TrackAnalysis {
         var notes: [String] = []
         for _ in 0..<noteCount { notes.append(try reader.string()) }
         let audioSpecificConfig = try reader.optionalBytes()
+        let bitsPerSample = try reader.optionalInt()
         guard reader.reader.isAtEnd else {
             throw .invalid(component: Self.component, reason: "\(reader.reader.remaining) bytes after the analysis",
                            offset: reader.reader.offset)
@@ -81,6 +89,7 @@ extension TrackAnalysis {
                   encoderDelay: delay, encoderPadding: padding, totalSamples: totalSamples, tags: tags,
                   seekIndex: seekIndex, notes: notes)
         self.audioSpecificConfig = audioSpecificConfig
+        self.bitsPerSample = bitsPerSample
     }
 }
 

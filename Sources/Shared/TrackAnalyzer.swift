@@ -10,7 +10,9 @@ public struct TrackAnalysis: Sendable, Equatable {
     public var durationSeconds: Double
     /// Average bitrate of the audio in bit/s.
     public var bitrate: Int
-    /// Number of codec frames (MPEG frames, ADTS frames, MP4 samples) or PCM frames for WAV.
+    /// Number of codec frames (MPEG frames, ADTS frames, MP4 samples, FLAC frames: counted by the
+    /// full read, estimated from the block size by the quick one) or PCM frames for WAV and AIFF;
+    /// 0 for Ogg, whose packets are not counted.
     public var frames: Int
     public var firstFrameOffset: Int
     public var encoderDelay: Int
@@ -23,6 +25,8 @@ public struct TrackAnalysis: Sendable, Equatable {
     public var notes: [String] = []
     /// AAC in MP4: the AudioSpecificConfig a decoder starts from.
     public var audioSpecificConfig: [UInt8]? = nil
+    /// Bits per sample of lossless and PCM audio (FLAC, ALAC, AIFF, WAV); nil for lossy codecs.
+    public var bitsPerSample: Int? = nil
 
     public init(container: Container, codec: String, sampleRate: Int, channels: Int, durationSeconds: Double,
                 bitrate: Int, frames: Int, firstFrameOffset: Int, encoderDelay: Int, encoderPadding: Int,
@@ -61,7 +65,9 @@ public enum TrackAnalyzer {
         case .adts: return try analyzeADTS(source, stream)
         case .wav: return try analyzeWAV(source, stream)
         case .mp4: return try analyzeMP4(source)
-        case .flac, .aiff, .ogg: throw notAnalysed(stream)
+        case .flac: return try analyzeFLAC(source, stream, scanFrames: scanFrames)
+        case .ogg: return try analyzeOgg(source, scanFrames: scanFrames)
+        case .aiff: return try analyzeAIFF(source, stream)
         }
     }
 
@@ -70,7 +76,9 @@ public enum TrackAnalyzer {
     /// stream without a Xing header has no other way: it is scanned), MP4 from the moov, WAV
     /// from its chunks, ADTS from the frames in the first `adtsWindow` bytes (extrapolated past
     /// that, with a note; the exact count comes with the seek index). The seek index holds only
-    /// the first point: exact indexes are built when a client needs one.
+    /// the first point: exact indexes are built when a client needs one. FLAC from its metadata
+    /// blocks (and the last frame when STREAMINFO has no sample count), Ogg from its first pages
+    /// and its last page, AIFF from its chunks.
     public static func describe(_ source: some RandomAccessBytes, adtsWindow: Int = 256 * 1024) throws -> TrackAnalysis {
         let stream = try probe(source)
         var analysis: TrackAnalysis
@@ -84,16 +92,14 @@ public enum TrackAnalyzer {
         case .adts: analysis = try analyzeADTS(source, stream, window: adtsWindow)
         case .wav: analysis = try analyzeWAV(source, stream)
         case .mp4: analysis = try analyzeMP4(source)
-        case .flac, .aiff, .ogg: throw notAnalysed(stream)
+        case .flac: analysis = try analyzeFLAC(source, stream, scanFrames: false)
+        case .ogg: analysis = try analyzeOgg(source, scanFrames: false)
+        case .aiff: analysis = try analyzeAIFF(source, stream)
         }
         analysis.seekIndex.points = Array(analysis.seekIndex.points.prefix(1))
         return analysis
     }
 
-    /// Formats streamplay plays but the catalog does not read yet: refused by name.
-    static func notAnalysed(_ stream: ProbedStream) -> FormatError {
-        FormatError.unsupported(component: "analyzer", reason: "\(stream.container.rawValue) (\(stream.codec)) is not analysed yet")
-    }
 
     /// Probes a growing prefix until Probe decides.
     public static func probe(_ source: some RandomAccessBytes) throws -> ProbedStream {
@@ -344,10 +350,12 @@ extension TrackAnalyzer {
         if index.points.isEmpty { index.add(frameStart: 0, byte: dataStart) }
         let seek = SeekIndex(points: index.points, firstFrameOffset: dataStart, audioEndOffset: dataStart + frames * format.blockAlign,
                              encoderDelay: 0, encoderPadding: 0, durationSeconds: duration)
-        return TrackAnalysis(container: .wav, codec: stream.codec, sampleRate: format.sampleRate, channels: format.channels,
-                             durationSeconds: duration, bitrate: format.sampleRate * format.blockAlign * 8, frames: frames,
-                             firstFrameOffset: dataStart, encoderDelay: 0, encoderPadding: 0, totalSamples: frames,
-                             tags: stream.tags.merged(with: wavTrailingTags(source, wav, dataStart: dataStart)), seekIndex: seek)
+        var analysis = TrackAnalysis(container: .wav, codec: stream.codec, sampleRate: format.sampleRate, channels: format.channels,
+                                     durationSeconds: duration, bitrate: format.sampleRate * format.blockAlign * 8, frames: frames,
+                                     firstFrameOffset: dataStart, encoderDelay: 0, encoderPadding: 0, totalSamples: frames,
+                                     tags: stream.tags.merged(with: wavTrailingTags(source, wav, dataStart: dataStart)), seekIndex: seek)
+        analysis.bitsPerSample = format.validBitsPerSample
+        return analysis
     }
 
     /// Tags in chunks after the samples (LIST/INFO, `id3 `), which many taggers append there.
@@ -401,11 +409,13 @@ extension TrackAnalyzer {
         let moov = try source.read(at: moovRange.lowerBound, count: moovRange.count)
         let movie = try MP4Movie.parse(moov: moov[...])
         guard let track = movie.audio else { throw FormatError.notAudio(reason: "MP4 without an audio track") }
-        guard track.codec == "mp4a" else {
+        // ALAC: rate, channels and depth from its magic cookie; no priming, every sample is audio.
+        let alac = track.codec == "alac" ? try track.alacConfig() : nil
+        guard track.codec == "mp4a" || alac != nil else {
             throw FormatError.unsupported(component: "mp4", reason: "audio codec '\(track.codec)'")
         }
-        let asc = try AudioSpecificConfig.parse(track.decoderSpecificInfo[...])
-        let rate = asc.outputSampleRate
+        let asc: AudioSpecificConfig? = alac == nil ? try AudioSpecificConfig.parse(track.decoderSpecificInfo[...]) : nil
+        let rate = alac?.sampleRate ?? asc?.outputSampleRate ?? track.sampleRate
         // Every sample takes at least one byte of the file: a larger count is a lie, and walking
         // it would take billions of steps.
         guard track.sampleCount <= source.size else {
@@ -461,6 +471,26 @@ extension TrackAnalyzer {
         // Priming and padding: iTunSMPB first, else the edit list, else the usual one frame.
         var delay = 0, padding = 0
         var notes: [String] = []
+        if let alac {
+            // An edit list may still cut the end (a lossless rip keeps every sample; afconvert's
+            // last packet is short instead).
+            if let editDuration = track.editDuration, editDuration > 0, movie.movieTimescale > 0,
+               let kept = try? Checked.samples(ticks: editDuration, timescale: movie.movieTimescale, rate: rate, "mp4",
+                                               "elst.segment_duration") {
+                padding = max(0, totalSamples - kept)
+            }
+            let seek = SeekIndex(points: index.points, firstFrameOffset: firstFrameOffset ?? (mdatStart ?? 0),
+                                 audioEndOffset: source.size, encoderDelay: 0, encoderPadding: padding, durationSeconds: untrimmed)
+            var analysis = TrackAnalysis(container: .mp4, codec: "alac", sampleRate: rate, channels: alac.numChannels,
+                                         durationSeconds: Double(max(0, totalSamples - padding)) / Double(rate),
+                                         bitrate: try Checked.bitrate(bytes: bytes, seconds: untrimmed, "mp4"),
+                                         frames: sampleCount, firstFrameOffset: seek.firstFrameOffset, encoderDelay: 0,
+                                         encoderPadding: padding, totalSamples: totalSamples, tags: movie.tags, seekIndex: seek)
+            analysis.bitsPerSample = alac.bitDepth
+            if !moofRanges.isEmpty { analysis.notes.append("fragmented MP4: \(moofRanges.count) fragments") }
+            return analysis
+        }
+        guard let asc else { throw FormatError.invalid(component: "mp4", reason: "no AudioSpecificConfig", offset: 0) }
         if let gapless = movie.gapless(outputSampleRate: rate) {
             delay = gapless.encoderDelay
             padding = gapless.encoderPadding

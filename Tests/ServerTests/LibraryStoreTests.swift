@@ -563,3 +563,36 @@ final class LockedCounter: @unchecked Sendable {
         #expect(try store.skipped.summary(limit: 0).first.isEmpty)
     }
 }
+
+/// Schema 5: FLAC, Ogg, AIFF and ALAC are catalogued with their bit depth.
+@Suite struct LibrarySchemaFiveTests {
+    /// A version-4 database (before bit depths) that skipped a FLAC and an ALAC file as
+    /// unsupported and holds a WAV track: the migration forgets those two skips (the next scan
+    /// reads them), keeps the others, and marks the WAV row to be read again for its depth.
+    @Test func versionFour_forgetsUnsupportedSkips_andRereadsWAV() throws {
+        let dir = try LibraryStoreTests.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("catalog.db").path
+        let old = try SQLiteDatabase(path: path)
+        for migration in LibrarySchema.migrations.prefix(4) { try old.execute(migration) }
+        try old.execute("PRAGMA application_id = \(LibrarySchema.applicationID); PRAGMA user_version = 4")
+        try old.run("INSERT INTO meta(key, value) VALUES ('folder', '/music')")
+        for (file, reason) in [("a.flac", "parser: unsupported: FLAC files are not supported (MP3, AAC in ADTS or MP4, and WAV)"),
+                               ("b.m4a", "mp4: unsupported: audio codec 'alac'"), ("c.txt", "parser: not an audio stream (empty)")] {
+            try old.run("INSERT INTO skipped(path, size, mtime_ns, inode, reason, quarantined) VALUES (?, 1, 1, 1, ?, 0)",
+                        [.text(file), .text(reason)])
+        }
+        try old.run("""
+            INSERT INTO tracks(path, size, mtime_ns, inode, title, duration_s, codec, container, sample_rate, channels, bitrate,
+              frames, total_samples, first_frame_offset, encoder_delay, encoder_padding, sort_title)
+            VALUES ('d.wav', 1000, 5, 1, 'W', 1, 'pcm_s24le', 'wav', 44100, 2, 2116800, 44100, 44100, 44, 0, 0, 'W')
+            """)
+        old.close()
+        _ = try LibraryStore(path: path, folder: "/music", logger: CapturedLog().logger)
+        let db = try SQLiteDatabase(path: path, readOnly: true)
+        #expect(try db.queryOne("PRAGMA user_version") { $0.int(0) } == 5)
+        #expect(try db.queryOne("SELECT group_concat(path) FROM skipped") { $0.text(0) } == "c.txt")
+        #expect(try db.queryOne("SELECT mtime_ns FROM tracks WHERE path = 'd.wav'") { $0.int(0) } == -1)
+        #expect(try db.queryOne("SELECT bits_per_sample IS NULL FROM tracks WHERE path = 'd.wav'") { $0.int(0) } == 1)
+    }
+}

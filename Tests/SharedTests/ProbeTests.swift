@@ -70,6 +70,45 @@ import TestSupport
         #expect(stream.container == .mp4)
     }
 
+    @Test func flacAfterID3v2_isFLAC() throws {
+        let file = Self.id3(title: "x") + FLACOggBuilders.flacFile()
+        let stream = try audio(try Probe.probe(file[...], isComplete: true))
+        #expect(stream.container == .flac && stream.codec == "flac")
+        #expect(stream.firstFrameOffset == Self.id3(title: "x").count, "the fLaC marker's offset")
+        #expect(stream.container.mimeType == "audio/flac")
+    }
+
+    @Test func oggOpusAndVorbis_areNamedByTheirFirstPacket() throws {
+        let opus = FLACOggBuilders.oggStream(serial: 7, headers: [FLACOggBuilders.opusHead(), FLACOggBuilders.opusTags([])],
+                                             audio: [[0xFC]], granules: [960])
+        #expect(try audio(try Probe.probe(opus[...], isComplete: true)).codec == "opus")
+        let vorbis = FLACOggBuilders.oggStream(serial: 7, headers: [FLACOggBuilders.vorbisID()], audio: [], granules: [])
+        let stream = try audio(try Probe.probe(vorbis[...], isComplete: true))
+        #expect(stream.container == .ogg && stream.codec == "vorbis")
+        // Cut inside the first page: more bytes, not a verdict.
+        #expect(try Probe.probe(opus.prefix(20), isComplete: false) == .needMore(atLeast: OggPage.maxLength))
+    }
+
+    @Test func oggFLACAndSpeex_areRefusedByName() {
+        let flac = FLACOggBuilders.oggStream(serial: 1, headers: [OggFLACHeader.magic + [1, 0, 0, 0] + Array("fLaC".utf8)
+                                                                 + FLACOggBuilders.block(0, FLACOggBuilders.streamInfo(totalSamples: 10))],
+                                             audio: [], granules: [])
+        let error = #expect(throws: FormatError.self) { try Probe.probe(flac[...], isComplete: true) }
+        #expect(String(describing: error).contains("Ogg FLAC"), "\(String(describing: error))")
+        let theora = FLACOggBuilders.oggStream(serial: 1, headers: [[0x80] + Array("theora".utf8) + [0, 0]], audio: [], granules: [])
+        let none = #expect(throws: FormatError.self) { try Probe.probe(theora[...], isComplete: true) }
+        #expect(String(describing: none).contains("no Opus or Vorbis"), "\(String(describing: none))")
+    }
+
+    @Test func aiff_isBigEndianPCM() throws {
+        let file = AIFFTests.form(AIFFTests.comm(frames: 2) + AIFFTests.ssnd([1, 2, 3, 4, 5, 6, 7, 8]))
+        let stream = try audio(try Probe.probe(file[...], isComplete: true))
+        #expect(stream.container == .aiff && stream.codec == "pcm_s16be")
+        #expect(stream.firstFrameOffset == file.count - 8)
+        let sowt = AIFFTests.form("AIFC", AIFFTests.comm(frames: 1, bits: 24, compression: "sowt") + AIFFTests.ssnd([1, 2, 3, 4, 5, 6]))
+        #expect(try audio(try Probe.probe(sowt[...], isComplete: true)).codec == "pcm_s24le")
+    }
+
     @Test func html_isNotAudio() {
         let page = Array("<!DOCTYPE html>\n<html><body>404</body></html>".utf8)
         #expect(throws: FormatError.notAudio(reason: "starts with '<!DOCTYPE html>'")) {

@@ -76,7 +76,7 @@ import TestSupport
     @Test func otherVersion_throws() {
         var bytes = Self.sample().encoded()
         bytes[0] = 99
-        #expect(throws: FormatError.unsupported(component: "analysis wire", reason: "version 99, expected 3")) {
+        #expect(throws: FormatError.unsupported(component: "analysis wire", reason: "version 99, expected 4")) {
             try TrackAnalysis(encoded: bytes[...])
         }
     }

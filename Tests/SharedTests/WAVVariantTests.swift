@@ -103,11 +103,21 @@ import TestSupport
         #expect(WAV.trailingTags([0xFF, 0xFF, 0xFF][...], bigEndian: true).isEmpty)
     }
 
-    @Test(arguments: [("MAC ", "Monkey"), ("wvpk", "WavPack")])
+    @Test(arguments: [("MAC ", "Monkey's Audio"), ("wvpk", "WavPack"), (".snd", "Sun/NeXT au")])
     func unsupportedContainers_areRefusedByName(signature: String, name: String) {
         // Bytes that would otherwise be scanned for MPEG syncs.
         let bytes = Array(signature.utf8) + [UInt8](repeating: 0xFF, count: 64)
         let error = #expect(throws: FormatError.self) { try Probe.probe(bytes[...], isComplete: true) }
         #expect(String(describing: error).contains(name), "\(String(describing: error))")
+    }
+
+    /// FLAC, Ogg and AIFF signatures are read as those formats: broken ones are refused by their
+    /// own parsers, never scanned for MPEG syncs.
+    @Test(arguments: [("fLaC", "flac"), ("OggS", "ogg"), ("FORM\0\0\0\u{4}AIFF", "aiff")])
+    func brokenLosslessSignatures_areRefusedByTheirParser(signature: String, component: String) {
+        let bytes = Array(signature.utf8) + [UInt8](repeating: 0xFF, count: 64)
+        let error = #expect(throws: FormatError.self) { try Probe.probe(bytes[...], isComplete: true) }
+        let text = error.map { String(describing: $0) } ?? ""
+        #expect(text.hasPrefix(component), "\(text)")
     }
 }

@@ -6,10 +6,7 @@ public enum TrackInfo {
     /// Analyzes a local file.
     public static func analyze(path: String) throws -> TrackAnalysis {
         let file = try LocalFile(path: path)
-        do { return try playedFormat(of: try TrackAnalyzer.analyze(file), in: file) } catch FormatError.unsupported(let component, let reason) {
-            guard let lossless = try describeLossless(file) else { throw FormatError.unsupported(component: component, reason: reason) }
-            return lossless
-        }
+        return try playedFormat(of: try TrackAnalyzer.analyze(file), in: file)
     }
 
     /// Analyzes a track over HTTP through Range requests, fetching only what it needs: the
@@ -17,13 +14,8 @@ public enum TrackInfo {
     /// Returns the analysis and how many bytes were downloaded.
     public static func analyze(url: String) throws -> (TrackAnalysis, bytesRead: Int) {
         let bytes = try HTTPBytes(source: HTTPSource(url: url))
-        do {
-            let analysis = try playedFormat(of: try TrackAnalyzer.analyze(bytes, scanFrames: false), in: bytes)
-            return (analysis, bytes.bytesRead)
-        } catch FormatError.unsupported(let component, let reason) {
-            guard let lossless = try describeLossless(bytes) else { throw FormatError.unsupported(component: component, reason: reason) }
-            return (lossless, bytes.bytesRead)
-        }
+        let analysis = try playedFormat(of: try TrackAnalyzer.analyze(bytes, scanFrames: false), in: bytes)
+        return (analysis, bytes.bytesRead)
     }
 
     /// AAC: the analysis restated in the format libfaad2 really outputs, which the first frame

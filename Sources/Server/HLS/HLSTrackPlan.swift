@@ -146,6 +146,7 @@ public struct HLSTrackPlan: Sendable {
                                 codec: codec, audioRange: first.byte..<index.audioEndOffset, initSegment: nil,
                                 samples: nil, timescale: 90_000)
         case .mp4:
+            guard analysis.codec == "aac" else { throw HLSError.unsupported("\(analysis.codec) in MP4 has no HLS form here") }
             return try makeFMP4(file: file, etag: etag, analysis: analysis)
         case .wav:
             throw HLSError.unsupported("WAV has no packed-audio or fMP4 form here")

@@ -584,6 +584,8 @@ public final class Catalog: @unchecked Sendable {
         guard let relative = resolver.relative(path) else { return Self.contentType(byExtensionOf: path) }
         do {
             if let row = try store.tracks.track(path: relative, waiting: waiting), let container = Container(rawValue: row.container) {
+                // Browsers pick a decoder from the codecs parameter (Chromium plays Ogg Opus natively).
+                if container == .ogg { return "audio/ogg; codecs=\(row.codec)" }
                 return container.mimeType
             }
         } catch {
@@ -599,6 +601,9 @@ public final class Catalog: @unchecked Sendable {
         case "aac": return "audio/aac"
         case "m4a", "mp4": return "audio/mp4"
         case "wav": return "audio/wav"
+        case "flac": return "audio/flac"
+        case "ogg", "oga", "opus": return "audio/ogg"
+        case "aif", "aiff", "aifc": return "audio/aiff"
         case "html", "htm": return "text/html; charset=utf-8"
         case "json": return "application/json"
         default: return "application/octet-stream"

@@ -120,5 +120,18 @@ enum LibrarySchema {
         UPDATE tracks SET mtime_ns = -1
           WHERE title IS NULL OR artist IS NULL OR album IS NULL OR track_number IS NULL;
         """,
+        // 4 → 5: FLAC, Ogg (Opus, Vorbis), AIFF and ALAC are catalogued, with their bit depth
+        // (`bits_per_sample`, null for lossy codecs). Files skipped as unsupported formats (and
+        // ALAC, refused as an MP4 audio codec) are
+        // forgotten so the next scan reads them; WAV rows are read again for their depth; the
+        // stored items (which lack the new members) and cached analyses (an older wire version)
+        // are dropped.
+        """
+        ALTER TABLE tracks ADD COLUMN bits_per_sample INTEGER;
+        DELETE FROM track_json;
+        DELETE FROM analyses;
+        DELETE FROM skipped WHERE reason LIKE '%files are not supported%' OR reason LIKE '%audio codec ''alac''%';
+        UPDATE tracks SET mtime_ns = -1 WHERE container = 'wav';
+        """,
     ]
 }

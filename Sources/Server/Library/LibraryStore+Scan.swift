@@ -299,15 +299,15 @@ extension LibraryStore {
             .int(Int64(t.encoderDelay)), .int(Int64(t.encoderPadding)),
             .optional(gain?.trackGain), .optional(gain?.trackPeak), .optional(gain?.albumGain), .optional(gain?.albumPeak),
             .optional(t.coverArtBytes), .text(t.displayTitle),
-            .optional(artistID), .optional(albumID), .int(Int64(t.derived.rawValue)),
+            .optional(artistID), .optional(albumID), .int(Int64(t.derived.rawValue)), .optional(t.bitsPerSample),
         ]
         try db.run("""
             INSERT INTO tracks(path, size, mtime_ns, inode, title, artist, album, album_artist,
               track_number, track_total, disc_number, disc_total, year, genre,
               duration_s, codec, container, sample_rate, channels, bitrate, frames, total_samples, first_frame_offset,
               encoder_delay, encoder_padding, rg_track_gain, rg_track_peak, rg_album_gain, rg_album_peak,
-              cover_art_bytes, sort_title, artist_id, album_id, derived)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+              cover_art_bytes, sort_title, artist_id, album_id, derived, bits_per_sample)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, inode = excluded.inode,
               title = excluded.title, artist = excluded.artist, album = excluded.album, album_artist = excluded.album_artist,
               track_number = excluded.track_number, track_total = excluded.track_total,
@@ -319,7 +319,8 @@ extension LibraryStore {
               rg_track_gain = excluded.rg_track_gain, rg_track_peak = excluded.rg_track_peak,
               rg_album_gain = excluded.rg_album_gain, rg_album_peak = excluded.rg_album_peak,
               cover_art_bytes = excluded.cover_art_bytes, sort_title = excluded.sort_title,
-              artist_id = excluded.artist_id, album_id = excluded.album_id, derived = excluded.derived
+              artist_id = excluded.artist_id, album_id = excluded.album_id, derived = excluded.derived,
+              bits_per_sample = excluded.bits_per_sample
             """, values)
         try writeTrackJSON(path: t.path, db)
         return albumID

@@ -43,12 +43,15 @@ public struct Track: Sendable, Equatable {
     public var albumID: Int?
     /// The fields taken from the file's path because the tags said nothing (`PathDerivedTags`).
     public var derived: DerivedFields
+    /// Bits per sample of lossless and PCM audio; nil for lossy codecs.
+    public var bitsPerSample: Int?
 
     public init(id: Int, path: String, stamp: FileStamp, title: String?, artist: String?, album: String?,
                 albumArtist: String?, trackNumber: Int?, trackTotal: Int?, discNumber: Int?, discTotal: Int?, year: Int?,
                 genre: String?, durationSeconds: Double, codec: String, container: String, sampleRate: Int, channels: Int,
                 bitrate: Int, frames: Int, totalSamples: Int, firstFrameOffset: Int, encoderDelay: Int, encoderPadding: Int,
-                replayGain: ReplayGain?, coverArtBytes: Int?, artistID: Int?, albumID: Int?, derived: DerivedFields = []) {
+                replayGain: ReplayGain?, coverArtBytes: Int?, artistID: Int?, albumID: Int?, derived: DerivedFields = [],
+                bitsPerSample: Int? = nil) {
         self.id = id
         self.path = path
         self.stamp = stamp
@@ -78,6 +81,7 @@ public struct Track: Sendable, Equatable {
         self.artistID = artistID
         self.albumID = albumID
         self.derived = derived
+        self.bitsPerSample = bitsPerSample
     }
 
     /// The track as the catalog writes it for the file at `path` (relative) read as `analysis`:
@@ -96,7 +100,7 @@ public struct Track: Sendable, Equatable {
                   frames: a.frames, totalSamples: a.totalSamples, firstFrameOffset: a.firstFrameOffset,
                   encoderDelay: a.encoderDelay, encoderPadding: a.encoderPadding,
                   replayGain: gain.flatMap { $0.isEmpty ? nil : $0 }, coverArtBytes: tags.coverArtBytes,
-                  artistID: nil, albumID: nil)
+                  artistID: nil, albumID: nil, bitsPerSample: a.bitsPerSample)
         deriveFromPath()
     }
 
@@ -152,7 +156,8 @@ public struct Track: Sendable, Equatable {
         TrackItem(path: path, url: url, title: title, artist: artist, album: album, durationSeconds: durationSeconds,
                   codec: codec, container: container, sampleRate: sampleRate, channels: channels, bitrate: bitrate,
                   size: stamp.size, etag: etag, id: id, albumID: albumID, artistID: artistID, albumArtist: albumArtist,
-                  trackNumber: trackNumber, discNumber: discNumber, year: year, genre: genre, derived: derived)
+                  trackNumber: trackNumber, discNumber: discNumber, year: year, genre: genre, derived: derived,
+                  bitsPerSample: bitsPerSample, replayGain: replayGain)
     }
 
     /// `<artist> - <title>`, or the title alone when the artist is absent or empty.

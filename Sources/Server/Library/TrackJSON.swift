@@ -88,8 +88,21 @@ struct CatalogRowTrackFields: TrackItemFields {
         case .trackNumber: return optionalInt(9)
         case .discNumber: return optionalInt(11)
         case .year: return optionalInt(13)
+        case .bitsPerSample: return optionalInt(34)
         }
     }
+
+    @inline(__always)
+    func number(_ member: TrackItem.NumberMember) -> Double? {
+        switch member {
+        case .trackGain: return optionalDouble(26)
+        case .trackPeak: return optionalDouble(27)
+        case .albumGain: return optionalDouble(28)
+        case .albumPeak: return optionalDouble(29)
+        }
+    }
+
+    private func optionalDouble(_ column: Int) -> Double? { row.isNull(column) ? nil : row.double(column) }
 
     var durationSeconds: Double? { row.double(15) }
 

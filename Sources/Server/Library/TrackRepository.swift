@@ -15,7 +15,8 @@ public struct TrackRepository: Sendable {
         t.id, t.path, t.size, t.mtime_ns, t.inode, t.title, t.artist, t.album, t.album_artist, t.track_number, t.track_total,
         t.disc_number, t.disc_total, t.year, t.genre, t.duration_s, t.codec, t.container, t.sample_rate, t.channels, t.bitrate,
         t.frames, t.total_samples, t.first_frame_offset, t.encoder_delay, t.encoder_padding,
-        t.rg_track_gain, t.rg_track_peak, t.rg_album_gain, t.rg_album_peak, t.cover_art_bytes, t.artist_id, t.album_id, t.derived
+        t.rg_track_gain, t.rg_track_peak, t.rg_album_gain, t.rg_album_peak, t.cover_art_bytes, t.artist_id, t.album_id, t.derived,
+        t.bits_per_sample
         """
 
     static func row(_ s: SQLiteDatabase.Statement) -> Track {
@@ -31,7 +32,7 @@ public struct TrackRepository: Sendable {
                         firstFrameOffset: s.int(23), encoderDelay: s.int(24), encoderPadding: s.int(25),
                         replayGain: gain.isEmpty ? nil : gain, coverArtBytes: s.optionalInt(30),
                         artistID: s.optionalInt(31), albumID: s.optionalInt(32),
-                        derived: DerivedFields(rawValue: s.int(33)))
+                        derived: DerivedFields(rawValue: s.int(33)), bitsPerSample: s.optionalInt(34))
     }
 
     static func orderClause(_ sort: TrackSort) -> String {

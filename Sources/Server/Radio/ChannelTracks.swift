@@ -69,6 +69,11 @@ public enum ChannelTracks {
                 logger.warning("channel \(spec.name): \(entry.path) skipped: \(entry.container) has no audio a channel can play")
                 continue
             }
+            // The catalog lists these; the decode workers do not read them yet.
+            if entry.codec == "alac" || [Container.flac, .ogg, .aiff].contains(Container(rawValue: entry.container)) {
+                logger.warning("channel \(spec.name): \(entry.path) skipped: \(entry.codec) (\(entry.container)) is not played by channels yet")
+                continue
+            }
             tracks.append(ChannelTrack(track: entry, path: catalog.absolutePath(of: entry)))
         }
         guard let first = tracks.first else {

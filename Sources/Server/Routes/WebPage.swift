@@ -143,12 +143,17 @@ public enum WebPage {
       $('play-all').disabled = tracks.length === 0;
       renderRows();
     }
+    // "FLAC 24/96": lossless and PCM tracks show their depth and rate.
+    function quality(track) {
+      if (!track.bits_per_sample) return '';
+      return track.codec.split('_')[0].toUpperCase() + ' ' + track.bits_per_sample + '/' + +(track.sample_rate / 1000).toFixed(1);
+    }
     function renderRows() {
       const start = state.listStart, tracks = state.list.slice(start, start + ROWS);
       const rows = tracks.map((track, i) => {
         const li = el('li', 'track'); li.dataset.index = start + i; li.dataset.path = track.path;
         const main = el('span', 'title', track.title || track.path.split('/').pop());
-        main.appendChild(el('span', 'sub', [track.artist, track.album].filter(Boolean).join(' · ')));
+        main.appendChild(el('span', 'sub', [track.artist, track.album, quality(track)].filter(Boolean).join(' · ')));
         li.append(el('span', 'n', track.track || (start + i + 1)), main, el('span', 'duration', clock(track.duration_s)));
         li.onclick = () => play(state.list, start + i);
         return li;

@@ -77,6 +77,17 @@ struct APIObjectReader {
         return number
     }
 
+    /// `optionalInt`, an absent member read as null: for members added after a document's first
+    /// version, which an older streamd does not write.
+    func intIfPresent(_ key: String) throws(APIDocumentError) -> Int? {
+        members[key] == nil ? nil : try optionalInt(key)
+    }
+
+    /// `optionalDouble`, an absent member read as null (see `intIfPresent`).
+    func doubleIfPresent(_ key: String) throws(APIDocumentError) -> Double? {
+        members[key] == nil ? nil : try optionalDouble(key)
+    }
+
     func double(_ key: String) throws(APIDocumentError) -> Double {
         guard let number = try value(key).double else { throw .wrongType(member: name(key), expected: "a number") }
         return number

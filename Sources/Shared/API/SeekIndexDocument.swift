@@ -13,7 +13,8 @@ public struct SeekIndexDocument: Sendable, Equatable {
     public var sampleRate: Int
     /// The file's validator, quotes included (as its `/media/` ETag header).
     public var etag: String
-    /// All points, or with `?t=` only those around that time; in increasing time.
+    /// All points, or with `?t=` only those around that time; in increasing time. FLAC, Ogg and
+    /// AIFF points also carry the exact sample they start at (Ogg: within `link`).
     public var points: [SeekPoint]
 
     /// Most points a document may list: what one index holds at most.
@@ -49,7 +50,10 @@ public struct SeekIndexDocument: Sendable, Equatable {
         list.reserveCapacity(2 + points.count * 32)
         for (i, point) in points.enumerated() {
             if i > 0 { list += "," }
-            list += "{\"t\":" + JSONObjectWriter.number(point.t) + ",\"byte\":" + String(point.byte) + "}"
+            list += "{\"t\":" + JSONObjectWriter.number(point.t) + ",\"byte\":" + String(point.byte)
+            if let sample = point.sample { list += ",\"sample\":" + String(sample) }
+            if let link = point.link { list += ",\"link\":" + String(link) }
+            list += "}"
         }
         list += "]"
         w.addRaw("points", list)
@@ -60,14 +64,16 @@ public struct SeekIndexDocument: Sendable, Equatable {
     /// Anything else is a typed error: bytes that are not JSON, a member missing or of another
     /// type, more than `maxPoints` points.
     public static func decode(_ bytes: [UInt8]) throws(APIDocumentError) -> SeekIndexDocument {
-        // Each point is three values (object, t, byte); the rest is a handful of members, with room for new ones.
-        let root = try APIObjectReader(APIObjectReader.parse(bytes, maxValues: 3 * maxPoints + 4096), context: "")
+        // Each point is up to five values (object, t, byte, sample, link); the rest is a handful of
+        // members, with room for new ones.
+        let root = try APIObjectReader(APIObjectReader.parse(bytes, maxValues: 5 * maxPoints + 4096), context: "")
         let items = try root.array("points", limit: maxPoints)
         var points: [SeekPoint] = []
         points.reserveCapacity(items.count)
         for (i, item) in items.enumerated() {
             let point = try APIObjectReader(item, context: "points[\(i)]")
-            points.append(SeekPoint(t: try point.double("t"), byte: try point.int("byte")))
+            points.append(SeekPoint(t: try point.double("t"), byte: try point.int("byte"), sample: try point.intIfPresent("sample"),
+                                    link: try point.intIfPresent("link")))
         }
         return SeekIndexDocument(path: try root.string("path"), durationSeconds: try root.double("duration_s"),
                                  firstFrameOffset: try root.int("first_frame_offset"),

@@ -29,11 +29,16 @@ public struct TrackItem: Sendable, Equatable {
     public var genre: String?
     /// The members the catalog took from the file's path, not its tags (`DerivedFields`).
     public var derived: DerivedFields
+    /// Bits per sample of lossless and PCM audio (FLAC, ALAC, AIFF, WAV); nil for lossy codecs.
+    public var bitsPerSample: Int?
+    /// ReplayGain values (dB against ReplayGain's reference; R128 tags already moved there by +5 dB).
+    public var replayGain: ReplayGain?
 
     public init(path: String, url: String, title: String?, artist: String?, album: String?, durationSeconds: Double?,
                 codec: String, container: String, sampleRate: Int, channels: Int, bitrate: Int, size: Int, etag: String,
                 id: Int, albumID: Int?, artistID: Int?, albumArtist: String?, trackNumber: Int?, discNumber: Int?,
-                year: Int?, genre: String?, derived: DerivedFields = []) {
+                year: Int?, genre: String?, derived: DerivedFields = [], bitsPerSample: Int? = nil,
+                replayGain: ReplayGain? = nil) {
         self.path = path
         self.url = url
         self.title = title
@@ -56,6 +61,8 @@ public struct TrackItem: Sendable, Equatable {
         self.year = year
         self.genre = genre
         self.derived = derived
+        self.bitsPerSample = bitsPerSample
+        self.replayGain = replayGain.flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// The text members, for `TrackItemFields`.
@@ -65,7 +72,12 @@ public struct TrackItem: Sendable, Equatable {
 
     /// The whole-number members, for `TrackItemFields`.
     public enum IntegerMember: Sendable {
-        case sampleRate, channels, bitrate, size, id, albumID, artistID, trackNumber, discNumber, year
+        case sampleRate, channels, bitrate, size, id, albumID, artistID, trackNumber, discNumber, year, bitsPerSample
+    }
+
+    /// The fractional members, for `TrackItemFields`.
+    public enum NumberMember: Sendable {
+        case trackGain, trackPeak, albumGain, albumPeak
     }
 
     /// Most items `decodeList` takes (an API page holds at most 1000).
@@ -115,6 +127,7 @@ public struct TrackItem: Sendable, Equatable {
         integer("sample_rate", .sampleRate, fields, &out)
         integer("channels", .channels, fields, &out)
         integer("bitrate", .bitrate, fields, &out)
+        integer("bits_per_sample", .bitsPerSample, fields, &out)
         integer("size", .size, fields, &out)
         text("etag", .etag, fields, &out)
         integer("id", .id, fields, &out)
@@ -125,6 +138,10 @@ public struct TrackItem: Sendable, Equatable {
         integer("disc", .discNumber, fields, &out)
         integer("year", .year, fields, &out)
         text("genre", .genre, fields, &out)
+        number("rg_track_gain", .trackGain, fields, &out)
+        number("rg_track_peak", .trackPeak, fields, &out)
+        number("rg_album_gain", .albumGain, fields, &out)
+        number("rg_album_peak", .albumPeak, fields, &out)
         JSONBytes.key("derived", &out)
         fields.derived.append(to: &out)
         out.append(UInt8(ascii: "}"))
@@ -146,13 +163,23 @@ public struct TrackItem: Sendable, Equatable {
         if let value = fields.integer(member) { JSONBytes.integer(value, &out) } else { JSONBytes.null(&out) }
     }
 
+    @inlinable @inline(__always)
+    static func number(_ key: StaticString, _ member: NumberMember, _ fields: some TrackItemFields, _ out: inout [UInt8]) {
+        JSONBytes.key(key, &out)
+        if let value = fields.number(member), value.isFinite {
+            out.append(contentsOf: JSONObjectWriter.number(value).utf8)
+        } else {
+            JSONBytes.null(&out)
+        }
+    }
+
     // MARK: reading
 
     /// Reads a JSON array of items (as `/api/tracks` and `/api/search` answer): at most
     /// `maxListCount`; anything else is a typed error.
     public static func decodeList(_ bytes: [UInt8]) throws(APIDocumentError) -> [TrackItem] {
-        // 23 values an item (the object and its 22 members) and up to 6 derived names, with room for members added later.
-        let root = try APIObjectReader.parse(bytes, maxValues: maxListCount * 32 + 1)
+        // 28 values an item (the object and its 27 members) and up to 6 derived names, with room for members added later.
+        let root = try APIObjectReader.parse(bytes, maxValues: maxListCount * 40 + 1)
         guard case .array(let values) = root else { throw .wrongType(member: "the document", expected: "an array") }
         guard values.count <= maxListCount else { throw .tooMany(member: "the document", limit: maxListCount) }
         var items: [TrackItem] = []
@@ -168,6 +195,8 @@ public struct TrackItem: Sendable, Equatable {
 
     static func decode(_ value: JSONValue, context: String) throws(APIDocumentError) -> TrackItem {
         let r = try APIObjectReader(value, context: context)
+        let gain = ReplayGain(trackGain: try r.doubleIfPresent("rg_track_gain"), trackPeak: try r.doubleIfPresent("rg_track_peak"),
+                              albumGain: try r.doubleIfPresent("rg_album_gain"), albumPeak: try r.doubleIfPresent("rg_album_peak"))
         return TrackItem(path: try r.string("path"), url: try r.string("url"), title: try r.optionalString("title"),
                          artist: try r.optionalString("artist"), album: try r.optionalString("album"),
                          durationSeconds: try r.optionalDouble("duration_s"), codec: try r.string("codec"),
@@ -177,7 +206,8 @@ public struct TrackItem: Sendable, Equatable {
                          artistID: try r.optionalInt("artist_id"), albumArtist: try r.optionalString("album_artist"),
                          trackNumber: try r.optionalInt("track"), discNumber: try r.optionalInt("disc"),
                          year: try r.optionalInt("year"), genre: try r.optionalString("genre"),
-                         derived: try DerivedFields.read(r))
+                         derived: try DerivedFields.read(r), bitsPerSample: try r.intIfPresent("bits_per_sample"),
+                         replayGain: gain)
     }
 }
 
@@ -190,6 +220,8 @@ public protocol TrackItemFields {
     func integer(_ member: TrackItem.IntegerMember) -> Int?
     /// The duration, or nil when it is null.
     var durationSeconds: Double? { get }
+    /// The member's value, or nil when it is null.
+    func number(_ member: TrackItem.NumberMember) -> Double?
     /// The members taken from the file's path (written as the `derived` list).
     var derived: DerivedFields { get }
     /// True when the url is `APIRoutes.mediaPath(forLibraryPath:)` of the path (a catalog row):
@@ -232,6 +264,16 @@ extension TrackItem: TrackItemFields {
         case .trackNumber: return trackNumber
         case .discNumber: return discNumber
         case .year: return year
+        case .bitsPerSample: return bitsPerSample
+        }
+    }
+
+    public func number(_ member: NumberMember) -> Double? {
+        switch member {
+        case .trackGain: return replayGain?.trackGain
+        case .trackPeak: return replayGain?.trackPeak
+        case .albumGain: return replayGain?.albumGain
+        case .albumPeak: return replayGain?.albumPeak
         }
     }
 }

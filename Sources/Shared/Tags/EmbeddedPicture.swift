@@ -11,8 +11,9 @@ public struct EmbeddedPicture: Sendable, Equatable {
 }
 
 /// Reads the cover picture of a track: the front cover of an ID3v2 tag (APIC, or PIC in 2.2;
-/// else its first picture), or the first `covr` item of an MP4 `ilst`. Reads only the tag or
-/// the moov, never the audio, and refuses tags and boxes larger than `maxBytes`.
+/// else its first picture), the first `covr` item of an MP4 `ilst`, a FLAC PICTURE block, an
+/// Ogg stream's METADATA_BLOCK_PICTURE comment, or an AIFF ID3 chunk. Reads only the tags, the
+/// moov or the metadata, never the audio, and refuses tags and boxes larger than `maxBytes`.
 public enum EmbeddedPictureReader {
     /// Largest ID3v2 tag or moov read to find a picture.
     public static let maxBytes = 64 << 20
@@ -26,10 +27,45 @@ public enum EmbeddedPictureReader {
                 throw FormatError.unsupported(component: ID3v2.component, reason: "tag of \(header.totalSize) bytes")
             }
             let tag = try source.read(at: 0, count: header.totalSize)
-            return try id3Picture(tag[...])
+            if let picture = try id3Picture(tag[...]) { return picture }
+            // A FLAC file behind an ID3v2 tag without a picture keeps its own.
+            let marker = try source.read(at: header.totalSize, count: 4)
+            return marker == FLACReader.marker ? try flacPicture(source) : nil
         }
         if head.count >= 8, MP4BoxHeader.fourCC(head[4..<8]) == "ftyp" {
             return try mp4Picture(source)
+        }
+        if head.starts(with: FLACReader.marker) { return try flacPicture(source) }
+        if head.starts(with: OggPage.capturePattern) {
+            return (try OggReader.read(source).first.comment?.pictures).flatMap { FLACPicture.cover($0)?.embedded }
+        }
+        if head.count >= 12, head.starts(with: Array("FORM".utf8)),
+           ["AIFF", "AIFC"].contains(String(decoding: head[8..<12], as: UTF8.self)) {
+            return try aiffPicture(source)
+        }
+        return nil
+    }
+
+    /// The front cover (else the first picture) of a FLAC file's PICTURE blocks and Vorbis comment.
+    static func flacPicture(_ source: some RandomAccessBytes) throws -> EmbeddedPicture? {
+        FLACPicture.cover(try FLACReader.read(source).pictures)?.embedded
+    }
+
+    /// The picture of an AIFF file's ID3 chunk, wherever the chunk lies (chunk headers walked
+    /// with small reads).
+    static func aiffPicture(_ source: some RandomAccessBytes) throws -> EmbeddedPicture? {
+        var offset = 12
+        for _ in 0..<4096 {
+            let head = try source.read(at: offset, count: 8)
+            guard head.count == 8 else { return nil }
+            let id = String(decoding: head[0..<4], as: UTF8.self)
+            let size = Int(head[4]) << 24 | Int(head[5]) << 16 | Int(head[6]) << 8 | Int(head[7])
+            if id == "ID3 " || id == "id3 " {
+                guard size <= maxBytes, offset + 8 + size <= source.size else { return nil }
+                return try id3Picture(try source.read(at: offset + 8, count: size)[...])
+            }
+            offset += 8 + size + (size & 1)
+            guard offset < source.size else { return nil }
         }
         return nil
     }
