@@ -185,7 +185,11 @@ public enum Probe {
     /// and Speex are refused by name.
     static func oggCodec(_ body: ArraySlice<UInt8>, isComplete: Bool) throws -> OggCodec? {
         var position = body.startIndex
-        while true {
+        // Bounded: a link has one BOS page per multiplexed stream, and real files have a few.
+        for _ in 0..<64 {
+            if position == body.endIndex, isComplete, position > body.startIndex {
+                throw FormatError.unsupported(component: "ogg", reason: "no Opus or Vorbis stream in the Ogg file")
+            }
             guard let page = try OggPage.parse(body[position...]) else {
                 if isComplete { throw FormatError.truncated(component: "ogg", offset: position, needed: OggPage.minHeaderLength) }
                 return nil
@@ -204,6 +208,7 @@ public enum Probe {
             }
             position += page.length
         }
+        throw FormatError.unsupported(component: "ogg", reason: "no Opus or Vorbis stream among the Ogg file's first 64 streams")
     }
 
     /// ffmpeg's name for the PCM coding: the container width decides (12-bit samples are pcm_s16le).
