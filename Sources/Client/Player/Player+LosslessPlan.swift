@@ -137,9 +137,29 @@ extension Player {
         let nearEnough = 8 * max(16, flac.streamInfo.maxBlockSize)
         let hasTable = flac.seekPoints.contains { ($0.sampleNumber ?? 0) > 0 }
         if sample - best.unit <= nearEnough || !source.hasByteRanges || (hasTable && url.contains("://")) { return best }
+        // No table over HTTP: streamd's exact index (every frame's first sample and offset) makes
+        // the seek one Range request; a bisection otherwise.
+        if url.contains("://"), let indexed = serverFLACPoint(atOrBefore: sample, plan: plan, info: flac.streamInfo) {
+            let point = indexed.unit >= best.unit ? indexed : best
+            log("parser", "flac seek by streamd's index: sample \(point.unit) at byte \(point.byte)")
+            return point
+        }
         if let scanned = bisectFLACFrames(atOrBefore: sample, from: best, plan: plan, info: flac.streamInfo) {
             log("parser", "flac seek by frame scan: sample \(scanned.unit) at byte \(scanned.byte)")
             return scanned
+        }
+        return best
+    }
+
+    /// The last point of streamd's index at or before `sample` that says its exact sample and lies
+    /// in the audio; nil without one.
+    private func serverFLACPoint(atOrBefore sample: Int, plan: StreamPlan, info: FLACStreamInfo) -> (unit: Int, byte: Int)? {
+        let seconds = Double(sample) / Double(max(1, info.sampleRate))
+        guard let index = serverSeekIndex(around: seconds, fallback: "frame bisection") else { return nil }
+        var best: (unit: Int, byte: Int)?
+        for point in index.points {
+            guard let first = point.sample, first <= sample, point.byte >= plan.audioStart, first >= (best?.unit ?? 0) else { continue }
+            best = (first, point.byte)
         }
         return best
     }

@@ -105,22 +105,27 @@ extension Player {
             guard let file = try? LocalFile(path: url), let analysis = try? TrackAnalyzer.analyze(file) else { return nil }
             return table(analysis.seekIndex.points)
         }
-        // streamd publishes /api/index/<path> beside /media/<path>.
-        guard let indexURL = APIRoutes.seekIndexURL(forMediaURL: url, around: seconds) else { return nil }
         let fallback = plan.stream.vbrHeader?.xingTOC != nil ? "Xing TOC" : "CBR arithmetic"
+        return serverSeekIndex(around: seconds, fallback: fallback).map { table($0.points) }
+    }
+
+    /// streamd's exact seek index (it publishes /api/index/<path> beside /media/<path>), the
+    /// points around `seconds`; nil when the URL is not streamd's or the index is missing or
+    /// refused, which is logged with the `fallback` used instead.
+    func serverSeekIndex(around seconds: Double?, fallback: String) -> SeekIndexDocument? {
+        guard let indexURL = APIRoutes.seekIndexURL(forMediaURL: url, around: seconds) else { return nil }
         guard let body = try? HTTPSource(url: indexURL, options: options.http).fetch(limit: 16 << 20) else {
             log("parser", "no seek index at \(indexURL); seeking by \(fallback)")
             return nil
         }
-        let index: SeekIndexDocument
         do {
-            index = try SeekIndexDocument.decode(body)
+            let index = try SeekIndexDocument.decode(body)
+            log("parser", "seek index from \(indexURL): \(index.points.count) points")
+            return index
         } catch {
             log("parser", "seek index at \(indexURL) refused (\(error)); seeking by \(fallback)")
             return nil
         }
-        log("parser", "seek index from \(indexURL): \(index.points.count) points")
-        return table(index.points)
     }
 
     /// Fragmented MP4: the moof that holds `unit` (decoding restarts at a moof). The index comes
