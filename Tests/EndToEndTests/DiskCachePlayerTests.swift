@@ -14,12 +14,17 @@ import TestSupport
         return (run.status, stats, String(decoding: run.stderr, as: UTF8.self))
     }
 
-    @Test(arguments: ["cbr-128k-44k.mp3", "track.m4a"])
+    /// The folder `make media` writes a file of this name to: FLAC and Opus have folders of their own.
+    static func mediaFolder(_ name: String) -> URL {
+        name.hasSuffix(".flac") ? TestPaths.losslessMedia : name.hasSuffix(".opus") ? TestPaths.oggMedia : TestPaths.media
+    }
+
+    @Test(arguments: ["cbr-128k-44k.mp3", "track.m4a", "flac16-44k.flac", "opus-stereo-48k.opus"])
     func replay_fromTheCache_isBitExact_withStreamdStopped(name: String) throws {
         let dir = try PlayerTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let cache = dir.appendingPathComponent("cache").path
-        let server = try StreamdProcess(folder: TestPaths.media, extraArguments: ["--quiet"])
+        let server = try StreamdProcess(folder: Self.mediaFolder(name), extraArguments: ["--quiet"])
         let url = "\(server.baseURL)/media/\(name)"
         let first = try Self.play(url, cache: cache, out: dir.appendingPathComponent("first.wav").path)
         try #require(first.status == 0, "\(first.stderr)")

@@ -106,6 +106,32 @@ import TestSupport
         }
     }
 
+    /// `bits_per_sample` against ffprobe's bits_per_raw_sample (bits_per_sample where ffprobe
+    /// leaves the raw one out, as for PCM in WAV and AIFF): FLAC, AIFF, ALAC and WAV say their
+    /// depth (16, 24, 32-bit float), lossy codecs say null.
+    @Test func bitsPerSampleMatchesFFprobe() throws {
+        let lossless = (try? FileManager.default.contentsOfDirectory(at: TestPaths.losslessMedia, includingPropertiesForKeys: nil)) ?? []
+        let files = lossless.filter { !$0.lastPathComponent.hasPrefix(".") }
+            + ["pcm16.wav", "pcm24-96k.wav", "float32.wav", "cbr-128k-44k.mp3", "track.m4a"].map { TestPaths.media.appendingPathComponent($0) }
+            + ["opus-stereo-48k.opus", "vorbis-stereo-44k.ogg"].map { TestPaths.oggMedia.appendingPathComponent($0) }
+        #expect(lossless.count >= 4, "run `make media` first (looked in \(TestPaths.losslessMedia.path))")
+        var depths: [String] = []
+        for file in files.sorted(by: { $0.path < $1.path }) {
+            let run = try runCommand(try #require(which("ffprobe")), ["-v", "error", "-select_streams", "a:0", "-show_entries",
+                                                                      "stream=bits_per_raw_sample,bits_per_sample", "-of", "json", file.path])
+            let json = try #require(try JSONSerialization.jsonObject(with: run.stdout) as? [String: Any])
+            let stream = try #require((json["streams"] as? [[String: Any]])?.first, "\(file.lastPathComponent): no ffprobe stream")
+            let raw = Int(stream["bits_per_raw_sample"] as? String ?? "") ?? 0
+            let reference = raw > 0 ? raw : stream["bits_per_sample"] as? Int ?? 0
+            let info = try Self.info(file)
+            let ours = info["bits_per_sample"] as? Int
+            #expect(info.keys.contains("bits_per_sample"), "\(file.lastPathComponent): no bits_per_sample field")
+            #expect(ours == (reference > 0 ? reference : nil), "\(file.lastPathComponent): \(ours.map(String.init) ?? "null") bits, ffprobe \(reference)")
+            depths.append("\(file.lastPathComponent)=\(ours.map(String.init) ?? "null")")
+        }
+        print("info bits_per_sample: \(depths.joined(separator: " "))")
+    }
+
     @Test func htmlInput_isRejectedWithOneLine() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("streamplay-info-\(getpid())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

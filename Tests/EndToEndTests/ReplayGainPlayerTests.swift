@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import StreamShared
 
 /// `--replaygain` end to end: files tagged by a real tagger (Debian's loudgain: ID3v2.4 TXXX in
 /// MP3, iTunes freeform atoms in M4A), played from disk and from the real streamd, and the played
@@ -120,6 +121,88 @@ import TestSupport
         let atFullScale = samples.filter { $0 == Int16.max || $0 == Int16.min }.count
         print("preamp 15 on loud.mp3: applied \(applied) dB (peak \(tag.peak)), \(loud.lufs) LUFS, \(atFullScale) samples at full scale")
         #expect(atFullScale <= 10, "\(atFullScale) samples at full scale")
+    }
+
+    /// The level of a WAV file (RMS of every sample, full scale 1) in dB.
+    static func levelDB(_ path: String) throws -> Double {
+        let samples = try PCMFile(path: path).samples()
+        let power = samples.reduce(0) { $0 + Double($1) * Double($1) } / Double(max(1, samples.count))
+        return 10 * log10(power)
+    }
+
+    /// A copy of an opusenc file with its OpusHead output gain set (the page's CRC recomputed).
+    static func withOutputGain(_ source: String, dB: Double, to target: String) throws {
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: source)))
+        // opusenc's first page holds OpusHead alone: 27 header bytes, 1 lacing value, then the packet.
+        try #require(bytes.count > 64 && bytes[28..<36].elementsEqual("OpusHead".utf8) && bytes[26] == 1)
+        let gain = Int16(dB * 256)
+        bytes[44] = UInt8(truncatingIfNeeded: gain)
+        bytes[45] = UInt8(truncatingIfNeeded: gain >> 8)
+        bytes.replaceSubrange(22..<26, with: [0, 0, 0, 0])
+        let crc = OggCRC.crc32(bytes[0..<(28 + Int(bytes[27]))])
+        bytes.replaceSubrange(22..<26, with: (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * UInt32($0))) })
+        try Data(bytes).write(to: URL(fileURLWithPath: target))
+    }
+
+    /// Vorbis comments: REPLAYGAIN_* in FLAC (metaflac) and Vorbis (vorbiscomment), R128_* in Opus
+    /// (Q7.8 dB against -23 LUFS, played +5 dB to ReplayGain's reference) applied on top of the
+    /// OpusHead output gain, which plays with or without `--replaygain` and is never counted
+    /// twice (mpv #10836, MPD #976). Each level is measured against the same file played with
+    /// `--replaygain off`, from the file and from streamd.
+    @Test func vorbisCommentGains_inFLACVorbisAndOpus_onTopOfTheOpusHeaderGain() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
+        func run(_ tool: String, _ arguments: [String]) throws {
+            let result = try runCommand(try #require(which(tool), "\(tool) is installed by make deps"), arguments)
+            try #require(result.status == 0, "\(tool): \(String(decoding: result.stderr, as: UTF8.self))")
+        }
+        try run("sox", ["-R", "-n", "-r", "48000", "-c", "2", "-b", "16", path("noise.wav"), "synth", "3", "pinknoise", "gain", "-24"])
+        try run("flac", ["--silent", "-o", path("tagged.flac"), path("noise.wav")])
+        try run("metaflac", ["--set-tag=REPLAYGAIN_TRACK_GAIN=-4.50 dB", "--set-tag=REPLAYGAIN_TRACK_PEAK=0.20",
+                             "--set-tag=REPLAYGAIN_ALBUM_GAIN=+3.00 dB", "--set-tag=REPLAYGAIN_ALBUM_PEAK=0.30", path("tagged.flac")])
+        try run("oggenc", ["-Q", "-q", "5", "-o", path("tagged.ogg"), path("noise.wav")])
+        try run("vorbiscomment", ["-a", "-t", "REPLAYGAIN_TRACK_GAIN=-4.50 dB", "-t", "REPLAYGAIN_TRACK_PEAK=0.20",
+                                  "-t", "REPLAYGAIN_ALBUM_GAIN=+3.00 dB", "-t", "REPLAYGAIN_ALBUM_PEAK=0.30", path("tagged.ogg")])
+        // -2560/256 = -10 dB against -23 LUFS: -5 dB to play; 768/256 = +3 dB: +8 dB.
+        try run("opusenc", ["--quiet", "--comment", "R128_TRACK_GAIN=-2560", "--comment", "R128_ALBUM_GAIN=768",
+                            path("noise.wav"), path("tagged.opus")])
+        try Self.withOutputGain(path("tagged.opus"), dB: -6, to: path("head-gain.opus"))
+        let server = try StreamdProcess(folder: dir, extraArguments: ["--quiet"])
+        defer { _ = server.stop() }
+
+        func play(_ name: String, _ mode: String, overHTTP: Bool) throws -> (level: Double, applied: Double?) {
+            let out = path("out-\(mode)-\(overHTTP)-\(name).wav")
+            let source = overHTTP ? "\(server.baseURL)/media/\(name)" : path(name)
+            let result = try runCommand(PlayerTests.streamplay, [source, "--output", "wav:\(out)", "--stats", "--replaygain", mode])
+            try #require(result.status == 0, "\(source) \(mode): \(String(decoding: result.stderr, as: UTF8.self))")
+            return (try Self.levelDB(out), try PlayerTests.stats(result.stdout)["replaygain_db"] as? Double)
+        }
+        // (file, the track and album gains it should play with, in dB)
+        let cases: [(String, Double, Double)] = [("tagged.flac", -4.5, 3), ("tagged.ogg", -4.5, 3), ("tagged.opus", -5, 8),
+                                                 ("head-gain.opus", -5, 8)]
+        let plainOpus = try play("tagged.opus", "off", overHTTP: false).level
+        for (name, trackGain, albumGain) in cases {
+            for overHTTP in [false, true] {
+                let off = try play(name, "off", overHTTP: overHTTP)
+                #expect(off.applied == nil, "\(name): no ReplayGain unless asked")
+                for (mode, gain) in [("track", trackGain), ("album", albumGain)] {
+                    let played = try play(name, mode, overHTTP: overHTTP)
+                    print("replaygain \(mode) \(name)\(overHTTP ? " over HTTP" : ""): \(String(format: "%+.3f", played.level - off.level)) dB "
+                          + "(expected \(gain)), replaygain_db \(played.applied.map { String($0) } ?? "null")")
+                    #expect(abs(played.level - off.level - gain) < 0.05, "\(name) \(mode): level \(played.level - off.level) dB, \(gain) expected")
+                    #expect(abs((played.applied ?? .nan) - gain) < 0.01, "\(name) \(mode): replaygain_db \(String(describing: played.applied))")
+                }
+                if name == "head-gain.opus" {
+                    // The header's -6 dB plays in every mode, and the R128 gain adds to it.
+                    #expect(abs(off.level - plainOpus - -6) < 0.05, "OpusHead gain: \(off.level - plainOpus) dB, -6 expected")
+                    let track = try play(name, "track", overHTTP: overHTTP)
+                    #expect(abs(track.level - plainOpus - -11) < 0.05, "header -6 dB + R128 -5 dB: \(track.level - plainOpus) dB")
+                    print("opus header gain: off \(String(format: "%+.3f", off.level - plainOpus)) dB, track \(String(format: "%+.3f", track.level - plainOpus)) dB"
+                          + " against the file without it (expected -6 and -11)")
+                }
+            }
+        }
     }
 
     @Test func badReplayGainOptions_areUsageErrors() throws {

@@ -11,10 +11,12 @@ driven by selenium) and uses it as a listener would:
 - an album played with "Play all" starts and advances from track to track (each track is sought
   to its last half second, --advances times);
 - with --every-track, every track of the library is found through the search box, played in the
-  page's <audio>, and its duration is checked against the catalog.
+  page's <audio> past half a second with no media error, and its duration is checked against the
+  catalog;
+- with --min-covers N, at least N album covers are shown (loaded, naturalWidth > 0).
 
 usage: check_page.py BASE_URL [--screenshot PATH] [--query TEXT] [--budget-ms N] [--advances N]
-                     [--every-track] [--max-html-kb N]
+                     [--every-track] [--max-html-kb N] [--min-covers N]
 Prints one line per check and a last line 'N passed, M failed'; exit 0 only when all pass."""
 import argparse, json, sys, time, urllib.parse, urllib.request
 
@@ -97,6 +99,7 @@ def main():
     parser.add_argument("--advances", type=int, default=2)
     parser.add_argument("--every-track", action="store_true")
     parser.add_argument("--max-html-kb", type=float, default=200)
+    parser.add_argument("--min-covers", type=int, default=0)
     args = parser.parse_args()
     base = args.base.rstrip("/")
 
@@ -120,6 +123,8 @@ def main():
               f"album grid shows {shown} of {album_total} albums ({(time.time() - started) * 1000:.0f} ms after load began)")
         covers = wait(driver, "Array.from(document.querySelectorAll('.album img')).filter(i => i.complete && i.naturalWidth > 0).length", 10)
         print(f"info {covers or 0} covers shown on the first page")
+        if args.min_covers:
+            check((covers or 0) >= args.min_covers, f"{covers or 0} covers shown (at least {args.min_covers})")
         bounded(driver, "first page")
 
         # Search as you type.
@@ -182,6 +187,8 @@ def main():
                 advanced = wait(driver, f"document.getElementById('player').currentTime > {start + 0.5}"
                                         " ? document.getElementById('player').currentTime : 0", 10)
                 check(bool(advanced), f"{track['path']}: played {start:.2f} → {advanced or 0:.2f} s")
+                error = driver.execute_script("const e = document.getElementById('player').error; return e ? [e.code, e.message] : null")
+                check(error is None, f"{track['path']}: no media error ({error})")
             driver.execute_script("document.getElementById('player').pause()")
 
         if args.screenshot:

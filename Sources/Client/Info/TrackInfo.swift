@@ -37,6 +37,8 @@ public enum TrackInfo {
         w.add("codec", a.codec)
         w.add("sample_rate", a.sampleRate)
         w.add("channels", a.channels)
+        // Lossless and PCM only (FLAC, AIFF, ALAC, WAV): a lossy codec has no bit depth of its own.
+        w.add("bits_per_sample", a.bitsPerSample)
         w.add("duration_s", a.durationSeconds)
         w.add("bitrate", a.bitrate)
         w.add("frames", a.frames)
