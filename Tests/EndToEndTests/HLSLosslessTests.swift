@@ -45,10 +45,10 @@ import Glibc
     }
 
     /// pcm-compare's verdict: ≥ `snr` dB, no offset, lengths within `slack` frames.
-    static func compare(_ reference: URL, _ test: URL, snr: Double = 60, slack: Int) throws -> (ok: Bool, verdict: String) {
+    static func compare(_ reference: URL, _ test: URL, snr: Double = 60, slack: Int, offset: Int = 0) throws -> (ok: Bool, verdict: String) {
         let tool = try #require(TestPaths.pcmCompare, "pcm-compare from ../shared/tools")
         let run = try runCommand("/usr/bin/env", ["python3", tool, reference.path, test.path, "--min-snr", String(snr),
-                                                  "--max-len-diff", String(slack), "--max-offset", "0"])
+                                                  "--max-len-diff", String(slack), "--max-offset", String(offset)])
         let verdict = String(decoding: run.stdout + run.stderr, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
         return (run.status == 0, verdict)
     }
@@ -155,16 +155,21 @@ import Glibc
         #expect(run.status == 0, "mpv: \(String(decoding: run.stdout + run.stderr, as: UTF8.self).suffix(600))")
         let mpvResult = try Self.compare(reference, mpvOut, snr: isOpus ? 60 : 90, slack: isOpus ? 960 : 0)
         #expect(mpvResult.ok, "mpv \(path): \(mpvResult.verdict)")
-        // GStreamer: hlsdemux2 through uridecodebin3.
+        // GStreamer: hlsdemux2 through uridecodebin3. hlsdemux2 (1.22) now and then gives up on
+        // a one-segment stream at once ("Couldn't download fragments") with nothing in streamd's
+        // log; a second run is allowed, a second failure is one.
         let gstOut = library.appendingPathComponent("gst.wav")
         do {
-            try HLSGStreamerTests.gstDecode(url, to: gstOut)
+            do { try HLSGStreamerTests.gstDecode(url, to: gstOut) } catch { try HLSGStreamerTests.gstDecode(url, to: gstOut) }
         } catch {
             server.stop()
             throw TestFailure("\(error)\nstreamd's log:\n\(server.log.suffix(3000))")
         }
-        // gst's output is 16-bit: the Opus comparison allows for that quantization (about 90 dB).
-        let gstResult = try Self.compare(reference, gstOut, snr: 60, slack: isOpus ? 960 : 0)
+        // gst's output is 16-bit. qtdemux ignores the edit list of a fragmented file and passes no
+        // pre-skip to opusdec, so GStreamer plays Opus with its 312 priming samples in front and
+        // the last packet whole: the offset and the length may differ by those, nothing else.
+        let gstResult = isOpus ? try Self.compare(reference, gstOut, snr: 60, slack: 960 + 312, offset: 312)
+            : try Self.compare(reference, gstOut, snr: 90, slack: 0)
         #expect(gstResult.ok, "gst \(path): \(gstResult.verdict)")
     }
 
