@@ -20,9 +20,17 @@ import Glibc
         for name in ["flac16-44k.flac", "flac24-96k.flac", "alac16.m4a", "aiff16.aiff"] {
             try FileManager.default.copyItem(at: TestPaths.losslessMedia.appendingPathComponent(name), to: root.appendingPathComponent(name))
         }
-        for name in ["opus-stereo-48k.opus", "opus-mono.opus", "vorbis-stereo-44k.ogg", "chained-opus.opus"] {
+        for name in ["opus-stereo-48k.opus", "opus-20s.opus", "vorbis-stereo-44k.ogg", "chained-opus.opus"] {
             try FileManager.default.copyItem(at: TestPaths.oggMedia.appendingPathComponent(name), to: root.appendingPathComponent(name))
         }
+        // 14 s of FLAC (three segments; the generated ones are one each), made here from sox's noise and sweep.
+        let wav = root.appendingPathComponent(".long.wav").path
+        let sox = try runCommand(try #require(which("sox")), ["-q", "-R", "-n", "-r", "44100", "-c", "2", "-b", "16", wav,
+                                                              "synth", "14", "sine", "100-5000", "pinknoise", "gain", "-6"])
+        guard sox.status == 0 else { throw TestFailure("sox: \(String(decoding: sox.stderr, as: UTF8.self))") }
+        let flac = try runCommand(try #require(which("flac")), ["--silent", "--force", "-5", "-o", root.appendingPathComponent("long.flac").path, wav])
+        guard flac.status == 0 else { throw TestFailure("flac: \(String(decoding: flac.stderr, as: UTF8.self))") }
+        try FileManager.default.removeItem(atPath: wav)
         return root
     }
 
@@ -111,7 +119,7 @@ import Glibc
         #expect(server.process.isRunning)
     }
 
-    @Test(arguments: ["flac16-44k.flac", "flac24-96k.flac"])
+    @Test(arguments: ["flac16-44k.flac", "flac24-96k.flac", "long.flac"])
     func ffmpeg_playsFLACBitExact(path: String) throws {
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
@@ -126,7 +134,7 @@ import Glibc
         #expect(got.data == want.data, "\(path): the HLS decode is bit-exact against flac -d")
     }
 
-    @Test(arguments: ["opus-stereo-48k.opus", "opus-mono.opus"])
+    @Test(arguments: ["opus-stereo-48k.opus", "opus-20s.opus"])
     func ffmpeg_playsOpusLikeOpusdec(path: String) throws {
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
@@ -138,7 +146,7 @@ import Glibc
         #expect(result.ok, "\(path): \(result.verdict)")
     }
 
-    @Test(arguments: ["flac16-44k.flac", "opus-stereo-48k.opus"])
+    @Test(arguments: ["long.flac", "opus-20s.opus"])
     func mpvAndGStreamer_playOurFMP4(path: String) throws {
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
@@ -147,6 +155,8 @@ import Glibc
         let reference = library.appendingPathComponent("ref.wav")
         try Self.reference(library.appendingPathComponent(path), to: reference)
         let isOpus = path.hasSuffix(".opus")
+        let segments = HLSServerTests.text(try Self.get(server, "/hls/\(path)/index.m3u8", [:])).components(separatedBy: ".m4s").count - 1
+        #expect(segments >= 3, "\(path): \(segments) segments")
         // mpv: its PCM output, in float for Opus and 16-bit for the 16-bit FLAC.
         let mpv = try #require(which("mpv"), "mpv is installed by make deps")
         let mpvOut = library.appendingPathComponent("mpv.wav")
@@ -181,11 +191,11 @@ import Glibc
         let run = try runCommand(TestPaths.streamd, ["package", library.path, "--out", out.path, "--quiet"], timeout: 120)
         #expect(run.status == 0, "package: \(String(decoding: run.stderr, as: UTF8.self))")
         let server = try StreamdProcess(folder: library, extraArguments: ["--quiet"])
-        for path in ["flac16-44k.flac", "opus-stereo-48k.opus"] {
+        for path in ["long.flac", "opus-20s.opus"] {
             let folder = out.appendingPathComponent("hls/\(path)")
             let index = try String(contentsOf: folder.appendingPathComponent("index.m3u8"), encoding: .utf8)
             let names = ["init.mp4"] + index.split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init)
-            #expect(names.count >= 2, "\(path): \(index)")
+            #expect(names.count >= 4, "\(path): several segments: \(index)")
             for name in names {
                 let packaged = [UInt8](try Data(contentsOf: folder.appendingPathComponent(name)))
                 let served = try Self.get(server, "/hls/\(path)/\(name)", [:])
