@@ -206,4 +206,21 @@ import Glibc
             #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("hls/\(path)").path), "\(path) skipped")
         }
     }
+
+    @Test func liveLoops_ofFLACAndOpus_playInFFmpeg() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library, extraArguments: [
+            "--quiet", "--live", "fl=\(library.path)/flac16-44k.flac", "--live", "op=\(library.path)/opus-stereo-48k.opus"])
+        let ffmpeg = try #require(which("ffmpeg"))
+        for (name, rate) in [("fl", 44_100), ("op", 48_000)] {
+            let out = library.appendingPathComponent("live-\(name).wav")
+            let run = try runCommand(ffmpeg, ["-nostdin", "-v", "error", "-y", "-i", "\(server.baseURL)/live/\(name)/index.m3u8",
+                                              "-t", "7", "-f", "wav", out.path], timeout: 60)
+            #expect(run.status == 0, "\(name): \(String(decoding: run.stderr, as: UTF8.self))")
+            let wav = try PCMFile(path: out.path)
+            // Seven seconds from a window that holds more: across the loop's first join.
+            #expect(wav.sampleRate == rate && abs(wav.frames - 7 * rate) <= rate / 50, "\(name): \(wav.frames) frames at \(wav.sampleRate) Hz")
+        }
+    }
 }
