@@ -293,6 +293,8 @@ public struct HLSTrackPlan: Sendable {
                             timescale: 48_000)
     }
 
+    static let opusTagsMagic: [UInt8] = Array("OpusTags".utf8)
+
     /// The packets of stream `serial` completed in `bytes` (whole pages; damaged ones skipped).
     static func opusPackets(_ bytes: [UInt8], serial: UInt32) throws -> [[UInt8]] {
         var assembler = OggPacketAssembler(serial: serial)
@@ -300,7 +302,9 @@ public struct HLSTrackPlan: Sendable {
         var at = 0
         while let (offset, page) = OggPage.next(in: bytes[...], from: at) {
             let bodyStart = offset + page.headerLength
+            // Header packets (a span from a quick index starts at the BOS page) are not audio.
             packets += try assembler.push(page, body: bytes[bodyStart..<(bodyStart + page.bodyLength)]).map(\.data)
+                .filter { !$0.starts(with: OpusHead.magic) && !$0.starts(with: Self.opusTagsMagic) }
             at = offset + page.length
         }
         return packets
