@@ -264,9 +264,9 @@ extension TrackAnalyzer {
 }
 
 /// Opus packet lengths from the TOC byte (RFC 6716 §3.1), enough to count the samples of a page.
-enum OpusPacket {
+public enum OpusPacket {
     /// Samples at 48 kHz the packet decodes to; nil for a packet too short to say.
-    static func samples(_ packet: ArraySlice<UInt8>) -> Int? {
+    public static func samples(_ packet: ArraySlice<UInt8>) -> Int? {
         guard let toc = packet.first else { return nil }
         let config = Int(toc >> 3)
         let frameSize: Int   // in 48 kHz samples

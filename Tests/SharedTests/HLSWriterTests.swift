@@ -210,4 +210,59 @@ import Testing
         // ES (tag + 2 size bytes) + 3, DecoderConfig (1 + 2) + 13, DecoderSpecificInfo (1 + 2) + 200, SLConfig 3.
         #expect(es.count == 3 + 3 + 3 + 13 + 3 + 200 + 3, "tag and size bytes add up")
     }
+
+    // MARK: FLAC and Opus sample entries
+
+    /// The bytes of the first box `type` found anywhere in `bytes` (a plain search: the test data is small).
+    static func boxBody(_ bytes: [UInt8], _ type: String) -> ArraySlice<UInt8>? {
+        let tag = Array(type.utf8)
+        for at in 4..<max(4, bytes.count - 4) where Array(bytes[at..<(at + 4)]) == tag {
+            let size = Int(bytes[at - 4]) << 24 | Int(bytes[at - 3]) << 16 | Int(bytes[at - 2]) << 8 | Int(bytes[at - 1])
+            guard size >= 8, at - 4 + size <= bytes.count else { continue }
+            return bytes[(at + 4)..<(at - 4 + size)]
+        }
+        return nil
+    }
+
+    @Test func flacInit_fLaCWithDfLaHoldingStreamInfo() throws {
+        let streamInfo = [UInt8](0..<34)
+        var info = FMP4AudioTrackInfo(timescale: 96_000, channels: 2, sampleRate: 96_000, audioSpecificConfig: [])
+        info.codec = .flac(streamInfo: streamInfo, bitsPerSample: 24)
+        let bytes = FMP4Writer.initSegment(info)
+        let entry = try #require(Self.boxBody(bytes, "fLaC"))
+        let base = entry.startIndex
+        #expect(entry[base + 16] == 0 && entry[base + 17] == 2, "channelcount 2")
+        #expect(entry[base + 18] == 0 && entry[base + 19] == 24, "samplesize 24")
+        #expect(entry[(base + 24)..<(base + 28)].allSatisfy { $0 == 0 }, "96 kHz does not fit 16.16: samplerate 0")
+        let dfLa = try #require(Self.boxBody(bytes, "dfLa"))
+        #expect(Array(dfLa) == [0, 0, 0, 0, 0x80, 0, 0, 34] + streamInfo, "full box v0, one last STREAMINFO block")
+        #expect(Self.boxBody(bytes, "esds") == nil && Self.boxBody(bytes, "elst") == nil)
+    }
+
+    @Test func opusInit_dOpsEditListAndRollGroup() throws {
+        var head = try OpusHead.parse(Array("OpusHead".utf8)[...] + [1, 2, 0x38, 0x01, 0x80, 0xBB, 0, 0, 0x00, 0xFF, 0][...])
+        head.outputGainQ78 = -256
+        var info = FMP4AudioTrackInfo(timescale: 48_000, channels: 2, sampleRate: 48_000, audioSpecificConfig: [])
+        info.codec = .opus(head)
+        info.edit = (mediaTime: 312, duration: 96_000)
+        info.rollDistance = -4
+        let bytes = FMP4Writer.initSegment(info)
+        let dOps = try #require(Self.boxBody(bytes, "dOps"))
+        // Version 0, 2 channels, pre-skip 312 and 48000 Hz big-endian, gain -256 (Q7.8), family 0.
+        #expect(Array(dOps) == [0, 2, 0x01, 0x38, 0, 0, 0xBB, 0x80, 0xFF, 0x00, 0])
+        let elst = try #require(Self.boxBody(bytes, "elst"))
+        #expect(Array(elst) == [0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x77, 0, 0, 0, 0x01, 0x38, 0, 1, 0, 0], "one edit: 96000 ticks from 312")
+        let sgpd = try #require(Self.boxBody(bytes, "sgpd"))
+        #expect(Array(sgpd) == [1, 0, 0, 0] + Array("roll".utf8) + [0, 0, 0, 2, 0, 0, 0, 1, 0xFF, 0xFC], "roll_distance -4")
+        let header = FMP4Writer.mediaSegmentHeader(sequence: 1, trackID: 1, baseDecodeTime: 0,
+                                                   samples: [(960, 10), (960, 12)], rollGroup: true)
+        #expect(header.count == FMP4Writer.mediaHeaderSize(sampleCount: 2, sampleGroup: true))
+        let sbgp = try #require(Self.boxBody(header, "sbgp"))
+        #expect(Array(sbgp) == [0, 0, 0, 0] + Array("roll".utf8) + [0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 1])
+        // trun's data_offset still lands just past the mdat header.
+        let trun = try #require(Self.boxBody(header, "trun"))
+        let offset = Int(trun[trun.startIndex + 8]) << 24 | Int(trun[trun.startIndex + 9]) << 16
+            | Int(trun[trun.startIndex + 10]) << 8 | Int(trun[trun.startIndex + 11])
+        #expect(offset == header.count, "data_offset counts the sbgp")
+    }
 }

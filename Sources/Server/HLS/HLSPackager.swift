@@ -58,15 +58,26 @@ public enum HLSPackager {
                 packed = try FileHandle(forWritingTo: url)
             }
             defer { try? packed?.close() }
-            for i in plan.spans.indices {
-                let segment = try plan.segment(i, from: file)
-                try write(plan.segmentName(i), segment)
-                if let packed {
-                    try packed.write(contentsOf: segment)
-                    report.bytes += segment.count
+            var written = 0
+            do {
+                for i in plan.spans.indices {
+                    let segment = try plan.segment(i, from: file)
+                    try write(plan.segmentName(i), segment)
+                    if let packed {
+                        try packed.write(contentsOf: segment)
+                        report.bytes += segment.count
+                    }
+                    written += 1
                 }
-                report.segments += 1
+            } catch let error as HLSError {
+                // A file whose frames the plan's index promised but the bytes do not hold (damage
+                // a reference decoder refuses too): this track is left out, the others go on.
+                logger.info("skipping \(track.path): \(error)")
+                try? fm.removeItem(at: folder)
+                report.skipped += 1
+                continue
             }
+            report.segments += written
             if plan.supportsByteRanges {
                 try write("byterange.m3u8", Array(plan.byteRangePlaylist(fileURI: plan.packedFileName).render().utf8))
             }

@@ -66,8 +66,20 @@ struct MP4SampleRun: Sendable {
     }
 }
 
-/// How one track is cut into HLS segments, from its seek index (MP3, ADTS) or sample table (MP4).
-/// Segments are whole frames copied from the file: nothing is re-encoded.
+/// Where the samples of an fMP4 segment come from.
+enum FMP4Framing: Sendable {
+    /// The MP4's own sample table (AAC): spans are sample numbers.
+    case table(MP4SampleRun)
+    /// FLAC frames: spans are byte ranges of whole frames, cut where the seek index has a frame;
+    /// `startSamples[i]` is span i's first sample (its tfdt). Frames are split when a segment is made.
+    case flacFrames(streamBits: Int, startSamples: [Int])
+    /// Ogg Opus packets of stream `serial`: spans are byte ranges of whole pages, each starting a
+    /// packet; `startSamples[i]` is span i's first sample at 48 kHz (its tfdt, pre-skip included).
+    case oggOpus(serial: UInt32, startSamples: [Int])
+}
+
+/// How one track is cut into HLS segments, from its seek index (MP3, ADTS, FLAC, Ogg Opus) or
+/// sample table (MP4). Segments are whole frames copied from the file: nothing is re-encoded.
 public struct HLSTrackPlan: Sendable {
     public enum Kind: Sendable, Equatable {
         /// Packed audio (RFC 8216 section 3.4): the frames with an ID3 timestamp in front.
@@ -93,7 +105,8 @@ public struct HLSTrackPlan: Sendable {
     public let audioRange: Range<Int>
     /// The fMP4 init segment.
     public let initSegment: [UInt8]?
-    let samples: MP4SampleRun?
+    /// How fMP4 segments find their samples; nil for packed audio.
+    let framing: FMP4Framing?
     public let timescale: Int
 
     /// File extension of the media segments.
@@ -144,16 +157,24 @@ public struct HLSTrackPlan: Sendable {
             return HLSTrackPlan(kind: kind, fileETag: etag, version: versionToken(etag), spans: spans,
                                 targetDuration: HLSSegmenter.targetDuration(for: spans, target: targetSeconds),
                                 codec: codec, audioRange: first.byte..<index.audioEndOffset, initSegment: nil,
-                                samples: nil, timescale: 90_000)
+                                framing: nil, timescale: 90_000)
         case .mp4:
-            guard analysis.codec == "aac" else { throw HLSError.unsupported("\(analysis.codec) in MP4 has no HLS form here") }
+            guard analysis.codec == "aac" else {
+                let name = analysis.codec == "alac" ? "ALAC" : analysis.codec
+                throw HLSError.unsupported("\(name) in MP4 has no HLS rendition; transcoding comes with issue 24")
+            }
             return try makeFMP4(file: file, etag: etag, analysis: analysis)
         case .wav:
             throw HLSError.unsupported("WAV has no packed-audio or fMP4 form here")
-        case .flac, .aiff:
-            throw HLSError.unsupported("\(analysis.container.rawValue) has no HLS rendition yet")
+        case .aiff:
+            throw HLSError.unsupported("AIFF has no HLS rendition (PCM is not carried in HLS segments); transcoding comes with issue 24")
+        case .flac:
+            return try makeFLAC(file: file, etag: etag, analysis: analysis)
         case .ogg:
-            throw HLSError.unsupported("Ogg has no packed-audio or fMP4 form here yet")
+            guard analysis.codec == "opus" else {
+                throw HLSError.unsupported("\(analysis.codec == "vorbis" ? "Vorbis" : analysis.codec) has no HLS rendition; transcoding comes with issue 24")
+            }
+            return try makeOpus(file: file, etag: etag, analysis: analysis)
         }
     }
 
@@ -187,7 +208,120 @@ public struct HLSTrackPlan: Sendable {
         return HLSTrackPlan(kind: .fmp4, fileETag: etag, version: versionToken(etag), spans: spans,
                             targetDuration: HLSSegmenter.targetDuration(for: spans, target: targetSeconds),
                             codec: "mp4a.40.\(objectType)", audioRange: lower..<upper,
-                            initSegment: FMP4Writer.initSegment(info), samples: samples, timescale: track.timescale)
+                            initSegment: FMP4Writer.initSegment(info), framing: .table(samples), timescale: track.timescale)
+    }
+
+    /// FLAC in fMP4: `fLaC` + `dfLa` (STREAMINFO), timescale = sample rate, one frame per sample;
+    /// segments cut at the seek index's frames, whose exact first samples are the tfdt values.
+    private static func makeFLAC(file: some RandomAccessBytes, etag: String, analysis: TrackAnalysis) throws -> HLSTrackPlan {
+        let flac = try FLACReader.read(file)
+        let info = flac.streamInfo
+        guard info.sampleRate > 0, info.channels > 0 else { throw HLSError.invalid("STREAMINFO has no sample rate") }
+        let index = analysis.seekIndex
+        let rate = Double(info.sampleRate)
+        var cuts: [HLSCutPoint] = []
+        var sampleAt: [Int: Int] = [:]
+        for point in index.points {
+            guard let sample = point.sample, point.byte >= flac.audioStart, point.byte < index.audioEndOffset else { continue }
+            cuts.append(HLSCutPoint(time: Double(sample) / rate, position: point.byte))
+            sampleAt[point.byte] = sample
+        }
+        let total = analysis.totalSamples
+        let end = HLSCutPoint(time: Double(total) / rate, position: min(index.audioEndOffset, file.size))
+        let spans = HLSSegmenter.plan(points: cuts, end: end, target: Double(targetSeconds))
+        guard !spans.isEmpty else { throw HLSError.invalid("no segments") }
+        // STREAMINFO as the file has it, with the sample count filled in when the file says 0.
+        var streamInfo = MP4BoxWriter()
+        streamInfo.u16(UInt16(clamping: info.minBlockSize))
+        streamInfo.u16(UInt16(clamping: info.maxBlockSize))
+        streamInfo.u24(UInt32(clamping: min(info.minFrameSize, 0xFF_FFFF)))
+        streamInfo.u24(UInt32(clamping: min(info.maxFrameSize, 0xFF_FFFF)))
+        let samples = info.totalSamples > 0 ? info.totalSamples : total
+        let packed = UInt64(info.sampleRate & 0xF_FFFF) << 44 | UInt64((info.channels - 1) & 0x7) << 41
+            | UInt64((info.bitsPerSample - 1) & 0x1F) << 36 | UInt64(max(0, samples)) & 0xF_FFFF_FFFF
+        streamInfo.u64(packed)
+        streamInfo.append(info.md5.count == 16 ? info.md5 : [UInt8](repeating: 0, count: 16))
+        var track = FMP4AudioTrackInfo(timescale: info.sampleRate, channels: info.channels, sampleRate: info.sampleRate,
+                                       audioSpecificConfig: [])
+        track.codec = .flac(streamInfo: streamInfo.bytes, bitsPerSample: info.bitsPerSample)
+        return HLSTrackPlan(kind: .fmp4, fileETag: etag, version: versionToken(etag), spans: spans,
+                            targetDuration: HLSSegmenter.targetDuration(for: spans, target: targetSeconds),
+                            codec: "flac", audioRange: spans[0].start..<end.position, initSegment: FMP4Writer.initSegment(track),
+                            framing: .flacFrames(streamBits: info.bitsPerSample, startSamples: spans.map { sampleAt[$0.start] ?? 0 }),
+                            timescale: info.sampleRate)
+    }
+
+    /// Opus in fMP4: `Opus` + `dOps`, timescale 48000, one packet per sample, the pre-skip as an
+    /// edit list (and the end trim as its duration), 80 ms of pre-roll as a 'roll' group;
+    /// segments cut at pages of the Ogg seek index (each starts a packet).
+    private static func makeOpus(file: some RandomAccessBytes, etag: String, analysis: TrackAnalysis) throws -> HLSTrackPlan {
+        let ogg = try OggReader.read(file)
+        guard ogg.links.count == 1 else {
+            throw HLSError.unsupported("a chained Ogg Opus file (\(ogg.links.count) links) has no HLS rendition: fMP4 carries one set of headers")
+        }
+        guard case .opus(let head) = ogg.first.codec, let lastGranule = ogg.first.lastGranule else {
+            throw HLSError.invalid("no Opus stream with a granule position")
+        }
+        let serial = ogg.first.serial
+        let total = analysis.totalSamples                  // the last granule less the stream's start
+        let start = max(0, Int(lastGranule) - total)        // a stream cut from a live one starts above 0
+        let index = analysis.seekIndex
+        var cuts: [HLSCutPoint] = []
+        var sampleAt: [Int: Int] = [:]
+        for (i, point) in index.points.enumerated() where (point.link ?? 0) == 0 {
+            guard let granule = point.sample else { continue }
+            let sample = i == 0 ? 0 : max(0, granule - start)
+            cuts.append(HLSCutPoint(time: Double(sample) / 48_000, position: point.byte))
+            sampleAt[point.byte] = sample
+        }
+        let end = HLSCutPoint(time: Double(total) / 48_000, position: min(index.audioEndOffset, file.size))
+        let spans = HLSSegmenter.plan(points: cuts, end: end, target: Double(targetSeconds))
+        guard let first = spans.first else { throw HLSError.invalid("no segments") }
+        // The roll distance in packets: enough of the first packets' length to cover 80 ms (3840 samples).
+        let firstBytes = try file.read(at: first.start, count: min(first.end - first.start, 4 * OggPage.maxLength))
+        let firstPacket = try opusPackets(firstBytes, serial: serial).first.flatMap { OpusPacket.samples($0[...]) } ?? 960
+        let roll = -((3840 + max(120, firstPacket) - 1) / max(120, firstPacket))
+        var track = FMP4AudioTrackInfo(timescale: 48_000, channels: head.channels, sampleRate: 48_000, audioSpecificConfig: [],
+                                       avgBitrate: analysis.bitrate)
+        track.codec = .opus(head)
+        track.edit = (mediaTime: head.preSkip, duration: max(0, total - head.preSkip))
+        track.rollDistance = roll
+        return HLSTrackPlan(kind: .fmp4, fileETag: etag, version: versionToken(etag), spans: spans,
+                            targetDuration: HLSSegmenter.targetDuration(for: spans, target: targetSeconds),
+                            codec: "opus", audioRange: first.start..<end.position, initSegment: FMP4Writer.initSegment(track),
+                            framing: .oggOpus(serial: serial, startSamples: spans.map { sampleAt[$0.start] ?? 0 }),
+                            timescale: 48_000)
+    }
+
+    static let opusTagsMagic: [UInt8] = Array("OpusTags".utf8)
+
+    /// The packets of stream `serial` completed in `bytes` (whole pages; damaged ones skipped).
+    static func opusPackets(_ bytes: [UInt8], serial: UInt32) throws -> [[UInt8]] {
+        var assembler = OggPacketAssembler(serial: serial)
+        var packets: [[UInt8]] = []
+        var at = 0
+        while let (offset, page) = OggPage.next(in: bytes[...], from: at) {
+            let bodyStart = offset + page.headerLength
+            // Header packets (a span from a quick index starts at the BOS page) are not audio.
+            packets += try assembler.push(page, body: bytes[bodyStart..<(bodyStart + page.bodyLength)]).map(\.data)
+                .filter { !$0.starts(with: OpusHead.magic) && !$0.starts(with: Self.opusTagsMagic) }
+            at = offset + page.length
+        }
+        return packets
+    }
+
+    /// The FLAC frames in `bytes` (whole frames from a frame start to a frame start or the
+    /// audio's end): each one's length and block size; bytes between frames (damage) are skipped.
+    static func flacFrames(_ bytes: [UInt8], streamBits: Int) -> [(offset: Int, length: Int, samples: Int)] {
+        let scanner = FLACFrameScanner(bytes[...], isComplete: true, streamBits: streamBits)
+        var frames: [(offset: Int, length: Int, samples: Int)] = []
+        var offset = 0
+        while offset < bytes.count {
+            guard let frame = scanner.frame(at: offset) ?? scanner.nextFrame(from: offset + 1) else { break }
+            frames.append((frame.offset, frame.length, frame.header.blockSize))
+            offset = frame.offset + frame.length
+        }
+        return frames
     }
 
     /// FNV-1a of the ETag, as 12 hex digits: short, stable, changes with the file.
@@ -210,8 +344,16 @@ public struct HLSTrackPlan: Sendable {
         case .packedMP3, .packedAAC:
             return ID3Writer.transportStreamTimestampTag(ticks90k: 0).count + span.end - span.start
         case .fmp4:
-            guard let samples else { return 0 }
-            return FMP4Writer.mediaHeaderSize(sampleCount: span.end - span.start) + samples.sizes[span.start..<span.end].reduce(0, +)
+            switch framing {
+            case .table(let samples):
+                return FMP4Writer.mediaHeaderSize(sampleCount: span.end - span.start) + samples.sizes[span.start..<span.end].reduce(0, +)
+            case .flacFrames, .oggOpus:
+                // Without splitting the frames: the source bytes (Ogg page headers included) and a
+                // moof for a frame per 20 ms, close enough for BANDWIDTH.
+                return FMP4Writer.mediaHeaderSize(sampleCount: Int(span.duration * 50)) + span.end - span.start
+            case nil:
+                return 0
+            }
         }
     }
 
@@ -225,12 +367,25 @@ public struct HLSTrackPlan: Sendable {
         case .packedMP3, .packedAAC:
             return timestampTag(i, loop: loop) + media.bytes
         case .fmp4:
-            guard let samples else { throw HLSError.invalid("no sample table") }
             let span = spans[i]
-            let loopTicks = UInt64(max(0, samples.times[samples.offsets.count])) &* UInt64(max(0, loop))
-            let base = loopTicks &+ UInt64(max(0, samples.times[span.start]))
+            let start: Int, loopLength: Int
+            switch framing {
+            case .table(let samples):
+                start = samples.times[span.start]
+                loopLength = samples.times[samples.offsets.count]
+            case .flacFrames(_, let starts), .oggOpus(_, let starts):
+                start = starts[i]
+                loopLength = Int((duration * Double(timescale)).rounded())
+            case nil:
+                throw HLSError.invalid("no sample table")
+            }
+            let loopTicks = UInt64(max(0, loopLength)) &* UInt64(max(0, loop))
+            let base = loopTicks &+ UInt64(max(0, start))
+            var isOpus = false
+            if case .oggOpus = framing { isOpus = true }
             return FMP4Writer.mediaSegmentHeader(sequence: sequence ?? (i + 1), trackID: 1, baseDecodeTime: base,
-                                                 samples: zip(media.durations, media.sizes).map { ($0, $1) }) + media.bytes
+                                                 samples: zip(media.durations, media.sizes).map { ($0, $1) },
+                                                 rollGroup: isOpus) + media.bytes
         }
     }
 
@@ -246,25 +401,57 @@ public struct HLSTrackPlan: Sendable {
             guard body.count == span.end - span.start else { throw HLSError.invalid("the file is shorter than its index") }
             return (body, [], [])
         case .fmp4:
-            guard let samples else { throw HLSError.invalid("no sample table") }
-            var out: [UInt8] = []
-            // Read runs of samples that sit back to back in one go.
-            var s = span.start
-            while s < span.end {
-                var runEnd = s + 1
-                var length = samples.sizes[s]
-                while runEnd < span.end, samples.offsets[runEnd] == samples.offsets[s] + length, length < 4 << 20 {
-                    length += samples.sizes[runEnd]
-                    runEnd += 1
+            switch framing {
+            case .table(let samples): return try tableFrames(span, samples, from: file)
+            case .flacFrames(let bits, _):
+                let bytes = try file.read(at: span.start, count: span.end - span.start)
+                guard bytes.count == span.end - span.start else { throw HLSError.invalid("the file is shorter than its index") }
+                let frames = Self.flacFrames(bytes, streamBits: bits)
+                guard !frames.isEmpty else { throw HLSError.invalid("segment \(i) holds no FLAC frame") }
+                // Damage between frames (skipped by the index too) is left out of the fragment.
+                if frames.reduce(0, { $0 + $1.length }) == bytes.count { return (bytes, frames.map(\.length), frames.map(\.samples)) }
+                var out: [UInt8] = []
+                for frame in frames { out += bytes[frame.offset..<(frame.offset + frame.length)] }
+                return (out, frames.map(\.length), frames.map(\.samples))
+            case .oggOpus(let serial, _):
+                let bytes = try file.read(at: span.start, count: span.end - span.start)
+                guard bytes.count == span.end - span.start else { throw HLSError.invalid("the file is shorter than its index") }
+                var out: [UInt8] = [], sizes: [Int] = [], durations: [Int] = []
+                for packet in try Self.opusPackets(bytes, serial: serial) {
+                    // An empty packet (a lost frame the encoder marked) has no TOC: nothing to play.
+                    guard let samples = OpusPacket.samples(packet[...]) else { continue }
+                    out += packet
+                    sizes.append(packet.count)
+                    durations.append(samples)
                 }
-                let bytes = try file.read(at: samples.offsets[s], count: length)
-                guard bytes.count == length else { throw HLSError.invalid("the file is shorter than its sample table") }
-                out += bytes
-                s = runEnd
+                guard !sizes.isEmpty else { throw HLSError.invalid("segment \(i) holds no Opus packet") }
+                return (out, sizes, durations)
+            case nil:
+                throw HLSError.invalid("no sample table")
             }
-            let durations = (span.start..<span.end).map { samples.times[$0 + 1] - samples.times[$0] }
-            return (out, Array(samples.sizes[span.start..<span.end]), durations)
         }
+    }
+
+    /// The AAC samples of `span` from the MP4's sample table.
+    private func tableFrames(_ span: HLSSegmentSpan, _ samples: MP4SampleRun, from file: some RandomAccessBytes) throws
+        -> (bytes: [UInt8], sizes: [Int], durations: [Int]) {
+        var out: [UInt8] = []
+        // Read runs of samples that sit back to back in one go.
+        var s = span.start
+        while s < span.end {
+            var runEnd = s + 1
+            var length = samples.sizes[s]
+            while runEnd < span.end, samples.offsets[runEnd] == samples.offsets[s] + length, length < 4 << 20 {
+                length += samples.sizes[runEnd]
+                runEnd += 1
+            }
+            let bytes = try file.read(at: samples.offsets[s], count: length)
+            guard bytes.count == length else { throw HLSError.invalid("the file is shorter than its sample table") }
+            out += bytes
+            s = runEnd
+        }
+        let durations = (span.start..<span.end).map { samples.times[$0 + 1] - samples.times[$0] }
+        return (out, Array(samples.sizes[span.start..<span.end]), durations)
     }
 
     /// The ID3 PRIV timestamp that starts packed segment `i` (RFC 8216 section 3.4): its

@@ -47,8 +47,27 @@ public struct MP4BoxWriter: Sendable {
     }
 }
 
+/// The codec an fMP4 audio track carries, with what its sample entry needs.
+public enum FMP4AudioCodec: Sendable, Equatable {
+    /// AAC: `mp4a` with an `esds` built from `FMP4AudioTrackInfo.audioSpecificConfig`.
+    case aac
+    /// FLAC ("Encapsulation of FLAC in ISO-BMFF"): `fLaC` with a `dfLa` holding the STREAMINFO
+    /// block (its 34 bytes) as the only metadata block; one FLAC frame per sample.
+    case flac(streamInfo: [UInt8], bitsPerSample: Int)
+    /// Opus ("Encapsulation of Opus in ISO Base Media File Format"): `Opus` with a `dOps` made
+    /// from the OpusHead; one Opus packet per sample at timescale 48000.
+    case opus(OpusHead)
+}
+
 /// The audio track an fMP4 stream carries (what the init segment describes).
 public struct FMP4AudioTrackInfo: Sendable, Equatable {
+    /// The sample entry's codec (AAC unless said otherwise).
+    public var codec: FMP4AudioCodec = .aac
+    /// An edit list of one edit: the media time presentation starts at (Opus pre-skip) and the
+    /// presented duration in timescale ticks (0: to the end of the fragments).
+    public var edit: (mediaTime: Int, duration: Int)?
+    /// The audio pre-roll as an 'roll' sample group (Opus: -(80 ms in packets)); nil for none.
+    public var rollDistance: Int?
     public var trackID: Int
     /// Media timescale (ticks per second) of sample durations and tfdt.
     public var timescale: Int
@@ -72,14 +91,21 @@ public struct FMP4AudioTrackInfo: Sendable, Equatable {
         self.maxBitrate = maxBitrate
         self.bufferSize = bufferSize
     }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.codec == b.codec && a.edit?.mediaTime == b.edit?.mediaTime && a.edit?.duration == b.edit?.duration
+            && a.rollDistance == b.rollDistance && a.trackID == b.trackID && a.timescale == b.timescale
+            && a.channels == b.channels && a.sampleRate == b.sampleRate && a.audioSpecificConfig == b.audioSpecificConfig
+            && a.avgBitrate == b.avgBitrate && a.maxBitrate == b.maxBitrate && a.bufferSize == b.bufferSize
+    }
 }
 
 /// Writes fragmented MP4 for HLS (RFC 8216 section 3.3): an init segment (ftyp + moov with mvex,
-/// empty sample tables) and media segments (moof + mdat) of AAC samples copied as they are.
+/// empty sample tables) and media segments (moof + mdat) of AAC, FLAC or Opus samples copied as they are.
 public enum FMP4Writer {
     private static let matrix: [UInt32] = [0x0001_0000, 0, 0, 0, 0x0001_0000, 0, 0, 0, 0x4000_0000]
 
-    /// ftyp + moov for one AAC track.
+    /// ftyp + moov for one audio track.
     public static func initSegment(_ track: FMP4AudioTrackInfo) -> [UInt8] {
         var w = MP4BoxWriter()
         let trackID = UInt32(truncatingIfNeeded: track.trackID)
@@ -114,6 +140,17 @@ public enum FMP4Writer {
                     matrix.forEach { w.u32($0) }
                     w.u32(0); w.u32(0)               // width, height
                 }
+                if let edit = track.edit {
+                    // Media before `mediaTime` (Opus pre-skip) is decoded but not presented.
+                    w.box("edts") { w in
+                        w.fullBox("elst") { w in
+                            w.u32(1)
+                            w.u32(UInt32(clamping: max(0, edit.duration)))
+                            w.u32(UInt32(clamping: max(0, edit.mediaTime)))
+                            w.u16(1); w.u16(0)       // media_rate 1.0
+                        }
+                    }
+                }
                 w.box("mdia") { w in
                     w.fullBox("mdhd") { w in
                         w.u32(0); w.u32(0)
@@ -139,12 +176,25 @@ public enum FMP4Writer {
                         w.box("stbl") { w in
                             w.fullBox("stsd") { w in
                                 w.u32(1)
-                                mp4aEntry(track, into: &w)
+                                switch track.codec {
+                                case .aac: mp4aEntry(track, into: &w)
+                                case .flac(let streamInfo, let bits): flacEntry(track, streamInfo: streamInfo, bits: bits, into: &w)
+                                case .opus(let head): opusEntry(track, head: head, into: &w)
+                                }
                             }
                             w.fullBox("stts") { w in w.u32(0) }
                             w.fullBox("stsc") { w in w.u32(0) }
                             w.fullBox("stsz") { w in w.u32(0); w.u32(0) }
                             w.fullBox("stco") { w in w.u32(0) }
+                            if let roll = track.rollDistance {
+                                // One AudioRollRecoveryEntry; every fragment maps its samples to it (sbgp).
+                                w.fullBox("sgpd", version: 1) { w in
+                                    w.fourCC("roll")
+                                    w.u32(2)             // default_length
+                                    w.u32(1)
+                                    w.u16(UInt16(bitPattern: Int16(clamping: roll)))
+                                }
+                            }
                         }
                     }
                 }
@@ -177,6 +227,50 @@ public enum FMP4Writer {
         }
     }
 
+    /// The AudioSampleEntry fields every codec shares (ISO/IEC 14496-12 section 12.2.3).
+    private static func audioSampleEntryFields(channels: Int, bits: Int, sampleRate: Int, into w: inout MP4BoxWriter) {
+        w.zeros(6)
+        w.u16(1)                                     // data_reference_index
+        w.zeros(8)
+        w.u16(UInt16(clamping: channels))
+        w.u16(UInt16(clamping: bits))
+        w.u16(0); w.u16(0)
+        // 16.16 fixed point; rates above 65535 Hz do not fit and are 0 (the codec box says the rate).
+        w.u32(sampleRate > 0 && sampleRate <= 0xFFFF ? UInt32(sampleRate) << 16 : 0)
+    }
+
+    private static func flacEntry(_ track: FMP4AudioTrackInfo, streamInfo: [UInt8], bits: Int, into w: inout MP4BoxWriter) {
+        w.box("fLaC") { w in
+            audioSampleEntryFields(channels: track.channels, bits: bits, sampleRate: track.sampleRate, into: &w)
+            w.fullBox("dfLa") { w in
+                // One metadata block, STREAMINFO (type 0), flagged as the last.
+                w.u8(0x80)
+                w.u24(UInt32(streamInfo.count))
+                w.append(streamInfo)
+            }
+        }
+    }
+
+    private static func opusEntry(_ track: FMP4AudioTrackInfo, head: OpusHead, into w: inout MP4BoxWriter) {
+        w.box("Opus") { w in
+            audioSampleEntryFields(channels: head.channels, bits: 16, sampleRate: 48_000, into: &w)
+            // dOps: OpusHead's fields without its magic, big-endian (Opus in ISOBMFF section 4.3.2).
+            w.box("dOps") { w in
+                w.u8(0)                              // Version
+                w.u8(UInt8(clamping: head.channels))
+                w.u16(UInt16(clamping: head.preSkip))
+                w.u32(UInt32(clamping: head.inputSampleRate))
+                w.u16(UInt16(bitPattern: head.outputGainQ78))
+                w.u8(head.mappingFamily)
+                if head.mappingFamily != 0 {
+                    w.u8(UInt8(clamping: head.streamCount))
+                    w.u8(UInt8(clamping: head.coupledCount))
+                    w.append(head.channelMapping)
+                }
+            }
+        }
+    }
+
     /// The ES_Descriptor (ISO/IEC 14496-1 section 7.2.6.5) for AAC: object type 0x40, audio stream.
     static func esDescriptor(_ track: FMP4AudioTrackInfo) -> [UInt8] {
         func descriptor(_ tag: UInt8, _ body: [UInt8]) -> [UInt8] {
@@ -201,17 +295,23 @@ public enum FMP4Writer {
     }
 
     /// Size of the moof + mdat header for `sampleCount` samples (what precedes the sample bytes).
-    public static func mediaHeaderSize(sampleCount: Int) -> Int { 88 + 8 * sampleCount + 8 }
+    public static func mediaHeaderSize(sampleCount: Int, sampleGroup: Bool = false) -> Int {
+        88 + 8 * sampleCount + 8 + (sampleGroup ? sampleToGroupSize : 0)
+    }
+
+    /// Size of a traf's sbgp of one run.
+    static let sampleToGroupSize = 28
 
     /// moof + mdat header for one fragment; the samples' bytes follow it, in order.
     /// - Parameters:
     ///   - sequence: mfhd sequence number (starts at 1 and grows by one per fragment).
     ///   - baseDecodeTime: tfdt, the decode time of the first sample in timescale ticks.
     ///   - samples: duration (ticks) and size (bytes) of each sample.
+    ///   - rollGroup: map every sample to the init segment's 'roll' group (Opus pre-roll).
     public static func mediaSegmentHeader(sequence: Int, trackID: Int, baseDecodeTime: UInt64,
-                                          samples: [(duration: Int, size: Int)]) -> [UInt8] {
+                                          samples: [(duration: Int, size: Int)], rollGroup: Bool = false) -> [UInt8] {
         let dataBytes = samples.reduce(0) { $0 + $1.size }
-        let moofSize = 88 + 8 * samples.count
+        let moofSize = 88 + 8 * samples.count + (rollGroup ? sampleToGroupSize : 0)
         var w = MP4BoxWriter()
         w.box("moof") { w in
             w.fullBox("mfhd") { w in w.u32(UInt32(truncatingIfNeeded: sequence)) }
@@ -226,6 +326,14 @@ public enum FMP4Writer {
                     for sample in samples {
                         w.u32(UInt32(truncatingIfNeeded: sample.duration))
                         w.u32(UInt32(truncatingIfNeeded: sample.size))
+                    }
+                }
+                if rollGroup {
+                    w.fullBox("sbgp") { w in
+                        w.fourCC("roll")
+                        w.u32(1)
+                        w.u32(UInt32(truncatingIfNeeded: samples.count))
+                        w.u32(1)                     // the first entry of the init segment's sgpd
                     }
                 }
             }
