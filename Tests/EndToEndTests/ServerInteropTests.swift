@@ -118,3 +118,28 @@ import Glibc
                 "ffmpeg's seek went out as a Range request")
     }
 }
+
+extension ServerEndToEndTests {
+    /// A client that goes away in the middle of a response still leaves its access-log line,
+    /// marked as cut short, with the bytes sent so far (a player that seeks or stops mid-file).
+    @Test func responseCutShortByTheClient_isLoggedAsSuch() throws {
+        let dir = try PlayerTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // About 16 MiB of MP3 (one file repeated): more than the loopback socket buffers take,
+        // so the response cannot finish before the client leaves.
+        let track = try Data(contentsOf: TestPaths.media.appendingPathComponent("cbr-128k-44k.mp3"))
+        var big = Data()
+        while big.count < 16 << 20 { big.append(track) }
+        try big.write(to: dir.appendingPathComponent("big.mp3"))
+        let server = try StreamdProcess(folder: dir, waitForScan: false)
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.port)
+        connection.send("GET /media/big.mp3 HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: bytes=0-\r\n\r\n")
+        _ = connection.readSome(upTo: 65_536)
+        connection.close()
+        #expect(TestTiming.waitUntil(timeout: 5) { server.log.contains("GET /media/big.mp3 206") },
+                "the unfinished response has its line: \(server.log)")
+        let line = server.log.split(separator: "\n").first { $0.contains("GET /media/big.mp3 206") }.map(String.init) ?? ""
+        #expect(line.hasSuffix("cut short"), "\(line)")
+    }
+}

@@ -40,7 +40,7 @@ extension EventLoop {
             connection.writeBlocked = false
             closeAfterResponse(connection, now: now)
         case .failed:
-            if let done = connection.outgoing { logAccess(connection, done, now: now) }
+            // Logged by the close, as cut short.
             closeConnection(connection, reset: true)
         }
     }

@@ -400,10 +400,13 @@ final class EventLoop: @unchecked Sendable {
         return cachedDate
     }
 
-    func logAccess(_ connection: Connection, _ out: Connection.Outgoing, now: UInt64) {
+    /// One access-log line per response: peer, method, target, status, bytes sent, time; a
+    /// response the connection ended before it was whole (the client went away, a listener too
+    /// slow, shutdown) says "cut short", so a player that stops mid-file is still seen.
+    func logAccess(_ connection: Connection, _ out: Connection.Outgoing, now: UInt64, cutShort: Bool = false) {
         guard settings.accessLog else { return }
         let ms = Double(now - out.started) / 1e6
-        logger.info("\(connection.peer) \(out.method) \(out.target) \(out.status) \(out.bytesSent) \(Int(ms.rounded()))ms")
+        logger.info("\(connection.peer) \(out.method) \(out.target) \(out.status) \(out.bytesSent) \(Int(ms.rounded()))ms\(cutShort ? " cut short" : "")")
     }
 
     /// Wake times of the connections (pacing, a live exchange's timer); see `TimerHeap`.
@@ -442,6 +445,7 @@ final class EventLoop: @unchecked Sendable {
             setsockopt(connection.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
         }
         close(connection.fd)
+        if let unfinished = connection.outgoing { logAccess(connection, unfinished, now: monotonicNanos(), cutShort: true) }
         connection.outgoing = nil
         openConnections.wrappingDecrement(ordering: .relaxed)
         ownedCount.wrappingDecrement(ordering: .relaxed)
