@@ -106,4 +106,35 @@ import StreamShared
         #expect(leftCentre > 0.02 && abs(leftCentre - rightCentre) < 0.02 * leftCentre, "centre: L \(leftCentre) R \(rightCentre)")
         #expect(leftFront > 0.03 && rightFront < 0.01 * leftFront, "front left: L \(leftFront) R \(rightFront)")
     }
+
+    /// ../shared/corpus/realworld-xiph (read in place): every file either decodes to as many
+    /// samples as its reference decoder gives (where that one ran: `ref_frames` of refs.tsv) or
+    /// is refused with a typed error; never a trap or a hang. The tally goes to the test's output.
+    @Test func realWorldCorpus_decodesAsTheReferenceOrIsRefused() throws {
+        let root = TestPaths.packageRoot.appendingPathComponent("../shared/corpus/realworld-xiph").standardized
+        let table = try String(contentsOf: root.appendingPathComponent("refs.tsv"), encoding: .utf8)
+        let lines = table.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        let header = try #require(lines.first)
+        let name = try #require(header.firstIndex(of: "filename")), frames = try #require(header.firstIndex(of: "ref_frames"))
+        var same = 0, refused = 0, noReference = 0
+        for row in lines.dropFirst() where row.count > max(name, frames) {
+            let reference = Int(row[frames]).flatMap { $0 > 0 ? $0 : nil }
+            var decoded = 0
+            do {
+                let (samples, format, _) = try Self.decode(root.appendingPathComponent("corpus/" + row[name]).path)
+                decoded = samples.count / max(1, format.channels)
+            } catch {
+                refused += 1
+                continue
+            }
+            guard let reference else {
+                noReference += 1
+                continue
+            }
+            #expect(decoded == reference, "\(row[name]): \(decoded) samples, the reference \(reference)")
+            if decoded == reference { same += 1 }
+        }
+        print("TrackDecoder on realworld-xiph: \(same) as the reference, \(refused) refused, \(noReference) decoded without a reference to compare")
+        #expect(same >= 90, "\(same) files as their reference")
+    }
 }
