@@ -313,6 +313,8 @@ def main():
     chain = b"".join(ffmpeg(["-i", wavs[0], "-t", "0.2", "-c:a", "libopus", "-b:a", "24k"] + BITEXACT
                             + ["-serial_offset", str(serial), "-f", "ogg"], ".opus") for serial in (1, 2))
     write(out, "ogg", chain)
+    # icy: a live source's chained Ogg Opus, split into pages (header pages kept per link).
+    write(out, "icy", b"\x7f" + chain[:6000])
     write(out, "oggdecode", bytes([0, 200]) + chain)
     surround = ffmpeg(["-i", wavs[0], "-t", "0.2", "-ac", "6", "-c:a", "libopus", "-b:a", "96k"] + BITEXACT + ["-f", "ogg"], ".opus")
     write(out, "oggdecode", bytes([1, 1]) + surround)

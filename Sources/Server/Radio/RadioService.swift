@@ -233,7 +233,9 @@ public final class RadioService: @unchecked Sendable {
         guard let format = snapshot.format, !snapshot.ended else {
             return .error(404, "channel '\(name)' has no source")
         }
-        let wantsICY = request.header("Icy-MetaData").map { $0.trimmingCharacters(in: " \t") == "1" } ?? false
+        // Ogg carries its titles in its own comment headers (Icecast sends no ICY blocks in Ogg either).
+        let wantsICY = format.codec != .ogg
+            && (request.header("Icy-MetaData").map { $0.trimmingCharacters(in: " \t") == "1" } ?? false)
         var headers: [(String, String)] = [
             ("Content-Type", format.contentType),
             ("Cache-Control", "no-cache, no-store"),
