@@ -73,6 +73,9 @@ import StreamShared
             #expect(titled, "\(channel)")
             let status = String(decoding: try RawConnection(port: server.port).request("GET", "/status-json.xsl").body, as: UTF8.self)
             #expect(status.contains("Ogg Artist - Second Song") && status.contains("audio/ogg"), "\(status)")
+            // No live HLS for Ogg, and it says so.
+            let hls = try RawConnection(port: server.port).request("GET", "/radio/oggy/index.m3u8")
+            #expect(hls.status == 415, "\(hls.status)")
         }
     }
 

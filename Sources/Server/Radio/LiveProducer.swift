@@ -215,7 +215,7 @@ final class LiveProducer: @unchecked Sendable {
                     }
                     if channel.format != fallback.format { channel.setFormat(fallback.format) }
                     channel.publish(next.bytes()[...], frameStarts: next.frameStarts, frameSamples: next.frameSamples,
-                                    format: next.format, now: now)
+                                    format: next.format, now: now, oggJoin: next.oggJoin)
                     cursor = next
                 }
                 relay = cursor

@@ -268,6 +268,9 @@ public final class RadioService: @unchecked Sendable {
     func hls(_ request: HTTPRequest, name: Substring, file: Substring) -> HTTPResponse {
         guard let channel = channel(named: String(name)) else { return .error(404, "no channel named '\(name)'") }
         let segments = channel.segments
+        if channel.snapshot().format?.codec == .ogg {
+            return .error(415, "channel '\(name)' is Ogg: HLS packed audio carries MP3 and AAC only; listen at /radio/\(name)")
+        }
         if file == "index.m3u8" {
             guard let playlist = segments.playlist() else {
                 var response = HTTPResponse.error(503, "channel '\(name)' has no complete segment yet")
