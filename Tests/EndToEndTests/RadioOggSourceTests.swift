@@ -73,6 +73,12 @@ import StreamShared
             #expect(titled, "\(channel)")
             let status = String(decoding: try RawConnection(port: server.port).request("GET", "/status-json.xsl").body, as: UTF8.self)
             #expect(status.contains("Ogg Artist - Second Song") && status.contains("audio/ogg"), "\(status)")
+            // streamplay plays the channel and shows the links' titles from their comments.
+            let played = try runCommand(PlayerTests.streamplay, ["\(server.baseURL)/radio/oggy", "--output", "null", "--realtime",
+                                                                 "--duration", "1", "--stats"], timeout: 30)
+            #expect(played.status == 0, "\(String(decoding: played.stderr, as: UTF8.self))")
+            let stats = try PlayerTests.stats(played.stdout)
+            #expect(RadioPlayerTests.titles(stats).contains("Ogg Artist - Second Song"), "\(stats)")
             // No live HLS for Ogg, and it says so.
             let hls = try RawConnection(port: server.port).request("GET", "/radio/oggy/index.m3u8")
             #expect(hls.status == 415, "\(hls.status)")

@@ -44,10 +44,11 @@ import Testing
         #expect(link.headerPages == Array(second.prefix(headerEnd)))
     }
 
-    @Test func vorbisTitle_isArtistDashTitle() throws {
+    @Test func commentTitles_areArtistDashTitle() {
         let comment = [3] + Array("vorbis".utf8) + B.vorbisComment(["artist=The Band", "title=Song"]) + [1]
-        let codec = OggCodec.vorbis(try VorbisIdentification.parse(B.vorbisID()[...]))
-        #expect(AudioFrameSplitter.title(commentPacket: comment[...], codec: codec) == "The Band - Song")
+        #expect(AudioFrameSplitter.title(commentPacket: comment[...]) == "The Band - Song")
+        #expect(AudioFrameSplitter.title(commentPacket: B.opusTags(["TITLE=Only"])[...]) == "Only")
+        #expect(AudioFrameSplitter.title(commentPacket: B.opusHead()[...]) == nil)
     }
 
     @Test func pagesBeforeAnyBOS_andDamagedPages_areSkipped() throws {

@@ -81,7 +81,7 @@ extension AudioFrameSplitter {
                 throw FormatError.outOfRange(component: "ogg", field: "header pages", value: "over \(Self.maxOggHeaderBytes) bytes")
             }
             for packet in packets where link.headerPacketsLeft > 0 {
-                if link.title == nil { link.title = Self.title(commentPacket: packet.data[...], codec: link.codec) }
+                if link.title == nil { link.title = Self.title(commentPacket: packet.data[...]) }
                 link.headerPacketsLeft -= 1
             }
             lastOggPage = OggLivePage(startsLink: false, isHeader: true)
@@ -100,12 +100,14 @@ extension AudioFrameSplitter {
 
     /// "Artist - Title" (or the title) of an OpusTags or Vorbis comment packet; nil for another
     /// packet or none given.
-    static func title(commentPacket packet: ArraySlice<UInt8>, codec: OggCodec) -> String? {
+    public static func title(commentPacket packet: ArraySlice<UInt8>) -> String? {
         let comment: VorbisComment?
-        switch codec {
-        case .opus where packet.starts(with: "OpusTags".utf8): comment = try? VorbisComment.parse(packet.dropFirst(8))
-        case .vorbis where VorbisIdentification.headerType(packet) == 3: comment = try? VorbisIdentification.parseComment(packet)
-        default: comment = nil
+        if packet.starts(with: "OpusTags".utf8) {
+            comment = try? VorbisComment.parse(packet.dropFirst(8))
+        } else if VorbisIdentification.headerType(packet) == 3 {
+            comment = try? VorbisIdentification.parseComment(packet)
+        } else {
+            comment = nil
         }
         guard let fields = comment?.fields else { return nil }
         func value(_ name: String) -> String? {
