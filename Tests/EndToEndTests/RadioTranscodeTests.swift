@@ -142,7 +142,7 @@ import StreamShared
     ]
 
     @Test(.timeLimit(.scaledMinutes(3))) func losslessAndOggFolder_isOneMP3Stream_withEveryTrackWholeAndInTime() throws {
-        try Self.expectWholeAndInTime(Self.losslessAndOggTracks, burstKB: 192, pacedSeconds: 4)
+        try Self.expectWholeAndInTime(Self.losslessAndOggTracks, burstKB: 64, pacedSeconds: 6)
     }
 
     /// A channel over a folder of `tracks` (made by `makeLibrary`): one MP3 stream at 44.1 kHz
