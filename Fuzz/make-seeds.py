@@ -313,6 +313,8 @@ def main():
     chain = b"".join(ffmpeg(["-i", wavs[0], "-t", "0.2", "-c:a", "libopus", "-b:a", "24k"] + BITEXACT
                             + ["-serial_offset", str(serial), "-f", "ogg"], ".opus") for serial in (1, 2))
     write(out, "ogg", chain)
+    # icy: a live source's chained Ogg Opus, split into pages (header pages kept per link).
+    write(out, "icy", b"\x7f" + chain[:6000])
     write(out, "oggdecode", bytes([0, 200]) + chain)
     surround = ffmpeg(["-i", wavs[0], "-t", "0.2", "-ac", "6", "-c:a", "libopus", "-b:a", "96k"] + BITEXACT + ["-f", "ogg"], ".opus")
     write(out, "oggdecode", bytes([1, 1]) + surround)
@@ -321,16 +323,19 @@ def main():
     # decode: a transcoding channel reads the same whole files the analyzer does.
     shutil.copytree(os.path.join(out, "analyze"), os.path.join(out, "decode"))
 
-    # analyze: the whole FLAC, Ogg, AIFF and ALAC files above reach the analyzer's paths for
-    # them (its frame and page indexes, covers, gains); after the decode copy, which plays none.
+    # analyze and decode: the whole FLAC, Ogg, AIFF and ALAC files above reach the analyzer's
+    # paths for them (its frame and page indexes, covers, gains) and TrackDecoder's (a channel
+    # transcodes them).
     for target in ["flac", "ogg", "aiff"]:
         folder = os.path.join(out, target)
         for name in sorted(os.listdir(folder)):
             data = read(os.path.join(folder, name))
             if data[:4] in (b"fLaC", b"OggS", b"FORM") or data[:3] == b"ID3":
                 write(out, "analyze", data)
+                write(out, "decode", data)
     for m4a in alac_files:
         write(out, "analyze", m4a)
+        write(out, "decode", m4a)
     # encode: input rate, channels and format indexes, then float samples (a tone; a tone with
     # NaN, infinities and 1e30 among them, as a float WAV may hold).
     tone = [0.5 * math.sin(2 * math.pi * 440 * i / 48000) for i in range(2048)]

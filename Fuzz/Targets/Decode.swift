@@ -2,13 +2,15 @@ import StreamAudio
 @testable import StreamShared
 
 /// A transcoding radio channel's decode path on a whole in-memory file: `TrackDecoder` (probe,
-/// MP4 moov, the frame readers, libmpg123/libfaad2/WAV conversion, the gapless window) from
+/// MP4 moov, the frame readers, libmpg123/libfaad2/WAV conversion, Ogg, FLAC through libFLAC,
+/// AIFF conversion, ALAC in MP4, the gapless window) from
 /// start to end, with the hints the catalog's analysis gives when the bytes pass it and none
 /// when they do not (the file may change after the catalog read it).
 enum DecodeTarget {
-    /// Samples (all channels) one input byte can decode to: AAC's 2048 SBR samples of up to
-    /// 8 channels from a 7-byte ADTS frame is the most, with room to spare.
-    static let samplesPerByte = 4096
+    /// Samples (all channels) one input byte can decode to: a FLAC frame of constant subframes
+    /// (a few bytes) holds up to 65535 samples a channel, 8 channels (the `flacdecode` bound);
+    /// AAC's SBR frames and ALAC packets give fewer.
+    static let samplesPerByte = 65_536
     /// Constant room: one unit of the largest format (4096 WAV frames) plus decoder look-ahead.
     static let slack = 1 << 22
 

@@ -29,7 +29,7 @@ enum ICYTarget {
             if used < piece.count { require(decoder.isComplete, "stopped early without completing") }
         }
         require(total <= rest.count, "more payload than input")
-        for codec in [AudioFrameSplitter.Codec.mpeg, .adts] {
+        for codec in [AudioFrameSplitter.Codec.mpeg, .adts, .ogg] {
             var splitter = AudioFrameSplitter(codec: codec)
             var offset = rest.startIndex
             var steps = 0

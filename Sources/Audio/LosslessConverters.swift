@@ -115,3 +115,19 @@ public struct MP4ALACConverter: PacketConverter {
         return true
     }
 }
+
+extension FLACConverter {
+    /// WAVEFORMATEXTENSIBLE's speaker mask of FLAC's channel orders for 3-8 channels (RFC 9639
+    /// §9.1.3), which are WAV's: 3.0, quad, 5.0, 5.1, 6.1, 7.1; nil for mono and stereo.
+    public static func wavChannelMask(channels: Int) -> UInt32? {
+        switch channels {
+        case 3: return 0x7        // FL FR FC
+        case 4: return 0x33       // FL FR BL BR
+        case 5: return 0x37       // FL FR FC BL BR
+        case 6: return 0x3F       // FL FR FC LFE BL BR
+        case 7: return 0x70F      // FL FR FC LFE BC SL SR
+        case 8: return 0x63F      // FL FR FC LFE BL BR SL SR
+        default: return nil
+        }
+    }
+}

@@ -28,6 +28,8 @@ public struct OggConverter: PacketConverter {
     private var decoder: Decoder?
     private var assembler: OggPacketAssembler?
     private var headersLeft = 0
+    /// The latest link's title from its comment header (a chained radio stream's titles).
+    public private(set) var streamTitle: String?
     /// The first link's format: a later link in another format is refused.
     public private(set) var format: AudioFormat?
     public private(set) var links = 0
@@ -160,6 +162,7 @@ public struct OggConverter: PacketConverter {
         if headersLeft > 0 {
             headersLeft -= 1
             if case .vorbis(let vorbis)? = decoder { try vorbis.header(packet.data[...]) }
+            if let title = AudioFrameSplitter.title(commentPacket: packet.data[...]) { streamTitle = title }
             return true
         }
         switch decoder {

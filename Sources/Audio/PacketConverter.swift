@@ -22,12 +22,16 @@ public protocol PacketConverter {
     var destination: (() -> UnsafeMutableBufferPointer<Float>?)? { get set }
     /// A line for the user when the decoder skipped or silenced damaged units; nil when none.
     var damageReport: String? { get }
+    /// The title the stream's own comments give (an Ogg link's OpusTags or Vorbis comment, the
+    /// latest link read); nil when it gives none.
+    var streamTitle: String? { get }
 }
 
 extension PacketConverter {
     public mutating func restart(at offset: Int, sample: Int) throws { try restart(at: offset) }
     public var decodedFormat: AudioFormat? { nil }
     public var damageReport: String? { nil }
+    public var streamTitle: String? { nil }
     public var destination: (() -> UnsafeMutableBufferPointer<Float>?)? {
         get { nil }
         set {}

@@ -1,10 +1,12 @@
 import StreamShared
 
 /// Decodes one track to interleaved float PCM for a radio channel that transcodes: the bytes
-/// read block by block, the codec through the same converters streamplay uses, and the gapless
+/// read block by block, the codec through the same converters streamplay uses (MP3, AAC, WAV,
+/// Ogg Opus/Vorbis, FLAC, AIFF, ALAC; 24-bit samples stay exact in the floats), and the gapless
 /// trim applied (MP3: LAME delay + the decoder's 529 and the padding; MP4: the edit list's or
-/// iTunSMPB's priming beyond the frame libfaad2 keeps back, and the padding), so tracks join
-/// without the encoders' silence. Reads through `RandomAccessBytes`, so the fuzzer drives it
+/// iTunSMPB's priming beyond the frame libfaad2 keeps back, and the padding; Ogg: pre-skip and
+/// the last granule; FLAC, AIFF: the declared sample count), so tracks join without the
+/// encoders' silence. Reads through `RandomAccessBytes`, so the fuzzer drives it
 /// on bytes in memory (Fuzz target `decode`); streamd runs it only in a decode worker process.
 public struct TrackDecoder {
     /// What the catalog's analysis of the file says (the file is probed again here: it may have
@@ -35,11 +37,12 @@ public struct TrackDecoder {
     private let declared: AudioFormat
     /// Next offset to read, and where the audio ends.
     private var readOffset: Int
-    private let end: Int
+    private var end: Int
     private var window = TrimWindow()
     /// The container as probed now (the file may have changed since the catalog read it).
     public let container: Container
-    /// WAVE_FORMAT_EXTENSIBLE's speaker mask.
+    /// WAVE_FORMAT_EXTENSIBLE's speaker mask of the decoded channels (WAV's own; FLAC's, ALAC's
+    /// and Vorbis' orders as the converters put them out); nil: mono, stereo or none declared.
     public private(set) var wavChannelMask: UInt32?
     static let blockSize = 64 * 1024
 
@@ -75,12 +78,27 @@ public struct TrackDecoder {
         case .mp4:
             let moovRange = try MP4Locator.moovRange(source)
             let movie = try MP4Movie.parse(moov: try source.read(at: moovRange.lowerBound, count: moovRange.count)[...])
-            guard let audio = movie.audio, audio.codec == "mp4a", !movie.isFragmented else {
-                throw FormatError.unsupported(component: "mp4", reason: movie.isFragmented ? "fragmented MP4" : "no AAC track")
+            guard let audio = movie.audio, audio.codec == "mp4a" || audio.codec == "alac", !movie.isFragmented else {
+                throw FormatError.unsupported(component: "mp4", reason: movie.isFragmented ? "fragmented MP4" : "no AAC or ALAC track")
+            }
+            readOffset = audio.sampleLocation(0)?.offset ?? hints.audioStart
+            if audio.codec == "alac" {
+                // Apple Lossless: no priming, only what an edit list trims; the file's own tables
+                // (as they are now) give the length.
+                let config = try ALACSpecificConfig.parse(cookie: audio.decoderSpecificInfo[...])
+                converter = try MP4ALACConverter(track: audio, config: config)
+                try converter.restart(at: readOffset)
+                let rate = config.sampleRate > 0 ? config.sampleRate : audio.sampleRate
+                declared = AudioFormat(sampleRate: rate, channels: config.numChannels)
+                wavChannelMask = MP4ALACConverter.wavOrder(channels: config.numChannels)?.mask
+                let total = try Checked.samples(ticks: audio.totalTicks, timescale: audio.timescale, rate: rate, "mp4", "stts.sample_delta")
+                let gapless = movie.gapless(outputSampleRate: rate)
+                window.keepFrom = gapless?.encoderDelay ?? 0
+                window.keepUntil = window.keepFrom + max(0, total - window.keepFrom - (gapless?.encoderPadding ?? 0))
+                break
             }
             let asc = try AudioSpecificConfig.parse(audio.decoderSpecificInfo[...])
             converter = try MP4Converter(track: audio, declaredChannels: asc.channels)
-            readOffset = audio.sampleLocation(0)?.offset ?? hints.audioStart
             try converter.restart(at: readOffset)
             declared = AudioFormat(sampleRate: asc.outputSampleRate, channels: asc.channels)
             // libfaad2 outputs nothing for the first access unit: that frame is the usual priming.
@@ -94,8 +112,26 @@ public struct TrackDecoder {
             wavChannelMask = wav.format.channelMask
             readOffset = wav.dataOffset
             declared = AudioFormat(sampleRate: wav.format.sampleRate, channels: wav.format.channels)
-        case .flac, .aiff:
-            throw FormatError.unsupported(component: "decoder", reason: "\(stream.container.rawValue) tracks are not transcoded yet")
+        case .flac:
+            // libFLAC through FLACConverter, 24-bit as floats (exact); STREAMINFO's count ends the
+            // track (trailing ID3v1/APE tags are not frames); 0: the decoder's last frame does.
+            guard let flac = stream.flac else { throw FormatError.invalid(component: "flac", reason: "no STREAMINFO", offset: 0) }
+            let info = flac.streamInfo
+            converter = try FLACConverter(streamInfo: info, audioStart: stream.firstFrameOffset)
+            wavChannelMask = FLACConverter.wavChannelMask(channels: info.channels)
+            readOffset = stream.firstFrameOffset
+            declared = AudioFormat(sampleRate: info.sampleRate, channels: info.channels)
+            if info.totalSamples > 0 { window.keepUntil = info.totalSamples }
+        case .aiff:
+            // The SSND chunk's whole frames only: chunks after it (ID3, comments) are not samples.
+            guard let aiff = stream.aiff else { throw FormatError.invalid(component: "aiff", reason: "no COMM chunk", offset: 0) }
+            converter = AIFFConverter(format: aiff.format)
+            readOffset = stream.firstFrameOffset
+            let leadingTags = stream.id3v2.reduce(0) { $0 + $1.totalSize }
+            let frames = aiff.frameCount(fileSize: source.size - leadingTags)
+            end = min(end, readOffset + frames * max(1, aiff.format.blockAlign))
+            window.keepUntil = frames
+            declared = AudioFormat(sampleRate: Int(aiff.format.sampleRate.rounded()), channels: aiff.format.channels)
         case .ogg:
             // The converter cuts the pre-skip and each link's end by the granules itself.
             guard let codec = stream.oggCodec else { throw FormatError.invalid(component: "ogg", reason: "no codec header", offset: 0) }

@@ -149,9 +149,9 @@ final class PacedSource: @unchecked Sendable {
             #expect(second.answer.hasPrefix("HTTP/1.1 403"), "\(second.answer)")
             let playlist = try PacedSource(port: server.port, mount: "/radio/main", password: Self.password, file: file)
             #expect(playlist.answer.hasPrefix("HTTP/1.1 403"), "\(playlist.answer)")
-            let ogg = try PacedSource(port: server.port, mount: "/radio/other", password: Self.password, file: file,
-                                      headers: ["Content-Type: application/ogg"])
-            #expect(ogg.answer.hasPrefix("HTTP/1.1 415"), "\(ogg.answer)")
+            let webm = try PacedSource(port: server.port, mount: "/radio/other", password: Self.password, file: file,
+                                       headers: ["Content-Type: video/webm"])
+            #expect(webm.answer.hasPrefix("HTTP/1.1 415"), "\(webm.answer)")
             let auth = Data("source:nope".utf8).base64EncodedString()
             let metadata = try RawConnection(port: server.port).request(
                 "GET", "/admin/metadata?mount=/radio/live&mode=updinfo&song=x", headers: ["Authorization": "Basic \(auth)"])

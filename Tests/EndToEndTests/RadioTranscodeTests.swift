@@ -127,22 +127,44 @@ import StreamShared
     }
 
     @Test(.timeLimit(.scaledMinutes(3))) func mixedFolder_isOneMP3Stream_withEveryTrackWholeAndInTime() throws {
-        let library = try Self.makeLibrary()
+        try Self.expectWholeAndInTime(Self.tracks, burstKB: 256, pacedSeconds: 8)
+    }
+
+    /// The lossless and Ogg formats in one folder with an MP3: FLAC (24-bit 96 kHz), Opus,
+    /// Vorbis, AIFF (mono 22.05 kHz), ALAC (24-bit) decoded by the workers and transcoded like the others.
+    static let losslessAndOggTracks: [(name: String, hz: Double, seconds: Double, encode: [String])] = [
+        ("1-flac24.flac", 440, 1.5, ["-ac", "2", "-ar", "96000", "-c:a", "flac", "-sample_fmt", "s32"]),
+        ("2-opus.opus", 660, 1.5, ["-ac", "2", "-ar", "48000", "-c:a", "libopus", "-b:a", "160k"]),
+        ("3-vorbis.ogg", 880, 1.5, ["-ac", "2", "-ar", "44100", "-c:a", "libvorbis", "-q:a", "6"]),
+        ("4-aiff.aiff", 1100, 1.5, ["-ac", "1", "-ar", "22050", "-c:a", "pcm_s16be"]),
+        ("5-alac.m4a", 1320, 1.5, ["-ac", "2", "-ar", "48000", "-c:a", "alac", "-sample_fmt", "s32p"]),
+        ("6-stereo.mp3", 1760, 1.5, ["-ac", "2", "-ar", "44100", "-c:a", "libmp3lame", "-b:a", "192k"]),
+    ]
+
+    @Test(.timeLimit(.scaledMinutes(3))) func losslessAndOggFolder_isOneMP3Stream_withEveryTrackWholeAndInTime() throws {
+        try Self.expectWholeAndInTime(Self.losslessAndOggTracks, burstKB: 64, pacedSeconds: 6)
+    }
+
+    /// A channel over a folder of `tracks` (made by `makeLibrary`): one MP3 stream at 44.1 kHz
+    /// stereo 128 kbit/s, each track's tone whole and in folder order, no gap at a join, and the
+    /// stream at its pace for `pacedSeconds` after a burst of `burstKB`.
+    static func expectWholeAndInTime(_ tracks: [(name: String, hz: Double, seconds: Double, encode: [String])],
+                                     burstKB: Int, pacedSeconds seconds: Double) throws {
+        let library = try Self.makeLibrary(tracks)
         defer { try? FileManager.default.removeItem(at: library) }
-        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--channel", "mix=mix", "--burst-kb", "256"])
+        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--channel", "mix=mix", "--burst-kb", "\(burstKB)"])
         defer { server.stop() }
         // The burst first (however long a loaded machine takes to encode it), then 3 s in which
-        // the channel catches up the time that took (a debug build under load: seconds), then 8 s
-        // of the stream at its pace: the rate is measured over those 8 s only.
+        // the channel catches up the time that took (a debug build under load: seconds), then
+        // `seconds` of the stream at its pace: the rate is measured over those only.
         let socket = try RawConnection(port: server.port)
         socket.send("GET /radio/mix HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         var received: [UInt8] = []
         let burstDeadline = Date().addingTimeInterval(TestTiming.seconds(20))
-        while received.count < 256 * 1024 + 1024, Date() < burstDeadline {
+        while received.count < burstKB * 1024 + 1024, Date() < burstDeadline {
             received += socket.readUntilEnd(quiet: 0.2, limit: 0.2).bytes
         }
         received += socket.readUntilEnd(quiet: 3, limit: 3).bytes
-        let seconds = 8.0
         let paced = socket.readUntilEnd(quiet: seconds, limit: seconds).bytes
         received += paced
         guard let split = received.firstRange(of: Array("\r\n\r\n".utf8)) else { throw TestFailure("no response head") }
@@ -169,7 +191,7 @@ import StreamShared
         let formats = Set(frames.map { "\($0.sampleRate) Hz \($0.channels) ch \($0.bitrate) bit/s" })
         #expect(formats == ["44100 Hz 2 ch 128000 bit/s"], "\(formats)")
 
-        // Real time: after the burst (256 KiB at once), the channel's clock sends 16,000 bytes a
+        // Real time: after the burst (`burstKB` at once), the channel's clock sends 16,000 bytes a
         // second (the chunked framing adds a few bytes per write: well under 1 %).
         let rate = Double(paced.count) / seconds
         #expect(abs(rate / 16_000 - 1) < 0.1, """
@@ -180,13 +202,13 @@ import StreamShared
         // Each track's tone, whole, in path order; every stretch inside the received audio lasts
         // as long as its track, within two MP3 frames (plus the 5 ms analysis step).
         let pcm = try Self.decode(Array(audio))
-        let tones = Self.tracks.map(\.hz)
+        let tones = tracks.map(\.hz)
         let heard = Self.segments(pcm, tones: tones)
         let inner = heard.dropFirst().dropLast()
         #expect(inner.count >= 5, "\(heard.map { "\($0.hz)@\(Double($0.start) / Self.rate)" })")
         let tolerance = 2 * 1152 / Self.rate + 0.005
         for part in inner {
-            let track = try #require(Self.tracks.first { $0.hz == part.hz }, "a stretch of \(part.hz) Hz (0: no tone) at \(Double(part.start) / Self.rate) s")
+            let track = try #require(tracks.first { $0.hz == part.hz }, "a stretch of \(part.hz) Hz (0: no tone) at \(Double(part.start) / Self.rate) s")
             let length = Double(part.end - part.start) / Self.rate
             #expect(abs(length - track.seconds) <= tolerance,
                     "\(track.name): \(length) s heard, \(track.seconds) s long")

@@ -112,9 +112,13 @@ import StreamShared
         }
     }
 
-    @Test func oggIsRefused() {
-        #expect(throws: SourceRequest.Refusal.unsupportedType("application/ogg")) {
-            try SourceRequest.parse(Self.request([Self.auth, ("Content-Type", "application/ogg")]), name: "l", password: "hackme")
+    @Test func oggIsAccepted_andOtherTypesRefused() throws {
+        for type in ["audio/ogg", "application/ogg", "audio/ogg; codecs=opus"] {
+            let source = try SourceRequest.parse(Self.request([Self.auth, ("Content-Type", type)]), name: "l", password: "hackme")
+            #expect(source.codec == .ogg, "\(type)")
+        }
+        #expect(throws: SourceRequest.Refusal.unsupportedType("video/webm")) {
+            try SourceRequest.parse(Self.request([Self.auth, ("Content-Type", "video/webm")]), name: "l", password: "hackme")
         }
     }
 }

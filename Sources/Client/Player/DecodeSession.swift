@@ -254,6 +254,10 @@ final class DecodeSession {
         // Titles whose place in the stream has been read (the probe may have read it).
         if live != nil {
             player.applyTitles(through: player.throttle.availableRange.lowerBound, position: Double(position) / Double(sampleRate))
+            // A chained Ogg radio stream carries its titles in each link's comment header.
+            if let title = converter.streamTitle {
+                player.applyStreamTitle(title, position: Double(position) / Double(sampleRate), from: "ogg")
+            }
         }
     }
 

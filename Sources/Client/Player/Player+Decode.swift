@@ -96,19 +96,26 @@ extension Player {
     func applyTitles(through offset: Int, position: Double) {
         for update in control.live.take(through: offset) {
             if let text = update.unparsedText { log("icy", "metadata block not in Key='value'; form: '\(text)'") }
-            // Servers repeat the title (at each track start, to new listeners): only changes count.
-            guard let title = update.title, title != commands.withLock({ _ in streamTitleStorage }) else { continue }
-            log("icy", "title '\(title)' at \(JSONObjectWriter.number(position, decimals: 1)) s")
-            commands.withLock { _ in
-                statsStorage.titles.append(StreamTitleChange(atSeconds: position, title: title))
-                if statsStorage.titles.count > 1000 { statsStorage.titles.removeFirst() }
-                streamTitleStorage = title
-                var tags = playedTagsStorage ?? TrackTags()
-                tags.title = title.isEmpty ? nil : title
-                playedTagsStorage = tags
-            }
-            continuation.yield(.title(title))
+            guard let title = update.title else { continue }
+            applyStreamTitle(title, position: position, from: "icy")
         }
+    }
+
+    /// A live stream's title as read (ICY, or an Ogg link's comments): the title event, the
+    /// status line's title, `--verbose` and `--stats`; only changes count.
+    func applyStreamTitle(_ title: String, position: Double, from origin: String) {
+        // Servers repeat the title (at each track start, to new listeners).
+        guard title != commands.withLock({ _ in streamTitleStorage }) else { return }
+        log(origin, "title '\(title)' at \(JSONObjectWriter.number(position, decimals: 1)) s")
+        commands.withLock { _ in
+            statsStorage.titles.append(StreamTitleChange(atSeconds: position, title: title))
+            if statsStorage.titles.count > 1000 { statsStorage.titles.removeFirst() }
+            streamTitleStorage = title
+            var tags = playedTagsStorage ?? TrackTags()
+            tags.title = title.isEmpty ? nil : title
+            playedTagsStorage = tags
+        }
+        continuation.yield(.title(title))
     }
 
     /// A problem that does not stop playback: logged, and printed by streamplay at exit.

@@ -69,11 +69,6 @@ public enum ChannelTracks {
                 logger.warning("channel \(spec.name): \(entry.path) skipped: \(entry.container) has no audio a channel can play")
                 continue
             }
-            // The catalog lists these; the decode workers do not read them yet.
-            if entry.codec == "alac" || [Container.flac, .ogg, .aiff].contains(Container(rawValue: entry.container)) {
-                logger.warning("channel \(spec.name): \(entry.path) skipped: \(entry.codec) (\(entry.container)) is not played by channels yet")
-                continue
-            }
             tracks.append(ChannelTrack(track: entry, path: catalog.absolutePath(of: entry)))
         }
         guard let first = tracks.first else {
@@ -90,7 +85,8 @@ public enum ChannelTracks {
         let format = transcodedFormat(firstRate: first.sampleRate, kbps: spec.bitrate ?? ChannelSpec.defaultBitrate)
         if spec.bitrate == nil {
             let kinds = Set(tracks.map { describe(ChannelFormat(codec: $0.codec ?? .mpeg, sampleRate: $0.sampleRate,
-                                                                channels: $0.channels, kbps: 0), container: $0.container) })
+                                                                channels: $0.channels, kbps: 0), container: $0.container,
+                                                       codec: $0.track.codec) })
             logger.warning(.init(stringLiteral: "channel \(spec.name): tracks of \(kinds.count) formats (\(kinds.sorted().joined(separator: ", "))): "
                  + "transcoded to MP3 \(format.sampleRate) Hz stereo \(format.kbps) kbit/s"))
         }
@@ -105,10 +101,14 @@ public enum ChannelTracks {
         return ChannelFormat(codec: .mpeg, sampleRate: rate, channels: 2, kbps: kbps)
     }
 
-    static func describe(_ format: ChannelFormat, container: Container? = nil) -> String {
+    /// `codec`: the catalog's codec name (it tells ALAC from AAC in MP4, Opus from Vorbis in Ogg).
+    static func describe(_ format: ChannelFormat, container: Container? = nil, codec: String? = nil) -> String {
         let name = switch container {
-        case .mp4?: "AAC (MP4)"
+        case .mp4?: codec == "alac" ? "ALAC (MP4)" : "AAC (MP4)"
         case .wav?: "WAV"
+        case .flac?: "FLAC"
+        case .aiff?: "AIFF"
+        case .ogg?: codec == "opus" ? "Opus (Ogg)" : codec == "vorbis" ? "Vorbis (Ogg)" : "Ogg"
         default: format.codec == .mpeg ? "MPEG audio" : "AAC"
         }
         return "\(name) \(format.sampleRate) Hz \(format.channels == 1 ? "mono" : "\(format.channels) channels")"

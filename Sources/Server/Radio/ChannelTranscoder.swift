@@ -183,9 +183,13 @@ enum Speaker: Equatable {
 
     /// What each of `channels` decoded channels of `decoder`'s track is (the container's
     /// convention; a count other than declared, like AAC's parametric stereo, is plain mono/stereo).
+    /// FLAC, ALAC and Ogg come out of their converters in WAV's order with a speaker mask; AIFF
+    /// has none and takes WAV's default for its channel count (as ffmpeg does).
     static func layout(channels: Int, of decoder: TrackDecoder) -> [Speaker] {
+        let inWAVOrder = [Container.wav, .aiff, .flac, .ogg].contains(decoder.container)
+            || (decoder.container == .mp4 && decoder.wavChannelMask != nil)      // ALAC
+        if inWAVOrder, channels == decoder.declaredChannels { return wav(channels: channels, mask: decoder.wavChannelMask) }
         switch decoder.container {
-        case .wav where channels == decoder.declaredChannels: return wav(channels: channels, mask: decoder.wavChannelMask)
         case .mp4, .adts: return aac(channels: channels)
         default: return defaultLayout(channels: channels)
         }

@@ -9,6 +9,8 @@ struct ChunkBuilder {
     private(set) var frameStarts: [Int32] = []
     private(set) var frameSamples: [UInt16] = []
     private(set) var format: FrameFormat?
+    /// Ogg pass-through: where listeners may join the gathered pages.
+    var oggJoin: OggJoin = .notOgg
 
     var isEmpty: Bool { bytes.isEmpty }
 
@@ -24,7 +26,7 @@ struct ChunkBuilder {
     /// Publishes what was gathered (if anything) and starts over.
     mutating func flush(to channel: RadioChannel, now: UInt64) {
         guard !bytes.isEmpty else { return }
-        channel.publish(bytes[...], frameStarts: frameStarts, frameSamples: frameSamples, format: format, now: now)
+        channel.publish(bytes[...], frameStarts: frameStarts, frameSamples: frameSamples, format: format, now: now, oggJoin: oggJoin)
         bytes.removeAll(keepingCapacity: true)
         frameStarts.removeAll(keepingCapacity: true)
         frameSamples.removeAll(keepingCapacity: true)

@@ -103,7 +103,9 @@ final class LiveProducer: @unchecked Sendable {
         var source: AttachedSource?
         var splitter = AudioFrameSplitter(codec: .mpeg)
         var buffer: [UInt8] = []
-        var pending: [(bytes: [UInt8], frame: AudioFrameSplitter.Frame)] = []
+        var pending: [(bytes: [UInt8], frame: AudioFrameSplitter.Frame, ogg: OggPageFacts?)] = []
+        var oggHeaders: OggHeaderPages?
+        var oggLinkNumber = 0
         var pendingNanos: UInt64 = 0
         var schedule = ChannelSchedule(origin: monotonicNanos())
         var builder = ChunkBuilder()
@@ -120,6 +122,8 @@ final class LiveProducer: @unchecked Sendable {
                 buffer = []
                 pending = []
                 pendingNanos = 0
+                oggHeaders = nil
+                oggLinkNumber = 0
                 relay = nil
                 lostAt = nil
                 // The source's frames start now, whatever came before.
@@ -154,7 +158,20 @@ final class LiveProducer: @unchecked Sendable {
                     }
                     switch step {
                     case .frame(let frame):
-                        pending.append((Array(buffer[head..<(head + frame.length)]), frame))
+                        var ogg: OggPageFacts?
+                        if current.codec == .ogg, let link = splitter.oggLink {
+                            let page = splitter.lastOggPage
+                            var facts = OggPageFacts(startsLink: page.startsLink, isHeader: page.isHeader)
+                            if link.headersComplete, link.number != oggLinkNumber {
+                                // This page ends the link's headers: its title, and what joiners get first.
+                                oggLinkNumber = link.number
+                                oggHeaders = OggHeaderPages(link.headerPages)
+                                facts.title = link.title ?? ""
+                            }
+                            facts.headers = oggHeaders
+                            ogg = facts
+                        }
+                        pending.append((Array(buffer[head..<(head + frame.length)]), frame, ogg))
                         pendingNanos += UInt64(frame.samples) * 1_000_000_000 / UInt64(max(1, frame.sampleRate))
                         head += frame.length
                     case .skip(let count):
@@ -168,8 +185,11 @@ final class LiveProducer: @unchecked Sendable {
                 _ = schedule.resume(now: now, ifBehindBy: 2_000_000_000)
                 var published = 0
                 while published < pending.count, schedule.isDue(now: now) {
-                    let (bytes, frame) = pending[published]
-                    if published == 0 || builder.isEmpty { updateFormat(frame, kbps: current.kbps, codec: current.codec) }
+                    let (bytes, frame, ogg) = pending[published]
+                    if let ogg { prepareOggChunk(&builder, for: ogg, now: now) }
+                    if (published == 0 || builder.isEmpty) && (ogg == nil || frame.samples > 0) {
+                        updateFormat(frame, kbps: current.kbps, codec: current.codec)
+                    }
                     builder.append(frame: bytes[...], samples: frame.samples,
                                    format: FrameFormat(codec: current.codec, sampleRate: frame.sampleRate, channels: frame.channels),
                                    flushingTo: channel, now: now)
@@ -195,7 +215,7 @@ final class LiveProducer: @unchecked Sendable {
                     }
                     if channel.format != fallback.format { channel.setFormat(fallback.format) }
                     channel.publish(next.bytes()[...], frameStarts: next.frameStarts, frameSamples: next.frameSamples,
-                                    format: next.format, now: now)
+                                    format: next.format, now: now, oggJoin: next.oggJoin)
                     cursor = next
                 }
                 relay = cursor
@@ -212,9 +232,49 @@ final class LiveProducer: @unchecked Sendable {
         }
     }
 
+    /// An Ogg page's chunk: a BOS page starts one (joinable at its start), header pages after it
+    /// stay with it or in one no listener joins, audio pages of a link share one that listeners
+    /// join after the link's header pages. A link's title is announced once its headers are in.
+    private func prepareOggChunk(_ builder: inout ChunkBuilder, for page: OggPageFacts, now: UInt64) {
+        let wanted: OggJoin
+        if page.startsLink {
+            wanted = .atStart
+        } else if page.isHeader {
+            wanted = .never
+        } else if let headers = page.headers {
+            wanted = .afterHeaders(headers)
+        } else {
+            wanted = .never
+        }
+        let fits: Bool
+        switch (builder.oggJoin, wanted) {
+        case (.atStart, .never), (.never, .never): fits = true
+        case (.afterHeaders(let a), .afterHeaders(let b)): fits = a === b
+        default: fits = false
+        }
+        if !fits || builder.isEmpty {
+            builder.flush(to: channel, now: now)
+            builder.oggJoin = wanted
+        }
+        if let title = page.title {
+            channel.setTitle(title)
+            channel.setOggHeaders(page.headers)
+        }
+    }
+
     private func updateFormat(_ frame: AudioFrameSplitter.Frame, kbps: Int?, codec: AudioFrameSplitter.Codec) {
         let format = ChannelFormat(codec: codec, sampleRate: frame.sampleRate, channels: frame.channels,
                                    kbps: kbps ?? max(1, frame.bitrate / 1000))
         if channel.format != format { channel.setFormat(format) }
     }
+}
+
+/// What the splitter said about one Ogg page, carried to its publication.
+struct OggPageFacts {
+    var startsLink: Bool
+    var isHeader: Bool
+    /// The link's header pages, once they are all in.
+    var headers: OggHeaderPages?
+    /// Set on the page that completes a link's headers: the title its comments give ("" for none).
+    var title: String?
 }

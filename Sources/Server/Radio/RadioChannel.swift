@@ -14,7 +14,13 @@ public struct ChannelFormat: Sendable, Equatable {
     /// Nominal bitrate in kbit/s (the first frames' for VBR).
     public var kbps: Int
 
-    public var contentType: String { codec == .mpeg ? "audio/mpeg" : "audio/aac" }
+    public var contentType: String {
+        switch codec {
+        case .mpeg: return "audio/mpeg"
+        case .adts: return "audio/aac"
+        case .ogg: return "audio/ogg"
+        }
+    }
 }
 
 /// The station facts a listener sees in icy-* headers (a source's ice-* headers set them).
@@ -78,11 +84,11 @@ public final class RadioChannel: @unchecked Sendable {
     /// sample counts in `format`) with the current title, wakes the loops that have listeners
     /// here and hands the chunk to the HLS segmenter.
     func publish(_ bytes: ArraySlice<UInt8>, frameStarts: [Int32], frameSamples: [UInt16] = [], format: FrameFormat? = nil,
-                 now: UInt64 = monotonicNanos()) {
+                 now: UInt64 = monotonicNanos(), oggJoin: OggJoin = .notOgg) {
         guard !bytes.isEmpty else { return }
         let (chunk, toWake) = lock.withLock { _ in
             let chunk = RadioChunk(start: newest.end, bytes: bytes, frameStarts: frameStarts, frameSamples: frameSamples,
-                                   format: format, title: titleBlock, publishedAt: now)
+                                   format: format, title: titleBlock, publishedAt: now, oggJoin: oggJoin)
             _ = newest.next.storeIfNilThenLoad(chunk)
             newest = chunk
             ring.append(chunk)
@@ -98,7 +104,8 @@ public final class RadioChannel: @unchecked Sendable {
             return (chunk, wakers)
         }
         for waker in toWake { waker.wake() }
-        segments.append(chunk)
+        // HLS packed audio carries MP3 and ADTS only: an Ogg channel has no live HLS.
+        if format?.codec != .ogg { segments.append(chunk) }
     }
 
     /// Sets the title announced from the next published chunk on.
@@ -143,13 +150,34 @@ public final class RadioChannel: @unchecked Sendable {
 
     /// Where a new listener starts: the first frame boundary at or after `burst` bytes before
     /// the live edge (the oldest frame in the ring when it holds less).
-    func joinPoint(burst: Int) -> (chunk: RadioChunk, offset: Int) {
+    /// An Ogg channel joins where a decoder can start (`OggJoin`): `preamble` is the link's
+    /// header pages to send first when the join is inside a link.
+    func joinPoint(burst: Int) -> (chunk: RadioChunk, offset: Int, preamble: [UInt8]?) {
         return lock.withLock { _ in
             let target = max(ring.first?.start ?? newest.start, newest.end - max(0, burst))
-            for chunk in ring.reversed() where chunk.start <= target {
-                return (chunk, chunk.frameBoundary(atOrAfter: target - chunk.start))
+            guard let found = ring.last(where: { $0.start <= target }) else { return (newest, newest.count, nil) }
+            var chunk = found
+            var offset = chunk.frameBoundary(atOrAfter: target - chunk.start)
+            while true {
+                switch chunk.oggJoin {
+                case .notOgg: return (chunk, offset, nil)
+                case .atStart where offset == 0 || chunk !== found: return (chunk, 0, nil)
+                case .afterHeaders(let headers) where offset < chunk.count: return (chunk, offset, headers.bytes)
+                default: break
+                }
+                guard let next = chunk.next.load() else { return (chunk, chunk.count, oggHeaders?.bytes) }
+                chunk = next
+                offset = 0
             }
-            return (newest, newest.count)
+        }
+    }
+
+    /// The current link's header pages of an Ogg channel (a listener joining at the live edge).
+    private var oggHeaders: OggHeaderPages?
+
+    func setOggHeaders(_ headers: OggHeaderPages?) {
+        lock.withLock { _ in
+            oggHeaders = headers
         }
     }
 

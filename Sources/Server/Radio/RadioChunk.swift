@@ -52,12 +52,15 @@ public final class RadioChunk: @unchecked Sendable {
     /// When the chunk was published (monotonic ns).
     let publishedAt: UInt64
     package let next = ManagedAtomicLazyReference<RadioChunk>()
+    /// Ogg pass-through: where a new listener may start in this chunk (its pages are of one kind).
+    let oggJoin: OggJoin
 
     var end: Int { start + count }
 
     init(start: Int, bytes: ArraySlice<UInt8>, frameStarts: [Int32], frameSamples: [UInt16] = [], format: FrameFormat? = nil,
-         title: ICYBlock, publishedAt: UInt64) {
+         title: ICYBlock, publishedAt: UInt64, oggJoin: OggJoin = .notOgg) {
         self.start = start
+        self.oggJoin = oggJoin
         self.count = bytes.count
         self.frameStarts = frameStarts
         self.frameSamples = frameSamples.count == frameStarts.count ? frameSamples : []
@@ -82,4 +85,23 @@ public final class RadioChunk: @unchecked Sendable {
     func bytes() -> [UInt8] {
         Array(UnsafeRawBufferPointer(start: base, count: count))
     }
+}
+
+/// The header pages of one link of a pass-through Ogg channel, shared by its chunks.
+final class OggHeaderPages: Sendable {
+    let bytes: [UInt8]
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+}
+
+/// Where a listener may join an Ogg chunk: a decoder needs the link's header pages before any
+/// audio page, and exactly once.
+enum OggJoin: Sendable {
+    /// Not an Ogg channel: at any frame boundary.
+    case notOgg
+    /// The chunk starts with a link's BOS page: at its start only, nothing before it.
+    case atStart
+    /// Audio pages of a link: at any page boundary, after the link's header pages.
+    case afterHeaders(OggHeaderPages)
+    /// Header pages after the BOS: not here (the next chunk).
+    case never
 }

@@ -110,7 +110,11 @@ final class RadioListener: LiveExchange, @unchecked Sendable {
     func start(waker: LoopWaker, leftover: [UInt8], now: UInt64) {
         scratch = scratchFor(waker)
         channel.register(waker)
-        let (chunk, offset) = channel.joinPoint(burst: options.burst)
+        let (chunk, offset, preamble) = channel.joinPoint(burst: options.burst)
+        if let preamble, !preamble.isEmpty {
+            // An Ogg link's header pages go out before its first page, in the head's write.
+            head += options.chunked ? Array((String(preamble.count, radix: 16) + "\r\n").utf8) + preamble + Array("\r\n".utf8) : preamble
+        }
         var start = ListenerCursor(chunk: chunk, offset: offset, untilMeta: options.metaint ?? Int.max)
         start.normalize()
         cursor = start

@@ -233,7 +233,9 @@ public final class RadioService: @unchecked Sendable {
         guard let format = snapshot.format, !snapshot.ended else {
             return .error(404, "channel '\(name)' has no source")
         }
-        let wantsICY = request.header("Icy-MetaData").map { $0.trimmingCharacters(in: " \t") == "1" } ?? false
+        // Ogg carries its titles in its own comment headers (Icecast sends no ICY blocks in Ogg either).
+        let wantsICY = format.codec != .ogg
+            && (request.header("Icy-MetaData").map { $0.trimmingCharacters(in: " \t") == "1" } ?? false)
         var headers: [(String, String)] = [
             ("Content-Type", format.contentType),
             ("Cache-Control", "no-cache, no-store"),
@@ -266,6 +268,9 @@ public final class RadioService: @unchecked Sendable {
     func hls(_ request: HTTPRequest, name: Substring, file: Substring) -> HTTPResponse {
         guard let channel = channel(named: String(name)) else { return .error(404, "no channel named '\(name)'") }
         let segments = channel.segments
+        if channel.snapshot().format?.codec == .ogg {
+            return .error(415, "channel '\(name)' is Ogg: HLS packed audio carries MP3 and AAC only; listen at /radio/\(name)")
+        }
         if file == "index.m3u8" {
             guard let playlist = segments.playlist() else {
                 var response = HTTPResponse.error(503, "channel '\(name)' has no complete segment yet")

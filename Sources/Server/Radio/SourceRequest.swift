@@ -27,7 +27,7 @@ struct SourceRequest {
         var message: String {
             switch self {
             case .unauthorized: return "authentication required"
-            case .unsupportedType(let type): return "content type '\(type)' is not a stream streamd can relay (audio/mpeg or audio/aac)"
+            case .unsupportedType(let type): return "content type '\(type)' is not a stream streamd can relay (audio/mpeg, audio/aac or audio/ogg)"
             case .badFraming: return "bad request body framing"
             }
         }
@@ -47,6 +47,7 @@ struct SourceRequest {
         switch type {
         case "audio/mpeg", "audio/mp3", "audio/mpeg3": codec = .mpeg
         case "audio/aac", "audio/aacp", "audio/x-aac": codec = .adts
+        case "audio/ogg", "application/ogg", "audio/opus", "audio/vorbis": codec = .ogg
         default: throw .unsupportedType(String(type.prefix(100)))
         }
         func field(_ names: String...) -> String? {

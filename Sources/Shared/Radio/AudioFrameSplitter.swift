@@ -7,6 +7,8 @@ public struct AudioFrameSplitter: Sendable {
     public enum Codec: String, Sendable, Equatable {
         case mpeg
         case adts
+        /// Ogg Opus or Vorbis pages, passed as they are (a "frame" is one page).
+        case ogg
     }
 
     /// One audio frame at the start of the bytes looked at.
@@ -32,6 +34,10 @@ public struct AudioFrameSplitter: Sendable {
     public let codec: Codec
     private var mpeg = MPEGFrameScanner(maxJunk: 64 * 1024)
     private var adtsReference: ADTSHeader?
+    /// Ogg: the current link, and what the last page returned was.
+    public internal(set) var oggLink: OggLiveLink?
+    public internal(set) var lastOggPage = OggLivePage()
+    var oggJunk = 0
     /// The longest stretch of junk tolerated between frames before the stream is refused.
     public static let maxJunk = 64 * 1024
 
@@ -54,6 +60,7 @@ public struct AudioFrameSplitter: Sendable {
         switch codec {
         case .mpeg: return try nextMPEG(bytes, isComplete: isComplete)
         case .adts: return try nextADTS(bytes, isComplete: isComplete)
+        case .ogg: return try nextOgg(bytes, isComplete: isComplete)
         }
     }
 
