@@ -175,30 +175,68 @@ public struct ADTSConverter: PacketConverter {
 /// the tables, so no per-sample table is built.
 public struct MP4Converter: PacketConverter {
     private let decoder: FAADDecoder
+    private var window: MP4SampleWindow
+
+    /// `declaredChannels`: what the AudioSpecificConfig says (`AudioSpecificConfig.channels`).
+    public init(track: MP4AudioTrack, declaredChannels: Int) throws {
+        decoder = try FAADDecoder(audioSpecificConfig: track.decoderSpecificInfo, declaredChannels: declaredChannels)
+        window = MP4SampleWindow(track: track)
+    }
+
+    public mutating func restart(at offset: Int) throws {
+        window.restart(at: offset)
+        try decoder.reset()
+    }
+
+    public var decodedFormat: AudioFormat? { decoder.format }
+
+    public mutating func append(_ bytes: [UInt8]) { window.append(bytes) }
+
+    public mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
+        switch window.next() {
+        case .ended, .needMore: return false
+        case .skipped: return true
+        case .sample(let bytes):
+            try decoder.decode(frame: bytes) { pcm, _ in body(pcm) }
+            return true
+        }
+    }
+}
+
+/// An MP4 track's samples as their bytes arrive: the sample tables say where the next sample
+/// lies; its bytes are kept until it is whole, and what lies before it (other tracks, box
+/// headers, samples already decoded) is dropped. Shared by the AAC and ALAC converters.
+struct MP4SampleWindow {
+    /// What `next()` found.
+    enum Next {
+        /// The next sample, whole.
+        case sample(ArraySlice<UInt8>)
+        /// A sample already passed (offsets that go back): skipped, ask again.
+        case skipped
+        /// The next sample is not whole yet, or the track has no more (`ended`).
+        case needMore, ended
+    }
+
     private let track: MP4AudioTrack
     private var cursor: MP4SampleCursor
     private var buffer: [UInt8] = []
     /// Stream offset of `buffer[0]`.
     private var bufferOffset = 0
 
-    /// `declaredChannels`: what the AudioSpecificConfig says (`AudioSpecificConfig.channels`).
-    public init(track: MP4AudioTrack, declaredChannels: Int) throws {
-        decoder = try FAADDecoder(audioSpecificConfig: track.decoderSpecificInfo, declaredChannels: declaredChannels)
+    init(track: MP4AudioTrack) {
         self.track = track
         cursor = MP4SampleCursor(track: track)
     }
 
-    public mutating func restart(at offset: Int) throws {
+    /// The next bytes appended start at stream offset `offset` (a seek); the next sample is the
+    /// first at or after it.
+    mutating func restart(at offset: Int) {
         buffer.removeAll(keepingCapacity: true)
         bufferOffset = offset
         cursor = MP4SampleCursor(track: track, atOrAfter: offset)
-        try decoder.reset()
     }
 
-    public var decodedFormat: AudioFormat? { decoder.format }
-
-    public mutating func append(_ bytes: [UInt8]) {
-        // Drop what lies before the next sample (other tracks, box headers, consumed samples).
+    mutating func append(_ bytes: [UInt8]) {
         if let next = cursor.peek() {
             let keepFrom = min(buffer.count, max(0, next.offset - bufferOffset))
             if keepFrom > 64 * 1024 {
@@ -209,16 +247,15 @@ public struct MP4Converter: PacketConverter {
         buffer += bytes
     }
 
-    public mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
-        guard let sample = cursor.peek() else { return false }
+    mutating func next() -> Next {
+        guard let sample = cursor.peek() else { return .ended }
         let start = sample.offset - bufferOffset
         guard start >= 0 else {
             _ = cursor.next()          // already passed: cannot happen with increasing offsets, but never loop
-            return true
+            return .skipped
         }
-        guard start + sample.size <= buffer.count else { return false }
+        guard start + sample.size <= buffer.count else { return .needMore }
         _ = cursor.next()
-        try decoder.decode(frame: buffer[start..<(start + sample.size)]) { pcm, _ in body(pcm) }
-        return true
+        return .sample(buffer[start..<(start + sample.size)])
     }
 }

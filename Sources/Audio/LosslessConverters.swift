@@ -54,51 +54,30 @@ public struct MP4ALACConverter: PacketConverter {
 
     private let positions: [Int]?
     private var decoder: ALACDecoder
-    private let track: MP4AudioTrack
-    private var cursor: MP4SampleCursor
-    private var buffer: [UInt8] = []
-    /// Stream offset of `buffer[0]`.
-    private var bufferOffset = 0
+    private var window: MP4SampleWindow
     private var integers: [Int32] = []
     private var scratch: [Float] = []
     private let scale: Float
 
     public init(track: MP4AudioTrack, config: ALACSpecificConfig) throws {
         decoder = try ALACDecoder(config: config)
-        self.track = track
-        cursor = MP4SampleCursor(track: track)
+        window = MP4SampleWindow(track: track)
         scale = 1 / Float(1 << UInt64(max(1, min(32, config.bitDepth)) - 1))
         positions = Self.wavOrder(channels: config.numChannels)?.positions
     }
 
-    public mutating func restart(at offset: Int) throws {
-        buffer.removeAll(keepingCapacity: true)
-        bufferOffset = offset
-        cursor = MP4SampleCursor(track: track, atOrAfter: offset)
-    }
+    public mutating func restart(at offset: Int) throws { window.restart(at: offset) }
 
-    public mutating func append(_ bytes: [UInt8]) {
-        // Drop what lies before the next sample (other tracks, box headers, consumed samples).
-        if let next = cursor.peek() {
-            let keepFrom = min(buffer.count, max(0, next.offset - bufferOffset))
-            if keepFrom > 64 * 1024 {
-                buffer.removeSubrange(0..<keepFrom)
-                bufferOffset += keepFrom
-            }
-        }
-        buffer += bytes
-    }
+    public mutating func append(_ bytes: [UInt8]) { window.append(bytes) }
 
     public mutating func convertNext(isComplete: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) throws -> Bool {
-        guard let sample = cursor.peek() else { return false }
-        let start = sample.offset - bufferOffset
-        guard start >= 0 else {
-            _ = cursor.next()
-            return true
+        let packet: ArraySlice<UInt8>
+        switch window.next() {
+        case .ended, .needMore: return false
+        case .skipped: return true
+        case .sample(let bytes): packet = bytes
         }
-        guard start + sample.size <= buffer.count else { return false }
-        _ = cursor.next()
-        try decoder.decode(packet: buffer[start..<(start + sample.size)], into: &integers)
+        try decoder.decode(packet: packet, into: &integers)
         scratch.removeAll(keepingCapacity: true)
         if let positions {
             let channels = positions.count
