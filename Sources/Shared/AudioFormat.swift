@@ -24,3 +24,29 @@ public struct AudioFormat: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "\(sampleRate) Hz, \(channels) ch" }
 }
+
+/// How a PCM container (WAV, AIFF) codes a sample: one model for both, so codec names and
+/// sample conversion are decided once.
+public enum PCMCoding: Sendable, Equatable {
+    /// Linear two's complement (WAV's 8-bit samples are unsigned, AIFF's signed).
+    case integer
+    /// IEEE float, 32 or 64 bits.
+    case float
+    /// G.711 mu-law, one byte a sample.
+    case muLaw
+    /// G.711 A-law, one byte a sample.
+    case aLaw
+
+    /// ffmpeg's codec name for this coding at a container width (12-bit samples in 2 bytes are
+    /// pcm_s16le); `unsignedBytes`: 8-bit integer samples are unsigned (WAV) rather than signed (AIFF).
+    public func codecName(bytesPerSample: Int, bigEndian: Bool, unsignedBytes: Bool) -> String {
+        let order = bigEndian ? "be" : "le"
+        switch self {
+        case .float: return "pcm_f\(bytesPerSample * 8)\(order)"
+        case .integer where bytesPerSample == 1: return unsignedBytes ? "pcm_u8" : "pcm_s8"
+        case .integer: return "pcm_s\(bytesPerSample * 8)\(order)"
+        case .muLaw: return "pcm_mulaw"
+        case .aLaw: return "pcm_alaw"
+        }
+    }
+}

@@ -104,21 +104,10 @@ extension Probe {
             guard error.isTruncation || missingCommon else { throw error }
             return .needMore(atLeast: min(maxAIFFHeaderSearch, max(offset + body.count * 2, offset + 64 * 1024)))
         }
-        var stream = ProbedStream(container: .aiff, codec: aiffCodecName(info.format), firstFrameOffset: offset + info.dataOffset)
+        var stream = ProbedStream(container: .aiff, codec: info.format.codecName, firstFrameOffset: offset + info.dataOffset)
         stream.id3v2 = tags
         stream.aiff = info
         return .audio(stream)
-    }
-
-    /// ffmpeg's name for an AIFF coding (8-bit AIFF samples are signed: pcm_s8).
-    static func aiffCodecName(_ format: AIFFFormat) -> String {
-        let order = format.littleEndian ? "le" : "be"
-        switch format.encoding {
-        case .float: return "pcm_f\(format.bytesPerSample * 8)be"
-        case .integer: return format.bytesPerSample == 1 ? "pcm_s8" : "pcm_s\(format.bytesPerSample * 8)\(order)"
-        case .muLaw: return "pcm_mulaw"
-        case .aLaw: return "pcm_alaw"
-        }
     }
 
     /// "alac" when the prefix holds the whole moov (of at most `maxSniffedMoov` bytes) and its

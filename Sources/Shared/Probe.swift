@@ -122,7 +122,7 @@ public enum Probe {
                 if isComplete { throw FormatError.truncated(component: "wav", offset: offset, needed: 1) }
                 return .needMore(atLeast: max(bytes.count * 2, offset + 4096))
             }
-            var stream = ProbedStream(container: .wav, codec: pcmCodecName(info.format),
+            var stream = ProbedStream(container: .wav, codec: info.format.codecName,
                                       firstFrameOffset: offset + info.dataOffset)
             stream.id3v2 = tags
             stream.wav = info
@@ -209,17 +209,6 @@ public enum Probe {
             position += page.length
         }
         throw FormatError.unsupported(component: "ogg", reason: "no Opus or Vorbis stream among the Ogg file's first 64 streams")
-    }
-
-    /// ffmpeg's name for the PCM coding: the container width decides (12-bit samples are pcm_s16le).
-    static func pcmCodecName(_ format: WAVFormat) -> String {
-        let order = format.bigEndian ? "be" : "le"
-        switch format.kind {
-        case .float: return "pcm_f\(format.bytesPerSample * 8)\(order)"
-        case .integer: return format.bytesPerSample == 1 ? "pcm_u8" : "pcm_s\(format.bytesPerSample * 8)\(order)"
-        case .muLaw: return "pcm_mulaw"
-        case .aLaw: return "pcm_alaw"
-        }
     }
 
     /// Names the container when the bytes open with the signature of an audio format this

@@ -94,7 +94,7 @@ import TestSupport
     }
 
     @Test func compressionTypes_mapToEncodings() throws {
-        let cases: [(String, AIFFFormat.Encoding, Bool, Int)] = [
+        let cases: [(String, PCMCoding, Bool, Int)] = [
             ("NONE", .integer, false, 2), ("sowt", .integer, true, 2), ("fl32", .float, false, 4), ("FL32", .float, false, 4),
             ("fl64", .float, false, 8), ("FL64", .float, false, 8), ("ulaw", .muLaw, false, 1), ("ULAW", .muLaw, false, 1),
             ("alaw", .aLaw, false, 1), ("ALAW", .aLaw, false, 1),

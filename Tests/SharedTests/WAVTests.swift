@@ -71,7 +71,7 @@ enum WAVBuilder {
         #expect(i.format.formatTag == 3)
         #expect(i.format.kind == .float)
         #expect(i.format.bitsPerSample == bits)
-        #expect(Probe.pcmCodecName(i.format) == "pcm_f\(bits)le")
+        #expect(i.format.codecName == "pcm_f\(bits)le")
     }
 
     @Test func fmt18WithZeroCbSize() throws {
@@ -328,9 +328,9 @@ enum WAVBuilder {
     }
 
     /// The high-resolution and float files: format fields and frame count against ffprobe.
-    @Test(arguments: [("pcm24-96k.wav", WAVFormat.SampleKind.integer, 24, 96_000, 1),
-                      ("float32.wav", WAVFormat.SampleKind.float, 32, 44_100, 1)])
-    func generatedWAV(name: String, kind: WAVFormat.SampleKind, bits: Int, rate: Int, channels: Int) throws {
+    @Test(arguments: [("pcm24-96k.wav", PCMCoding.integer, 24, 96_000, 1),
+                      ("float32.wav", PCMCoding.float, 32, 44_100, 1)])
+    func generatedWAV(name: String, kind: PCMCoding, bits: Int, rate: Int, channels: Int) throws {
         guard let bytes = try GeneratedMedia.load(name) else { return }
         let i = try #require(try WAV.parse(prefix: bytes.prefix(4096)))
         #expect(i.format.kind == kind)

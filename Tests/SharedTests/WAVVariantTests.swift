@@ -20,7 +20,7 @@ import TestSupport
         #expect(i.format.sampleRate == 44_100)
         #expect(i.format.bitsPerSample == 16)
         #expect(i.dataSize == 4)
-        #expect(Probe.pcmCodecName(i.format) == "pcm_s16be")
+        #expect(i.format.codecName == "pcm_s16be")
     }
 
     /// RIFX samples are full of byte pairs that look like MPEG Layer I syncs (0xFFFx): the RIFF
@@ -44,20 +44,20 @@ import TestSupport
         #expect(i.format.kind == .integer)
         #expect(i.format.bitsPerSample == bits)
         #expect(i.format.bytesPerSample == container)
-        #expect(Probe.pcmCodecName(i.format) == "pcm_s\(container * 8)le")
+        #expect(i.format.codecName == "pcm_s\(container * 8)le")
     }
 
     @Test func sixtyFourBitIntegers() throws {
         let i = try #require(try WAV.parse(prefix: WAVBuilder.file(WAVBuilder.fmt(bits: 64))[...]))
         #expect(i.format.bytesPerSample == 8)
-        #expect(Probe.pcmCodecName(i.format) == "pcm_s64le")
+        #expect(i.format.codecName == "pcm_s64le")
     }
 
     @Test(arguments: [(7, "pcm_mulaw"), (6, "pcm_alaw")])
     func g711(tag: Int, codec: String) throws {
         let i = try #require(try WAV.parse(prefix: WAVBuilder.file(WAVBuilder.fmt(tag: tag, channels: 1, bits: 8, cbSize: 0))[...]))
         #expect(i.format.kind == (tag == 7 ? .muLaw : .aLaw))
-        #expect(Probe.pcmCodecName(i.format) == codec)
+        #expect(i.format.codecName == codec)
     }
 
     @Test func bitsWiderThanTheContainer_throw() {

@@ -1,20 +1,8 @@
 /// The sample format from an AIFF or AIFF-C `COMM` chunk.
 public struct AIFFFormat: Sendable, Equatable {
-    /// How a sample is coded.
-    public enum Encoding: Sendable, Equatable {
-        /// Signed two's complement, left-justified in its bytes (8-bit samples are signed too).
-        case integer
-        /// IEEE float, 32 or 64 bits, big-endian.
-        case float
-        /// G.711 mu-law, one byte a sample.
-        case muLaw
-        /// G.711 A-law, one byte a sample.
-        case aLaw
-    }
-
     /// The AIFF-C compression type as the file spells it ("NONE", "sowt", "fl32", ...); "NONE" for AIFF.
     public var compressionType: String
-    public var encoding: Encoding
+    public var encoding: PCMCoding
     /// `sowt` files store integer samples little-endian; every other type is big-endian.
     public var littleEndian: Bool
     public var channels: Int
@@ -29,6 +17,8 @@ public struct AIFFFormat: Sendable, Equatable {
 
     /// Bytes per frame (all channels of one sample instant).
     public var blockAlign: Int { bytesPerSample * channels }
+    /// ffmpeg's codec name (8-bit AIFF samples are signed: pcm_s8).
+    public var codecName: String { encoding.codecName(bytesPerSample: bytesPerSample, bigEndian: !littleEndian, unsignedBytes: false) }
 
     /// The rate rounded to whole hertz (what decoders and outputs take).
     public var roundedSampleRate: Int { Int(sampleRate.rounded()) }
@@ -207,7 +197,7 @@ public enum AIFF {
         guard (1...64).contains(channels) else {
             throw FormatError.invalid(component: component, reason: "\(channels) channels", offset: offset)
         }
-        let encoding: AIFFFormat.Encoding
+        let encoding: PCMCoding
         let width: Int
         switch type {
         case "NONE", "sowt":

@@ -1,20 +1,8 @@
 /// The sample format from a WAVE `fmt ` chunk.
 public struct WAVFormat: Sendable, Equatable {
-    /// How a sample is coded.
-    public enum SampleKind: Sendable, Equatable {
-        /// Linear PCM: unsigned 8-bit, else signed two's complement.
-        case integer
-        /// IEEE float, 32 or 64 bits.
-        case float
-        /// G.711 mu-law, 8 bits a sample.
-        case muLaw
-        /// G.711 A-law, 8 bits a sample.
-        case aLaw
-    }
-
     /// 1 PCM, 3 IEEE float, 6 A-law, 7 mu-law, 0xFFFE extensible (then the subformat decides `kind`).
     public var formatTag: UInt16
-    public var kind: SampleKind
+    public var kind: PCMCoding
     public var channels: Int
     public var sampleRate: Int
     /// Bits per sample as the header states them: 8/16/24/32/64 for integers, or fewer than the
@@ -31,6 +19,8 @@ public struct WAVFormat: Sendable, Equatable {
 
     /// Bytes each sample occupies in a frame (the container: 2 for 12-bit samples).
     public var bytesPerSample: Int { blockAlign / max(1, channels) }
+    /// ffmpeg's codec name: the container width decides (12-bit samples are pcm_s16le); 8-bit is unsigned.
+    public var codecName: String { kind.codecName(bytesPerSample: bytesPerSample, bigEndian: bigEndian, unsignedBytes: true) }
 }
 
 /// Where the samples are in a WAVE file, and its tags.
@@ -187,7 +177,7 @@ public enum WAV {
         _ = try r.u32()                    // byte rate, derivable
         let blockAlign = try r.u16()
         let bits = try r.u16()
-        var kind: WAVFormat.SampleKind
+        var kind: PCMCoding
         var validBits = bits
         var mask: UInt32?
         switch tag {
