@@ -1,0 +1,160 @@
+import Foundation
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+import StreamShared
+
+/// `--channel NAME=PATH,passthrough` over Ogg Opus files on the real streamd: the files go out
+/// as one chained Ogg stream, each track a link with its own serial; a listener starts on the
+/// current link's header pages; every link it heard whole decodes with opusdec to exactly its
+/// file's samples, the joined one to the rest of its file; the titles from the files' comments
+/// change at the link boundary in /api/channels. A folder of Opus and Vorbis is refused.
+@Suite(.ownThreads) struct RadioOggPlaylistTests {
+    /// One page of the heard stream.
+    struct Page {
+        var serial: UInt32
+        var granule: Int64
+        var flags: UInt8
+        var bytes: ArraySlice<UInt8>
+    }
+
+    @Test(.timeLimit(.scaledMinutes(2))) func opusTracks_goOutAsChainedLinks_decodingToTheirSamples() throws {
+        let library = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-oggch-\(getpid())-\(UUID().uuidString.prefix(8))")
+        let folder = library.appendingPathComponent("oggch")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: library) }
+        let ffmpeg = try #require(which("ffmpeg")), opusdec = try #require(which("opusdec"))
+        let tracks = [("01 first.opus", "First Track", 440, 2), ("02 second.opus", "Second Track", 880, 3)]
+        var reference: [String: Data] = [:]   // title → opusdec's decode of the file
+        for (name, title, hz, seconds) in tracks {
+            let file = folder.appendingPathComponent(name)
+            let made = try runCommand(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=\(hz):duration=\(seconds)",
+                                               "-ac", "2", "-c:a", "libopus", "-b:a", "64k", "-page_duration", "200000",
+                                               "-metadata", "title=\(title)", "-metadata", "artist=Ogg Artist", file.path])
+            #expect(made.status == 0, "\(String(decoding: made.stderr, as: UTF8.self))")
+            reference[title] = try Self.decode(opusdec, file, in: library)
+        }
+        // Opus beside Vorbis: not one stream format.
+        let mixed = library.appendingPathComponent("mixed")
+        try FileManager.default.createDirectory(at: mixed, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: folder.appendingPathComponent("01 first.opus"), to: mixed.appendingPathComponent("a.opus"))
+        _ = try runCommand(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=500:duration=1", "-ac", "2",
+                                    "-c:a", "libvorbis", mixed.appendingPathComponent("b.ogg").path])
+
+        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--burst-kb", "4", "--channel", "og=oggch,passthrough"])
+        defer { server.stop() }
+        // The titles /api/channels shows while the listener listens.
+        let seen = TitleLog()
+        let port = server.port
+        let watcher = Thread {
+            while seen.watching {
+                let body = (try? RawConnection(port: port).request("GET", "/api/channels").body) ?? []
+                let list = (try? JSONSerialization.jsonObject(with: Data(body))) as? [[String: Any]] ?? []
+                if let title = list.first(where: { $0["name"] as? String == "og" })?["now_playing"] as? String { seen.add(title) }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+        watcher.start()
+        let (head, body) = try RadioEndToEndTests.listen(port: server.port, path: "/radio/og", seconds: 7.5)
+        seen.stop()
+        #expect(head.hasPrefix("HTTP/1.1 200"), "\(head)")
+        #expect(RadioEndToEndTests.header("Content-Type", in: head) == "audio/ogg")
+        let audio = try RadioEndToEndTests.dechunk(body)
+        let pages = Self.pages(audio)
+        try #require(pages.count > 10, "\(audio.count) bytes")
+        #expect(pages[0].flags & 0x02 != 0 && Array(audio[28..<36]) == Array("OpusHead".utf8), "the stream starts on a link's headers")
+        // Links: runs of pages of one serial, each starting with a BOS page; consecutive serials differ.
+        var links: [[Page]] = []
+        for page in pages {
+            if page.flags & 0x02 != 0 || links.isEmpty { links.append([]) }
+            links[links.count - 1].append(page)
+        }
+        try #require(links.count >= 2, "\(links.count) links heard")
+        for (a, b) in zip(links, links.dropFirst()) { #expect(a[0].serial != b[0].serial, "consecutive links have distinct serials") }
+        for link in links {
+            #expect(link.allSatisfy { $0.serial == link[0].serial }, "one serial per link")
+            let granules = link.map(\.granule).filter { $0 >= 0 }
+            #expect(granules == granules.sorted(), "granules run on within a link")
+        }
+        var decodedSum = 0
+        var wholeLinks = 0
+        for (index, link) in links.enumerated() {
+            let bytes = link.reduce(into: [UInt8]()) { $0 += $1.bytes }
+            let title = try #require(tracks.map(\.1).first { bytes.firstRange(of: Array($0.utf8)) != nil }, "link \(index) names its track")
+            let file = library.appendingPathComponent("link\(index).opus")
+            try Data(bytes).write(to: file)
+            let decoded = try Self.decode(opusdec, file, in: library)
+            let own = try #require(reference[title])
+            let samples = (decoded.count - 44) / 8, ownSamples = (own.count - 44) / 8
+            decodedSum += samples
+            let ended = link.last.map { $0.flags & 0x04 != 0 } == true
+            if ended && (index > 0 || decoded == own) {
+                // Heard from its BOS page to its EOS page: the file's own samples, bit for bit.
+                wholeLinks += 1
+                #expect(decoded == own, "link \(index) (\(title)): \(samples) samples against the file's \(ownSamples)")
+            } else if index == 0 {
+                // Joined late: the rest of the file from the first audio page heard (at most one 200 ms page more).
+                let firstAudio = try #require(link.first { $0.flags & 0x02 == 0 && $0.granule > 0 && !Self.isHeader($0) })
+                let rest = ownSamples - Int(firstAudio.granule)
+                #expect(samples >= rest - 400 && samples <= rest + 9_600 + 400 && samples <= ownSamples,
+                        "joined link (\(title)): \(samples) samples, \(rest) after its first page heard")
+            }
+        }
+        #expect(wholeLinks >= 1, "a link heard from start to end")
+        // The whole stream decodes as a chain to the sum of its links.
+        let chain = library.appendingPathComponent("heard.opus")
+        try Data(audio).write(to: chain)
+        let all = try Self.decode(opusdec, chain, in: library)
+        #expect(abs((all.count - 44) / 8 - decodedSum) <= 0, "chain \((all.count - 44) / 8) samples, links \(decodedSum)")
+        // The title changed at the link boundaries: both tracks' titles were the channel's.
+        let titles = seen.titles
+        #expect(titles.contains("Ogg Artist - First Track") && titles.contains("Ogg Artist - Second Track"), "\(titles)")
+        server.stop()
+
+        // A folder of Opus and Vorbis with passthrough: one line, exit 1.
+        let refused = try runCommand(TestPaths.streamd, [library.path, "--port", "0", "--quiet", "--channel", "mix=mixed,passthrough"],
+                                     timeout: 30)
+        let line = String(decoding: refused.stderr, as: UTF8.self)
+        #expect(refused.status == 1, "\(line)")
+        #expect(line.contains("passthrough needs tracks of one stream format") && line.contains("Vorbis")
+                && line.split(separator: "\n").count == 1, "\(line)")
+    }
+
+    /// The distinct titles seen in a row, from the watcher thread.
+    final class TitleLog: @unchecked Sendable {
+        private let lock = NSLock()
+        private var list: [String] = []
+        private var running = true
+        var watching: Bool { lock.withLock { running } }
+        var titles: [String] { lock.withLock { list } }
+        func stop() { lock.withLock { running = false } }
+        func add(_ title: String) { lock.withLock { if list.last != title { list.append(title) } } }
+    }
+
+    /// opusdec's 48 kHz float decode of `file` (WAV bytes).
+    static func decode(_ opusdec: String, _ file: URL, in dir: URL) throws -> Data {
+        let wav = dir.appendingPathComponent(file.lastPathComponent + ".wav")
+        let result = try runCommand(opusdec, ["--quiet", "--rate", "48000", "--float", file.path, wav.path])
+        guard result.status == 0 else { throw TestFailure("opusdec \(file.lastPathComponent): \(String(decoding: result.stderr, as: UTF8.self))") }
+        return try Data(contentsOf: wav)
+    }
+
+    /// A page of a link's header packets (OpusHead, OpusTags).
+    static func isHeader(_ page: Page) -> Bool {
+        let body = page.bytes.dropFirst(27 + Int(page.bytes[page.bytes.startIndex + 26]))
+        return body.starts(with: "OpusHead".utf8) || body.starts(with: "OpusTags".utf8)
+    }
+
+    /// The pages of `bytes`, walked by their lengths.
+    static func pages(_ bytes: [UInt8]) -> [Page] {
+        RadioOggSourceTests.pageStarts(bytes).map { at in
+            let segments = Int(bytes[at + 26])
+            let length = 27 + segments + bytes[(at + 27)..<(at + 27 + segments)].reduce(0) { $0 + Int($1) }
+            let granule = (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[at + 6 + $1]) << (8 * UInt64($1)) }
+            let serial = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[at + 14 + $1]) << (8 * UInt32($1)) }
+            return Page(serial: serial, granule: Int64(bitPattern: granule), flags: bytes[at + 5], bytes: bytes[at..<(at + length)])
+        }
+    }
+}
