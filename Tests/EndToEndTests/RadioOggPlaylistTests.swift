@@ -107,7 +107,11 @@ import StreamShared
         let chain = library.appendingPathComponent("heard.opus")
         try Data(audio).write(to: chain)
         let all = try Self.decode(opusdec, chain, in: library)
-        #expect(abs((all.count - 44) / 8 - decodedSum) <= 0, "chain \((all.count - 44) / 8) samples, links \(decodedSum)")
+        // opusdec (0.2) ends a lone link 3 samples past its last granule (its own rounding), while in
+        // a chain it cuts each link but the last at its granule: the chain is the links' sum less
+        // those few samples at each of its joins, no more.
+        let lost = decodedSum - (all.count - 44) / 8
+        #expect(lost >= 0 && lost <= 3 * (links.count - 1), "chain \((all.count - 44) / 8) samples, links \(decodedSum)")
         // The title changed at the link boundaries: both tracks' titles were the channel's.
         let titles = seen.titles
         #expect(titles.contains("Ogg Artist - First Track") && titles.contains("Ogg Artist - Second Track"), "\(titles)")
