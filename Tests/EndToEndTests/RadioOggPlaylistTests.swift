@@ -6,9 +6,9 @@ import Glibc
 #endif
 import StreamShared
 
-/// `--channel NAME=PATH,passthrough` over Ogg Opus files on the real streamd: the files go out
+/// `--channel NAME=PATH,passthrough` over Ogg Opus (and Vorbis) files on the real streamd: the files go out
 /// as one chained Ogg stream, each track a link with its own serial; a listener starts on the
-/// current link's header pages; every link it heard whole decodes with opusdec to exactly its
+/// current link's header pages; every link it heard whole decodes with opusdec/oggdec to exactly its
 /// file's samples, the joined one to the rest of its file; the titles from the files' comments
 /// change at the link boundary in /api/channels. A folder of Opus and Vorbis is refused.
 @Suite(.ownThreads) struct RadioOggPlaylistTests {
@@ -20,26 +20,32 @@ import StreamShared
         var bytes: ArraySlice<UInt8>
     }
 
-    @Test(.timeLimit(.scaledMinutes(2))) func opusTracks_goOutAsChainedLinks_decodingToTheirSamples() throws {
+    @Test(.timeLimit(.scaledMinutes(2)), arguments: [true, false])
+    func oggTracks_goOutAsChainedLinks_decodingToTheirSamples(opus: Bool) throws {
         let library = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-oggch-\(getpid())-\(UUID().uuidString.prefix(8))")
         let folder = library.appendingPathComponent("oggch")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: library) }
-        let ffmpeg = try #require(which("ffmpeg")), opusdec = try #require(which("opusdec"))
-        let tracks = [("01 first.opus", "First Track", 440, 2), ("02 second.opus", "Second Track", 880, 3)]
-        var reference: [String: Data] = [:]   // title → opusdec's decode of the file
+        let ffmpeg = try #require(which("ffmpeg")), decoder = try #require(which(opus ? "opusdec" : "oggdec"))
+        let ext = opus ? "opus" : "ogg"
+        let tracks = [("01 first.\(ext)", "First Track", 440, 2), ("02 second.\(ext)", "Second Track", 880, 3)]
+        // Bytes per sample frame of the decoders' WAV: opusdec's 32-bit float, oggdec's 16-bit.
+        let frameBytes = opus ? 8 : 4
+        var reference: [String: Data] = [:]   // title → the reference decoder's decode of the file
         for (name, title, hz, seconds) in tracks {
             let file = folder.appendingPathComponent(name)
             let made = try runCommand(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=\(hz):duration=\(seconds)",
-                                               "-ac", "2", "-c:a", "libopus", "-b:a", "64k", "-page_duration", "200000",
+                                               "-ac", "2"] + (opus ? ["-c:a", "libopus", "-b:a", "64k"] : ["-ar", "44100", "-c:a", "libvorbis", "-q:a", "2"])
+                                               + ["-page_duration", "200000",
                                                "-metadata", "title=\(title)", "-metadata", "artist=Ogg Artist", file.path])
             #expect(made.status == 0, "\(String(decoding: made.stderr, as: UTF8.self))")
-            reference[title] = try Self.decode(opusdec, file, in: library)
+            reference[title] = try Self.decode(decoder, file, in: library)
         }
         // Opus beside Vorbis: not one stream format.
         let mixed = library.appendingPathComponent("mixed")
         try FileManager.default.createDirectory(at: mixed, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: folder.appendingPathComponent("01 first.opus"), to: mixed.appendingPathComponent("a.opus"))
+        _ = try runCommand(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=500:duration=1", "-ac", "2",
+                                    "-c:a", "libopus", mixed.appendingPathComponent("a.opus").path])
         _ = try runCommand(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=500:duration=1", "-ac", "2",
                                     "-c:a", "libvorbis", mixed.appendingPathComponent("b.ogg").path])
 
@@ -64,7 +70,9 @@ import StreamShared
         let audio = try RadioEndToEndTests.dechunk(body)
         let pages = Self.pages(audio)
         try #require(pages.count > 10, "\(audio.count) bytes")
-        #expect(pages[0].flags & 0x02 != 0 && Array(audio[28..<36]) == Array("OpusHead".utf8), "the stream starts on a link's headers")
+        let identification: [UInt8] = opus ? Array("OpusHead".utf8) : [1] + Array("vorbis".utf8)
+        #expect(pages[0].flags & 0x02 != 0 && Array(audio[28..<(28 + identification.count)]) == identification,
+                "the stream starts on a link's headers")
         // Links: runs of pages of one serial, each starting with a BOS page; consecutive serials differ.
         var links: [[Page]] = []
         for page in pages {
@@ -83,11 +91,11 @@ import StreamShared
         for (index, link) in links.enumerated() {
             let bytes = link.reduce(into: [UInt8]()) { $0 += $1.bytes }
             let title = try #require(tracks.map(\.1).first { bytes.firstRange(of: Array($0.utf8)) != nil }, "link \(index) names its track")
-            let file = library.appendingPathComponent("link\(index).opus")
+            let file = library.appendingPathComponent("link\(index).\(ext)")
             try Data(bytes).write(to: file)
-            let decoded = try Self.decode(opusdec, file, in: library)
+            let decoded = try Self.decode(decoder, file, in: library)
             let own = try #require(reference[title])
-            let samples = (decoded.count - 44) / 8, ownSamples = (own.count - 44) / 8
+            let samples = (decoded.count - 44) / frameBytes, ownSamples = (own.count - 44) / frameBytes
             decodedSum += samples
             let ended = link.last.map { $0.flags & 0x04 != 0 } == true
             if ended && (index > 0 || decoded == own) {
@@ -104,20 +112,21 @@ import StreamShared
         }
         #expect(wholeLinks >= 1, "a link heard from start to end")
         // The whole stream decodes as a chain to the sum of its links.
-        let chain = library.appendingPathComponent("heard.opus")
+        let chain = library.appendingPathComponent("heard.\(ext)")
         try Data(audio).write(to: chain)
-        let all = try Self.decode(opusdec, chain, in: library)
+        let all = try Self.decode(decoder, chain, in: library)
         // opusdec (0.2) ends a lone link 3 samples past its last granule (its own rounding), while in
         // a chain it cuts each link but the last at its granule: the chain is the links' sum less
-        // those few samples at each of its joins, no more.
-        let lost = decodedSum - (all.count - 44) / 8
-        #expect(lost >= 0 && lost <= 3 * (links.count - 1), "chain \((all.count - 44) / 8) samples, links \(decodedSum)")
+        // those few samples at each of its joins, no more. oggdec's chain is the sum.
+        let lost = decodedSum - (all.count - 44) / frameBytes
+        #expect(lost >= 0 && lost <= (opus ? 3 : 0) * (links.count - 1), "chain \((all.count - 44) / frameBytes) samples, links \(decodedSum)")
         // The title changed at the link boundaries: both tracks' titles were the channel's.
         let titles = seen.titles
         #expect(titles.contains("Ogg Artist - First Track") && titles.contains("Ogg Artist - Second Track"), "\(titles)")
         server.stop()
 
         // A folder of Opus and Vorbis with passthrough: one line, exit 1.
+        guard opus else { return }
         let refused = try runCommand(TestPaths.streamd, [library.path, "--port", "0", "--quiet", "--channel", "mix=mixed,passthrough"],
                                      timeout: 30)
         let line = String(decoding: refused.stderr, as: UTF8.self)
@@ -137,18 +146,22 @@ import StreamShared
         func add(_ title: String) { lock.withLock { if list.last != title { list.append(title) } } }
     }
 
-    /// opusdec's 48 kHz float decode of `file` (WAV bytes).
-    static func decode(_ opusdec: String, _ file: URL, in dir: URL) throws -> Data {
+    /// The reference decoder's WAV of `file`: opusdec's 48 kHz float, oggdec's 16-bit.
+    static func decode(_ decoder: String, _ file: URL, in dir: URL) throws -> Data {
         let wav = dir.appendingPathComponent(file.lastPathComponent + ".wav")
-        let result = try runCommand(opusdec, ["--quiet", "--rate", "48000", "--float", file.path, wav.path])
-        guard result.status == 0 else { throw TestFailure("opusdec \(file.lastPathComponent): \(String(decoding: result.stderr, as: UTF8.self))") }
+        let arguments = decoder.hasSuffix("opusdec") ? ["--quiet", "--rate", "48000", "--float", file.path, wav.path]
+                                                     : ["--quiet", "-o", wav.path, file.path]
+        let result = try runCommand(decoder, arguments)
+        guard result.status == 0 else { throw TestFailure("\(decoder) \(file.lastPathComponent): \(String(decoding: result.stderr, as: UTF8.self))") }
         return try Data(contentsOf: wav)
     }
 
-    /// A page of a link's header packets (OpusHead, OpusTags).
+    /// A page of a link's header packets (OpusHead, OpusTags; Vorbis' identification, comment and setup).
     static func isHeader(_ page: Page) -> Bool {
         let body = page.bytes.dropFirst(27 + Int(page.bytes[page.bytes.startIndex + 26]))
+        guard let type = body.first else { return false }
         return body.starts(with: "OpusHead".utf8) || body.starts(with: "OpusTags".utf8)
+            || ([1, 3, 5].contains(type) && body.dropFirst().starts(with: "vorbis".utf8)) || page.granule == 0
     }
 
     /// The pages of `bytes`, walked by their lengths.
