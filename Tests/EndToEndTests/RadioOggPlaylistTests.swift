@@ -36,8 +36,10 @@ import StreamShared
             let file = folder.appendingPathComponent(name)
             let made = try runCommand(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=\(hz):duration=\(seconds)",
                                                "-ac", "2"] + (opus ? ["-c:a", "libopus", "-b:a", "64k"] : ["-ar", "44100", "-c:a", "libvorbis", "-q:a", "2"])
-                                               + ["-page_duration", "200000",
-                                               "-metadata", "title=\(title)", "-metadata", "artist=Ogg Artist", file.path])
+                                               + ["-page_duration", "200000"]
+                                               // The Vorbis channel's second file is untagged: its title is the catalog's, from its name.
+                                               + (opus || title == "First Track" ? ["-metadata", "title=\(title)", "-metadata", "artist=Ogg Artist"] : [])
+                                               + [file.path])
             #expect(made.status == 0, "\(String(decoding: made.stderr, as: UTF8.self))")
             reference[title] = try Self.decode(decoder, file, in: library)
         }
@@ -90,7 +92,7 @@ import StreamShared
         var wholeLinks = 0
         for (index, link) in links.enumerated() {
             let bytes = link.reduce(into: [UInt8]()) { $0 += $1.bytes }
-            let title = try #require(tracks.map(\.1).first { bytes.firstRange(of: Array($0.utf8)) != nil }, "link \(index) names its track")
+            let title = bytes.firstRange(of: Array("First Track".utf8)) != nil ? "First Track" : "Second Track"
             let file = library.appendingPathComponent("link\(index).\(ext)")
             try Data(bytes).write(to: file)
             let decoded = try Self.decode(decoder, file, in: library)
@@ -122,7 +124,12 @@ import StreamShared
         #expect(lost >= 0 && lost <= (opus ? 3 : 0) * (links.count - 1), "chain \((all.count - 44) / frameBytes) samples, links \(decodedSum)")
         // The title changed at the link boundaries: both tracks' titles were the channel's.
         let titles = seen.titles
-        #expect(titles.contains("Ogg Artist - First Track") && titles.contains("Ogg Artist - Second Track"), "\(titles)")
+        #expect(titles.contains("Ogg Artist - First Track"), "\(titles)")
+        if opus {
+            #expect(titles.contains("Ogg Artist - Second Track"), "\(titles)")
+        } else {
+            #expect(titles.contains { $0.hasSuffix("second") }, "the untagged file's title from its name: \(titles)")
+        }
         server.stop()
 
         // A folder of Opus and Vorbis with passthrough: one line, exit 1.

@@ -7,7 +7,7 @@ import Logging
 /// or Vorbis tracks): sends the tracks one after the other (reshuffled every pass with `shuffle`)
 /// as one chained Ogg stream into the channel's `LiveProducer`, the way a relay feeds it, so the
 /// producer's page splitter paces it by the granules, keeps each link's header pages for joiners
-/// and takes each link's title from its comments. Each track's Opus/Vorbis logical stream
+/// and takes each link's title from its comments (the catalog's title when they name none). Each track's Opus/Vorbis logical stream
 /// becomes a link of its own: its pages go as they are (granules and page sequence numbers the
 /// file's, so they run on within the link), with a fresh serial number (the CRC computed again),
 /// so consecutive links never share one, even when a track follows itself. Other logical streams
@@ -111,6 +111,8 @@ final class OggTrackFeeder: @unchecked Sendable {
                     switch try? OggCodec.identify(body) {
                     case .opus?, .vorbis?:
                         serials[page.serial] = nextSerial
+                        // Shown when the link's comments name no title (the catalog's, maybe derived from the path).
+                        producer.setLinkTitle(track.title, serial: nextSerial)
                         nextSerial &+= 1
                     default:
                         serials[page.serial] = nil
