@@ -110,6 +110,8 @@ final class OggTrackFeeder: @unchecked Sendable {
                     let body = bytes.dropFirst(page.headerLength).prefix(first.length)
                     switch try? OggCodec.identify(body) {
                     case .opus?, .vorbis?:
+                        // Streams end with their EOS page; a file of endless BOS pages cannot grow this past a bound.
+                        if serials.count >= 256 { serials.removeAll() }
                         serials[page.serial] = nextSerial
                         // Shown when the link's comments name no title (the catalog's, maybe derived from the path).
                         producer.setLinkTitle(track.title, serial: nextSerial)
@@ -121,6 +123,7 @@ final class OggTrackFeeder: @unchecked Sendable {
                 guard let serial = serials[page.serial] else { continue }
                 push(Self.withSerial(serial, page: bytes), to: feed)
                 sent = true
+                if page.isEndOfStream { serials[page.serial] = nil }
             }
             if head > 0 {
                 buffer.removeFirst(head)

@@ -63,11 +63,19 @@ public final class RadioService: @unchecked Sendable {
         let producer = LiveProducer(channel: channel, fallback: nil, tickNanos: settings.tickNanos,
                                     sourceTimeout: settings.sourceTimeoutNanos, persistent: true) { _ in }
         let feeder = OggTrackFeeder(producer: producer, tracks: plan.tracks, shuffle: shuffle, logger: logger)
+        // Both threads or neither: a channel whose thread cannot start is not made at all.
         do {
             try producer.start()
+        } catch {
+            logger.warning("radio \(name): \(error)")
+            return
+        }
+        do {
             try feeder.start()
         } catch {
             logger.warning("radio \(name): \(error)")
+            producer.stop()
+            return
         }
         lock.withLock { _ in
             channels[name] = channel
