@@ -7,12 +7,10 @@ import Logging
 /// or Vorbis tracks): sends the tracks one after the other (reshuffled every pass with `shuffle`)
 /// as one chained Ogg stream into the channel's `LiveProducer`, the way a relay feeds it, so the
 /// producer's page splitter paces it by the granules, keeps each link's header pages for joiners
-/// and takes each link's title from its comments (the catalog's title when they name none). Each track's Opus/Vorbis logical stream
-/// becomes a link of its own: its pages go as they are (granules and page sequence numbers the
-/// file's, so they run on within the link), with a fresh serial number (the CRC computed again),
-/// so consecutive links never share one, even when a track follows itself. Other logical streams
-/// (video, skeleton, Ogg FLAC, Speex) are left out. Blocking file reads on its own thread; the
-/// bounded feed holds it to the producer's pace.
+/// and takes each link's title from its comments (the catalog's title when they name none). Each
+/// track's Opus/Vorbis logical stream becomes a link of its own (`OggLinkRewriter`: the file's
+/// pages with a fresh serial). Blocking file reads on its own thread; the bounded feed holds it
+/// to the producer's pace.
 final class OggTrackFeeder: @unchecked Sendable {
     // @unchecked: `stopped` is guarded by `lock`; `thread` is set by `start` before anyone joins
     // it; the rest is used by the feeder thread only.
@@ -23,8 +21,8 @@ final class OggTrackFeeder: @unchecked Sendable {
     private let lock = Lock(())
     private var stopped = false
     private var thread: NativeThread?
-    /// The serial the next link gets (a random start, then counting up).
-    private var nextSerial = UInt32.random(in: 0...UInt32.max)
+    /// The pages' rewrite into links, kept across tracks so serials keep counting up (from a random start).
+    private var rewriter = OggLinkRewriter(firstSerial: UInt32.random(in: 0...UInt32.max))
     static let blockSize = 64 * 1024
 
     init(producer: LiveProducer, tracks: [ChannelTrack], shuffle: Bool, logger: Logger) {
@@ -81,81 +79,45 @@ final class OggTrackFeeder: @unchecked Sendable {
         }
     }
 
-    /// Sends the Opus/Vorbis pages of one track, each logical stream a new link; true when at
-    /// least one link's pages went out. Throws `SystemError` when the file cannot be read.
+    /// Sends the Opus/Vorbis pages of one track, each logical stream a new link
+    /// (`OggLinkRewriter`); true when at least one link's pages went out. Throws `SystemError`
+    /// when the file cannot be read.
     private func send(_ track: ChannelTrack, to feed: SourceFeed) throws -> Bool {
         let file = try OpenFile(path: track.path)
-        var serials: [UInt32: UInt32] = [:]   // the file's serial → the link's serial on the air
+        rewriter.beginFile()
         var buffer: [UInt8] = []
-        var head = 0
         var offset = 0
         var sent = false
         while !isStopped {
-            // Pages in what is buffered.
-            while head < buffer.count {
-                let page: OggPage
-                do {
-                    guard let parsed = try OggPage.parse(buffer[head...]) else { break }
-                    page = parsed
-                } catch {
-                    // Damage: on to the next capture pattern (the checked parser believes no page before it).
-                    var next = head + 1
-                    while next + 4 <= buffer.count, !buffer[next..<(next + 4)].elementsEqual(OggPage.capturePattern) { next += 1 }
-                    head = next + 4 <= buffer.count ? next : max(head + 1, buffer.count - 3)
-                    continue
-                }
-                let bytes = buffer[head..<(head + page.length)]
-                head += page.length
-                if page.isBeginningOfStream, let first = page.pieces.first, first.endsPacket {
-                    let body = bytes.dropFirst(page.headerLength).prefix(first.length)
-                    switch try? OggCodec.identify(body) {
-                    case .opus?, .vorbis?:
-                        // Streams end with their EOS page; a file of endless BOS pages cannot grow this past a bound.
-                        if serials.count >= 256 { serials.removeAll() }
-                        serials[page.serial] = nextSerial
-                        // Shown when the link's comments name no title (the catalog's, maybe derived from the path).
-                        producer.setLinkTitle(track.title, serial: nextSerial)
-                        nextSerial &+= 1
-                    default:
-                        serials[page.serial] = nil
+            let want = min(Self.blockSize, file.size - offset)
+            var n = 0
+            if want > 0 {
+                let start = buffer.count
+                buffer += [UInt8](repeating: 0, count: want)
+                let at = offset
+                n = try buffer.withUnsafeMutableBytes { raw in
+                    do throws(PositionalReadError) {
+                        return try PositionalRead.fill(file.fd, UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + want)]), at: at)
+                    } catch {
+                        throw SystemError(call: "pread", errno: error.errno)
                     }
                 }
-                guard let serial = serials[page.serial] else { continue }
-                push(Self.withSerial(serial, page: bytes), to: feed)
+                buffer.removeLast(want - n)
+                offset += n
+            }
+            // The end of the file (or of what it was when opened: one that shrank ends early).
+            let atEnd = n == 0
+            let (consumed, pages) = rewriter.take(buffer[...], isComplete: atEnd)
+            buffer.removeFirst(consumed)
+            for page in pages {
+                // Shown when the link's comments name no title (the catalog's, maybe derived from the path).
+                if let serial = page.startsLink { producer.setLinkTitle(track.title, serial: serial) }
+                push(page.bytes, to: feed)
                 sent = true
-                if page.isEndOfStream { serials[page.serial] = nil }
             }
-            if head > 0 {
-                buffer.removeFirst(head)
-                head = 0
-            }
-            let want = min(Self.blockSize, file.size - offset)
-            guard want > 0 else { break }
-            let start = buffer.count
-            buffer += [UInt8](repeating: 0, count: want)
-            let at = offset
-            let n = try buffer.withUnsafeMutableBytes { raw in
-                do throws(PositionalReadError) {
-                    return try PositionalRead.fill(file.fd, UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + want)]), at: at)
-                } catch {
-                    throw SystemError(call: "pread", errno: error.errno)
-                }
-            }
-            buffer.removeLast(want - n)
-            offset += n
-            if n == 0 { break }   // the file shrank: its end
+            if atEnd { break }
         }
         return sent
-    }
-
-    /// The page with `serial` in its header and its CRC-32 computed again.
-    static func withSerial(_ serial: UInt32, page: ArraySlice<UInt8>) -> [UInt8] {
-        var bytes = Array(page)
-        for i in 0..<4 { bytes[14 + i] = UInt8(truncatingIfNeeded: serial >> (8 * UInt32(i))) }
-        for i in 22..<26 { bytes[i] = 0 }
-        let crc = OggCRC.crc32(bytes[...])
-        for i in 0..<4 { bytes[22 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
-        return bytes
     }
 
     /// Hands bytes to the feed, waiting while it is full (the producer drains it in real time).
