@@ -69,8 +69,8 @@ struct Serve: ParsableCommand {
                                valueName: "NAME=PATH"))
     var live: [String] = []
 
-    @Option(help: ArgumentHelp("A radio channel at /radio/NAME playing the library track, folder or playlist PATH in real time, in path order or shuffled (repeatable). Tracks of mixed formats, or bitrate=KBPS, are transcoded to one MP3 stream (default 128 kbit/s).",
-                               valueName: "NAME=PATH[,shuffle][,bitrate=128]"))
+    @Option(help: ArgumentHelp("A radio channel at /radio/NAME playing the library track, folder or playlist PATH in real time, in path order or shuffled (repeatable). Tracks of mixed formats, or bitrate=KBPS, are transcoded to one MP3 stream (default 128 kbit/s); passthrough sends Ogg Opus or Vorbis tracks as they are, as a chained Ogg stream.",
+                               valueName: "NAME=PATH[,shuffle][,bitrate=128|,passthrough]"))
     var channel: [String] = []
 
     @Option(help: ArgumentHelp("KiB a new radio listener gets at once (from a frame boundary).", valueName: "KIB"))

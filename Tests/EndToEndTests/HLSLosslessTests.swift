@@ -113,7 +113,11 @@ import Glibc
             for name in ["index.m3u8", "master.m3u8", "seg-0.m4s"] {
                 let response = try Self.get(server, "/hls/\(path)/\(name)", [:])
                 let body = HLSServerTests.text(response)
-                #expect(response.status == 422 && body.contains(reason), "\(path)/\(name): \(response.status) \(body)")
+                // 415 with the reason: the file is fine, its format has no HLS rendition.
+                #expect(response.status == 415 && body.contains(reason), "\(path)/\(name): \(response.status) \(body)")
+                if path != "chained-opus.opus" {
+                    #expect(body.contains("HLS carries MP3, AAC, FLAC and Opus"), "\(path)/\(name): \(body)")
+                }
             }
         }
         #expect(server.process.isRunning)

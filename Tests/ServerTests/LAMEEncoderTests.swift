@@ -143,6 +143,8 @@ import StreamShared
         #expect(try ChannelSpec.parse("a=x,bitrate=96") == ChannelSpec(name: "a", path: "x", bitrate: 96))
         #expect(try ChannelSpec.parse("a=x,bitrate=192,shuffle") == ChannelSpec(name: "a", path: "x", shuffle: true, bitrate: 192))
         #expect(try ChannelSpec.parse("a=x,shuffle,bitrate=64") == ChannelSpec(name: "a", path: "x", shuffle: true, bitrate: 64))
+        #expect(try ChannelSpec.parse("a=x,passthrough") == ChannelSpec(name: "a", path: "x", passthrough: true))
+        #expect(try ChannelSpec.parse("a=x,passthrough,shuffle") == ChannelSpec(name: "a", path: "x", shuffle: true, passthrough: true))
         // A comma that is no option stays in the path.
         #expect(try ChannelSpec.parse("a=Best of, Vol. 2,shuffle") == ChannelSpec(name: "a", path: "Best of, Vol. 2", shuffle: true))
     }
@@ -152,6 +154,8 @@ import StreamShared
             #expect(throws: ChannelSpec.ParseError.self, "\(text)") { try ChannelSpec.parse(text) }
         }
         #expect(throws: ChannelSpec.ParseError.self) { try ChannelSpec.parse("a=,bitrate=128") }
+        // passthrough sends the files as they are; a bitrate would transcode them.
+        #expect(throws: ChannelSpec.ParseError.self) { try ChannelSpec.parse("a=x,passthrough,bitrate=128") }
     }
 
     @Test func transcodedFormat_keepsTheFirstRateWhenMP3HasIt() {

@@ -44,6 +44,20 @@ import Glibc
         #expect(request.contains("\r\nIcy-MetaData: 1\r\n"))
     }
 
+    /// The upstream's Content-Type picks the channel's codec as a source's does: Ogg (with
+    /// parameters, any case) is passed page by page; unknown types stay MP3 unless they say AAC.
+    @Test(arguments: [("audio/ogg", AudioFrameSplitter.Codec.ogg), ("application/ogg", .ogg), ("Audio/Ogg; codecs=opus", .ogg),
+                      ("audio/opus", .ogg), ("audio/vorbis", .ogg), ("audio/aacp", .adts), ("audio/x-aac", .adts),
+                      ("audio/mpeg", .mpeg), ("audio/x-weird-aac", .adts), ("application/octet-stream", .mpeg)])
+    func upstreamContentType_namesTheCodec(_ type: String, _ codec: AudioFrameSplitter.Codec) throws {
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: \(type)\r\nContent-Length: 4\r\n\r\nOggS"
+        let upstream = try FakeHTTPServer(always: .init(bytes: Array(head.utf8)))
+        defer { upstream.stop() }
+        let (relay, audio, _) = try Self.read("http://127.0.0.1:\(upstream.port)/up.ogg")
+        #expect(relay.codec == codec, "\(type)")
+        #expect(audio == Array("OggS".utf8))
+    }
+
     @Test func chunkedUpstream_isDechunked() throws {
         let stream = Self.icyStream
         var chunked: [UInt8] = []

@@ -42,6 +42,9 @@ public final class HLSService: Sendable {
         let plan: HLSTrackPlan
         do {
             plan = try self.plan(for: absolute, file: file)
+        } catch HLSError.unsupported(let why) {
+            // The track is fine, its format has no HLS rendition (yet): 415 with the reason.
+            throw HTTPRefusal(415, "\(HLSError.unsupported(why))")
         } catch {
             throw HTTPRefusal(422, "\(error)")
         }

@@ -4,10 +4,14 @@ import StreamLibrary
 
 /// Why a track cannot be offered as HLS.
 public enum HLSError: Error, CustomStringConvertible, Equatable {
-    /// The container has no HLS segment format here (WAV).
+    /// The track's codec or container has no HLS rendition here (WAV, AIFF, Vorbis, ALAC, a
+    /// chained Ogg): streamd answers 415 with the reason.
     case unsupported(String)
     /// The file's tables do not describe a usable stream.
     case invalid(String)
+
+    /// What the refusals of `unsupported` name (until transcoded renditions exist).
+    static let carried = "HLS carries MP3, AAC, FLAC and Opus"
 
     public var description: String {
         switch self {
@@ -161,18 +165,18 @@ public struct HLSTrackPlan: Sendable {
         case .mp4:
             guard analysis.codec == "aac" else {
                 let name = analysis.codec == "alac" ? "ALAC" : analysis.codec
-                throw HLSError.unsupported("\(name) in MP4 has no HLS rendition; transcoding comes with issue 24")
+                throw HLSError.unsupported("\(name) in MP4 has no HLS rendition: \(HLSError.carried)")
             }
             return try makeFMP4(file: file, etag: etag, analysis: analysis)
         case .wav:
-            throw HLSError.unsupported("WAV has no packed-audio or fMP4 form here")
+            throw HLSError.unsupported("WAV has no HLS rendition (PCM is not carried in HLS segments): \(HLSError.carried)")
         case .aiff:
-            throw HLSError.unsupported("AIFF has no HLS rendition (PCM is not carried in HLS segments); transcoding comes with issue 24")
+            throw HLSError.unsupported("AIFF has no HLS rendition (PCM is not carried in HLS segments): \(HLSError.carried)")
         case .flac:
             return try makeFLAC(file: file, etag: etag, analysis: analysis)
         case .ogg:
             guard analysis.codec == "opus" else {
-                throw HLSError.unsupported("\(analysis.codec == "vorbis" ? "Vorbis" : analysis.codec) has no HLS rendition; transcoding comes with issue 24")
+                throw HLSError.unsupported("\(analysis.codec == "vorbis" ? "Vorbis" : analysis.codec) has no HLS rendition: \(HLSError.carried)")
             }
             return try makeOpus(file: file, etag: etag, analysis: analysis)
         }

@@ -1,7 +1,7 @@
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
-/// A `--channel NAME=PATH[,shuffle][,bitrate=KBPS]` option taken apart.
+/// A `--channel NAME=PATH[,shuffle][,bitrate=KBPS|,passthrough]` option taken apart.
 public struct ChannelSpec: Sendable, Equatable {
     public var name: String
     public var path: String
@@ -9,12 +9,16 @@ public struct ChannelSpec: Sendable, Equatable {
     /// `bitrate=KBPS`: the MP3 bitrate when the channel transcodes (nil: 128, and tracks of one
     /// format pass through as they are; given: the channel always transcodes to it).
     public var bitrate: Int?
+    /// `passthrough`: the tracks go out as they are or the channel does not start (one codec:
+    /// Ogg Opus or Vorbis as a chained Ogg stream, or MP3/ADTS of one format), never transcoded.
+    public var passthrough: Bool
 
-    public init(name: String, path: String, shuffle: Bool = false, bitrate: Int? = nil) {
+    public init(name: String, path: String, shuffle: Bool = false, bitrate: Int? = nil, passthrough: Bool = false) {
         self.name = name
         self.path = path
         self.shuffle = shuffle
         self.bitrate = bitrate
+        self.passthrough = passthrough
     }
 
     /// The MP3 bitrate of a transcoding channel when `bitrate=` is not given.
@@ -30,7 +34,7 @@ public struct ChannelSpec: Sendable, Equatable {
         }
     }
 
-    /// Parses `NAME=PATH[,shuffle][,bitrate=KBPS]` (the options in any order). A PATH holding
+    /// Parses `NAME=PATH[,shuffle][,bitrate=KBPS|,passthrough]` (the options in any order). A PATH holding
     /// commas keeps them unless the last parts are known options.
     public static func parse(_ text: String) throws(ParseError) -> ChannelSpec {
         guard let equals = text.firstIndex(of: "=") else { throw .malformed("expected NAME=PATH, got '\(text)'") }
@@ -41,10 +45,13 @@ public struct ChannelSpec: Sendable, Equatable {
         var path = String(text[text.index(after: equals)...])
         var shuffle = false
         var bitrate: Int?
+        var passthrough = false
         while let comma = path.lastIndex(of: ",") {
             let option = path[path.index(after: comma)...]
             if option == "shuffle" {
                 shuffle = true
+            } else if option == "passthrough" {
+                passthrough = true
             } else if option.hasPrefix("bitrate=") {
                 let value = option.dropFirst("bitrate=".count)
                 guard value.count <= 3, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let kbps = Int(value),
@@ -58,7 +65,10 @@ public struct ChannelSpec: Sendable, Equatable {
             path = String(path[..<comma])
         }
         guard !path.isEmpty else { throw .malformed("channel '\(name)' has no PATH") }
-        return ChannelSpec(name: name, path: path, shuffle: shuffle, bitrate: bitrate)
+        if passthrough && bitrate != nil {
+            throw .malformed("channel '\(name)': passthrough sends the tracks as they are, bitrate= transcodes them: give one")
+        }
+        return ChannelSpec(name: name, path: path, shuffle: shuffle, bitrate: bitrate, passthrough: passthrough)
     }
 }
 

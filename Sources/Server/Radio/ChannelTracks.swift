@@ -74,6 +74,7 @@ public enum ChannelTracks {
         guard let first = tracks.first else {
             throw Failure(description: "channel \(spec.name): no playable track at \(spec.path)")
         }
+        if spec.passthrough, let plan = oggPassthrough(tracks) { return plan }
         // One format and no bitrate asked for: the frames pass as they are (no decoding at all).
         if spec.bitrate == nil, let codec = first.codec, tracks.allSatisfy({
             $0.codec == codec && $0.sampleRate == first.sampleRate && $0.channels == first.channels
@@ -83,14 +84,36 @@ public enum ChannelTracks {
                                transcodes: false)
         }
         let format = transcodedFormat(firstRate: first.sampleRate, kbps: spec.bitrate ?? ChannelSpec.defaultBitrate)
+        let kinds = Set(tracks.map { describe(ChannelFormat(codec: $0.codec ?? .mpeg, sampleRate: $0.sampleRate,
+                                                            channels: $0.channels, kbps: 0), container: $0.container,
+                                                   codec: $0.track.codec) })
+        if spec.passthrough {
+            throw Failure(description: "channel \(spec.name): passthrough needs tracks of one stream format (all Ogg Opus, all Ogg Vorbis of one rate, "
+                          + "or MP3/AAC of one rate), found \(kinds.count) (\(kinds.sorted().joined(separator: ", "))); "
+                          + "leave out passthrough to transcode them to MP3")
+        }
         if spec.bitrate == nil {
-            let kinds = Set(tracks.map { describe(ChannelFormat(codec: $0.codec ?? .mpeg, sampleRate: $0.sampleRate,
-                                                                channels: $0.channels, kbps: 0), container: $0.container,
-                                                       codec: $0.track.codec) })
             logger.warning(.init(stringLiteral: "channel \(spec.name): tracks of \(kinds.count) formats (\(kinds.sorted().joined(separator: ", "))): "
                  + "transcoded to MP3 \(format.sampleRate) Hz stereo \(format.kbps) kbit/s"))
         }
         return ChannelPlan(tracks: tracks, format: format, transcodes: true)
+    }
+
+    /// A pass-through Ogg plan when every track is Ogg Opus, or every track Ogg Vorbis of one
+    /// rate, all of one channel count (a link's decoder setup changes with its headers, but a
+    /// player's output need not: Opus always decodes at 48 kHz); nil otherwise.
+    static func oggPassthrough(_ tracks: [ChannelTrack]) -> ChannelPlan? {
+        guard let first = tracks.first, first.container == .ogg else { return nil }
+        let codec = first.track.codec
+        guard codec == "opus" || codec == "vorbis" else { return nil }
+        let rate = codec == "opus" ? 48_000 : first.sampleRate
+        guard tracks.allSatisfy({
+            $0.container == .ogg && $0.track.codec == codec && $0.channels == first.channels
+                && (codec == "opus" || $0.sampleRate == rate)
+        }) else { return nil }
+        return ChannelPlan(tracks: tracks, format: ChannelFormat(codec: .ogg, sampleRate: rate, channels: first.channels,
+                                                                 kbps: first.kbps),
+                           transcodes: false)
     }
 
     /// What a transcoding channel sends: MP3, stereo, at the first track's rate when MP3 has it

@@ -23,6 +23,9 @@ final class LiveProducer: @unchecked Sendable {
     private var pendingSource: AttachedSource?
     private var sourceBusy = false
     private var sourceTitle = ""
+    /// Titles for Ogg links whose comments name none, by the link's serial (a pass-through
+    /// playlist's catalog titles: an untagged file shows its derived title). Bounded: see `setLinkTitle`.
+    private var linkTitles: [UInt32: String] = [:]
     private var stopped = false
     /// Set by `start`, joined by `stop` (RadioService's lock orders the two).
     private var thread: NativeThread?
@@ -81,6 +84,19 @@ final class LiveProducer: @unchecked Sendable {
             return sourceBusy
         }
         if live { channel.setTitle(title) }
+    }
+
+    /// The title of the Ogg link with `serial` when its own comments give none.
+    func setLinkTitle(_ title: String, serial: UInt32) {
+        lock.withLock { _ in
+            // The feeder runs at most a feed ahead: a few links; anything older has been played.
+            if linkTitles.count >= 64 { linkTitles.removeAll() }
+            linkTitles[serial] = title
+        }
+    }
+
+    private func linkTitle(serial: UInt32) -> String? {
+        return lock.withLock { _ in linkTitles.removeValue(forKey: serial) }
     }
 
     private func takeNewSource() -> (AttachedSource?, Bool, String) {
@@ -166,7 +182,8 @@ final class LiveProducer: @unchecked Sendable {
                                 // This page ends the link's headers: its title, and what joiners get first.
                                 oggLinkNumber = link.number
                                 oggHeaders = OggHeaderPages(link.headerPages)
-                                facts.title = link.title ?? ""
+                                let fallback = linkTitle(serial: link.serial)
+                                facts.title = link.title ?? fallback ?? ""
                             }
                             facts.headers = oggHeaders
                             ogg = facts

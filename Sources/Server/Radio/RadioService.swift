@@ -33,6 +33,10 @@ public final class RadioService: @unchecked Sendable {
     /// Adds a playlist channel and starts playing it. Throws when the channel transcodes and
     /// the encoder refuses its format.
     public func addPlaylist(name: String, plan: ChannelPlan, shuffle: Bool) throws(EncoderError) {
+        if plan.format.codec == .ogg, !plan.transcodes {
+            addOggPlaylist(name: name, plan: plan, shuffle: shuffle)
+            return
+        }
         let channel = RadioChannel(name: name, ringCapacity: settings.ringBytes, format: plan.format)
         var decodeWorker = settings.decodeWorker
         decodeWorker.isCancelled = { [stopping] in stopping.load(ordering: .relaxed) }
@@ -46,6 +50,38 @@ public final class RadioService: @unchecked Sendable {
             producers.append(producer)
         }
         producer.start()
+    }
+
+    /// Pass-through Ogg channels of library files: each a persistent live producer fed the
+    /// tracks' pages as a chained stream by its `OggTrackFeeder`.
+    private var oggFeeders: [(feeder: OggTrackFeeder, producer: LiveProducer)] = []
+
+    /// A playlist channel of Ogg Opus or Vorbis tracks sent as they are, one link per track
+    /// (`ChannelTracks.oggPassthrough`), paced and joined as a live Ogg source is.
+    private func addOggPlaylist(name: String, plan: ChannelPlan, shuffle: Bool) {
+        let channel = RadioChannel(name: name, ringCapacity: settings.ringBytes, format: plan.format)
+        let producer = LiveProducer(channel: channel, fallback: nil, tickNanos: settings.tickNanos,
+                                    sourceTimeout: settings.sourceTimeoutNanos, persistent: true) { _ in }
+        let feeder = OggTrackFeeder(producer: producer, tracks: plan.tracks, shuffle: shuffle, logger: logger)
+        // Both threads or neither: a channel whose thread cannot start is not made at all.
+        do {
+            try producer.start()
+        } catch {
+            logger.warning("radio \(name): \(error)")
+            return
+        }
+        do {
+            try feeder.start()
+        } catch {
+            logger.warning("radio \(name): \(error)")
+            producer.stop()
+            return
+        }
+        lock.withLock { _ in
+            channels[name] = channel
+            order.append(name)
+            oggFeeders.append((feeder, producer))
+        }
     }
 
     /// Declares that channel `name` relays channel `other` whenever it has no live source; the
@@ -119,11 +155,12 @@ public final class RadioService: @unchecked Sendable {
     @discardableResult
     public func stop(deadline: UInt64? = nil) -> [String] {
         stopping.store(true, ordering: .relaxed)
-        let (running, live, relaying) = lock.withLock { _ in
-            let taken = (producers, Array(liveProducers.values), relays)
+        let (running, live, relaying, feeding) = lock.withLock { _ in
+            let taken = (producers, Array(liveProducers.values), relays, oggFeeders)
             producers = []
             liveProducers = [:]
             relays = []
+            oggFeeders = []
             return taken
         }
         // Everything is asked first, so the threads wind down together, then each is waited for.
@@ -132,6 +169,10 @@ public final class RadioService: @unchecked Sendable {
         for relay in relaying where !relay.join(deadline: deadline) { left.append("relay \(relay.producer.channel.name)") }
         for producer in running where !producer.stop(deadline: deadline) { left.append("channel \(producer.channel.name)") }
         for producer in live where !producer.stop(deadline: deadline) { left.append("live channel \(producer.channel.name)") }
+        for (feeder, producer) in feeding {
+            if !feeder.stop(deadline: deadline) { left.append("Ogg feeder \(producer.channel.name)") }
+            if !producer.stop(deadline: deadline) { left.append("channel \(producer.channel.name)") }
+        }
         return left
     }
 

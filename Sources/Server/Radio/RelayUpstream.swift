@@ -87,14 +87,16 @@ final class RelayUpstream {
         }
     }
 
-    /// The codec named by Content-Type (MP3 unless it says AAC).
     /// Shuts the connection from another thread: a read or write under way ends now (the relay stops).
     func interrupt() {
         connection.interrupt()
     }
 
+    /// The codec named by Content-Type: Ogg (Opus or Vorbis links, passed page by page with
+    /// their titles from their comments), AAC, else MP3.
     var codec: AudioFrameSplitter.Codec {
-        (head["Content-Type"]?.lowercased() ?? "audio/mpeg").contains("aac") ? .adts : .mpeg
+        let type = SourceRequest.mediaType(head["Content-Type"] ?? "audio/mpeg")
+        return SourceRequest.codec(mediaType: type) ?? (type.contains("aac") ? .adts : .mpeg)
     }
 
     /// Reads the stream until it ends (returns) or breaks (throws): audio goes to `audio`, each

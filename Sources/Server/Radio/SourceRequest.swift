@@ -41,15 +41,8 @@ struct SourceRequest {
 
     static func parse(_ request: HTTPRequest, name: String, password: String?) throws(Refusal) -> SourceRequest {
         guard isAuthorized(request, password: password) else { throw .unauthorized }
-        let type = (request.header("Content-Type") ?? "audio/mpeg").split(separator: ";").first
-            .map { $0.trimmingCharacters(in: " \t").lowercased() } ?? ""
-        let codec: AudioFrameSplitter.Codec
-        switch type {
-        case "audio/mpeg", "audio/mp3", "audio/mpeg3": codec = .mpeg
-        case "audio/aac", "audio/aacp", "audio/x-aac": codec = .adts
-        case "audio/ogg", "application/ogg", "audio/opus", "audio/vorbis": codec = .ogg
-        default: throw .unsupportedType(String(type.prefix(100)))
-        }
+        let type = mediaType(request.header("Content-Type") ?? "audio/mpeg")
+        guard let codec = codec(mediaType: type) else { throw .unsupportedType(String(type.prefix(100))) }
         func field(_ names: String...) -> String? {
             for name in names {
                 if let value = request.header(name), !value.isEmpty { return String(value.prefix(256)) }
@@ -61,6 +54,21 @@ struct SourceRequest {
         let bitrate = field("ice-bitrate", "icy-br").flatMap { Int($0.prefix(6)) }
             ?? field("ice-audio-info").flatMap(Self.bitrate(inAudioInfo:))
         return SourceRequest(codec: codec, station: station, kbps: bitrate.flatMap { (1...10_000).contains($0) ? $0 : nil })
+    }
+
+    /// The media type of a Content-Type value, parameters dropped, lower case.
+    static func mediaType(_ contentType: String) -> String {
+        contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: " \t").lowercased() } ?? ""
+    }
+
+    /// The stream a media type names (sources and relays' upstreams alike); nil for one a channel cannot pass.
+    static func codec(mediaType type: String) -> AudioFrameSplitter.Codec? {
+        switch type {
+        case "audio/mpeg", "audio/mp3", "audio/mpeg3": return .mpeg
+        case "audio/aac", "audio/aacp", "audio/x-aac": return .adts
+        case "audio/ogg", "application/ogg", "audio/opus", "audio/vorbis": return .ogg
+        default: return nil
+        }
     }
 
     /// `bitrate=128` out of `ice-audio-info: samplerate=44100;bitrate=128;channels=2`.
