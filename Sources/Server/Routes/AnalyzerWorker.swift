@@ -32,10 +32,17 @@ public enum AnalyzerWorker {
         guard WorkerSide.writeAll(AnalyzerProtocol.frame(AnalyzerProtocol.hello)) else { return 1 }
         var frames = FrameAssembler()
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        var armed = false
         while true {
             let payload: [UInt8]
             do {
                 guard let next = try frames.next() else {
+                    // Idle until the next request: no alarm meanwhile (a worker kept for a scan
+                    // may wait long). Between the requests of a batch, the next one re-arms it.
+                    if armed {
+                        alarm(0)
+                        armed = false
+                    }
                     let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
                     if n < 0 && errno == EINTR { continue }
                     guard n > 0 else { return 0 }   // the server closed the pipe (or went away)
@@ -49,8 +56,8 @@ public enum AnalyzerWorker {
             guard let request = try? AnalyzerProtocol.parseRequest(payload) else { return 2 }
             // A second line of defence: should the server be gone, a stuck worker still ends.
             alarm(UInt32(request.timeoutMillis / 1000 + 5))
+            armed = true
             let answer = analyze(request.path, mode: request.mode, faults: faults)
-            alarm(0)
             guard WorkerSide.writeAll(AnalyzerProtocol.encode(answer)) else { return 1 }
         }
     }
@@ -59,7 +66,8 @@ public enum AnalyzerWorker {
         faults.inject(for: path, mode: mode)
         do {
             let file = try OpenFile(path: path)
-            if mode == .quick { return .analysis(try TrackAnalyzer.describe(file)) }
+            // The quick look reads the same few kilobytes several times: once from the file.
+            if mode == .quick { return .analysis(try TrackAnalyzer.describe(ReadAheadBytes(file))) }
             let analysis = try TrackAnalyzer.analyze(file)
             // The server plans HLS segments from this analysis and the file's tables (the MP4
             // moov is parsed again there); planning once here means a bug in that code costs
@@ -94,7 +102,12 @@ public enum AnalyzerWorker {
             }
         }
 
+        var isEmpty: Bool {
+            trapNames.isEmpty && walkTrapNames.isEmpty && hangNames.isEmpty && walkHangNames.isEmpty && delayMillis == 0
+        }
+
         func inject(for path: String, mode: AnalyzerProtocol.Mode) {
+            guard !isEmpty else { return }   // the usual case: no name to look at
             if delayMillis > 0 { usleep(UInt32(delayMillis) * 1000) }
             let name = path.split(separator: "/").last.map(String.init) ?? path
             if trapNames.contains(name) || (mode == .full && walkTrapNames.contains(name)) {

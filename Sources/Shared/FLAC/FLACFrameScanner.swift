@@ -41,14 +41,23 @@ public struct FLACFrameScanner: Sendable {
         var crc = FLACCRC.crc16(bytes[(base + offset)..<(base + offset + header.length)])
         var position = offset + header.length
         // The CRC over a frame with its CRC-16 appended is 0: check at every believable header.
-        while position < limit {
-            crc = FLACCRC.crc16(crc, bytes[base + position])
-            position += 1
-            if crc == 0, position + 1 < bytes.count, FLACFrameHeader.isSync(bytes[base + position], bytes[base + position + 1]),
-               let next = self.header(at: position), next.isVariableBlockSize == header.isVariableBlockSize {
-                return FLACFrame(offset: offset, length: position - offset, header: header)
+        // Raw pointers in the byte loop: it is most of a quick scan's look at a FLAC file.
+        let found = bytes.withUnsafeBufferPointer { raw -> Bool in
+            FLACCRC.table16.withUnsafeBufferPointer { table -> Bool in
+                guard let data = raw.baseAddress, let t = table.baseAddress else { return false }
+                let count = raw.count
+                while position < limit {
+                    crc = (crc << 8) ^ t[Int(UInt8(truncatingIfNeeded: crc >> 8) ^ data[position])]
+                    position += 1
+                    if crc == 0, position + 1 < count, FLACFrameHeader.isSync(data[position], data[position + 1]),
+                       let next = self.header(at: position), next.isVariableBlockSize == header.isVariableBlockSize {
+                        return true
+                    }
+                }
+                return false
             }
         }
+        if found { return FLACFrame(offset: offset, length: position - offset, header: header) }
         if crc == 0, position == endsAudio {
             return FLACFrame(offset: offset, length: position - offset, header: header)
         }

@@ -64,7 +64,7 @@ public struct OggPage: Sendable, Equatable {
         let page = OggPage(headerType: type, granulePosition: granule, serial: serial, sequence: sequence, lacing: lacing)
         guard bytes.count >= page.length else { return nil }
         var computed = OggCRC.crc32(bytes[base..<(base + 22)])
-        computed = OggCRC.crc32([0, 0, 0, 0], from: computed)
+        computed = OggCRC.crc32(zeros: 4, from: computed)
         computed = OggCRC.crc32(bytes[(base + 26)..<(base + page.length)], from: computed)
         guard computed == crc else {
             throw FormatError.invalid(component: component, reason: "page CRC-32 mismatch", offset: 22)

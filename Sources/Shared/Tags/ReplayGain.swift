@@ -22,13 +22,13 @@ public struct ReplayGain: Sendable, Equatable, Codable {
     private enum Field { case trackGain, trackPeak, albumGain, albumPeak }
 
     private static func field(_ key: String) -> Field? {
-        switch key.uppercased() {
-        case "REPLAYGAIN_TRACK_GAIN": return .trackGain
-        case "REPLAYGAIN_TRACK_PEAK": return .trackPeak
-        case "REPLAYGAIN_ALBUM_GAIN": return .albumGain
-        case "REPLAYGAIN_ALBUM_PEAK": return .albumPeak
-        default: return nil
-        }
+        // Every key is 21 bytes: other fields (most of a tag) are passed over without a copy.
+        guard key.utf8.count == 21 else { return nil }
+        if VorbisComment.sameName(key, "REPLAYGAIN_TRACK_GAIN") { return .trackGain }
+        if VorbisComment.sameName(key, "REPLAYGAIN_TRACK_PEAK") { return .trackPeak }
+        if VorbisComment.sameName(key, "REPLAYGAIN_ALBUM_GAIN") { return .albumGain }
+        if VorbisComment.sameName(key, "REPLAYGAIN_ALBUM_PEAK") { return .albumPeak }
+        return nil
     }
 
     /// Sets the value `key` names from its text ("-6.54 dB", "+2.10 LU", "0.988831"). The first

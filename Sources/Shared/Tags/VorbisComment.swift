@@ -1,7 +1,7 @@
 /// A Vorbis comment block (Vorbis I §5): a vendor string and `NAME=value` fields, as FLAC's
 /// VORBIS_COMMENT block, Ogg Vorbis's comment header and OpusTags carry it.
 public struct VorbisComment: Sendable, Equatable {
-    /// One `NAME=value` field; the name as written (compare with `uppercased()`).
+    /// One `NAME=value` field; the name as written (compare with `sameName`).
     public struct Field: Sendable, Equatable {
         public var name: String
         public var value: String
@@ -46,7 +46,7 @@ public struct VorbisComment: Sendable, Equatable {
             guard let equals = raw.firstIndex(of: UInt8(ascii: "=")) else { continue }
             let name = String(decoding: raw[raw.startIndex..<equals], as: UTF8.self)
             let valueBytes = raw[(equals + 1)...]
-            if name.uppercased() == "METADATA_BLOCK_PICTURE" {
+            if Self.sameName(name, "METADATA_BLOCK_PICTURE") {
                 if let block = Base64.decode(valueBytes), let picture = try? FLACPicture.parse(block[...]) {
                     pictures.append(picture)
                 }
@@ -59,8 +59,23 @@ public struct VorbisComment: Sendable, Equatable {
 
     /// The first value of field `name` (any case), nil when absent or empty.
     public func value(_ name: String) -> String? {
-        let key = name.uppercased()
-        return fields.first { $0.name.uppercased() == key && !$0.value.isEmpty }?.value
+        fields.first { Self.sameName($0.name, name) && !$0.value.isEmpty }?.value
+    }
+
+    /// Field names compared as Vorbis I §5.2.3 says, ASCII case ignored, without making an
+    /// upper-cased copy of each (`tags` asks for fifteen names, each compared with every field).
+    public static func sameName(_ a: String, _ b: String) -> Bool {
+        var a = a, b = b
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                guard x.count == y.count else { return false }
+                for i in 0..<x.count where x[i] != y[i] {
+                    let lower = x[i] | 0x20
+                    guard lower == y[i] | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else { return false }
+                }
+                return true
+            }
+        }
     }
 
     /// R128_TRACK_GAIN in dB (the field is a Q7.8 integer, 1/256 dB, relative to -23 LUFS; RFC 7845 §5.2.1).

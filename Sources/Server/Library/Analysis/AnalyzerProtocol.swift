@@ -82,23 +82,37 @@ package enum AnalyzerProtocol {
 /// Collects bytes as they arrive and hands out whole frames.
 package struct FrameAssembler {
     private var buffer: [UInt8] = []
+    /// Where the next frame starts in `buffer`: frames taken are dropped from the front only once
+    /// they are half the buffer (a batch's answers arrive together; dropping each from the front
+    /// moved the rest every time).
+    private var start = 0
 
     package init() {}
 
     /// Appends bytes read from the pipe.
-    package mutating func append(_ bytes: ArraySlice<UInt8>) { buffer += bytes }
+    package mutating func append(_ bytes: ArraySlice<UInt8>) {
+        if start > 0, start >= buffer.count / 2 {
+            buffer.removeFirst(start)
+            start = 0
+        }
+        buffer += bytes
+    }
 
     /// The next whole frame's payload; nil until it has all arrived; throws when its length is
     /// past `AnalyzerProtocol.maxFrame`.
     package mutating func next() throws(FormatError) -> [UInt8]? {
-        guard buffer.count >= 4 else { return nil }
-        let length = buffer[0..<4].enumerated().reduce(0) { $0 | Int($1.element) << ($1.offset * 8) }
+        guard buffer.count - start >= 4 else { return nil }
+        let length = Int(buffer[start]) | Int(buffer[start + 1]) << 8 | Int(buffer[start + 2]) << 16 | Int(buffer[start + 3]) << 24
         guard length <= AnalyzerProtocol.maxFrame else {
             throw .invalid(component: "analyzer frame", reason: "length \(length) is over the limit", offset: 0)
         }
-        guard buffer.count >= 4 + length else { return nil }
-        let payload = Array(buffer[4..<(4 + length)])
-        buffer.removeFirst(4 + length)
+        guard buffer.count - start >= 4 + length else { return nil }
+        let payload = Array(buffer[(start + 4)..<(start + 4 + length)])
+        start += 4 + length
+        if start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+        }
         return payload
     }
 }
