@@ -222,6 +222,18 @@ import Testing
         #expect(stream.totalSamples == 2 * 4096 + 1000)
     }
 
+    @Test func vorbisComment_namesMatchInAnyASCIICaseOnly() throws {
+        let comment = try VorbisComment.parse(B.vorbisComment(["title=lower", "Artist=Mixed", "replaygain_track_gain=-3.5 dB",
+                                                               "ALBUM=", "album=second wins over an empty first"])[...])
+        #expect(comment.value("TITLE") == "lower" && comment.value("artist") == "Mixed")
+        #expect(comment.value("ALBUM") == "second wins over an empty first")
+        #expect(comment.tags.replayGain?.trackGain == -3.5)
+        #expect(VorbisComment.sameName("MetaData_Block_Picture", "METADATA_BLOCK_PICTURE"))
+        // Only letters fold: '_' (0x5F) and DEL (0x7F) differ by the case bit, as do '[' and '{'.
+        #expect(!VorbisComment.sameName("A_B", "A\u{7F}B") && !VorbisComment.sameName("[", "{"))
+        #expect(!VorbisComment.sameName("TITLE", "TITLES") && !VorbisComment.sameName("TITLE", "TITLF"))
+    }
+
     @Test func vorbisComment_picturesAndLimits() throws {
         let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 1, 2, 3]
         let encoded = base64(B.picture(type: 4, data: png) )

@@ -31,6 +31,29 @@ import Testing
         #expect(found.offset == 12 + corrupt.count)
     }
 
+    /// The slice-by-8 CRC against the definition, one bit at a time (the builders' pages use
+    /// OggCRC itself, so they cannot tell).
+    @Test func crc32_sliceBy8MatchesTheBitwiseDefinition() {
+        func bitwise(_ bytes: [UInt8], from start: UInt32 = 0) -> UInt32 {
+            var crc = start
+            for byte in bytes {
+                crc ^= UInt32(byte) << 24
+                for _ in 0..<8 { crc = crc & 0x8000_0000 != 0 ? (crc << 1) ^ 0x04C1_1DB7 : crc << 1 }
+            }
+            return crc
+        }
+        #expect(OggCRC.crc32(Array("123456789".utf8)[...]) == 0x89A1_897F, "the check value of CRC-32 with init 0, no final XOR")
+        var generator = SplitMix64(seed: 23)
+        for length in Array(0...40) + [255, 4096, 65_307] {
+            let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            let start = UInt32(truncatingIfNeeded: generator.next())
+            #expect(OggCRC.crc32(bytes[...], from: start) == bitwise(bytes, from: start), "length \(length)")
+            // A slice that does not start at index 0, and the zeros of the CRC field.
+            if length > 3 { #expect(OggCRC.crc32(bytes[3...]) == bitwise(Array(bytes[3...])), "slice of \(length)") }
+            #expect(OggCRC.crc32(zeros: length % 9, from: start) == bitwise(Array(repeating: 0, count: length % 9), from: start))
+        }
+    }
+
     @Test func assembler_joinsPacketsAcrossPagesAndDropsOrphans() throws {
         let big = (0..<70_000).map { UInt8(truncatingIfNeeded: $0) }
         let stream = B.oggStream(serial: 5, headers: [[1, 2, 3]], audio: [big, [9, 9]], granules: [100, 200])

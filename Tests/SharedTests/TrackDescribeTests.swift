@@ -55,3 +55,47 @@ import TestSupport
         #expect(!described.notes.contains { $0.contains("estimated") })
     }
 }
+
+/// `ReadAheadBytes`, through which the analyzer worker's quick look reads a file.
+@Suite struct ReadAheadBytesTests {
+    /// Counts the reads that reach the source.
+    final class CountingReads: RandomAccessBytes {
+        let bytes: MemoryBytes
+        var reads = 0
+        init(_ bytes: [UInt8]) { self.bytes = MemoryBytes(bytes) }
+        var size: Int { bytes.size }
+        func read(at offset: Int, count: Int) throws -> [UInt8] {
+            reads += 1
+            return try bytes.read(at: offset, count: count)
+        }
+    }
+
+    static let bytes = (0..<1_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
+
+    @Test func answersEveryReadAsTheSourceDoes() throws {
+        let source = MemoryBytes(Self.bytes)
+        let cached = ReadAheadBytes(CountingReads(Self.bytes), headBytes: 4096, tailBytes: 8192)
+        let size = Self.bytes.count
+        // Inside the head, across its end, in the middle, inside the tail, across and past the end, nonsense.
+        let reads = [(0, 10), (4000, 96), (4000, 200), (500_000, 3000), (size - 8192, 100), (size - 100, 500),
+                     (size - 8193, 10), (size, 10), (size + 5, 1), (-1, 10), (10, 0), (0, 4096), (0, 4097)]
+        for (offset, count) in reads {
+            #expect(try cached.read(at: offset, count: count) == (try source.read(at: offset, count: count)), "read(at: \(offset), count: \(count))")
+        }
+    }
+
+    @Test func readsHeadAndTailOnce_andASmallFileWhole() throws {
+        let large = CountingReads(Self.bytes)
+        let cached = ReadAheadBytes(large, headBytes: 64 << 10, tailBytes: 64 << 10)
+        for offset in stride(from: 0, to: 60_000, by: 1000) { _ = try cached.read(at: offset, count: 2000) }
+        for offset in stride(from: Self.bytes.count - 60_000, to: Self.bytes.count, by: 1000) { _ = try cached.read(at: offset, count: 2000) }
+        #expect(large.reads == 2, "one read for the head, one for the tail: \(large.reads)")
+        _ = try cached.read(at: 500_000, count: 10)
+        #expect(large.reads == 3, "the middle goes to the source")
+
+        let small = CountingReads(Array(Self.bytes.prefix(11_000)))
+        let whole = ReadAheadBytes(small)
+        for offset in [0, 4, 42, 10_000, 10_900, 0] { _ = try whole.read(at: offset, count: 64 << 10) }
+        #expect(small.reads == 1, "a small file is read whole, once: \(small.reads)")
+    }
+}
