@@ -196,14 +196,15 @@ public final class AccessControl: Sendable {
     /// Who the request says it is. A credential that fails is a refusal (401), never anonymous.
     func identify(_ request: HTTPRequest, access: RouteAccess) -> AccessDecision {
         guard let users else { return .allow(.anonymous) }
-        if let authorization = request.header("Authorization") {
+        // A radio source's `source:<password>` is the source password, not an account; an open
+        // route (the login page, its script, /api/login itself) judges no credential here.
+        let judgesAuthorization = access != .radioSource && access != .open
+        if judgesAuthorization, let authorization = request.header("Authorization") {
             let trimmed = authorization.trimmingCharacters(in: " \t")
             if trimmed.utf8.count > 7, trimmed.prefix(7).lowercased() == "bearer " {
                 return bearer(String(trimmed.dropFirst(7)).trimmingCharacters(in: " \t"), request: request, users: users)
             }
             if let credentials = BasicCredentials.parse(authorization) {
-                // A radio source's `source:<password>` is the source password, not an account.
-                if access == .radioSource { return .allow(.anonymous) }
                 return basic(credentials, request: request, users: users)
             }
             return .refuse(unauthorized("unsupported Authorization scheme"))

@@ -151,18 +151,23 @@ extension StringProtocol {
 
 /// Logged request targets with their secrets taken out.
 public enum LoggedTarget {
-    /// Query parameters whose values are credentials: signed-URL signatures, tokens, Subsonic's
-    /// `p`, `t`, `s` and `apiKey`. Matched case-insensitively.
-    public static let secretParameters: Set<String> = ["sig", "token", "access_token", "p", "t", "s", "apikey", "password"]
+    /// Query parameters whose values are credentials: signed-URL signatures, tokens, API keys.
+    /// Matched case-insensitively.
+    public static let secretParameters: Set<String> = ["sig", "token", "access_token", "apikey", "password"]
+    /// Subsonic's password, token and salt (`/rest/` only: `t` is a seek time elsewhere).
+    public static let subsonicSecretParameters: Set<String> = ["p", "t", "s"]
 
     /// `target` with the value of each secret parameter replaced by `-`.
     public static func redact(_ target: String) -> String {
         guard let mark = target.firstIndex(of: "?") else { return target }
         let pairs = target[target.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: false)
         var changed = false
+        let subsonic = target.hasPrefix("/rest/")
         let redacted = pairs.map { pair -> Substring in
             let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-            guard pair.contains("="), secretParameters.contains(name.lowercased()) else { return pair }
+            let lowered = name.lowercased()
+            guard pair.contains("="),
+                  secretParameters.contains(lowered) || (subsonic && subsonicSecretParameters.contains(String(name))) else { return pair }
             changed = true
             return name + "=-"
         }
