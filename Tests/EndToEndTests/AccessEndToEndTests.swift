@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Accounts on the real streamd: `streamd user add`, Basic and session logins, signed playlist
+/// links that mpv, GStreamer and VLC follow, the start-up policy, source passwords judged before
+/// bodies, and TLS behind nginx with `--trusted-proxy`.
+@Suite(.serialized, .ownThreads) struct AccessEndToEndTests {
+    static let accounts: [(name: String, password: String, admin: Bool)] = [("alice", "alice-pw", true), ("bob", "bob pw ü", false)]
+
+    static func basic(_ name: String, _ password: String) -> [String: String] {
+        ["Authorization": "Basic " + Data("\(name):\(password)".utf8).base64EncodedString()]
+    }
+
+    static func get(_ server: StreamdProcess, _ target: String, headers: [String: String] = [:], method: String = "GET") throws -> RawResponse {
+        try RawConnection(port: server.port).request(method, target, headers: headers)
+    }
+
+    @Test(.timeLimit(.scaledMinutes(3))) func accountsGuardTheLibrary_andSignedLinksPlayInGenericPlayers() throws {
+        let library = try LibraryAPITests.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library, accounts: Self.accounts)
+        let bob = Self.basic("bob", "bob pw ü")
+
+        let anonymous = try Self.get(server, "/api/tracks")
+        #expect(anonymous.status == 401)
+        #expect(anonymous.header("WWW-Authenticate")?.hasPrefix("Basic") == true)
+        #expect(try Self.get(server, "/api/tracks", headers: bob).status == 200)
+        #expect(try Self.get(server, "/api/status", headers: bob).status == 403)
+        #expect(try Self.get(server, "/").status == 303)
+        // A wrong password and a missing user answer alike.
+        let wrong = try Self.get(server, "/api/tracks", headers: Self.basic("bob", "nope"))
+        let missing = try Self.get(server, "/api/tracks", headers: Self.basic("nobody", "nope"))
+        #expect(wrong.status == 401 && missing.status == 401 && wrong.body == missing.body)
+
+        // The page's login: a session cookie, then the page and the API with it.
+        let login = try Self.get(server, "/api/login", headers: bob, method: "POST")
+        #expect(login.status == 200)
+        let cookie = try #require(login.header("Set-Cookie"))
+        #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && !cookie.contains("Secure"))
+        let session = ["Cookie": String(cookie.split(separator: ";")[0])]
+        let page = try Self.get(server, "/", headers: session)
+        #expect(page.status == 200)
+        #expect(page.header("Content-Security-Policy")?.contains("frame-ancestors 'none'") == true)
+        #expect(page.header("X-Content-Type-Options") == "nosniff")
+        #expect(try Self.get(server, "/api/tracks", headers: session).status == 200)
+        #expect(try Self.get(server, "/api/logout", headers: session, method: "POST").status == 403, "no CSRF token")
+
+        // A signed link to the album playlist: no credentials needed, and its entries are signed too.
+        let album = try #require(try LibraryAPITests.list(Self.get(server, "/api/albums?limit=1000", headers: bob))
+            .first { $0["title"] as? String == "Ordered Album" })
+        let path = "/playlist/album/\(try #require(album["id"] as? Int)).m3u8"
+        let signed = try Self.get(server, "/api/sign?path=\(path)", headers: bob)
+        #expect(signed.status == 200)
+        let url = try #require((try JSONSerialization.jsonObject(with: Data(signed.body)) as? [String: Any])?["url"] as? String)
+        #expect(url.hasPrefix(server.baseURL + path + "?exp="))
+        #expect(try Self.get(server, path).status == 401)
+        let target = String(url.dropFirst(server.baseURL.count))
+        let playlist = try Self.get(server, target)
+        #expect(playlist.status == 200)
+        let entries = PlaylistPlayers.urls(in: playlist)
+        #expect(entries.count == 4 && entries.allSatisfy { $0.contains("/media/") && $0.contains("&sig=") })
+        #expect(try Self.get(server, target.replacingOccurrences(of: "sig=", with: "sig=0")).status == 401)
+        #expect(try Self.get(server, String(entries[0].dropFirst(server.baseURL.count)).replacingOccurrences(of: "uid=", with: "uid=9")).status == 401)
+
+        let mpv = try PlaylistPlayers.mpv(url)
+        #expect(mpv.status == 0, "\(mpv.output.suffix(2000))")
+        #expect(mpv.played == entries, "\(mpv.output.suffix(2000))")
+        let gst = try #require(which("gst-launch-1.0"))
+        let gstRun = try runCommand(gst, ["-q", "souphttpsrc", "location=\(entries[0])", "!", "decodebin", "!", "fakesink"], timeout: 60)
+        #expect(gstRun.status == 0, "\(String(decoding: gstRun.stderr, as: UTF8.self).suffix(800))")
+        let vlc = try PlaylistPlayers.vlc(url)
+        #expect(vlc.played == [url] + entries, "\(vlc.output.suffix(3000))")
+
+        // Signatures and passwords never reach the log.
+        server.stop()
+        let log = server.log
+        #expect(log.contains("sig=-"))
+        #expect(!log.contains(String(url.split(separator: "=").last ?? "x")))
+        #expect(!log.contains("bob pw"))
+        #expect(log.contains("failed login as 'bob'"))
+    }
+
+    @Test func withoutAccounts_aNetworkAddressNeedsPublic() throws {
+        let library = try ServerEndToEndTests.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let db = library.appendingPathComponent(".state/catalog.db").path
+        let refused = try runCommand(TestPaths.streamd, [library.path, "--host", "0.0.0.0", "--port", "0", "--db", db, "--quiet"], timeout: 30)
+        #expect(refused.status != 0)
+        #expect(String(decoding: refused.stderr, as: UTF8.self).contains("--public"))
+        // With --public it starts (anonymous read-only; no status page without an admin).
+        let server = try StreamdProcess(folder: library, extraArguments: ["--public", "--db", db], waitForScan: false)
+        #expect(try Self.get(server, "/api/tracks").status == 200)
+        #expect(try Self.get(server, "/api/status").status == 401)
+        // Loopback without accounts: open, as before accounts.
+        let open = try StreamdProcess(folder: library, waitForScan: false)
+        #expect(try Self.get(open, "/api/status").status == 200)
+    }
+
+    /// Issue 25's hardening: a source's credentials are judged before its body; `curl -T file`
+    /// (Content-Length) is taken with the right password and read to its length.
+    @Test(.timeLimit(.scaledMinutes(2))) func sourceCredentialsComeBeforeTheBody() throws {
+        try RadioSourceTests.withServer { server, file in
+            let wrong = try RawConnection(port: server.port)
+            let auth = Data("source:nope".utf8).base64EncodedString()
+            wrong.send("PUT /radio/live HTTP/1.1\r\nHost: x\r\nAuthorization: Basic \(auth)\r\nContent-Type: audio/mpeg\r\nContent-Length: 100000\r\n\r\n")
+            #expect(wrong.readSizedResponse()?.status == 401)
+            let curl = try #require(which("curl"))
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int)
+            let upload = try runCommand(curl, ["-s", "-o", "/dev/null", "-w", "%{http_code} %{size_upload}", "-T", file.path,
+                                               "-u", "source:\(RadioSourceTests.password)", "-H", "Content-Type: audio/mpeg",
+                                               "\(server.baseURL)/radio/sized"], timeout: 60)
+            let answer = String(decoding: upload.stdout, as: UTF8.self)
+            #expect(upload.status == 0 && answer == "200 \(size)", "curl -T: \(answer), exit \(upload.status)")
+        }
+    }
+}
