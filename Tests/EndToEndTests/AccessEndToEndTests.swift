@@ -122,4 +122,117 @@ import Glibc
             #expect(upload.status == 0 && answer == "200 \(size)", "curl -T: \(answer), exit \(upload.status)")
         }
     }
+
+    /// streamplay logs in with `--user` (password on stdin) or a `~/.netrc` entry, and is refused without.
+    @Test(.timeLimit(.scaledMinutes(2))) func streamplayLogsIn() throws {
+        let library = try ServerEndToEndTests.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library, accounts: Self.accounts)
+        let streamplay = TestPaths.binDir.appendingPathComponent("streamplay").path
+        let url = "\(server.baseURL)/media/cbr-128k-44k.mp3"
+        func play(_ arguments: [String], stdin: String = "", home: String? = nil) throws -> (Int32, String) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: streamplay)
+            process.arguments = ["--output", "null", "--duration", "0.5"] + arguments + [url]
+            var environment = ProcessInfo.processInfo.environment
+            if let home { environment["HOME"] = home }
+            process.environment = environment
+            let input = Pipe(), output = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            process.standardError = output
+            try process.run()
+            input.fileHandleForWriting.write(Data(stdin.utf8))
+            try input.fileHandleForWriting.close()
+            let text = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: text, as: UTF8.self))
+        }
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("streamplay-home-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        let refused = try play([], home: home.path)
+        #expect(refused.0 != 0 && refused.1.contains("401"), "\(refused)")
+        let withUser = try play(["--user", "bob"], stdin: "bob pw ü\n", home: home.path)
+        #expect(withUser.0 == 0, "\(withUser)")
+        try Data("machine example.org login bob password x\nmachine 127.0.0.1\n  login alice\n  password alice-pw\nmachine 127.0.0.1 login bob password wrong\n".utf8)
+            .write(to: home.appendingPathComponent(".netrc"))
+        let fromNetrc = try play([], home: home.path)
+        #expect(fromNetrc.0 == 0, "\(fromNetrc)")
+    }
+
+    /// TLS behind nginx: nginx terminates TLS (a certificate openssl makes here) and forwards
+    /// `X-Forwarded-Proto` from 127.0.0.2, the one `--trusted-proxy`; the session cookie is then
+    /// Secure and playlist links https. The same headers sent straight to streamd count for nothing.
+    @Test(.timeLimit(.scaledMinutes(2))) func behindNginxWithTLS() throws {
+        let library = try LibraryAPITests.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library, extraArguments: ["--trusted-proxy", "127.0.0.2"], accounts: Self.accounts)
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-tls-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let openssl = try #require(which("openssl"))
+        let cert = work.appendingPathComponent("cert.pem").path, key = work.appendingPathComponent("key.pem").path
+        let made = try runCommand(openssl, ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                                            "-days", "1", "-subj", "/CN=127.0.0.1"], timeout: 60)
+        #expect(made.status == 0)
+        let nginx = try #require(["/usr/sbin/nginx", which("nginx")].compactMap { $0 }.first { FileManager.default.isExecutableFile(atPath: $0) })
+        let port = try freeLoopbackPort()
+        let p = work.path
+        let config = """
+        daemon off;
+        pid \(p)/nginx.pid;
+        error_log \(p)/error.log;
+        events { worker_connections 64; }
+        http {
+            access_log \(p)/access.log;
+            client_body_temp_path \(p)/body; proxy_temp_path \(p)/proxy; fastcgi_temp_path \(p)/fastcgi;
+            uwsgi_temp_path \(p)/uwsgi; scgi_temp_path \(p)/scgi;
+            server {
+                listen 127.0.0.1:\(port) ssl;
+                ssl_certificate \(cert);
+                ssl_certificate_key \(key);
+                location / {
+                    proxy_pass http://127.0.0.1:\(server.port);
+                    proxy_bind 127.0.0.2;
+                    proxy_http_version 1.1;
+                    proxy_buffering off;
+                    proxy_set_header Host $http_host;
+                    proxy_set_header X-Forwarded-Proto $scheme;
+                    proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+                }
+            }
+        }
+        """
+        try Data(config.utf8).write(to: work.appendingPathComponent("nginx.conf"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: nginx)
+        process.arguments = ["-p", p, "-e", "\(p)/error.log", "-c", "\(p)/nginx.conf"]
+        let devNull = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardOutput = devNull
+        process.standardError = devNull
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        let curl = try #require(which("curl"))
+        let base = "https://127.0.0.1:\(port)"
+        func curlHead(_ arguments: [String]) throws -> String {
+            String(decoding: try runCommand(curl, ["-sk", "-D", "-", "-o", "/dev/null"] + arguments, timeout: 30).stdout, as: UTF8.self)
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, !(try curlHead([base + "/login"])).hasPrefix("HTTP/1.1 200") { Thread.sleep(forTimeInterval: 0.05) }
+        let viaProxy = try curlHead(["-X", "POST", "-u", "bob:bob pw ü", base + "/api/login"])
+        #expect(viaProxy.hasPrefix("HTTP/1.1 200"), "\(viaProxy)")
+        #expect(viaProxy.contains("Secure"), "\(viaProxy)")
+        let album = try #require(try LibraryAPITests.list(Self.get(server, "/api/albums?limit=1000", headers: Self.basic("bob", "bob pw ü")))
+            .first { $0["title"] as? String == "Ordered Album" })
+        let path = "/playlist/album/\(try #require(album["id"] as? Int)).m3u8"
+        let playlist = String(decoding: try runCommand(curl, ["-sk", "-u", "bob:bob pw ü", base + path], timeout: 30).stdout, as: UTF8.self)
+        #expect(playlist.contains("\n" + base + "/media/"), "\(playlist)")
+        // Straight to streamd, the same forwarded header is dropped: no Secure, plain http links.
+        let direct = try curlHead(["-X", "POST", "-u", "bob:bob pw ü", "-H", "X-Forwarded-Proto: https", server.baseURL + "/api/login"])
+        #expect(direct.hasPrefix("HTTP/1.1 200") && !direct.contains("Secure"), "\(direct)")
+    }
 }

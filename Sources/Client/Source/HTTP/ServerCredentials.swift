@@ -63,7 +63,10 @@ public enum ServerCredentials {
     static func loadFiles() -> [String: Credential] {
         guard let home = homeOverride ?? getenv("HOME").map({ String(cString: $0) }) else { return [:] }
         var found: [String: Credential] = [:]
-        for (host, credential) in parseNetrc(read(home + "/.netrc") ?? "") { found[key(host, nil)] = credential }
+        // The first entry for a host counts, as in curl.
+        for (host, credential) in parseNetrc(read(home + "/.netrc") ?? "") where found[key(host, nil)] == nil {
+            found[key(host, nil)] = credential
+        }
         for line in (read(home + "/.config/streamplay/tokens") ?? "").split(whereSeparator: \.isNewline) {
             let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard fields.count == 2, !fields[0].hasPrefix("#") else { continue }
