@@ -78,6 +78,8 @@ NGINX=/usr/sbin/nginx
 NPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 mkdir -p "$WORK/nginx/www"; echo ok >"$WORK/nginx/www/index.html"
 printf 'alice:%s\n' "$(openssl passwd -apr1 alice-password)" >"$WORK/nginx/htpasswd"
+# nginx's workers run as nobody when started as root: they must read the password file.
+chmod 755 "$WORK" "$WORK/nginx" "$WORK/nginx/www"; chmod 644 "$WORK/nginx/htpasswd" "$WORK/nginx/www/index.html"
 cat >"$WORK/nginx/nginx.conf" <<EOF
 daemon off; pid $WORK/nginx/nginx.pid; error_log $WORK/nginx/error.log; worker_processes 2;
 events { worker_connections 256; }
@@ -91,7 +93,7 @@ sleep 0.5
 attack "http://127.0.0.1:$NPORT" "$WORK/attack-nginx.txt"
 peer_judged=$(grep -c '^401' "$WORK/attack-nginx.txt" || true)
 peer_per_minute=$(echo "scale=1; $peer_judged / $minutes" | bc)
-echo "peer nginx auth_basic (no back-off): judged $peer_judged guesses = $peer_per_minute a minute"
+echo "peer nginx auth_basic (no back-off): judged $peer_judged guesses = $peer_per_minute a minute (answers: $(sort "$WORK/attack-nginx.txt" | uniq -c | tr -s ' \n' ' '))"
 if [ "$judged" -gt 0 ]; then
   echo "ratio: nginx judges $(echo "scale=0; $peer_judged / $judged" | bc)x the guesses streamd does"
 fi

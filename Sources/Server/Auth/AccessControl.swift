@@ -247,7 +247,9 @@ public final class AccessControl: Sendable {
     private func basic(_ credentials: BasicCredentials, request: HTTPRequest, users: UserStore) -> AccessDecision {
         let address = clientAddress(request)
         if let wait = limiter.waitBeforeAttempt(address: address, user: credentials.user) {
-            logger.warning("access: login as '\(Self.loggable(credentials.user))' from \(address) refused: back-off, \(Int(wait.rounded(.up))) s left")
+            if limiter.shouldLogRefusal(address: address) {
+                logger.warning("access: login as '\(Self.loggable(credentials.user))' from \(address) refused: back-off, \(Int(wait.rounded(.up))) s left")
+            }
             return .refuse(tooManyAttempts(wait))
         }
         let key = Sodium.hash(Array(credentials.user.lowercased().utf8) + [0] + Array(credentials.password.utf8), key: cacheKey)
@@ -315,7 +317,9 @@ public final class AccessControl: Sendable {
         }
         let address = clientAddress(request)
         if let wait = limiter.waitBeforeAttempt(address: address, user: credentials.user) {
-            logger.warning("access: login as '\(Self.loggable(credentials.user))' from \(address) refused: back-off, \(Int(wait.rounded(.up))) s left")
+            if limiter.shouldLogRefusal(address: address) {
+                logger.warning("access: login as '\(Self.loggable(credentials.user))' from \(address) refused: back-off, \(Int(wait.rounded(.up))) s left")
+            }
             return tooManyAttempts(wait)
         }
         let secure = cameOverTLS(request)
