@@ -106,7 +106,11 @@ public enum ServerCredentials {
         }
         while i < tokens.count {
             let word = tokens[i]
-            let value = i + 1 < tokens.count ? String(tokens[i + 1]) : nil
+            // curl 7.84+ takes "quoted" values (without spaces in them here).
+            var value = i + 1 < tokens.count ? String(tokens[i + 1]) : nil
+            if let quoted = value, quoted.count >= 2, quoted.hasPrefix("\""), quoted.hasSuffix("\"") {
+                value = String(quoted.dropFirst().dropLast())
+            }
             switch word {
             case "machine": flush(); machine = value?.lowercased(); i += 2
             case "default": flush(); i += 1
