@@ -220,6 +220,26 @@ import Testing
         #expect(send("GET", "/api/tracks") == 401)
     }
 
+    /// A password change ends the user's sessions and cached Basic logins at once.
+    @Test func passwordChangeEndsSessionsAndCachedLogins() throws {
+        let (router, folder) = try Self.makeRouter()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func send(_ method: String, _ target: String, _ headers: [(name: String, value: String)]) -> (status: Int, headers: [(String, String)]) {
+            var request = HTTPRequest(method: method, target: target, minorVersion: 1, headers: [("Host", "x")] + headers)
+            request.peer = "127.0.0.1:1"
+            let answer = RouterTests.answer(router, request)
+            return (answer.status, answer.headers)
+        }
+        let basic = ("Authorization", "Basic " + Data("user:user-pw".utf8).base64EncodedString())
+        let login = send("POST", "/api/login", [basic])
+        let cookie = try #require(login.headers.first { $0.0 == "Set-Cookie" }?.1.split(separator: ";").first.map(String.init))
+        #expect(send("GET", "/api/tracks", [("Cookie", cookie)]).status == 200)
+        #expect(send("GET", "/api/tracks", [basic]).status == 200)
+        try #require(router.access.users).setPassword(name: "user", password: "new-pw")
+        #expect(send("GET", "/api/tracks", [("Cookie", cookie)]).status == 401)
+        #expect(send("GET", "/api/tracks", [basic]).status == 401)
+    }
+
     @Test func htmlCarriesTheSecurityHeaders() throws {
         let (router, folder) = try Self.makeRouter(withUsers: false)
         defer { try? FileManager.default.removeItem(at: folder) }
