@@ -1,7 +1,7 @@
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
-/// A `--channel NAME=PATH[,shuffle][,bitrate=KBPS|,passthrough]` option taken apart.
+/// A `--channel NAME=PATH[,shuffle][,bitrate=KBPS|,passthrough][,private]` option taken apart.
 public struct ChannelSpec: Sendable, Equatable {
     public var name: String
     public var path: String
@@ -12,6 +12,8 @@ public struct ChannelSpec: Sendable, Equatable {
     /// `passthrough`: the tracks go out as they are or the channel does not start (one codec:
     /// Ogg Opus or Vorbis as a chained Ogg stream, or MP3/ADTS of one format), never transcoded.
     public var passthrough: Bool
+    /// `private`: listeners must log in once accounts exist (channels are public by default).
+    public var isPrivate = false
 
     public init(name: String, path: String, shuffle: Bool = false, bitrate: Int? = nil, passthrough: Bool = false) {
         self.name = name
@@ -46,12 +48,15 @@ public struct ChannelSpec: Sendable, Equatable {
         var shuffle = false
         var bitrate: Int?
         var passthrough = false
+        var isPrivate = false
         while let comma = path.lastIndex(of: ",") {
             let option = path[path.index(after: comma)...]
             if option == "shuffle" {
                 shuffle = true
             } else if option == "passthrough" {
                 passthrough = true
+            } else if option == "private" {
+                isPrivate = true
             } else if option.hasPrefix("bitrate=") {
                 let value = option.dropFirst("bitrate=".count)
                 guard value.count <= 3, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let kbps = Int(value),
@@ -68,7 +73,9 @@ public struct ChannelSpec: Sendable, Equatable {
         if passthrough && bitrate != nil {
             throw .malformed("channel '\(name)': passthrough sends the tracks as they are, bitrate= transcodes them: give one")
         }
-        return ChannelSpec(name: name, path: path, shuffle: shuffle, bitrate: bitrate, passthrough: passthrough)
+        var spec = ChannelSpec(name: name, path: path, shuffle: shuffle, bitrate: bitrate, passthrough: passthrough)
+        spec.isPrivate = isPrivate
+        return spec
     }
 }
 
