@@ -84,8 +84,8 @@ public final class Router: Sendable {
             throw HTTPRefusal(501, "method \(request.method) not implemented")
         }
         let path = request.path
-        if path == "/" || path == "/index.html" {
-            return .generated(WebPage.bytes, contentType: "text/html; charset=utf-8", for: request)
+        if let page = WebPage.response(path: path, for: request) {
+            return page
         }
         if path.hasPrefix(APIRoutes.mediaPrefix) {
             return try media(request, relative: path.dropFirst(APIRoutes.mediaPrefix.count))
