@@ -13,7 +13,8 @@ const FIRST_CHUNK = 64 << 10; // an MP3/ADTS file is fetched in ranges: a small 
 const CHUNK = 512 << 10;
 // Samples a decoder adds before the encoder's delay: mpg123 and ffmpeg's MP3 decoder (Chromium's)
 // start 529 samples late (the synthesis filterbank's delay), which the LAME tag does not count.
-const DECODER_DELAY = { mp3: 529 };
+const DECODER_DELAY = {};
+const PREROLL_NUDGE_S = 2e-6;
 
 /** What a track needs to be appended: MIME type, parser mode, delay and length in samples, and its byte chunks. */
 async function describe(track) {
@@ -44,7 +45,16 @@ async function describe(track) {
   for (const [, seconds, uri] of media.matchAll(/#EXTINF:([\d.]+),[^\n]*\n([^#\n][^\n]*)/g)) {
     chunks.push({ url: base + uri, t }); t += Number(seconds);
   }
-  return finish(await index);
+  // AAC goes in as ADTS (audio/aac), re-framed from the fMP4 fragments here: Chromium trims an
+  // MP4 AAC track's last frame at appendWindowEnd no further than the whole frame, so the
+  // encoder's padding played at each join; its ADTS parser trims to the sample, as for MP3.
+  let remux = null;
+  if (/^mp4a\.40\.[1-4]$/.test(codecs || '') && window.MediaSource && MediaSource.isTypeSupported('audio/aac')) {
+    remux = 'adts'; mime = 'audio/aac'; mode = 'sequence';
+  }
+  const described = finish(await index);
+  if (described.mse) described.remux = remux;
+  return described;
 
   function finish(info) {
     if (!info || !window.MediaSource || !MediaSource.isTypeSupported(mime)) return { mse: false };
@@ -124,8 +134,16 @@ class Session {
       if (!chunk) { this.cursor = null; continue; }
       if (this.bufferedEnd() - this.audio.currentTime > AHEAD_S) { await this.progress(); continue; }
       this.cursor.next++;
-      const data = await bytes(chunk, this.abort.signal);
+      let data = await bytes(chunk, this.abort.signal);
       if (!this.alive) return;
+      if (this.cursor.desc.remux === 'adts') {
+        if (chunk.t === undefined) {        // the init segment: only its configuration is kept
+          this.cursor.adts = adtsConfig(data);
+          if (!this.cursor.adts) throw new Error('AAC configuration ADTS cannot carry');
+          continue;
+        }
+        data = adtsFrames(data, this.cursor.adts);
+      }
       await this.appendWithRoom(data);
     }
     if (!this.alive) return;
@@ -174,7 +192,7 @@ class Session {
     const offset = last ? 0 : this.startOffset;
     // Start mid-track (a resumed position, a far seek): from the chunk that holds the offset.
     let next = 0;
-    if (offset > 0 && desc.mode === 'segments') {
+    if (offset > 0 && desc.chunks.length > 1 && desc.chunks[1].t !== undefined) {
       next = 1;
       while (next + 1 < desc.chunks.length && desc.chunks[next + 1].t <= offset) next++;
     } else if (offset > 0) {
@@ -192,7 +210,13 @@ class Session {
       }
       this.mime = desc.mime;
       if (this.sb.mode !== desc.mode) this.sb.mode = desc.mode;
-      this.sb.timestampOffset = start - desc.delay / desc.rate;
+      // 2 µs early: a first kept frame that starts exactly at appendWindowStart is not "partially
+      // trimmed", so Chromium would not keep the frame before it as the decoder's preroll, and an
+      // AAC decoder started cold gets its first frame wrong. 2 µs is a tenth of a sample.
+      // In sequence mode (MP3, ADTS) the first appended frame lands at timestampOffset: a
+      // mid-track start begins at its segment's time.
+      const first = desc.mode === 'sequence' && next > 0 && desc.chunks[next].t !== undefined ? desc.chunks[next].t : 0;
+      this.sb.timestampOffset = start + first - desc.delay / desc.rate - (desc.delay ? PREROLL_NUDGE_S : 0);
       this.sb.appendWindowEnd = Infinity;
       this.sb.appendWindowStart = start;
       this.sb.appendWindowEnd = start + seconds;
@@ -472,4 +496,108 @@ export class GaplessPlayer extends EventTarget {
     this.currentGain = gain;
     this.gain.gain.setValueAtTime(gain, this.context.currentTime);
   }
+}
+
+// fMP4 → ADTS: the AudioSpecificConfig of the init segment's esds gives each frame's 7-byte
+// header; a fragment's samples are cut from its mdat by the trun's sizes.
+function boxes(view, start, end) {
+  const found = [];
+  for (let at = start; at + 8 <= end;) {
+    let size = view.getUint32(at), header = 8;
+    const type = String.fromCharCode(view.getUint8(at + 4), view.getUint8(at + 5), view.getUint8(at + 6), view.getUint8(at + 7));
+    if (size === 1) { size = Number(view.getBigUint64(at + 8)); header = 16; } else if (size === 0) size = end - at;
+    if (size < header || at + size > end) throw new Error('MP4: box ' + type + ' overruns its parent');
+    found.push({ type, start: at, body: at + header, end: at + size });
+    at += size;
+  }
+  return found;
+}
+function child(view, box, type) {
+  return boxes(view, box.body, box.end).find(b => b.type === type);
+}
+function descriptor(view, at, end) {
+  const tag = view.getUint8(at++);
+  let length = 0;
+  for (let i = 0; i < 4 && at < end; i++) { const b = view.getUint8(at++); length = (length << 7) | (b & 0x7f); if (!(b & 0x80)) break; }
+  return { tag, body: at, end: Math.min(end, at + length) };
+}
+
+/** The ADTS header fields from an init segment: {profile, frequencyIndex, channels}, or null. */
+export function adtsConfig(buffer) {
+  const view = new DataView(buffer);
+  const moov = boxes(view, 0, view.byteLength).find(b => b.type === 'moov');
+  const path = ['trak', 'mdia', 'minf', 'stbl', 'stsd'];
+  let box = moov;
+  for (const type of path) { box = box && child(view, box, type); }
+  if (!box) return null;
+  const mp4a = boxes(view, box.body + 8, box.end).find(b => b.type === 'mp4a');
+  if (!mp4a) return null;
+  const esds = boxes(view, mp4a.body + 28, mp4a.end).find(b => b.type === 'esds');
+  if (!esds) return null;
+  let es = descriptor(view, esds.body + 4, esds.end);
+  if (es.tag !== 3) return null;
+  const flags = view.getUint8(es.body + 2);
+  let at = es.body + 3;
+  if (flags & 0x80) at += 2;
+  if (flags & 0x40) at += 1 + view.getUint8(at);
+  if (flags & 0x20) at += 2;
+  const config = descriptor(view, at, es.end);
+  if (config.tag !== 4) return null;
+  const specific = descriptor(view, config.body + 13, config.end);
+  if (specific.tag !== 5 || specific.end - specific.body < 2) return null;
+  const b0 = view.getUint8(specific.body), b1 = view.getUint8(specific.body + 1);
+  const profile = b0 >> 3, frequencyIndex = ((b0 & 7) << 1) | (b1 >> 7), channels = (b1 >> 3) & 15;
+  if (profile < 1 || profile > 4 || frequencyIndex > 12 || channels < 1 || channels > 7) return null;
+  return { profile, frequencyIndex, channels };
+}
+
+/** A media segment's AAC frames, each behind an ADTS header. */
+export function adtsFrames(buffer, config) {
+  const view = new DataView(buffer);
+  const top = boxes(view, 0, view.byteLength);
+  const out = [];
+  let total = 0;
+  for (const moof of top.filter(b => b.type === 'moof')) {
+    for (const traf of boxes(view, moof.body, moof.end).filter(b => b.type === 'traf')) {
+      const tfhd = child(view, traf, 'tfhd');
+      const tfhdFlags = view.getUint32(tfhd.body) & 0xffffff;
+      let at = tfhd.body + 8, defaultSize = 0;
+      if (tfhdFlags & 0x01) at += 8;
+      if (tfhdFlags & 0x02) at += 4;
+      if (tfhdFlags & 0x08) at += 4;
+      if (tfhdFlags & 0x10) defaultSize = view.getUint32(at);
+      let base = moof.start;
+      for (const trun of boxes(view, traf.body, traf.end).filter(b => b.type === 'trun')) {
+        const flags = view.getUint32(trun.body) & 0xffffff, count = view.getUint32(trun.body + 4);
+        let p = trun.body + 8, data = base;
+        if (flags & 0x01) { data = base + view.getInt32(p); p += 4; }
+        if (flags & 0x04) p += 4;
+        for (let i = 0; i < count; i++) {
+          if (flags & 0x100) p += 4;
+          let size = defaultSize;
+          if (flags & 0x200) { size = view.getUint32(p); p += 4; }
+          if (flags & 0x400) p += 4;
+          if (flags & 0x800) p += 4;
+          if (data + size > view.byteLength || size > 8184) throw new Error('MP4: sample outside the segment');
+          out.push(new Uint8Array(buffer, data, size)); total += size + 7;
+          data += size;
+        }
+        base = data;
+      }
+    }
+  }
+  const adts = new Uint8Array(total);
+  let at = 0;
+  for (const frame of out) {
+    const length = frame.length + 7;
+    adts[at] = 0xff; adts[at + 1] = 0xf1;
+    adts[at + 2] = ((config.profile - 1) << 6) | (config.frequencyIndex << 2) | (config.channels >> 2);
+    adts[at + 3] = ((config.channels & 3) << 6) | (length >> 11);
+    adts[at + 4] = (length >> 3) & 0xff;
+    adts[at + 5] = ((length & 7) << 5) | 0x1f;
+    adts[at + 6] = 0xfc;
+    adts.set(frame, at + 7);
+    at += length;
+  }
+  return adts.buffer;
 }
