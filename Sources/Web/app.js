@@ -39,15 +39,14 @@ async function getList(url, signal) {
   return { items, total: Number(response.headers.get('X-Total-Count') || items.length),
            more: response.headers.get('X-More') === 'true' };
 }
-// Enter and space on a focusable list item act as a click.
-function activatable(node, action, label) {
-  node.tabIndex = 0;
-  node.setAttribute('role', 'button');
-  if (label) node.setAttribute('aria-label', label);
-  node.addEventListener('click', action);
-  node.addEventListener('keydown', event => {
-    if (event.target === node && (event.key === 'Enter' || event.key === ' ')) { event.preventDefault(); event.stopPropagation(); action(); }
-  });
+// A list item whose content is one button: the keyboard reaches it, the list stays a list, and a
+// click anywhere on the item (or item.click()) acts.
+function activatable(item, action, label, ...content) {
+  const b = el('button', 'hit'); b.type = 'button';
+  if (label) b.setAttribute('aria-label', label);
+  b.append(...content);
+  item.appendChild(b);
+  item.addEventListener('click', action);
 }
 
 // The album grid: one page at a time.
@@ -60,8 +59,8 @@ async function showAlbums(offset) {
     const img = el('img'); img.alt = ''; img.loading = 'lazy'; img.src = album.cover;
     img.addEventListener('error', () => img.remove());
     art.appendChild(img);
-    li.append(art, el('div', 'name', album.title), el('div', 'by', album.artist + (album.year ? ' · ' + album.year : '')));
-    activatable(li, () => openAlbum(album.id), 'Album ' + album.title + ' by ' + album.artist);
+    activatable(li, () => openAlbum(album.id), null,
+                art, el('div', 'name', album.title), el('div', 'by', album.artist + (album.year ? ' · ' + album.year : '')));
     return li;
   });
   $('albums').replaceChildren(...items);
@@ -103,8 +102,8 @@ function renderRows() {
     const title = track.title || track.path.split('/').pop();
     const main = el('span', 'title', title);
     main.appendChild(el('span', 'sub', [track.artist, track.album, quality(track)].filter(Boolean).join(' · ')));
-    li.append(el('span', 'n', track.track || (start + i + 1)), main, el('span', 'duration', clock(track.duration_s)));
-    activatable(li, () => player.play(state.list, start + i), 'Play ' + title);
+    activatable(li, () => player.play(state.list, start + i), null,
+                el('span', 'n', track.track || (start + i + 1)), main, el('span', 'duration', clock(track.duration_s)));
     return li;
   });
   $('rows').replaceChildren(...(rows.length ? rows : [el('li', 'empty', 'No tracks')]));
@@ -149,8 +148,8 @@ function renderQueue() {
   const items = player.queue.slice(0, 200).map((track, i) => {
     const li = el('li', 'queued' + (i === player.index ? ' playing' : '')); li.dataset.path = track.path;
     const name = (track.title || track.path.split('/').pop()) + (track.artist ? ' — ' + track.artist : '');
-    const label = el('span', 'label', name);
-    activatable(label, () => player.jump(i), 'Play ' + name);
+    const label = el('span', 'label');
+    activatable(label, () => player.jump(i), null, name);
     li.append(label,
       button('↑', 'Move up: ' + name, () => player.move(i, i - 1)),
       button('↓', 'Move down: ' + name, () => player.move(i, i + 1)),
@@ -253,7 +252,7 @@ document.addEventListener('keydown', event => {
   const target = event.target;
   if (event.ctrlKey || event.metaKey || event.altKey) return;
   if (target && (target.tagName === 'INPUT' || target.tagName === 'SELECT' || target.tagName === 'TEXTAREA')) return;
-  const onButton = target && (target.tagName === 'BUTTON' || target.getAttribute('role') === 'button');
+  const onButton = target && target.tagName === 'BUTTON';
   switch (event.key) {
     case ' ': if (onButton) return; player.toggle(); break;
     case 'ArrowRight': player.seek(player.position + 5); break;

@@ -145,6 +145,10 @@ class Session {
         data = adtsFrames(data, this.cursor.adts);
       }
       await this.appendWithRoom(data);
+      if (this.pendingSeek !== undefined && this.audio.readyState >= 1 && this.bufferedEnd() > this.pendingSeek) {
+        this.audio.currentTime = this.pendingSeek;
+        this.pendingSeek = undefined;
+      }
     }
     if (!this.alive) return;
     await this.run(() => { if (this.ms.readyState === 'open') this.ms.endOfStream(); return false; });
@@ -222,11 +226,8 @@ class Session {
       this.sb.appendWindowEnd = start + seconds;
       return false;
     });
-    if (!last && offset > 0) {
-      const seekTo = start + offset;
-      const seek = () => { this.audio.currentTime = seekTo; };
-      if (this.audio.readyState >= 1) seek(); else this.audio.addEventListener('loadedmetadata', seek, { once: true });
-    }
+    // A start mid-track seeks once the first media segment is in (the element has metadata then).
+    if (!last && offset > 0) this.pendingSeek = start + offset;
     // A mid-track start still needs the init segment first.
     this.cursor = { entry, desc, next: 0, skipTo: next };
     if (next > 1) { this.cursor.desc = { ...desc, chunks: [desc.chunks[0], ...desc.chunks.slice(next)] }; }
@@ -305,6 +306,7 @@ export class GaplessPlayer extends EventTarget {
 
   /** Seconds into the playing track. */
   get position() {
+    if (this.cued) return this.pendingOffset || 0;
     if (!this.session) return this.audio.currentTime || 0;
     const entry = this.session.entries.find(e => e.index === this.index);
     return entry ? Math.max(0, this.audio.currentTime - entry.start) : this.pendingOffset || 0;
@@ -334,6 +336,7 @@ export class GaplessPlayer extends EventTarget {
     if (this.session) { this.session.close(); this.session = null; }
     this.cued = false;
     this.index = index; this.pendingOffset = offset;
+    this.applyGain();
     this.emit('track');
     const track = this.queue[index];
     const token = this.startToken = {};

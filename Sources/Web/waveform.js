@@ -25,9 +25,14 @@ export class WaveformView {
     this.refetchTimer = 0;
     this.pointers = new Map();
     this.followUntil = 0;
-    canvas.setAttribute('role', 'slider');
+    // The playing track's bar is a slider (PageUp/PageDown, Home/End); the others are pictures.
+    canvas.setAttribute('role', onSeek ? 'slider' : 'img');
     canvas.setAttribute('aria-label', label);
-    canvas.setAttribute('aria-valuemin', '0');
+    if (onSeek) {
+      canvas.setAttribute('aria-valuemin', '0');
+      canvas.setAttribute('aria-valuemax', '0');
+      canvas.setAttribute('aria-valuenow', '0');
+    }
     canvas.tabIndex = onSeek ? 0 : -1;
     this.listen();
     views.add(this);
@@ -42,8 +47,8 @@ export class WaveformView {
     this.from = 0; this.to = this.duration;
     this.overview = this.detail = null;
     this.generation++;
-    this.canvas.setAttribute('aria-valuemax', String(Math.round(this.duration)));
-    this.canvas.setAttribute('aria-valuetext', track ? (track.title || track.path) : 'no track');
+    if (this.onSeek) this.canvas.setAttribute('aria-valuemax', String(Math.round(this.duration)));
+    else this.canvas.setAttribute('aria-label', track ? 'Waveform of ' + (track.title || track.path) : 'No queued track');
     if (track && track.id !== undefined) this.load('overview', 0, this.duration, this.generation);
     this.invalidate();
   }
@@ -58,7 +63,7 @@ export class WaveformView {
     // A zoomed view follows the playhead unless the listener scrolled a moment ago.
     if (seconds >= 0 && span < this.duration && performance.now() > this.followUntil &&
         (seconds < this.from || seconds > this.to)) this.setView(seconds - span * 0.1, seconds + span * 0.9);
-    this.canvas.setAttribute('aria-valuenow', String(Math.max(0, Math.round(seconds))));
+    if (this.onSeek) this.canvas.setAttribute('aria-valuenow', String(Math.max(0, Math.round(seconds))));
     this.invalidate();
   }
 

@@ -10,8 +10,10 @@
     Also reports the time from the album click to the first sound (--first-sound-ms budget).
 --frames N[,N...]  for each N, 4 waveforms on screen each holding N visible pairs, zoomed in and
     out continuously for --frame-seconds; p95 of requestAnimationFrame intervals <= 16.7 ms.
---controls  queue panel, shuffle/repeat, keys, Media Session metadata, position across reload.
---axe  axe-core (axe-selenium-python): no serious or critical violation.
+--controls ALBUM,GAIN_ALBUM  queue panel (reorder, play next, remove), shuffle/repeat, keys
+    (n, p, space, arrows), Media Session metadata, position across a reload, ReplayGain.
+--axe  axe-core (axe-selenium-python): no serious or critical violation; controls in the tab
+    order with a focus outline; HTML+JS+CSS under 200 KB; no request to another origin.
 Prints one line per check and 'N passed, M failed'; exit 0 only when all pass."""
 import argparse, base64, json, sys, time, urllib.request
 
@@ -169,6 +171,23 @@ def analyze(samples, rate, track_frames, hz, amp):
             "step_elsewhere": float(elsewhere.max()) if len(elsewhere) else 0.0, "onset": int(onset), "period": period}
 
 
+def reference_join_step(library, tracks, frames, rate):
+    """The largest sample step around the joins of ffmpeg's decode of the tracks (channel 0),
+    each cut to its catalog length after the delay ffmpeg itself trims (LAME tag, MP4 edit)."""
+    import subprocess
+    parts = []
+    for track, count in zip(tracks, frames):
+        raw = subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-i", f"{library}/{track['path']}",
+                              "-af", "pan=mono|c0=c0", "-ar", str(rate), "-f", "f32le", "-"], capture_output=True, check=True).stdout
+        parts.append(np.frombuffer(raw, dtype=np.float32).astype(np.float64)[:count])
+    joined = np.abs(np.diff(np.concatenate(parts)))
+    window, at, largest = int(rate * 0.02), 0, 0.0
+    for count in frames[:-1]:
+        at += count
+        largest = max(largest, float(joined[max(0, at - window): at + window].max()))
+    return largest
+
+
 def gapless(driver, base, titles, args):
     albums = get_json(base, "/api/albums?offset=0&limit=1000")
     rate = args.rate
@@ -189,11 +208,17 @@ def gapless(driver, base, titles, args):
         check(abs(result["length"] - expected) <= slack,
               f"{title}: sound lasts {result['length']} samples, tracks sum to {expected} (diff {result['length'] - expected}, "
               f"allowed {slack})")
-        gaps = [round(g, 1) for g in result["gaps"]]
+        gaps = [round(float(g), 1) for g in result["gaps"]]
         check(all(abs(g) <= rate * 0.001 for g in result["gaps"]), f"{title}: join gaps in samples {gaps} (goal 0, within 1 ms)")
         print(f"figure gapless {title} join_gaps_samples={gaps}")
-        check(result["step_joins"] <= result["step_elsewhere"] * 1.05 + 1e-4,
-              f"{title}: largest sample step at the joins {result['step_joins']:.4f}, elsewhere {result['step_elsewhere']:.4f} (no click)")
+        # A lossy codec's own transients at a cut (each track was encoded alone) are in any
+        # decoder's output: the bound is ffmpeg's decode of the same tracks joined at the same
+        # samples, or the tone's own step where that decode has none larger (FLAC).
+        reference = reference_join_step(args.library, detail["tracks"], frames, rate) if args.library else 0.0
+        bound = max(result["step_elsewhere"], reference) * 1.05 + 1e-4
+        check(result["step_joins"] <= bound,
+              f"{title}: largest sample step at the joins {result['step_joins']:.4f}; elsewhere {result['step_elsewhere']:.4f}, "
+              f"ffmpeg's joined decode at the joins {reference:.4f} (no click)")
         check(0 <= first_sound <= args.first_sound_ms,
               f"{title}: first sound {first_sound} ms after the album click (budget {args.first_sound_ms} ms)")
         print(f"figure first_sound_ms {title} {first_sound}")
@@ -211,7 +236,7 @@ def frames(driver, base, counts, seconds):
             const [count, seconds, done] = arguments;
             const waves = window.streamPage.waves;
             const duration = 3600, width = waves[0].width();
-            const pairs = count * 8, data = new Int16Array(pairs * 2);
+            const pairs = count * 16, data = new Int16Array(pairs * 2);
             for (let i = 0; i < pairs; i++) { const v = Math.round(20000 * Math.abs(Math.sin(i / 50)) * (0.5 + 0.5 * Math.sin(i / 3000)));
                                               data[2 * i] = -v; data[2 * i + 1] = v; }
             const response = { from: 0, to: duration, sample_rate: 44100, samples_per_pair: duration * 44100 / pairs, complete: true, data };
@@ -220,10 +245,14 @@ def frames(driver, base, counts, seconds):
               view.setTrack({ id: 'synthetic-' + i, title: 'synthetic', duration_s: duration });
               view.generation++;     // no request for the synthetic track
               view.setData('overview', response);
-              view.setView(0, duration / 8);
+              view.setView(0, duration / 16);
               view.setPosition(duration / 32);
             });
-            const intervals = [], visible = [];
+            const intervals = [], visible = [], work = [];
+            // The drawing's own time each frame, beside the frame intervals.
+            const draws = waves.map(view => view.draw);
+            waves.forEach((view, i) => { view.draw = function () { const t0 = performance.now(); draws[i].call(view);
+                                                                   work.push(performance.now() - t0); }; });
             let last = performance.now(), start = last, zoomIn = true, factor = 1.0;
             function frame(now) {
               intervals.push(now - last); last = now;
@@ -231,22 +260,27 @@ def frames(driver, base, counts, seconds):
               factor = zoomIn ? 1.02 : 1 / 1.02;
               waves.forEach(view => view.zoom(factor));
               const span = waves[0].to - waves[0].from;
-              if (span < duration / 32) zoomIn = false; else if (span > duration / 8) zoomIn = true;
+              if (span <= duration / 16) zoomIn = false; else if (span >= duration / 8) zoomIn = true;
               visible.push(waves.reduce((n, v) => n + (v.visiblePairs || 0), 0) / waves.length);
               if (now - start < seconds * 1000) requestAnimationFrame(frame);
-              else done({ intervals: intervals.slice(3), visible });
+              else { waves.forEach((view, i) => { view.draw = draws[i]; }); done({ intervals: intervals.slice(3), visible, work }); }
             }
             requestAnimationFrame(frame);
             """, count, seconds)
         intervals = np.array(stats["intervals"])
         visible = np.array(stats["visible"])
         p95 = float(np.percentile(intervals, 95))
+        work = np.array(stats["work"]) * 4     # four views drawn a frame
+        work_p95 = float(np.percentile(work, 95)) if len(work) else -1
         shown = driver.execute_script("return window.streamPage.waves.filter(v => !v.canvas.hidden && v.canvas.clientHeight > 0).length")
         check(shown == 4, f"{shown} waveforms on screen")
         print(f"figure frame_p95_ms visible_pairs~{count} p95={p95:.2f} median={float(np.median(intervals)):.2f} "
               f"frames={len(intervals)} visible_pairs_median={float(np.median(visible)):.0f} min={float(visible.min()):.0f} "
-              f"max={float(visible.max()):.0f}")
-        check(p95 <= 16.7 + 0.5, f"zoom with ~{count} visible pairs: p95 frame interval {p95:.2f} ms (<= 16.7 ms)")
+              f"max={float(visible.max()):.0f} draw_4_views_p95_ms={work_p95:.2f}")
+        # performance.now() is coarsened to 0.1 ms (no cross-origin isolation): a 16.67 ms frame
+        # reads 16.6 to 16.8, a dropped one 33.3.
+        check(p95 <= 16.7 + 0.15, f"zoom with {float(visible.min()):.0f}-{float(visible.max()):.0f} visible pairs a waveform: "
+                                  f"p95 frame interval {p95:.2f} ms (<= 16.7 ms)")
 
 
 def main():
@@ -258,9 +292,10 @@ def main():
     parser.add_argument("--tone-amp", type=float, default=0.5)
     parser.add_argument("--first-sound-ms", type=float, default=300)
     parser.add_argument("--save")
+    parser.add_argument("--library", help="the music folder, for ffmpeg's reference decode of the tracks")
     parser.add_argument("--frames")
     parser.add_argument("--frame-seconds", type=float, default=10)
-    parser.add_argument("--controls", action="store_true")
+    parser.add_argument("--controls", help="ALBUM,GAIN_ALBUM: an album of 3 tracks, an album whose track has ReplayGain tags")
     parser.add_argument("--axe", action="store_true")
     parser.add_argument("--screenshot")
     args = parser.parse_args()
@@ -272,7 +307,7 @@ def main():
         if args.frames:
             frames(driver, base, [int(n) for n in args.frames.split(",")], args.frame_seconds)
         if args.controls:
-            controls(driver, base)
+            controls(driver, base, *args.controls.split(","))
         if args.axe:
             axe(driver, base)
         if args.screenshot:
@@ -283,12 +318,127 @@ def main():
     return 0 if FAILED[0] == 0 else 1
 
 
-def controls(driver, base):
-    pass
+def playing(driver):
+    return driver.execute_script("return document.body.dataset.playing || null")
+
+
+def queue_paths(driver):
+    return driver.execute_script("return Array.from(document.querySelectorAll('#queue .queued')).map(li => li.dataset.path)")
+
+
+def controls(driver, base, album_title, gain_title):
+    """The queue panel, keys, shuffle/repeat, Media Session, ReplayGain and the position across a reload."""
+    albums = get_json(base, "/api/albums?offset=0&limit=1000")
+    album = next(a for a in albums if a["title"] == album_title)
+    tracks = get_json(base, f"/api/albums/{album['id']}")["tracks"]
+    paths = [t["path"] for t in tracks]
+    open_page(driver, base)
+    driver.execute_script("document.querySelector(`.album[data-id='%d']`).click()" % album["id"])
+    wait(driver, "!document.getElementById('play-all').disabled", 10)
+    driver.find_element(By.ID, "play-all").click()
+    check(wait(driver, f"document.body.dataset.playing === {json.dumps(paths[0])} && !document.getElementById('player').paused", 10),
+          f"'Play all' plays {paths[0]}")
+    check(queue_paths(driver) == paths, f"the queue panel lists the album in order: {queue_paths(driver)}")
+    session = driver.execute_script("""const m = navigator.mediaSession.metadata;
+        return m ? {title: m.title, artist: m.artist, album: m.album, artwork: m.artwork.map(a => a.src)} : null""")
+    want = tracks[0]
+    check(session is not None and session["title"] == want["title"] and session["artist"] == want["artist"]
+          and session["album"] == want["album"] and any(src.endswith(f"/api/cover/{want['album_id']}") for src in session["artwork"]),
+          f"Media Session metadata: {session}")
+    body = driver.find_element(By.TAG_NAME, "body")
+    body.send_keys("n")
+    check(wait(driver, f"document.body.dataset.playing === {json.dumps(paths[1])}", 5), f"'n' plays the next track: {playing(driver)}")
+    body.send_keys("p")
+    check(wait(driver, f"document.body.dataset.playing === {json.dumps(paths[0])}", 5), f"'p' plays the previous track: {playing(driver)}")
+    body.send_keys(" ")
+    check(wait(driver, "document.getElementById('player').paused", 5), "space pauses")
+    body.send_keys(" ")
+    check(wait(driver, "!document.getElementById('player').paused", 5), "space plays again")
+    wait(driver, "window.streamPage.player.position > 0.6", 5)
+    body.send_keys(Keys.ARROW_LEFT)
+    check(wait(driver, "window.streamPage.player.position < 0.5", 5),
+          f"left arrow seeks back: {driver.execute_script('return window.streamPage.player.position'):.2f} s")
+    # Queue edits: the last track up one, then "play next", then removed.
+    driver.execute_script("document.querySelectorAll('#queue .queued')[2].querySelector('[aria-label^=\"Move up\"]').click()")
+    check(queue_paths(driver) == [paths[0], paths[2], paths[1]], f"move up reorders the queue: {queue_paths(driver)}")
+    driver.execute_script("document.querySelectorAll('#queue .queued')[2].querySelector('[aria-label^=\"Play next\"]').click()")
+    check(queue_paths(driver) == [paths[0], paths[1], paths[2]], f"play next puts it after the playing track: {queue_paths(driver)}")
+    driver.execute_script("document.querySelectorAll('#queue .queued')[1].querySelector('[aria-label^=\"Remove\"]').click()")
+    check(queue_paths(driver) == [paths[0], paths[2]], f"remove takes it out: {queue_paths(driver)}")
+    # After the edits the next track to play is the queue's, not the one appended before them.
+    body.send_keys("n")
+    check(wait(driver, f"document.body.dataset.playing === {json.dumps(paths[2])}", 5), f"next after the edits: {playing(driver)}")
+    driver.find_element(By.ID, "shuffle").click()
+    check(driver.find_element(By.ID, "shuffle").get_attribute("aria-pressed") == "true"
+          and sorted(queue_paths(driver)) == sorted([paths[0], paths[2]]), "shuffle on: the same tracks, pressed")
+    driver.find_element(By.ID, "shuffle").click()
+    driver.find_element(By.ID, "repeat").click()
+    check(driver.execute_script("return window.streamPage.player.repeat") == "all", "repeat cycles to 'all'")
+    driver.find_element(By.ID, "repeat").click()
+    driver.find_element(By.ID, "repeat").click()
+    # The position survives a reload.
+    wait(driver, "window.streamPage.player.position > 0.5", 5)
+    driver.execute_script("document.getElementById('player').pause(); window.streamPage.save()")
+    before = driver.execute_script("return [document.body.dataset.playing, window.streamPage.player.position]")
+    driver.refresh()
+    wait(driver, "document.querySelectorAll('#queue .queued').length > 0", 10)
+    after = driver.execute_script("return [window.streamPage.player.track && window.streamPage.player.track.path, window.streamPage.player.position]")
+    check(after[0] == before[0] and abs(after[1] - before[1]) < 0.3, f"after a reload the queue is back at {after} (saved {before})")
+    driver.find_element(By.ID, "toggle").click()
+    resumed = wait(driver, "!document.getElementById('player').paused && window.streamPage.player.position > 0 ? window.streamPage.player.position : 0", 10)
+    check(bool(resumed) and resumed >= before[1] - 0.3, f"play resumes at {resumed or 0:.2f} s (saved {before[1]:.2f} s)")
+    # ReplayGain: the album's gain from the catalog, under 1/peak.
+    gain_album = next(a for a in albums if a["title"] == gain_title)
+    gain_track = get_json(base, f"/api/albums/{gain_album['id']}")["tracks"][0]
+    driver.execute_script("document.querySelector(`.album[data-id='%d']`).click()" % gain_album["id"])
+    wait(driver, f"document.getElementById('heading').textContent.startsWith({json.dumps(gain_title)})", 10)
+    driver.find_element(By.ID, "play-all").click()
+    wait(driver, f"document.body.dataset.playing === {json.dumps(gain_track['path'])}", 10)
+    expected = min(10 ** (gain_track["rg_album_gain"] / 20), 1 / gain_track["rg_album_peak"])
+    value = wait(driver, "window.streamPage.player.gain && Math.abs(window.streamPage.player.gain.gain.value - %f) < 0.001 "
+                         "? window.streamPage.player.gain.gain.value : 0" % expected, 5)
+    check(bool(value), f"ReplayGain: album gain {gain_track['rg_album_gain']} dB, peak {gain_track['rg_album_peak']}: "
+                       f"gain node at {value or 0:.4f} (expected {expected:.4f})")
+    driver.execute_script("document.getElementById('player').pause()")
 
 
 def axe(driver, base):
-    pass
+    """axe-core on the page with an album open and the queue filled: no serious or critical violation."""
+    from axe_selenium_python import Axe
+    open_page(driver, base)
+    driver.execute_script("document.querySelector('.album').click()")
+    wait(driver, "document.querySelectorAll('#rows .track').length > 0", 10)
+    driver.find_element(By.ID, "queue-all").click()
+    wait(driver, "document.querySelectorAll('#queue .queued').length > 0", 5)
+    page = Axe(driver)
+    page.inject()
+    results = page.run()
+    bad = [v for v in results["violations"] if v.get("impact") in ("serious", "critical")]
+    for violation in results["violations"]:
+        print(f"info axe {violation['impact']}: {violation['id']} ({len(violation['nodes'])} nodes): {violation['help']}: "
+              f"{[n['target'] for n in violation['nodes'][:3]]}")
+    check(not bad, f"axe-core: {len(results['violations'])} violations, {len(bad)} serious or critical "
+                   f"({', '.join(v['id'] for v in bad)}); {len(results['passes'])} rules pass")
+    # Every control is reachable with Tab and shows a focus ring.
+    unreachable = driver.execute_script("""
+        return Array.from(document.querySelectorAll('button:not([disabled]):not([hidden]), select, input, [role=button], canvas[tabindex="0"]'))
+          .filter(el => el.offsetParent !== null && el.tabIndex < 0).map(el => el.id || el.textContent)""")
+    check(not unreachable, f"every visible control is in the tab order ({unreachable})")
+    driver.execute_script("document.getElementById('q').focus()")
+    outlines = []
+    for _ in range(6):
+        driver.switch_to.active_element.send_keys(Keys.TAB)
+        outlines.append(driver.execute_script("""const e = document.activeElement, s = getComputedStyle(e);
+            return [e.id || e.className || e.tagName, s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2]"""))
+    check(all(ok for _, ok in outlines), f"each control reached with Tab shows an outline of at least 2 px: {outlines}")
+    sizes = {}
+    for name in ("/", "/web/app.js", "/web/player.js", "/web/waveform.js", "/web/style.css"):
+        sizes[name] = len(urllib.request.urlopen(base + name, timeout=30).read())
+    total = sum(sizes.values())
+    check(total < 200 * 1024, f"HTML+JS+CSS {total} bytes uncompressed (limit 200 KB): {sizes}")
+    foreign = driver.execute_script("""
+        return performance.getEntriesByType('resource').map(e => e.name).filter(u => !u.startsWith(location.origin))""")
+    check(not foreign, f"no request to another origin ({foreign})")
 
 
 if __name__ == "__main__":

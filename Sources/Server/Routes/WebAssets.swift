@@ -14,7 +14,7 @@ enum WebAssets {
 <body>
 <a class="skip" href="#albums">Skip to albums</a>
 <header><h1>streamd</h1>
-  <input id="q" type="search" placeholder="Search titles, artists, albums" autocomplete="off" aria-label="Search">
+  <input id="q" type="search" placeholder="Search titles, artists, albums" aria-label="Search">
   <span id="summary"></span></header>
 <main>
   <section id="browse" aria-labelledby="browse-heading">
@@ -77,6 +77,8 @@ button:disabled { opacity: .45; cursor: default; }
 button[aria-pressed="true"] { background: #1a56c4; color: #fff; }
 #albums { list-style: none; padding: 0; margin: 0; display: grid; gap: .9rem;
           grid-template-columns: repeat(auto-fill, minmax(9.5rem, 1fr)); }
+.hit { all: unset; box-sizing: border-box; display: block; width: 100%; cursor: pointer; }
+.hit:focus-visible { outline: 3px solid #1a56c4; outline-offset: 2px; }
 .album { cursor: pointer; border-radius: 6px; }
 .album .art { position: relative; aspect-ratio: 1; border-radius: 6px; overflow: hidden;
               background: linear-gradient(135deg, #cfd8e3, #8fa3bd); }
@@ -87,14 +89,15 @@ button[aria-pressed="true"] { background: #1a56c4; color: #fff; }
 .album .by { color: #555; font-size: .85rem; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 h2 { font-size: 1.05rem; margin: 0 0 .5rem; }
 #rows, #queue { list-style: none; padding: 0; margin: .6rem 0; }
-.track { display: grid; grid-template-columns: 2.2rem minmax(0, 1fr) auto; gap: .5rem; padding: .35rem .4rem;
-         border-bottom: 1px solid #e4e4e4; cursor: pointer; }
+.track { border-bottom: 1px solid #e4e4e4; }
+.track .hit { display: grid; grid-template-columns: 2.2rem minmax(0, 1fr) auto; gap: .5rem; padding: .35rem .4rem; }
 .track:hover { background: #eef3fb; }
 .track.playing, .queued.playing { background: #dde8fa; font-weight: 600; }
 .track .n, .track .duration { color: #555; font-variant-numeric: tabular-nums; }
 .track .sub { display: block; color: #555; font-size: .85rem; font-weight: normal; }
 .queued { display: flex; gap: .3rem; align-items: center; padding: .25rem .3rem; border-bottom: 1px solid #e4e4e4; }
-.queued .label { flex: 1; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.queued .label { flex: 1; min-width: 0; }
+.queued .label .hit { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .queued button { padding: .1rem .4rem; font-size: .85rem; }
 .empty, .help { color: #555; font-size: .85rem; }
 footer { position: fixed; bottom: 0; left: 0; right: 0; padding: .4rem 1.2rem .6rem; background: #fff; border-top: 1px solid #ddd; }
@@ -147,15 +150,14 @@ async function getList(url, signal) {
   return { items, total: Number(response.headers.get('X-Total-Count') || items.length),
            more: response.headers.get('X-More') === 'true' };
 }
-// Enter and space on a focusable list item act as a click.
-function activatable(node, action, label) {
-  node.tabIndex = 0;
-  node.setAttribute('role', 'button');
-  if (label) node.setAttribute('aria-label', label);
-  node.addEventListener('click', action);
-  node.addEventListener('keydown', event => {
-    if (event.target === node && (event.key === 'Enter' || event.key === ' ')) { event.preventDefault(); event.stopPropagation(); action(); }
-  });
+// A list item whose content is one button: the keyboard reaches it, the list stays a list, and a
+// click anywhere on the item (or item.click()) acts.
+function activatable(item, action, label, ...content) {
+  const b = el('button', 'hit'); b.type = 'button';
+  if (label) b.setAttribute('aria-label', label);
+  b.append(...content);
+  item.appendChild(b);
+  item.addEventListener('click', action);
 }
 
 // The album grid: one page at a time.
@@ -168,8 +170,8 @@ async function showAlbums(offset) {
     const img = el('img'); img.alt = ''; img.loading = 'lazy'; img.src = album.cover;
     img.addEventListener('error', () => img.remove());
     art.appendChild(img);
-    li.append(art, el('div', 'name', album.title), el('div', 'by', album.artist + (album.year ? ' · ' + album.year : '')));
-    activatable(li, () => openAlbum(album.id), 'Album ' + album.title + ' by ' + album.artist);
+    activatable(li, () => openAlbum(album.id), null,
+                art, el('div', 'name', album.title), el('div', 'by', album.artist + (album.year ? ' · ' + album.year : '')));
     return li;
   });
   $('albums').replaceChildren(...items);
@@ -211,8 +213,8 @@ function renderRows() {
     const title = track.title || track.path.split('/').pop();
     const main = el('span', 'title', title);
     main.appendChild(el('span', 'sub', [track.artist, track.album, quality(track)].filter(Boolean).join(' · ')));
-    li.append(el('span', 'n', track.track || (start + i + 1)), main, el('span', 'duration', clock(track.duration_s)));
-    activatable(li, () => player.play(state.list, start + i), 'Play ' + title);
+    activatable(li, () => player.play(state.list, start + i), null,
+                el('span', 'n', track.track || (start + i + 1)), main, el('span', 'duration', clock(track.duration_s)));
     return li;
   });
   $('rows').replaceChildren(...(rows.length ? rows : [el('li', 'empty', 'No tracks')]));
@@ -257,8 +259,8 @@ function renderQueue() {
   const items = player.queue.slice(0, 200).map((track, i) => {
     const li = el('li', 'queued' + (i === player.index ? ' playing' : '')); li.dataset.path = track.path;
     const name = (track.title || track.path.split('/').pop()) + (track.artist ? ' — ' + track.artist : '');
-    const label = el('span', 'label', name);
-    activatable(label, () => player.jump(i), 'Play ' + name);
+    const label = el('span', 'label');
+    activatable(label, () => player.jump(i), null, name);
     li.append(label,
       button('↑', 'Move up: ' + name, () => player.move(i, i - 1)),
       button('↓', 'Move down: ' + name, () => player.move(i, i + 1)),
@@ -361,7 +363,7 @@ document.addEventListener('keydown', event => {
   const target = event.target;
   if (event.ctrlKey || event.metaKey || event.altKey) return;
   if (target && (target.tagName === 'INPUT' || target.tagName === 'SELECT' || target.tagName === 'TEXTAREA')) return;
-  const onButton = target && (target.tagName === 'BUTTON' || target.getAttribute('role') === 'button');
+  const onButton = target && target.tagName === 'BUTTON';
   switch (event.key) {
     case ' ': if (onButton) return; player.toggle(); break;
     case 'ArrowRight': player.seek(player.position + 5); break;
@@ -553,6 +555,10 @@ class Session {
         data = adtsFrames(data, this.cursor.adts);
       }
       await this.appendWithRoom(data);
+      if (this.pendingSeek !== undefined && this.audio.readyState >= 1 && this.bufferedEnd() > this.pendingSeek) {
+        this.audio.currentTime = this.pendingSeek;
+        this.pendingSeek = undefined;
+      }
     }
     if (!this.alive) return;
     await this.run(() => { if (this.ms.readyState === 'open') this.ms.endOfStream(); return false; });
@@ -630,11 +636,8 @@ class Session {
       this.sb.appendWindowEnd = start + seconds;
       return false;
     });
-    if (!last && offset > 0) {
-      const seekTo = start + offset;
-      const seek = () => { this.audio.currentTime = seekTo; };
-      if (this.audio.readyState >= 1) seek(); else this.audio.addEventListener('loadedmetadata', seek, { once: true });
-    }
+    // A start mid-track seeks once the first media segment is in (the element has metadata then).
+    if (!last && offset > 0) this.pendingSeek = start + offset;
     // A mid-track start still needs the init segment first.
     this.cursor = { entry, desc, next: 0, skipTo: next };
     if (next > 1) { this.cursor.desc = { ...desc, chunks: [desc.chunks[0], ...desc.chunks.slice(next)] }; }
@@ -713,6 +716,7 @@ export class GaplessPlayer extends EventTarget {
 
   /** Seconds into the playing track. */
   get position() {
+    if (this.cued) return this.pendingOffset || 0;
     if (!this.session) return this.audio.currentTime || 0;
     const entry = this.session.entries.find(e => e.index === this.index);
     return entry ? Math.max(0, this.audio.currentTime - entry.start) : this.pendingOffset || 0;
@@ -742,6 +746,7 @@ export class GaplessPlayer extends EventTarget {
     if (this.session) { this.session.close(); this.session = null; }
     this.cued = false;
     this.index = index; this.pendingOffset = offset;
+    this.applyGain();
     this.emit('track');
     const track = this.queue[index];
     const token = this.startToken = {};
@@ -1038,9 +1043,14 @@ export class WaveformView {
     this.refetchTimer = 0;
     this.pointers = new Map();
     this.followUntil = 0;
-    canvas.setAttribute('role', 'slider');
+    // The playing track's bar is a slider (PageUp/PageDown, Home/End); the others are pictures.
+    canvas.setAttribute('role', onSeek ? 'slider' : 'img');
     canvas.setAttribute('aria-label', label);
-    canvas.setAttribute('aria-valuemin', '0');
+    if (onSeek) {
+      canvas.setAttribute('aria-valuemin', '0');
+      canvas.setAttribute('aria-valuemax', '0');
+      canvas.setAttribute('aria-valuenow', '0');
+    }
     canvas.tabIndex = onSeek ? 0 : -1;
     this.listen();
     views.add(this);
@@ -1055,8 +1065,8 @@ export class WaveformView {
     this.from = 0; this.to = this.duration;
     this.overview = this.detail = null;
     this.generation++;
-    this.canvas.setAttribute('aria-valuemax', String(Math.round(this.duration)));
-    this.canvas.setAttribute('aria-valuetext', track ? (track.title || track.path) : 'no track');
+    if (this.onSeek) this.canvas.setAttribute('aria-valuemax', String(Math.round(this.duration)));
+    else this.canvas.setAttribute('aria-label', track ? 'Waveform of ' + (track.title || track.path) : 'No queued track');
     if (track && track.id !== undefined) this.load('overview', 0, this.duration, this.generation);
     this.invalidate();
   }
@@ -1071,7 +1081,7 @@ export class WaveformView {
     // A zoomed view follows the playhead unless the listener scrolled a moment ago.
     if (seconds >= 0 && span < this.duration && performance.now() > this.followUntil &&
         (seconds < this.from || seconds > this.to)) this.setView(seconds - span * 0.1, seconds + span * 0.9);
-    this.canvas.setAttribute('aria-valuenow', String(Math.max(0, Math.round(seconds))));
+    if (this.onSeek) this.canvas.setAttribute('aria-valuenow', String(Math.max(0, Math.round(seconds))));
     this.invalidate();
   }
 
