@@ -12,6 +12,8 @@
     out continuously for --frame-seconds; p95 of requestAnimationFrame intervals <= 16.7 ms.
 --controls ALBUM,GAIN_ALBUM  queue panel (reorder, play next, remove), shuffle/repeat, keys
     (n, p, space, arrows), Media Session metadata, position across a reload, ReplayGain.
+--waveform ALBUM  the seek bar and the next tracks' bars draw /api/waveform's pairs; zoom asks
+    for the view's own; a click seeks (needs the /api/waveform route; --screenshot saves the page).
 --axe  axe-core (axe-selenium-python): no serious or critical violation; controls in the tab
     order with a focus outline; HTML+JS+CSS under 200 KB; no request to another origin.
 Prints one line per check and 'N passed, M failed'; exit 0 only when all pass."""
@@ -63,7 +65,7 @@ def browser():
 
 def open_page(driver, base):
     driver.get(base + "/")
-    wait(driver, "document.querySelectorAll('.album').length > 0", 20)
+    wait(driver, "document.getElementById('range').textContent !== ''", 20)
 
 
 RECORDER = """
@@ -297,6 +299,7 @@ def main():
     parser.add_argument("--frame-seconds", type=float, default=10)
     parser.add_argument("--controls", help="ALBUM,GAIN_ALBUM: an album of 3 tracks, an album whose track has ReplayGain tags")
     parser.add_argument("--axe", action="store_true")
+    parser.add_argument("--waveform", help="ALBUM: the seek bar draws /api/waveform (with the waveform route)")
     parser.add_argument("--screenshot")
     args = parser.parse_args()
     base = args.base.rstrip("/")
@@ -310,7 +313,9 @@ def main():
             controls(driver, base, *args.controls.split(","))
         if args.axe:
             axe(driver, base)
-        if args.screenshot:
+        if args.waveform:
+            waveform(driver, base, args.waveform, args.screenshot)
+        elif args.screenshot:
             driver.save_screenshot(args.screenshot)
     finally:
         driver.quit()
@@ -400,6 +405,57 @@ def controls(driver, base, album_title, gain_title):
     check(bool(value), f"ReplayGain: album gain {gain_track['rg_album_gain']} dB, peak {gain_track['rg_album_peak']}: "
                        f"gain node at {value or 0:.4f} (expected {expected:.4f})")
     driver.execute_script("document.getElementById('player').pause()")
+
+
+def waveform(driver, base, album_title, screenshot):
+    """The seek bar draws /api/waveform's pairs for the playing track and the queue's next ones;
+    zooming asks for the view's own pairs; a click seeks."""
+    albums = get_json(base, "/api/albums?offset=0&limit=1000")
+    album = next(a for a in albums if a["title"] == album_title)
+    tracks = get_json(base, f"/api/albums/{album['id']}")["tracks"]
+    open_page(driver, base)
+    driver.execute_script("""
+        window.__waveformAnswers = [];
+        const fetched = window.fetch;
+        window.fetch = async (...args) => {
+          const response = await fetched(...args);
+          if (String(args[0]).startsWith('/api/waveform/'))
+            response.clone().json().then(b => window.__waveformAnswers.push([String(args[0]), response.status, b.complete, (b.data || []).length / 2]))
+                            .catch(() => window.__waveformAnswers.push([String(args[0]), response.status, null, 0]));
+          return response;
+        };""")
+    driver.execute_script("document.querySelector(`.album[data-id='%d']`).click()" % album["id"])
+    wait(driver, "!document.getElementById('play-all').disabled", 10)
+    driver.find_element(By.ID, "play-all").click()
+    drawn = wait(driver, "window.streamPage.waves[0].visiblePairs > 0 && window.streamPage.waves[0].overview.complete !== false"
+                         " ? window.streamPage.waves[0].visiblePairs : 0", 20)
+    answers = driver.execute_script("return window.__waveformAnswers")
+    check(bool(drawn), f"the seek bar draws {drawn or 0} pairs of track {tracks[0]['id']} ({len(answers)} answers: {answers[:4]})")
+    print(f"info partial answers while computing: {sum(1 for a in answers if a[2] is False)}")
+    if len(tracks) > 1:
+        nexts = wait(driver, "window.streamPage.waves[1].visiblePairs > 0 ? window.streamPage.waves[1].visiblePairs : 0", 10)
+        check(bool(nexts), f"the next track's waveform draws {nexts or 0} pairs")
+    driver.execute_script("document.getElementById('player').pause()")
+    driver.find_element(By.TAG_NAME, "body").send_keys("+")
+    driver.find_element(By.TAG_NAME, "body").send_keys("+")
+    detail = wait(driver, "window.streamPage.waves[0].detail ? [window.streamPage.waves[0].detail.from, window.streamPage.waves[0].detail.to,"
+                          " window.streamPage.waves[0].visiblePairs] : null", 5)
+    view = driver.execute_script("return [window.streamPage.waves[0].from, window.streamPage.waves[0].to]")
+    check(bool(detail) and view[1] - view[0] < tracks[0]["duration_s"] * 0.5,
+          f"zoomed to {view[0]:.2f}-{view[1]:.2f} s: the view's own pairs were asked for ({detail})")
+    driver.find_element(By.ID, "zoom-out").click(); driver.find_element(By.ID, "zoom-out").click()
+    driver.find_element(By.ID, "zoom-out").click()
+    driver.execute_script("""const view = window.streamPage.waves[0]; view.setView(0, view.duration);""")
+    canvas = driver.find_element(By.CSS_SELECTOR, "canvas.wave")
+    from selenium.webdriver.common.action_chains import ActionChains
+    ActionChains(driver).move_to_element_with_offset(canvas, 0, 0).click().perform()
+    position = wait(driver, "Math.abs(window.streamPage.player.position - window.streamPage.player.track.duration_s / 2) < 0.3"
+                            " ? window.streamPage.player.position : 0", 10)
+    check(bool(position), f"a click in the middle of the seek bar seeks to {position or 0:.2f} s of {tracks[0]['duration_s']:.2f} s")
+    if screenshot:
+        driver.execute_script("document.getElementById('player').play()")
+        time.sleep(1.5)
+        driver.save_screenshot(screenshot)
 
 
 def axe(driver, base):
