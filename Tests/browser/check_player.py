@@ -229,6 +229,51 @@ def gapless(driver, base, titles, args):
         driver.execute_script("document.getElementById('player').pause()")
 
 
+def peer(driver, base, titles, args):
+    """The peer for the join figures: the page's former player, one <audio> per track switched at
+    `ended`, captured the same way (its own AudioContext and recorder in the page)."""
+    albums = get_json(base, "/api/albums?offset=0&limit=1000")
+    open_page(driver, base)
+    for title in titles:
+        album = next((a for a in albums if a["title"] == title), None)
+        if album is None:
+            continue
+        tracks = get_json(base, f"/api/albums/{album['id']}")["tracks"]
+        frames = [round(t["duration_s"] * t["sample_rate"]) for t in tracks]
+        encoded = driver.execute_async_script("""
+            const [urls, rate, source, total, done] = arguments;
+            (async () => {
+              const context = new AudioContext({ sampleRate: rate, latencyHint: 'playback' });
+              await context.audioWorklet.addModule(URL.createObjectURL(new Blob([source], { type: 'text/javascript' })));
+              const audio = new Audio();
+              const node = new AudioWorkletNode(context, 'recorder', { numberOfInputs: 1, numberOfOutputs: 0,
+                                                                    channelCount: 2, channelCountMode: 'explicit' });
+              context.createMediaElementSource(audio).connect(node);
+              const parts = [];
+              node.port.onmessage = event => parts.push(event.data);
+              let i = 0;
+              audio.addEventListener('ended', () => {
+                if (++i < urls.length) { audio.src = urls[i]; audio.play(); return; }
+                setTimeout(() => { node.port.postMessage('flush'); setTimeout(() => {
+                  const length = parts.reduce((n, p) => n + p.length, 0), all = new Float32Array(length); let at = 0;
+                  for (const p of parts) { all.set(p, at); at += p.length; }
+                  const bytes = new Uint8Array(all.buffer); let text = '';
+                  for (let k = 0; k < bytes.length; k += 0x8000) text += String.fromCharCode.apply(null, bytes.subarray(k, k + 0x8000));
+                  context.close(); done(btoa(text)); }, 300); }, 300);
+              });
+              audio.src = urls[0]; audio.play();
+            })();
+            """, [t["url"] for t in tracks], args.rate, RECORDER, album["duration_s"])
+        samples = np.frombuffer(base64.b64decode(encoded), dtype=np.float32).astype(np.float64)
+        result = analyze(samples, args.rate, frames, args.tone_hz, args.tone_amp)
+        if result is None:
+            print(f"figure peer {title} no sound captured")
+            continue
+        extra = result["length"] - sum(frames)
+        print(f"figure peer_one_audio_per_track {title} sound_length_minus_tracks={extra} samples over {len(frames) - 1} joins "
+              f"({extra / max(1, len(frames) - 1) / args.rate * 1000:.1f} ms a join)")
+
+
 def frames(driver, base, counts, seconds):
     open_page(driver, base)
     for count in counts:
@@ -295,6 +340,7 @@ def main():
     parser.add_argument("--first-sound-ms", type=float, default=300)
     parser.add_argument("--save")
     parser.add_argument("--library", help="the music folder, for ffmpeg's reference decode of the tracks")
+    parser.add_argument("--peer", help="ALBUM,...: the joins of one <audio> per track switched at 'ended' (figures only)")
     parser.add_argument("--frames")
     parser.add_argument("--frame-seconds", type=float, default=10)
     parser.add_argument("--controls", help="ALBUM,GAIN_ALBUM: an album of 3 tracks, an album whose track has ReplayGain tags")
@@ -307,6 +353,8 @@ def main():
     try:
         if args.gapless:
             gapless(driver, base, args.gapless.split(","), args)
+        if args.peer:
+            peer(driver, base, args.peer.split(","), args)
         if args.frames:
             frames(driver, base, [int(n) for n in args.frames.split(",")], args.frame_seconds)
         if args.controls:
