@@ -809,6 +809,7 @@ export class GaplessPlayer extends EventTarget {
     const entry = this.session && this.session.entries.find(e => e.index === index);
     if (entry && this.buffered(entry.start + offset)) {
       this.audio.currentTime = entry.start + offset;
+      if (index !== this.index) { this.index = index; this.applyGain(); this.emit('track'); }
       this.audio.play().catch(() => {});
       return;
     }
