@@ -176,11 +176,15 @@ def main():
                     continue
                 driver.execute_script(f"Array.from(document.querySelectorAll('#rows .track'))"
                                       f".find(li => li.dataset.path === {json.dumps(track['path'])}).click()")
+                # The player is this track's: its MediaSource holds it, or the element plays its /media URL.
                 state = wait(driver, f"(() => {{ const p = document.getElementById('player'), player = window.streamPage.player;"
+                                     f" const path = {json.dumps(track['path'])}, url = location.origin + {json.dumps(track['url'])};"
+                                     f" if (document.body.dataset.playing !== path) return null;"
+                                     f" if (p.error) return [-1, p.error.code];"
                                      f" const entry = player.session && player.session.entries.find(e => e.index === player.index);"
-                                     f" return document.body.dataset.playing === {json.dumps(track['path'])} && p.readyState >= 1"
-                                     f" ? [player.fallback ? p.duration : (entry ? entry.seconds : -1), player.position]"
-                                     f" : (p.error ? [-1, p.error.code] : null) }})()", 20)
+                                     f" if (entry && entry.track.path === path && p.readyState >= 1) return [entry.seconds, player.position];"
+                                     f" if (!player.session && player.fallback && p.src === url && p.readyState >= 1) return [p.duration, player.position];"
+                                     f" return null }})()", 20)
                 if not check(bool(state) and state[0] >= 0, f"{track['path']}: metadata loaded: {state}"):
                     continue
                 # Raw ADTS carries no duration: browsers estimate it from the first frames' bitrate.
