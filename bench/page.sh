@@ -32,5 +32,5 @@ for _ in $(seq 100); do
   [ "$(curl -s "$BASE/api/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tracks"])')" = 9 ] && break; sleep 0.1
 done
 python3 Tests/browser/check_player.py "$BASE" --gapless "MP3 Tone,AAC Tone,FLAC Tone" --library "$TMP/lib" \
-  --peer "MP3 Tone,AAC Tone,FLAC Tone" --frames 1000,10000 --frame-seconds 10 | grep -E '^(figure|FAIL|[0-9]+ passed)'
+  --peer "MP3 Tone,AAC Tone,FLAC Tone" --frames 1000,10000 --frame-seconds 10 --strict-frames | grep -E '^(figure|FAIL|[0-9]+ passed)'
 uptime

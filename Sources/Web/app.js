@@ -61,6 +61,9 @@ async function showAlbums(offset) {
     art.appendChild(img);
     activatable(li, () => openAlbum(album.id), null,
                 art, el('div', 'name', album.title), el('div', 'by', album.artist + (album.year ? ' · ' + album.year : '')));
+    const play = button('▶', 'Play album ' + album.title, () => openAlbum(album.id, true));
+    play.className = 'play-album';
+    li.appendChild(play);
     return li;
   });
   $('albums').replaceChildren(...items);
@@ -72,9 +75,11 @@ async function showAlbums(offset) {
 $('prev').addEventListener('click', () => showAlbums(Math.max(0, state.albumOffset - ALBUMS)));
 $('next').addEventListener('click', () => showAlbums(state.albumOffset + ALBUMS));
 
-async function openAlbum(id) {
+async function openAlbum(id, play = false) {
   state.albumClickAt = performance.now();
+  if (play) player.graph();      // inside the click: the autoplay policy lets this context run
   const album = await getJSON('/api/albums/' + id);
+  if (play) player.play(album.tracks, 0);
   document.querySelectorAll('.album.selected').forEach(a => a.classList.remove('selected'));
   const card = document.querySelector('.album[data-id="' + id + '"]');
   if (card) card.classList.add('selected');

@@ -79,7 +79,9 @@ button[aria-pressed="true"] { background: #1a56c4; color: #fff; }
           grid-template-columns: repeat(auto-fill, minmax(9.5rem, 1fr)); }
 .hit { all: unset; box-sizing: border-box; display: block; width: 100%; cursor: pointer; }
 .hit:focus-visible { outline: 3px solid #1a56c4; outline-offset: 2px; }
-.album { cursor: pointer; border-radius: 6px; }
+.album { cursor: pointer; border-radius: 6px; position: relative; }
+.album .play-album { position: absolute; top: .4rem; right: .4rem; border-radius: 50%; width: 2.2rem; height: 2.2rem;
+                     padding: 0; background: rgba(255, 255, 255, .92); }
 .album .art { position: relative; aspect-ratio: 1; border-radius: 6px; overflow: hidden;
               background: linear-gradient(135deg, #cfd8e3, #8fa3bd); }
 .album .art span { position: absolute; inset: 0; display: grid; place-items: center; font-size: 2.4rem; color: #fff; }
@@ -172,6 +174,9 @@ async function showAlbums(offset) {
     art.appendChild(img);
     activatable(li, () => openAlbum(album.id), null,
                 art, el('div', 'name', album.title), el('div', 'by', album.artist + (album.year ? ' · ' + album.year : '')));
+    const play = button('▶', 'Play album ' + album.title, () => openAlbum(album.id, true));
+    play.className = 'play-album';
+    li.appendChild(play);
     return li;
   });
   $('albums').replaceChildren(...items);
@@ -183,9 +188,11 @@ async function showAlbums(offset) {
 $('prev').addEventListener('click', () => showAlbums(Math.max(0, state.albumOffset - ALBUMS)));
 $('next').addEventListener('click', () => showAlbums(state.albumOffset + ALBUMS));
 
-async function openAlbum(id) {
+async function openAlbum(id, play = false) {
   state.albumClickAt = performance.now();
+  if (play) player.graph();      // inside the click: the autoplay policy lets this context run
   const album = await getJSON('/api/albums/' + id);
+  if (play) player.play(album.tracks, 0);
   document.querySelectorAll('.album.selected').forEach(a => a.classList.remove('selected'));
   const card = document.querySelector('.album[data-id="' + id + '"]');
   if (card) card.classList.add('selected');
