@@ -21,6 +21,8 @@ public final class Router: Sendable {
     public var playlistFolder: PlaylistFolder { playlists.folder }
     /// The radio channels; nil when none is configured.
     public let radio: RadioService?
+    /// Track waveforms (`/api/waveform/<id>`), computed in decode workers.
+    public let waveforms: WaveformService
     /// Wall-clock start in seconds since 1970, for the Icecast status page's `server_start`.
     let startedWall: Int
     /// The background scanner, whose watches `/api/status` reports; nil when none runs.
@@ -32,7 +34,8 @@ public final class Router: Sendable {
 
     /// `startedAt` is the server's start as the status page shows it: now, unless a test fixes it.
     public init(resolver: PathResolver, catalog: Catalog, hls: HLSService? = nil, framing: WholeFileFraming = .chunked,
-                radio: RadioService? = nil, scanner: CatalogScanner? = nil, startedAt: Date = Date()) {
+                radio: RadioService? = nil, scanner: CatalogScanner? = nil, startedAt: Date = Date(),
+                waveforms: WaveformSettings = WaveformSettings()) {
         self.startedWall = Int(startedAt.timeIntervalSince1970)
         self.scanner = scanner
         self.resolver = resolver
@@ -44,6 +47,7 @@ public final class Router: Sendable {
             try? catalog.store.tracks.track(path: path)
         })
         self.radio = radio
+        self.waveforms = WaveformService(catalog: catalog, settings: waveforms)
     }
 
     /// `server`'s connections are counted in `/api/status`.
@@ -92,6 +96,9 @@ public final class Router: Sendable {
         }
         if path == APIRoutes.status {
             return .offLoop { [self] in .json(status().encoded(), for: request) }
+        }
+        if path.hasPrefix(WaveformService.pathPrefix) {
+            return try waveforms.handle(request, path: path)
         }
         if let response = library.handle(request, path: path) ?? playlists.handle(request, path: path) {
             return response
