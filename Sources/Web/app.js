@@ -197,7 +197,7 @@ $('rg').addEventListener('change', () => { player.replayGain = $('rg').value; pl
 
 function showControls() {
   const playing = !player.audio.paused;
-  $('toggle').textContent = playing ? '⏸' : '▶';
+  $('toggle').textContent = playing ? '❙❙ Pause' : '▶ Play';
   $('toggle').setAttribute('aria-label', playing ? 'Pause' : 'Play');
   $('shuffle').setAttribute('aria-pressed', String(!!player.shuffled));
   $('repeat').textContent = 'Repeat: ' + player.repeat;

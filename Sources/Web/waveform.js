@@ -104,7 +104,7 @@ export class WaveformView {
 
   /** Fetches pairs for [from, to); polls while the server is still computing them. */
   async load(level, from, to, generation) {
-    const width = Math.min(100000, Math.round(this.width() * this.density));
+    const width = Math.min(8192, Math.round(this.width() * this.density));   // the route's most
     const url = '/api/waveform/' + encodeURIComponent(this.track.id) + '?from=' + from.toFixed(3) + '&to=' + to.toFixed(3) +
                 '&width=' + width;
     for (;;) {
@@ -115,6 +115,7 @@ export class WaveformView {
         body = await response.json();
       } catch { return; }
       if (generation !== this.generation) return;
+      body.width = width;
       this[level] = body;
       this.invalidate();
       if (body.complete !== false) return;
@@ -145,8 +146,12 @@ export class WaveformView {
     let drawn = 0;
     if (source && source.data && source.data.length >= 2 && span > 0) {
       const pairs = source.data.length >> 1, data = source.data;
-      const pairSeconds = source.samples_per_pair && source.sample_rate
-        ? source.samples_per_pair / source.sample_rate : (source.to - source.from) / pairs;
+      // The answer cuts [from, to) into equal spans: as many as its level has pairs there, at
+      // most the width asked; an incomplete answer gives the first of them.
+      const spans = source.complete === false && source.width && source.samples_per_pair && source.sample_rate
+        ? Math.min(source.width, Math.ceil((source.to - source.from) * source.sample_rate / source.samples_per_pair - 1e-6))
+        : pairs;
+      const pairSeconds = (source.to - source.from) / Math.max(1, spans);
       const first = Math.max(0, Math.floor((this.from - source.from) / pairSeconds));
       const last = Math.min(pairs, Math.ceil((this.to - source.from) / pairSeconds));
       const lows = columnsLow.length >= w ? columnsLow : (columnsLow = new Float32Array(w * 2));

@@ -7,7 +7,7 @@ import TestSupport
 /// and FLAC (the page's output captured by an AudioWorklet); the first sound comes within 300 ms
 /// of the album click; the queue panel, keys, shuffle, repeat, ReplayGain, the Media Session
 /// metadata and the position across a reload work; axe-core finds no serious or critical
-/// violation; and four waveforms zoomed for 10 s draw in under 4 ms a frame at 1,000 and 10,000
+/// violation; the seek bar draws the server's waveform; and four waveforms zoomed for 10 s draw in under 4 ms a frame at 1,000 and 10,000
 /// visible pairs (the frame interval is printed; bench/page.sh requires its p95 <= 16.7 ms).
 /// One at a time: each runs a Chromium, and the capture and the frames are real time.
 @Suite(.ownThreads, .serialized) struct PagePlayerBrowserTests {
@@ -85,6 +85,16 @@ import TestSupport
         for album in ["MP3 Tone", "AAC Tone", "FLAC Tone"] {
             #expect(output.contains("ok   \(album): join gaps in samples"), "\(album) joins measured")
         }
+    }
+
+    /// The seek bar draws `/api/waveform`'s pairs of the playing track (as they are computed) and
+    /// of the next one, zooming asks for the view's own pairs, and a click seeks.
+    @Test(.timeLimit(.scaledMinutes(2))) func seekBarDrawsTheServersWaveform() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet"])
+        defer { _ = server.stop() }
+        _ = try Self.runScript(server, ["--waveform", "FLAC Tone"], timeout: 90)
     }
 
     @Test(.timeLimit(.scaledMinutes(2))) func waveformsZoomWithinTheFrameBudget() throws {

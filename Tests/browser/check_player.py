@@ -291,7 +291,7 @@ def frames(driver, base, counts, seconds, strict):
             const pairs = count * 16, data = new Int16Array(pairs * 2);
             for (let i = 0; i < pairs; i++) { const v = Math.round(20000 * Math.abs(Math.sin(i / 50)) * (0.5 + 0.5 * Math.sin(i / 3000)));
                                               data[2 * i] = -v; data[2 * i + 1] = v; }
-            const response = { from: 0, to: duration, sample_rate: 44100, samples_per_pair: duration * 44100 / pairs, complete: true, data };
+            const response = { from: 0, to: duration, sample_rate: 44100, samples_per_pair: 256, complete: true, data };
             waves.forEach((view, i) => {
               view.canvas.hidden = false;
               view.setTrack({ id: 'synthetic-' + i, title: 'synthetic', duration_s: duration });

@@ -40,9 +40,9 @@ enum WebAssets {
 <footer>
   <div id="waves" aria-label="Waveforms of the playing track and the next ones in the queue"></div>
   <div class="controls">
-    <button id="back" type="button" aria-label="Previous track">⏮</button>
-    <button id="toggle" type="button" aria-label="Play">▶</button>
-    <button id="skip" type="button" aria-label="Next track">⏭</button>
+    <button id="back" type="button" aria-label="Previous track">« Prev</button>
+    <button id="toggle" type="button" aria-label="Play">▶ Play</button>
+    <button id="skip" type="button" aria-label="Next track">Next »</button>
     <button id="shuffle" type="button" aria-pressed="false">Shuffle</button>
     <button id="repeat" type="button" aria-label="Repeat: off">Repeat: off</button>
     <label for="rg">ReplayGain</label>
@@ -310,7 +310,7 @@ $('rg').addEventListener('change', () => { player.replayGain = $('rg').value; pl
 
 function showControls() {
   const playing = !player.audio.paused;
-  $('toggle').textContent = playing ? '⏸' : '▶';
+  $('toggle').textContent = playing ? '❙❙ Pause' : '▶ Play';
   $('toggle').setAttribute('aria-label', playing ? 'Pause' : 'Play');
   $('shuffle').setAttribute('aria-pressed', String(!!player.shuffled));
   $('repeat').textContent = 'Repeat: ' + player.repeat;
@@ -1130,7 +1130,7 @@ export class WaveformView {
 
   /** Fetches pairs for [from, to); polls while the server is still computing them. */
   async load(level, from, to, generation) {
-    const width = Math.min(100000, Math.round(this.width() * this.density));
+    const width = Math.min(8192, Math.round(this.width() * this.density));   // the route's most
     const url = '/api/waveform/' + encodeURIComponent(this.track.id) + '?from=' + from.toFixed(3) + '&to=' + to.toFixed(3) +
                 '&width=' + width;
     for (;;) {
@@ -1141,6 +1141,7 @@ export class WaveformView {
         body = await response.json();
       } catch { return; }
       if (generation !== this.generation) return;
+      body.width = width;
       this[level] = body;
       this.invalidate();
       if (body.complete !== false) return;
@@ -1171,8 +1172,12 @@ export class WaveformView {
     let drawn = 0;
     if (source && source.data && source.data.length >= 2 && span > 0) {
       const pairs = source.data.length >> 1, data = source.data;
-      const pairSeconds = source.samples_per_pair && source.sample_rate
-        ? source.samples_per_pair / source.sample_rate : (source.to - source.from) / pairs;
+      // The answer cuts [from, to) into equal spans: as many as its level has pairs there, at
+      // most the width asked; an incomplete answer gives the first of them.
+      const spans = source.complete === false && source.width && source.samples_per_pair && source.sample_rate
+        ? Math.min(source.width, Math.ceil((source.to - source.from) * source.sample_rate / source.samples_per_pair - 1e-6))
+        : pairs;
+      const pairSeconds = (source.to - source.from) / Math.max(1, spans);
       const first = Math.max(0, Math.floor((this.from - source.from) / pairSeconds));
       const last = Math.min(pairs, Math.ceil((this.to - source.from) / pairSeconds));
       const lows = columnsLow.length >= w ? columnsLow : (columnsLow = new Float32Array(w * 2));
