@@ -296,6 +296,13 @@ def main():
                                                  "-frame_size", "256"] + BITEXACT, ".flac"))
     write(out, "flacdecode", b"\xf0" + ffmpeg(["-i", wavs[0], "-t", "0.03", "-af", "pan=5.1|c0=c0|c1=c1|c2=c0|c3=c1|c4=c0|c5=c1",
                                                  "-c:a", "flac"] + BITEXACT, ".flac"))
+    # waveform: a disk file of 3 base pairs (rate 44100, 600 frames), the worker's messages,
+    # and pairs for the pyramid driver (8 control bytes, then 2-byte values).
+    pairs = struct.pack("<6h", -100, 200, -32768, 32767, 0, 0)
+    write(out, "waveform", b"SDWF" + bytes([1, 0, 0, 0]) + struct.pack("<IQQI", 44100, 0x1234, 600, 3) + pairs)
+    write(out, "waveform", b"\x03" + struct.pack("<I", 48000) + pairs)
+    write(out, "waveform", b"\x04" + struct.pack("<IQ", 48000, 600))
+    write(out, "waveform", bytes([7, 3, 9, 10, 200, 250, 31, 255]) + bytes(range(256)) * 8)
     picture = struct.pack(">I", 3) + struct.pack(">I", 9) + b"image/png" + struct.pack(">I", 0) \
         + struct.pack(">IIIII", 1, 1, 24, 0, len(cover)) + cover
     write(out, "flac", picture)

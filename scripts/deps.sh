@@ -35,3 +35,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # selenium drives the Debian chromium through chromium-driver in the web-page test.
 python3 -c 'import selenium' 2>/dev/null || python3 -m pip install -q selenium
+# The page player's browser test: numpy measures the captured audio, axe-selenium-python bundles axe-core.
+python3 -c 'import numpy' 2>/dev/null || python3 -m pip install -q numpy
+python3 -c 'import axe_selenium_python' 2>/dev/null || python3 -m pip install -q axe-selenium-python

@@ -138,6 +138,10 @@ struct Serve: ParsableCommand {
                                valueName: "PROGRAM", visibility: .hidden))
     var decodeWorker: String?
 
+    @Option(help: ArgumentHelp("Seconds a waveform's decode worker may stay silent before it is killed and the track answered 422 (default 10).",
+                               valueName: "SECONDS", visibility: .hidden))
+    var waveformTimeout: Double?
+
     @Option(help: ArgumentHelp("Files the scan reads and writes to the database per chunk (default 2048).",
                                valueName: "FILES", visibility: .hidden))
     var scanChunk: Int?
@@ -204,6 +208,9 @@ extension Serve {
         }
         if let analyzeWorker, analyzeWorker.isEmpty { throw ValidationError("--analyze-worker needs a program") }
         if let decodeWorker, decodeWorker.isEmpty { throw ValidationError("--decode-worker needs a program") }
+        if let waveformTimeout, !(waveformTimeout.isFinite && (0.1...3600).contains(waveformTimeout)) {
+            throw ValidationError("--waveform-timeout must be 0.1...3600 seconds")
+        }
         if let scanChunk, !(1...1_000_000).contains(scanChunk) { throw ValidationError("--scan-chunk must be 1...1000000") }
         if let maxWatches, maxWatches < 1 { throw ValidationError("--max-watches must be at least 1") }
         if quiet && verbose { throw ValidationError("--quiet and --verbose exclude each other") }
@@ -220,11 +227,12 @@ extension Serve {
         let radio = try makeRadio(library.catalog, logger: logger)
         let access = try makeAccess(databasePath: library.databasePath)
         let router = Router(resolver: library.catalog.resolver, catalog: library.catalog, hls: hlsService,
-                            framing: contentLength ? .contentLength : .chunked, radio: radio, scanner: scanner, access: access)
+                            framing: contentLength ? .contentLength : .chunked, radio: radio, scanner: scanner, access: access,
+                            waveforms: waveformSettings())
         router.playlistFolder.logger = Logger(label: "streamd.library")
         let server = makeServer(router, logger: logger)
         let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, hls: hlsService,
-                                        store: library.store, logger: logger)
+                                        store: library.store, logger: logger, waveforms: router.waveforms)
         // Signals are taken synchronously by this thread: blocked before any thread starts.
         var signals = Self.blockedSignals()
         let bound: Int
@@ -400,6 +408,15 @@ extension Serve {
         return radio
     }
 
+    /// Where waveforms are decoded (the radio's decode workers, `--decode-worker`) and how long
+    /// a silent one is given; they are kept beside the catalog database.
+    func waveformSettings() -> WaveformSettings {
+        var settings = WaveformSettings()
+        if let decodeWorker { settings.worker.executable = decodeWorker }
+        if let waveformTimeout { settings.worker.unitSeconds = waveformTimeout }
+        return settings
+    }
+
     /// The HTTP server over the router, configured from the options.
     func makeServer(_ router: Router, logger: Logger) -> HTTPServer {
         var config = HTTPServerConfiguration()
@@ -522,7 +539,7 @@ struct DecodeWorkerCommand: ParsableCommand {
         shouldDisplay: false)
 
     @Option(name: .customLong(String(DecodeWorker.faultOption.dropFirst(2))),
-            help: ArgumentHelp("Fault drill: trap:NAME, hang:NAME (comma-separated).", valueName: "SPEC", visibility: .hidden))
+            help: ArgumentHelp("Fault drill: trap:NAME, hang:NAME, slow:NAME (waveforms; comma-separated).", valueName: "SPEC", visibility: .hidden))
     var fault = ""
 }
 

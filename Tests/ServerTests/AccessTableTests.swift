@@ -62,6 +62,7 @@ import Testing
         Row(method: "GET", target: "/api/playlists", route: "playlist files", anonymous: 401, user: 200, admin: 200, wrongPassword: 401),
         Row(method: "GET", target: "/playlist/file/none.m3u", route: "playlist file", anonymous: 401, user: 404, admin: 404, wrongPassword: 401),
         Row(method: "GET", target: "/api/index/none.mp3", route: "seek index", anonymous: 401, user: 404, admin: 404, wrongPassword: 401),
+        Row(method: "GET", target: "/api/waveform/none", route: "waveform", anonymous: 401, user: 404, admin: 404, wrongPassword: 401),
         Row(method: "GET", target: "/hls/none.mp3/index.m3u8", route: "HLS", anonymous: 401, user: 404, admin: 404, wrongPassword: 401),
         Row(method: "GET", target: "/live/none/index.m3u8", route: "live HLS", anonymous: 401, user: 404, admin: 404, wrongPassword: 401),
         Row(method: "GET", target: "/api/channels", route: "channel list", anonymous: 401, user: 200, admin: 200, wrongPassword: 401),

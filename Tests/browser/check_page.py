@@ -9,10 +9,12 @@ driven by selenium) and uses it as a listener would:
   within --budget-ms (default 300), timed in the page from the last keystroke's input event to
   the row being in the DOM;
 - an album played with "Play all" starts and advances from track to track (each track is sought
-  to its last half second, --advances times);
+  to its last half second, --advances times; the page plays a queue through Media Source
+  Extensions, so positions are the player's within the track, not the element's);
 - with --every-track, every track of the library is found through the search box, played in the
-  page's <audio> past half a second with no media error, and its duration is checked against the
-  catalog;
+  page past half a second with no media error, and its length (the element's duration for a
+  track played from /media, the length the page appended for one played through MSE) is checked
+  against the catalog;
 - with --min-covers N, at least N album covers are shown (loaded, naturalWidth > 0).
 
 usage: check_page.py BASE_URL [--screenshot PATH] [--query TEXT] [--budget-ms N] [--advances N]
@@ -152,13 +154,13 @@ def main():
             driver.find_element(By.ID, "play-all").click()
             for step in range(args.advances + 1):
                 playing = wait(driver, f"document.body.dataset.playing === {json.dumps(paths[step])} && "
-                                       "document.getElementById('player').currentTime > 0.2", 20)
+                                       "window.streamPage.player.position > 0.2", 20)
                 if not check(bool(playing), f"track {step + 1} of the album plays: {paths[step]}"):
                     break
                 if step == args.advances:
                     break
-                duration = wait(driver, "document.getElementById('player').duration", 10)
-                driver.execute_script("const p = document.getElementById('player'); p.currentTime = Math.max(0, p.duration - 0.5)")
+                duration = detail["tracks"][step]["duration_s"]
+                driver.execute_script("const p = window.streamPage.player; p.seek(Math.max(0, p.track.duration_s - 0.5))")
                 print(f"info sought {paths[step]} to {duration - 0.5:.1f} s of {duration:.1f} s")
             driver.execute_script("document.getElementById('player').pause()")
             bounded(driver, "album")
@@ -174,18 +176,24 @@ def main():
                     continue
                 driver.execute_script(f"Array.from(document.querySelectorAll('#rows .track'))"
                                       f".find(li => li.dataset.path === {json.dumps(track['path'])}).click()")
-                state = wait(driver, f"(() => {{ const p = document.getElementById('player');"
-                                     f" return document.body.dataset.playing === {json.dumps(track['path'])} && p.readyState >= 1"
-                                     f" ? [p.duration, p.currentTime] : (p.error ? [-1, p.error.code] : null) }})()", 20)
+                # The player is this track's: its MediaSource holds it, or the element plays its /media URL.
+                state = wait(driver, f"(() => {{ const p = document.getElementById('player'), player = window.streamPage.player;"
+                                     f" const path = {json.dumps(track['path'])}, url = location.origin + {json.dumps(track['url'])};"
+                                     f" if (document.body.dataset.playing !== path) return null;"
+                                     f" if (p.error) return [-1, p.error.code];"
+                                     f" const entry = player.session && player.session.entries.find(e => e.index === player.index);"
+                                     f" if (entry && entry.track.path === path && p.readyState >= 1) return [entry.seconds, player.position];"
+                                     f" if (!player.session && player.fallback && p.src === url && p.readyState >= 1) return [p.duration, player.position];"
+                                     f" return null }})()", 20)
                 if not check(bool(state) and state[0] >= 0, f"{track['path']}: metadata loaded: {state}"):
                     continue
                 # Raw ADTS carries no duration: browsers estimate it from the first frames' bitrate.
                 tolerance = 0.1 * track["duration_s"] if track["container"] == "adts" else 0.5
                 check(abs(state[0] - track["duration_s"]) <= tolerance,
                       f"{track['path']}: browser duration {state[0]:.3f} s, catalog {track['duration_s']:.3f} s")
-                start = driver.execute_script("return document.getElementById('player').currentTime")
-                advanced = wait(driver, f"document.getElementById('player').currentTime > {start + 0.5}"
-                                        " ? document.getElementById('player').currentTime : 0", 10)
+                start = driver.execute_script("return window.streamPage.player.position")
+                advanced = wait(driver, f"window.streamPage.player.position > {start + 0.5}"
+                                        " ? window.streamPage.player.position : 0", 10)
                 check(bool(advanced), f"{track['path']}: played {start:.2f} → {advanced or 0:.2f} s")
                 error = driver.execute_script("const e = document.getElementById('player').error; return e ? [e.code, e.message] : null")
                 check(error is None, f"{track['path']}: no media error ({error})")

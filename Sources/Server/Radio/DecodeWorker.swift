@@ -92,6 +92,7 @@ public enum DecodeWorker {
             guard n > 0 else { return 0 }   // the server went away before asking
             frames.append(chunk[0..<n])
         }
+        if let payload = request, payload.first == waveformRequestTag { return runWaveform(payload, faultSpec: faultSpec) }
         guard let payload = request, let parsed = try? parseRequest(payload) else { return 2 }
         let (path, hints, channels) = parsed
         let fault = Fault(faultSpec, path: path)

@@ -62,7 +62,7 @@ extension Router {
         // sent to /login); the login page, its script and the session probe are open.
         Route("web page", .exact(["/", "/index.html"]), .read),
         Route("login page", .exact([WebLogin.pagePath]), .open),
-        // The page's own script, style and images (issue 26 moves them to files under /web/):
+        // The page's own script, style and images (files under /web/):
         // code, no library data, so open like the login page's.
         Route("page files", .prefix("/web/"), .open),
         Route("login script", .exact([WebLogin.scriptPath]), .open),
@@ -82,6 +82,7 @@ extension Router {
         Route("playlist files", .exact(["/api/playlists"]), .read),
         Route("playlist file", .prefix("/playlist/file/"), .read),
         Route("seek index", .prefix(APIRoutes.seekIndexPrefix), .read),
+        Route("waveform", .prefix(WaveformService.pathPrefix), .read),
         Route("HLS", .prefix("/hls/"), .read),
         Route("live HLS", .prefix("/live/"), .read),
         Route("channel list", .exact(["/api/channels"]), .read),

@@ -22,6 +22,8 @@ public final class Router: Sendable {
     public var playlistFolder: PlaylistFolder { playlists.folder }
     /// The radio channels; nil when none is configured.
     public let radio: RadioService?
+    /// Track waveforms (`/api/waveform/<id>`), computed in decode workers.
+    public let waveforms: WaveformService
     /// Wall-clock start in seconds since 1970, for the Icecast status page's `server_start`.
     let startedWall: Int
     /// The background scanner, whose watches `/api/status` reports; nil when none runs.
@@ -36,7 +38,7 @@ public final class Router: Sendable {
     /// `startedAt` is the server's start as the status page shows it: now, unless a test fixes it.
     public init(resolver: PathResolver, catalog: Catalog, hls: HLSService? = nil, framing: WholeFileFraming = .chunked,
                 radio: RadioService? = nil, scanner: CatalogScanner? = nil, access: AccessControl? = nil,
-                startedAt: Date = Date()) {
+                startedAt: Date = Date(), waveforms: WaveformSettings = WaveformSettings()) {
         // Without an access control (tests of routes): no accounts, open as on loopback.
         self.access = access ?? AccessControl(users: nil, settings: AccessSettings())
         self.startedWall = Int(startedAt.timeIntervalSince1970)
@@ -50,6 +52,7 @@ public final class Router: Sendable {
             try? catalog.store.tracks.track(path: path)
         })
         self.radio = radio
+        self.waveforms = WaveformService(catalog: catalog, settings: waveforms)
     }
 
     /// `server`'s connections are counted in `/api/status`.
@@ -145,10 +148,6 @@ public final class Router: Sendable {
             return radio.source(request, name: path.dropFirst("/radio/".count))
         }
         switch path {
-        case "/", "/index.html":
-            var page = HTTPResponse.generated(WebPage.bytes, contentType: "text/html; charset=utf-8", for: request)
-            page.headers += WebLogin.htmlHeaders(csp: WebLogin.mainPagePolicy)
-            return page
         case WebLogin.pagePath:
             var page = HTTPResponse.generated(WebLogin.pageBytes, contentType: "text/html; charset=utf-8", for: request)
             page.headers += WebLogin.htmlHeaders(csp: WebLogin.pagePolicy)
@@ -166,11 +165,18 @@ public final class Router: Sendable {
         default:
             break
         }
+        if var page = WebPage.response(path: path, for: request) {
+            if path == "/" || path == "/index.html" { page.headers += WebLogin.htmlHeaders(csp: WebLogin.mainPagePolicy) }
+            return page
+        }
         if path.hasPrefix(APIRoutes.mediaPrefix) {
             return try media(request, relative: path.dropFirst(APIRoutes.mediaPrefix.count))
         }
         if path == APIRoutes.status {
             return .offLoop { [self] in .json(status().encoded(), for: request) }
+        }
+        if path.hasPrefix(WaveformService.pathPrefix) {
+            return try waveforms.handle(request, path: path)
         }
         if let response = library.handle(request, path: path) ?? playlists.handle(request, path: path) {
             return response

@@ -15,6 +15,8 @@ public final class ServerLifecycle: Sendable {
     public let radio: RadioService?
     public let hls: HLSService?
     public let store: LibraryStore
+    /// The waveform builders, stopped with the radio (their decode workers are killed).
+    public let waveforms: WaveformService?
     private let logger: Logger
 
     /// Seconds a whole stop may take; the HTTP server's drain (`shutdownGrace`) is part of it.
@@ -24,12 +26,13 @@ public final class ServerLifecycle: Sendable {
     static let closingReserve = 0.4
 
     public init(server: HTTPServer, scanner: CatalogScanner, radio: RadioService?, hls: HLSService? = nil,
-                store: LibraryStore, logger: Logger) {
+                store: LibraryStore, logger: Logger, waveforms: WaveformService? = nil) {
         self.server = server
         self.scanner = scanner
         self.radio = radio
         self.hls = hls
         self.store = store
+        self.waveforms = waveforms
         self.logger = logger
     }
 
@@ -83,6 +86,9 @@ public final class ServerLifecycle: Sendable {
             logger.warning("shutdown: radio \(name) did not stop in time; leaving it")
         }
         logger.debug("shutdown: radio producers and relays joined after \(Int(started.elapsed * 1000)) ms")
+        if waveforms?.stop(deadline: partsDeadline) == false {
+            logger.warning("shutdown: a waveform build did not stop in time; leaving it")
+        }
         for name in hls?.stopLive(deadline: partsDeadline.nanoseconds) ?? [] {
             logger.warning("shutdown: the live loop \(name) did not stop in time; leaving it")
         }

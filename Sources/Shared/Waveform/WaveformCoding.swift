@@ -1,0 +1,174 @@
+/// A finished waveform as streamd keeps it on disk: a 32-byte header, then the base level's
+/// pairs (the coarser levels are rebuilt on load, a few milliseconds for an hour of audio).
+///
+/// Header (little-endian): "SDWF", version 1, folds (u8), 2 bytes zero, sample rate (u32),
+/// the identity of the file version it was made from (u64, the caller's hash), total frames
+/// (u64), base pairs (u32); then each pair as min, max (i16). Everything is checked on the way
+/// in: a damaged or foreign file is a thrown `FormatError`, never a wrong pyramid of the wrong size.
+public enum WaveformFile {
+    static let magic = Array("SDWF".utf8)
+    static let version: UInt8 = 1
+    public static let headerSize = 32
+    /// The most folds a file may say (a base pair of 256 << 24 frames is over a day at 192 kHz).
+    static let maxFolds = 24
+
+    /// The bytes of a finished `pyramid` made from the file version `identity`; nil while it is
+    /// still being built.
+    public static func encode(_ pyramid: WaveformPyramid, identity: UInt64) -> [UInt8]? {
+        guard let total = pyramid.totalFrames else { return nil }
+        let base = pyramid.levels[0]
+        var out: [UInt8] = []
+        out.reserveCapacity(headerSize + base.count * 2)
+        out += magic
+        out += [version, UInt8(pyramid.folds), 0, 0]
+        appendLE(&out, UInt64(pyramid.sampleRate), bytes: 4)
+        appendLE(&out, identity, bytes: 8)
+        appendLE(&out, UInt64(total), bytes: 8)
+        appendLE(&out, UInt64(base.count / 2), bytes: 4)
+        for value in base { appendLE(&out, UInt64(UInt16(bitPattern: value)), bytes: 2) }
+        return out
+    }
+
+    /// The pyramid in `bytes` and the identity it was made from; throws `FormatError` for
+    /// anything that is not a whole, consistent waveform file.
+    public static func decode(_ bytes: [UInt8], maxBasePairs: Int = WaveformPyramid.defaultMaxBasePairs)
+        throws(FormatError) -> (pyramid: WaveformPyramid, identity: UInt64) {
+        var reader = ByteReader(bytes, component: "waveform file")
+        guard Array(try reader.readBytes(4)) == magic else {
+            throw .invalid(component: "waveform file", reason: "not a waveform file", offset: 0)
+        }
+        let fileVersion = try reader.readU8()
+        guard fileVersion == version else {
+            throw .unsupported(component: "waveform file", reason: "version \(fileVersion)")
+        }
+        let folds = Int(try reader.readU8())
+        guard folds <= maxFolds else { throw .outOfRange(component: "waveform file", field: "folds", value: String(folds)) }
+        try reader.skip(2)
+        let rate = Int(try reader.readU32LE())
+        guard WaveformWire.rates.contains(rate) else {
+            throw .outOfRange(component: "waveform file", field: "sample rate", value: String(rate))
+        }
+        let identity = try reader.readU64LE()
+        let total = try reader.readU64LE()
+        let count = Int(try reader.readU32LE())
+        let pairFrames = UInt64(WaveformPyramid.rawPairFrames) << UInt64(folds)
+        guard count <= maxBasePairs, total <= UInt64(count) * pairFrames,
+              total > UInt64(max(0, count - 1)) * pairFrames || (count == 0 && total == 0) else {
+            throw .invalid(component: "waveform file", reason: "\(count) pairs for \(total) frames", offset: 24)
+        }
+        guard reader.remaining == count * 4 else {
+            throw .invalid(component: "waveform file", reason: "\(reader.remaining) bytes of pairs for \(count) pairs", offset: headerSize)
+        }
+        var base: [Int16] = []
+        base.reserveCapacity(count * 2)
+        for _ in 0..<count {
+            let low = Int16(bitPattern: try reader.readU16LE())
+            let high = Int16(bitPattern: try reader.readU16LE())
+            guard low <= high else {
+                throw .invalid(component: "waveform file", reason: "pair \(base.count / 2): min above max", offset: reader.offset - 4)
+            }
+            base += [low, high]
+        }
+        let pyramid = WaveformPyramid(sampleRate: rate, folds: folds, base: base, totalFrames: Int(total),
+                                      maxBasePairs: maxBasePairs)
+        return (pyramid, identity)
+    }
+
+    static func appendLE(_ out: inout [UInt8], _ value: UInt64, bytes: Int) {
+        for i in 0..<bytes { out.append(UInt8(truncatingIfNeeded: value >> UInt64(8 * i))) }
+    }
+}
+
+extension WaveformPyramid {
+    /// A finished pyramid from its base level (a waveform file's): `base` holds min, max pairs
+    /// of `rawPairFrames << folds` frames each.
+    init(sampleRate: Int, folds: Int, base: [Int16], totalFrames: Int, maxBasePairs: Int) {
+        self.init(sampleRate: sampleRate, maxBasePairs: maxBasePairs)
+        setFolds(folds)
+        var i = 0
+        while i + 1 < base.count {
+            appendBase(low: base[i], high: base[i + 1])
+            i += 2
+        }
+        finish(totalFrames: totalFrames)
+    }
+}
+
+/// What a decode worker sends back for a waveform (`streamd decode-worker`, waveform request):
+/// `AnalyzerProtocol` frames whose payload is one of these messages. Checked on the way in,
+/// since a worker that a decoder bug corrupted may write anything before it dies.
+public enum WaveformWire {
+    /// Kinds of message (the decode worker's `failure`, 2, is shared).
+    static let pairsKind: UInt8 = 3
+    static let endKind: UInt8 = 4
+    static let failureKind: UInt8 = 2
+    /// The most pairs one message may carry.
+    public static let maxPairsPerMessage = 1 << 16
+    /// Rates a decoder can give (the WAV parser's limit).
+    public static let rates = 1...1_536_000
+
+    public enum Message: Equatable, Sendable {
+        /// Raw pairs (`WaveformReducer.pairFrames` frames each, the track's last maybe fewer),
+        /// min, max interleaved, at `rate`.
+        case pairs(rate: Int, [Int16])
+        /// The end of the track: its length in frames.
+        case end(rate: Int, frames: Int)
+        /// The decoder's own refusal (a typed error), as text.
+        case failure(String)
+    }
+
+    public static func encode(_ message: Message) -> [UInt8] {
+        var out: [UInt8] = []
+        switch message {
+        case .pairs(let rate, let pairs):
+            out.reserveCapacity(5 + pairs.count * 2)
+            out.append(pairsKind)
+            WaveformFile.appendLE(&out, UInt64(rate), bytes: 4)
+            for value in pairs { WaveformFile.appendLE(&out, UInt64(UInt16(bitPattern: value)), bytes: 2) }
+        case .end(let rate, let frames):
+            out.append(endKind)
+            WaveformFile.appendLE(&out, UInt64(rate), bytes: 4)
+            WaveformFile.appendLE(&out, UInt64(max(0, frames)), bytes: 8)
+        case .failure(let text):
+            out = [failureKind] + Array(text.utf8)
+        }
+        return out
+    }
+
+    /// The message in `payload`; throws `FormatError` for anything else.
+    public static func parse(_ payload: [UInt8]) throws(FormatError) -> Message {
+        var reader = ByteReader(payload, component: "waveform message")
+        let kind = try reader.readU8()
+        if kind == failureKind { return .failure(String(decoding: reader.rest, as: UTF8.self)) }
+        let rate = Int(try reader.readU32LE())
+        guard rates.contains(rate) else {
+            throw .outOfRange(component: "waveform message", field: "sample rate", value: String(rate))
+        }
+        switch kind {
+        case pairsKind:
+            let count = reader.remaining / 4
+            guard reader.remaining % 4 == 0, (1...maxPairsPerMessage).contains(count) else {
+                throw .invalid(component: "waveform message", reason: "\(reader.remaining) bytes of pairs", offset: 5)
+            }
+            var pairs: [Int16] = []
+            pairs.reserveCapacity(count * 2)
+            for _ in 0..<count {
+                let low = Int16(bitPattern: try reader.readU16LE())
+                let high = Int16(bitPattern: try reader.readU16LE())
+                guard low <= high else {
+                    throw .invalid(component: "waveform message", reason: "min above max", offset: reader.offset - 4)
+                }
+                pairs += [low, high]
+            }
+            return .pairs(rate: rate, pairs)
+        case endKind:
+            let frames = try reader.readU64LE()
+            guard reader.isAtEnd, frames <= UInt64(Int32.max) * UInt64(WaveformPyramid.rawPairFrames) else {
+                throw .invalid(component: "waveform message", reason: "end of \(frames) frames", offset: 5)
+            }
+            return .end(rate: rate, frames: Int(frames))
+        default:
+            throw .invalid(component: "waveform message", reason: "kind \(kind)", offset: 0)
+        }
+    }
+}
