@@ -115,6 +115,17 @@ struct Serve: ParsableCommand {
                                valueName: "SECONDS"))
     var indexAhead: Double = Catalog.defaultIndexAheadSeconds
 
+    @Option(help: ArgumentHelp("Where completed transcodes (/media/...?format=opus|mp3) are kept (default: $XDG_CACHE_HOME/streamd/transcode, else ~/.cache/streamd/transcode).",
+                               valueName: "DIR"))
+    var transcodeCache: String?
+
+    @Option(help: ArgumentHelp("Megabytes the transcode cache may hold; the least recently served go first.", valueName: "MB"))
+    var transcodeCacheMb: Int = 1024
+
+    @Option(help: ArgumentHelp("Transcodes encoded at once (default: the number of cores); a few more wait, beyond that 503.",
+                               valueName: "N"))
+    var transcodeJobs: Int?
+
     // Tuning and diagnostics, shown by --help-hidden only.
 
     @Option(help: ArgumentHelp("The program started as each analysis worker, with `analyze-worker` as its first argument (default: streamd itself); a wrapper can run the worker under nice, ulimit, a tracer or a fault drill.",
@@ -191,6 +202,9 @@ extension Serve {
         if let scanChunk, !(1...1_000_000).contains(scanChunk) { throw ValidationError("--scan-chunk must be 1...1000000") }
         if let maxWatches, maxWatches < 1 { throw ValidationError("--max-watches must be at least 1") }
         if quiet && verbose { throw ValidationError("--quiet and --verbose exclude each other") }
+        guard (0...1_048_576).contains(transcodeCacheMb) else { throw ValidationError("--transcode-cache-mb must be 0...1048576") }
+        if let transcodeJobs, !(1...1024).contains(transcodeJobs) { throw ValidationError("--transcode-jobs must be 1...1024") }
+        if let transcodeCache, transcodeCache.isEmpty { throw ValidationError("--transcode-cache needs a folder") }
     }
 
     func run() throws {
@@ -202,8 +216,10 @@ extension Serve {
         let scanner = try makeScanner(library.catalog)
         let hlsService = try makeHLS(library.catalog)
         let radio = try makeRadio(library.catalog, logger: logger)
+        let transcoder = try makeTranscoder(library.catalog)
         let router = Router(resolver: library.catalog.resolver, catalog: library.catalog, hls: hlsService,
-                            framing: contentLength ? .contentLength : .chunked, radio: radio, scanner: scanner)
+                            framing: contentLength ? .contentLength : .chunked, radio: radio, scanner: scanner,
+                            transcoder: transcoder)
         router.playlistFolder.logger = Logger(label: "streamd.library")
         let server = makeServer(router, logger: logger)
         let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, hls: hlsService,
@@ -295,6 +311,22 @@ extension Serve {
             hlsService = HLSService(catalog: catalog, cacheBytes: hlsCacheMb << 20, live: sources)
         }
         return hlsService
+    }
+
+    /// The transcoder behind `/media/...?format=`, its cache folder made.
+    func makeTranscoder(_ catalog: Catalog) throws -> TranscodeService {
+        let environment = ProcessInfo.processInfo.environment
+        var settings = TranscodeSettings(cacheDirectory: transcodeCache.map { ($0 as NSString).expandingTildeInPath }
+                                             ?? TranscodeSettings.defaultDirectory(environment: environment))
+        settings.cacheBytes = transcodeCacheMb << 20
+        if let transcodeJobs { settings.jobs = transcodeJobs }
+        settings.queueLength = max(2, settings.jobs)
+        if let decodeWorker { settings.decodeWorker.executable = decodeWorker }
+        do {
+            return try TranscodeService(settings: settings, catalog: catalog, logger: Logger(label: "streamd.transcode"))
+        } catch {
+            throw exitLine("--transcode-cache \(settings.cacheDirectory): \(error)")
+        }
     }
 
     /// The radio channels, fallbacks and relays; nil when none is configured.
