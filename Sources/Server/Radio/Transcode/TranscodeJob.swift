@@ -144,7 +144,8 @@ final class TranscodeJob: @unchecked Sendable {
         do {
             end = try encode()
         } catch {
-            end = .failed("\(error)")
+            // A worker's wait given up because the readers left is a stop, not a failure.
+            end = abandoned ? .cancelled : .failed("\(error)")
         }
         if end == .complete, let cachePath = spec.cachePath {
             if rename(spoolPath, cachePath) != 0 {

@@ -244,36 +244,75 @@ public final class TranscodeService: @unchecked Sendable {
         let output = Int((Double(samples) * Double(rate) / Double(inputRate)).rounded(.up)) + 1
         let frames = (output + 576 + 3 * samplesPerFrame) / samplesPerFrame + 2
         let frameBytes = samplesPerFrame / 8 * kbps * 1000 / rate + 1
-        return ID3v2Writer.tag(tags).count + frames * frameBytes + 24 * 1024
+        // The rest is filled with silent frames: a few hundred bytes more make every rest fillable.
+        return ID3v2Writer.tag(tags).count + frames * frameBytes + 512
     }
 }
 
-/// Silent MPEG audio layer III frames (all-zero side information: no coded spectrum) at the
-/// lowest bitrate of the stream's MPEG version, to fill an estimated Content-Length exactly.
+/// Silent MPEG audio layer III frames (all-zero side information: no coded spectrum) of the
+/// stream's MPEG version, rate and mode, to fill an estimated Content-Length exactly: as few
+/// frames as possible (the largest bitrate first), so the silence added is short.
 enum MP3Silence {
     /// `count` bytes of whole silent frames for a stream at `sampleRate` with `channels`; nil when
-    /// no mix of the two frame sizes (with and without the padding byte) makes exactly `count`.
+    /// no mix of the version's frame sizes makes exactly `count` (only some counts below 100 bytes).
     static func fill(_ count: Int, sampleRate: Int, channels: Int) -> [UInt8]? {
         guard count > 0 else { return [] }
-        let version: (bits: UInt8, rates: [Int], kbps: Int, factor: Int, sideInfo: Int)
+        let version: (bits: UInt8, rates: [Int], kbps: [Int], factor: Int)
         switch sampleRate {
-        case 32_000, 44_100, 48_000: version = (0b11, [44_100, 48_000, 32_000], 32, 144, channels == 1 ? 17 : 32)
-        case 16_000, 22_050, 24_000: version = (0b10, [22_050, 24_000, 16_000], 8, 72, channels == 1 ? 9 : 17)
-        case 8_000, 11_025, 12_000: version = (0b00, [11_025, 12_000, 8_000], 8, 72, channels == 1 ? 9 : 17)
+        case 32_000, 44_100, 48_000:
+            version = (0b11, [44_100, 48_000, 32_000], [32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320], 144)
+        case 16_000, 22_050, 24_000:
+            version = (0b10, [22_050, 24_000, 16_000], [8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160], 72)
+        case 8_000, 11_025, 12_000:
+            version = (0b00, [11_025, 12_000, 8_000], [8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160], 72)
         default: return nil
         }
         guard let rateIndex = version.rates.firstIndex(of: sampleRate) else { return nil }
-        let size = version.factor * version.kbps * 1000 / sampleRate
-        let frames = (count + size) / (size + 1)
-        guard frames * size <= count, count <= frames * (size + 1) else { return nil }
-        let padded = count - frames * size
+        // Every frame this version allows: (bitrate index, padding bit) → its length.
+        var kinds: [(index: Int, pad: Int, length: Int)] = []
+        for (i, kbps) in version.kbps.enumerated() {
+            let length = version.factor * kbps * 1000 / sampleRate
+            kinds.append((i + 1, 0, length))
+            kinds.append((i + 1, 1, length + 1))
+        }
+        guard let largest = kinds.max(by: { $0.length < $1.length }) else { return nil }
+        // The largest frames down to a rest the small table below solves with the fewest frames.
+        let table = 4 * largest.length
+        var picks: [(index: Int, pad: Int, length: Int)] = []
+        var rest = count
+        while rest > table {
+            picks.append(largest)
+            rest -= largest.length
+        }
+        // fewest[n]: the fewest frames that make n bytes, and the last frame of one such mix.
+        var fewest = [Int](repeating: Int.max, count: rest + 1)
+        var last = [Int](repeating: -1, count: rest + 1)
+        fewest[0] = 0
+        if rest > 0 {
+            for n in 1...rest {
+                for (k, kind) in kinds.enumerated() where kind.length <= n && fewest[n - kind.length] != Int.max {
+                    if fewest[n - kind.length] + 1 < fewest[n] {
+                        fewest[n] = fewest[n - kind.length] + 1
+                        last[n] = k
+                    }
+                }
+            }
+        }
+        guard fewest[rest] != Int.max else { return nil }
+        var n = rest
+        while n > 0 {
+            let kind = kinds[last[n]]
+            picks.append(kind)
+            n -= kind.length
+        }
+        let sideInfo = version.bits == 0b11 ? (channels == 1 ? 17 : 32) : (channels == 1 ? 9 : 17)
         var out: [UInt8] = []
         out.reserveCapacity(count)
-        for i in 0..<frames {
-            let pad: UInt8 = i < padded ? 1 : 0
-            out += [0xFF, 0xE0 | version.bits << 3 | 0b010 | 1, 0x10 | UInt8(rateIndex) << 2 | pad << 1,
+        for kind in picks {
+            guard kind.length >= 4 + sideInfo else { return nil }
+            out += [0xFF, 0xE0 | version.bits << 3 | 0b010 | 1, UInt8(kind.index) << 4 | UInt8(rateIndex) << 2 | UInt8(kind.pad) << 1,
                     channels == 1 ? 0xC0 : 0x40]
-            out += [UInt8](repeating: 0, count: size + Int(pad) - 4)
+            out += [UInt8](repeating: 0, count: kind.length - 4)
         }
         return out
     }
