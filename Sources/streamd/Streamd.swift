@@ -136,6 +136,10 @@ struct Serve: ParsableCommand {
                                valueName: "PROGRAM", visibility: .hidden))
     var decodeWorker: String?
 
+    @Option(help: ArgumentHelp("Seconds a decode worker (radio channels, transcodes) may take for its next samples before it is killed (default 10).",
+                               valueName: "SECONDS", visibility: .hidden))
+    var decodeTimeout: Double?
+
     @Option(help: ArgumentHelp("Files the scan reads and writes to the database per chunk (default 2048).",
                                valueName: "FILES", visibility: .hidden))
     var scanChunk: Int?
@@ -199,6 +203,9 @@ extension Serve {
         if let db, db.isEmpty { throw ValidationError("--db needs a path") }
         if let analyzeWorker, analyzeWorker.isEmpty { throw ValidationError("--analyze-worker needs a program") }
         if let decodeWorker, decodeWorker.isEmpty { throw ValidationError("--decode-worker needs a program") }
+        if let decodeTimeout, !(decodeTimeout.isFinite && (0.1...3600).contains(decodeTimeout)) {
+            throw ValidationError("--decode-timeout must be 0.1...3600 seconds")
+        }
         if let scanChunk, !(1...1_000_000).contains(scanChunk) { throw ValidationError("--scan-chunk must be 1...1000000") }
         if let maxWatches, maxWatches < 1 { throw ValidationError("--max-watches must be at least 1") }
         if quiet && verbose { throw ValidationError("--quiet and --verbose exclude each other") }
@@ -322,6 +329,7 @@ extension Serve {
         if let transcodeJobs { settings.jobs = transcodeJobs }
         settings.queueLength = max(2, settings.jobs)
         if let decodeWorker { settings.decodeWorker.executable = decodeWorker }
+        if let decodeTimeout { settings.decodeWorker.unitSeconds = decodeTimeout }
         do {
             return try TranscodeService(settings: settings, catalog: catalog, logger: Logger(label: "streamd.transcode"))
         } catch {
@@ -349,6 +357,7 @@ extension Serve {
             settings.ringBytes = max(settings.ringBytes, settings.burstBytes * 2)
             settings.listenerLagSeconds = listenerLag
             if let decodeWorker { settings.decodeWorker.executable = decodeWorker }
+            if let decodeTimeout { settings.decodeWorker.unitSeconds = decodeTimeout }
             let service = RadioService(settings: settings, logger: radioLogger)
             for text in channel {
                 do {

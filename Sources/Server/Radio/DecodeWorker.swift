@@ -23,7 +23,8 @@ public enum DecodeWorker {
     public static let subcommand = "decode-worker"
     /// The worker's own option for fault drills (`streamd decode-worker --fault SPEC`): SPEC
     /// `trap:NAME,hang:NAME` makes the worker trap or spin on files of that name after their
-    /// first samples (a decoder that crashes or loops mid-track), `slow:NAME` decode it slowly.
+    /// first samples (a decoder that crashes or loops mid-track), `garbage:NAME` send a frame of
+    /// no known kind then, `slow:NAME` decode it slowly.
     /// The server never passes it.
     public static let faultOption = "--fault"
     package static let hello = Array("streamd-decoder/1".utf8)
@@ -110,7 +111,11 @@ public enum DecodeWorker {
                 let rate = try pcm.next(into: &samples)
                 alarm(0)
                 guard let rate else { break }
-                if units == 1 { fault.inject() }
+                if units == 1 {
+                    fault.inject()
+                    // `garbage:NAME`: a frame of a kind no worker sends, as a corrupted worker might.
+                    if fault.garbage { _ = WorkerSide.writeAll(AnalyzerProtocol.frame([0x7F, 1, 2, 3])) }
+                }
                 fault.pace()
                 units += 1
                 var start = 0
@@ -144,6 +149,7 @@ public enum DecodeWorker {
         /// `slow:NAME`: 20 ms per unit of samples (a decoder on a loaded machine), so tests can
         /// hold an encode in progress.
         var slow = false
+        var garbage = false
 
         init(_ spec: String, path: String) {
             let name = path.split(separator: "/").last.map(String.init) ?? path
@@ -153,6 +159,7 @@ public enum DecodeWorker {
                 if parts[0] == "trap" { trap = true }
                 if parts[0] == "hang" { hang = true }
                 if parts[0] == "slow" { slow = true }
+                if parts[0] == "garbage" { garbage = true }
             }
         }
 

@@ -81,13 +81,3 @@ public final class OggOpusEncoder: AudioEncoder {
         pending.removeAll(keepingCapacity: true)
     }
 }
-
-/// An encoder of interleaved float PCM into a file format's bytes, for transcodes (and radio).
-public protocol AudioEncoder: AnyObject {
-    var sampleRate: Int { get }
-    var channels: Int { get }
-    /// Encodes `samples` (interleaved, `channels` a frame) and appends the bytes ready to `output`.
-    func encode(_ samples: ArraySlice<Float>, appendingTo output: inout [UInt8]) throws(EncoderError)
-    /// Ends the stream and appends its last bytes.
-    func finish(appendingTo output: inout [UInt8]) throws(EncoderError)
-}

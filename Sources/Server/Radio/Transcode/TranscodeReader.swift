@@ -29,9 +29,15 @@ final class TranscodeReader: LiveExchange, @unchecked Sendable {
     /// The silence that completes an estimated length (`TranscodeService.padding`).
     private let padding: @Sendable (Int) -> [UInt8]?
 
-    init(job: TranscodeJob, framing: Framing, padding: @escaping @Sendable (Int) -> [UInt8]? = { _ in nil }) {
+    /// `?kbps=`: body bytes per second (the first 16 KiB at once), nil: as fast as the client takes.
+    private let pace: Int?
+    private var started: UInt64 = 0
+    static let paceBurst = 16 * 1024
+
+    init(job: TranscodeJob, framing: Framing, pace: Int? = nil, padding: @escaping @Sendable (Int) -> [UInt8]? = { _ in nil }) {
         self.job = job
         self.framing = framing
+        self.pace = pace
         self.padding = padding
         job.addReader()
     }
@@ -39,6 +45,7 @@ final class TranscodeReader: LiveExchange, @unchecked Sendable {
     deinit { if !stopped { job.removeReader(self) } }
 
     func start(waker: LoopWaker, leftover: [UInt8], now: UInt64) {
+        started = now
         job.setWaker(waker, for: self)
     }
 
@@ -78,7 +85,16 @@ final class TranscodeReader: LiveExchange, @unchecked Sendable {
             var limit = published
             if let skip, position < skip.lowerBound { limit = min(limit, skip.lowerBound) }
             if position < limit {
-                let count = min(buffer.count, limit - position)
+                var count = min(buffer.count, limit - position)
+                if let pace {
+                    // Paced: no byte before its time (the loop wakes this exchange then).
+                    let allowed = Self.paceBurst + Int(Double(now &- started) / 1e9 * Double(pace))
+                    guard allowed > bodySent else {
+                        let due = started + UInt64(Double(bodySent + 4096 - Self.paceBurst) / Double(pace) * 1e9)
+                        return .wait(readable: true, writable: false, wakeAt: due)
+                    }
+                    count = min(count, allowed - bodySent)
+                }
                 let n = buffer.withUnsafeMutableBytes { pread(job.fd, $0.baseAddress, count, off_t(position)) }
                 guard n > 0 else { return .failed }
                 position += n

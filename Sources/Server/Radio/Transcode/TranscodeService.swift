@@ -84,6 +84,13 @@ public final class TranscodeService: @unchecked Sendable {
         let gainMode = request.queryValue("gain") ?? "none"
         guard ["none", "track", "album"].contains(gainMode) else { throw .badRequest("gain must be track or album") }
         let estimate = request.queryValue("estimate") == "1"
+        var pace: Int?
+        if let text = request.queryValue("kbps") {
+            guard let value = QueryValue.integer(text, in: FileResponder.kbpsRange) else {
+                throw .badRequest("kbps must be a whole number in \(FileResponder.kbpsRange.lowerBound)...\(FileResponder.kbpsRange.upperBound)")
+            }
+            pace = value * 1000 / 8
+        }
         if estimate && format != .mp3 { throw .badRequest("estimate=1 is available for format=mp3") }
         guard let track = catalog.track(forAbsolutePath: absolute), let relative = catalog.resolver.relative(absolute) else {
             throw HTTPRefusal(404, "not a track of the library")
@@ -139,7 +146,7 @@ public final class TranscodeService: @unchecked Sendable {
         let framing: TranscodeReader.Framing = estimated.map { .length($0) } ?? (request.minorVersion >= 1 ? .chunked : .closeDelimited)
         var response = HTTPResponse(status: 200, headers: headers)
         let rate = spec.outputRate(input: track.sampleRate)
-        response.live = TranscodeReader(job: job, framing: framing, padding: { count in
+        response.live = TranscodeReader(job: job, framing: framing, pace: pace, padding: { count in
             MP3Silence.fill(count, sampleRate: rate, channels: outputChannels)
         })
         return response
@@ -244,8 +251,8 @@ public final class TranscodeService: @unchecked Sendable {
         let output = Int((Double(samples) * Double(rate) / Double(inputRate)).rounded(.up)) + 1
         let frames = (output + 576 + 3 * samplesPerFrame) / samplesPerFrame + 2
         let frameBytes = samplesPerFrame / 8 * kbps * 1000 / rate + 1
-        // The rest is filled with silent frames: a few hundred bytes more make every rest fillable.
-        return ID3v2Writer.tag(tags).count + frames * frameBytes + 512
+        // The rest is filled with silent frames: `fillableFrom` more makes every rest fillable.
+        return ID3v2Writer.tag(tags).count + frames * frameBytes + MP3Silence.fillableFrom
     }
 }
 
@@ -253,8 +260,12 @@ public final class TranscodeService: @unchecked Sendable {
 /// stream's MPEG version, rate and mode, to fill an estimated Content-Length exactly: as few
 /// frames as possible (the largest bitrate first), so the silence added is short.
 enum MP3Silence {
+    /// Every count of bytes from here on is a mix of silent frames, at every MP3 rate (the
+    /// largest count that is none: 5,111 bytes at 8 kHz, whose frames are 72...1,441 bytes).
+    static let fillableFrom = 6 * 1024
+
     /// `count` bytes of whole silent frames for a stream at `sampleRate` with `channels`; nil when
-    /// no mix of the version's frame sizes makes exactly `count` (only some counts below 100 bytes).
+    /// no mix of the version's frame lengths makes exactly `count` (some counts below `fillableFrom`).
     static func fill(_ count: Int, sampleRate: Int, channels: Int) -> [UInt8]? {
         guard count > 0 else { return [] }
         let version: (bits: UInt8, rates: [Int], kbps: [Int], factor: Int)
@@ -276,8 +287,9 @@ enum MP3Silence {
             kinds.append((i + 1, 1, length + 1))
         }
         guard let largest = kinds.max(by: { $0.length < $1.length }) else { return nil }
-        // The largest frames down to a rest the small table below solves with the fewest frames.
-        let table = 4 * largest.length
+        // The largest frames down to a rest the small table below solves with the fewest frames:
+        // every count above `fillableFrom` is a sum of this version's frame lengths.
+        let table = fillableFrom + largest.length
         var picks: [(index: Int, pad: Int, length: Int)] = []
         var rest = count
         while rest > table {
