@@ -300,14 +300,19 @@ enum MP3Silence {
         var fewest = [Int](repeating: Int.max, count: rest + 1)
         var last = [Int](repeating: -1, count: rest + 1)
         fewest[0] = 0
+        let lengths = kinds.map(\.length)
         if rest > 0 {
             for n in 1...rest {
-                for (k, kind) in kinds.enumerated() where kind.length <= n && fewest[n - kind.length] != Int.max {
-                    if fewest[n - kind.length] + 1 < fewest[n] {
-                        fewest[n] = fewest[n - kind.length] + 1
-                        last[n] = k
+                var best = Int.max, pick = -1
+                for k in 0..<lengths.count {
+                    let before = n - lengths[k]
+                    if before >= 0, fewest[before] < best - 1 {
+                        best = fewest[before] + 1
+                        pick = k
                     }
                 }
+                fewest[n] = best
+                last[n] = pick
             }
         }
         guard fewest[rest] != Int.max else { return nil }
