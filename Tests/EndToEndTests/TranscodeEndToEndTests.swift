@@ -269,6 +269,14 @@ import Glibc
             let heard = try PCMFile(path: pcm.path)
             let seconds = Double(heard.frames) / Double(heard.sampleRate)
             #expect(abs(seconds - 1.0) < 0.1, "\(format): mpv played \(seconds) s from 2 s of 3 s")
+            // GStreamer (souphttpsrc): the cached file has a length, so a duration and seeking.
+            if let discoverer = which("gst-discoverer-1.0") {
+                let found = String(decoding: try runCommand(discoverer, [server.baseURL + target]).stdout, as: UTF8.self)
+                // (GStreamer 1.22's Ogg demuxer takes the pre-skip off once more: 2.9935 s for Opus.)
+                let duration = found.split(separator: "\n").first { $0.contains("Duration: 0:00:") }
+                    .flatMap { Double($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") }
+                #expect(duration.map { abs($0 - 3) < 0.05 } == true && found.contains("Seekable: yes"), "\(format): \(found)")
+            }
         }
     }
 }
