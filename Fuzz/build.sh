@@ -50,7 +50,7 @@ module StreamAudio "${AUDIO_C[@]}" -- "${audio[@]}"
 # The channel's MP3 encoder (libmp3lame's one wrapper), which runs in streamd on samples a
 # decode worker made from a file: one file of Sources/Server, with the CLAME module map.
 if [[ -e $OUT/StreamEncoder.o && $OUT/StreamShared.o -nt $OUT/StreamEncoder.o ]]; then rm -f "$OUT/StreamEncoder.o"; fi
-module StreamEncoder -I Sources/CLAME -I Sources/CLinux -- Sources/Server/Radio/LAMEEncoder.swift
+module StreamEncoder -I Sources/CLAME -I Sources/CLinux -- Sources/Server/Radio/LAMEEncoder.swift Sources/Server/Radio/Transcode/AudioEncoder.swift
 # The HTTP request and range parsers: the top-level files of Sources/Server/HTTP (StreamHTTP)
 # but the response writer, which opens files through its System folder; the loops, the system
 # calls and the responses live in subfolders. Whatever parser files the folder gains or loses,

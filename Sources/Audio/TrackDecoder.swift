@@ -177,6 +177,21 @@ public struct TrackDecoder {
         return true
     }
 
+    /// Starts the output at `sample` (per channel, counted in the trimmed track, as `decode`
+    /// gives it): from `point` (a seek-index point at a frame start, with its exact sample) where
+    /// the container restarts there (FLAC, AIFF, WAV), else by decoding from the start and
+    /// dropping what comes before (exact in every container, only slower). Call before `decode`.
+    public mutating func start(atSample sample: Int, from point: (byte: Int, sample: Int)?) throws {
+        guard sample > 0 else { return }
+        if let point, (0...sample).contains(point.sample), point.byte >= readOffset, point.byte < end,
+           [Container.flac, .aiff, .wav].contains(container), window.keepFrom == 0 {
+            readOffset = point.byte
+            try converter.restart(at: point.byte)
+            window.moved(to: point.sample)
+        }
+        window.keepFrom = window.keepFrom > Int.max - sample ? Int.max : window.keepFrom + sample
+    }
+
     private mutating func read() throws {
         let bytes = try source.read(at: readOffset, count: min(Self.blockSize, end - readOffset))
         if bytes.isEmpty {
@@ -198,6 +213,9 @@ struct TrimWindow {
     private var scaled = false
 
     var isPastEnd: Bool { position >= keepUntil }
+
+    /// The next samples decoded are those from `sample` on (a restart at a seek point).
+    mutating func moved(to sample: Int) { position = sample }
 
     /// Appends the part of `samples` (interleaved, in `format`) inside the window to `output`.
     mutating func keep(_ samples: UnsafeBufferPointer<Float>, format: AudioFormat, declaredRate: Int,

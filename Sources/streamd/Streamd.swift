@@ -128,6 +128,17 @@ struct Serve: ParsableCommand {
                                valueName: "SECONDS"))
     var indexAhead: Double = Catalog.defaultIndexAheadSeconds
 
+    @Option(help: ArgumentHelp("Where completed transcodes (/media/...?format=opus|mp3) are kept (default: $XDG_CACHE_HOME/streamd/transcode, else ~/.cache/streamd/transcode).",
+                               valueName: "DIR"))
+    var transcodeCache: String?
+
+    @Option(help: ArgumentHelp("Megabytes the transcode cache may hold; the least recently served go first.", valueName: "MB"))
+    var transcodeCacheMb: Int = 1024
+
+    @Option(help: ArgumentHelp("Transcodes encoded at once (default: the number of cores); a few more wait, beyond that 503.",
+                               valueName: "N"))
+    var transcodeJobs: Int?
+
     // Tuning and diagnostics, shown by --help-hidden only.
 
     @Option(help: ArgumentHelp("The program started as each analysis worker, with `analyze-worker` as its first argument (default: streamd itself); a wrapper can run the worker under nice, ulimit, a tracer or a fault drill.",
@@ -141,6 +152,9 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds a waveform's decode worker may stay silent before it is killed and the track answered 422 (default 10).",
                                valueName: "SECONDS", visibility: .hidden))
     var waveformTimeout: Double?
+    @Option(help: ArgumentHelp("Seconds a decode worker (radio channels, transcodes) may take for its next samples before it is killed (default 10).",
+                               valueName: "SECONDS", visibility: .hidden))
+    var decodeTimeout: Double?
 
     @Option(help: ArgumentHelp("Files the scan reads and writes to the database per chunk (default 2048).",
                                valueName: "FILES", visibility: .hidden))
@@ -211,9 +225,15 @@ extension Serve {
         if let waveformTimeout, !(waveformTimeout.isFinite && (0.1...3600).contains(waveformTimeout)) {
             throw ValidationError("--waveform-timeout must be 0.1...3600 seconds")
         }
+        if let decodeTimeout, !(decodeTimeout.isFinite && (0.1...3600).contains(decodeTimeout)) {
+            throw ValidationError("--decode-timeout must be 0.1...3600 seconds")
+        }
         if let scanChunk, !(1...1_000_000).contains(scanChunk) { throw ValidationError("--scan-chunk must be 1...1000000") }
         if let maxWatches, maxWatches < 1 { throw ValidationError("--max-watches must be at least 1") }
         if quiet && verbose { throw ValidationError("--quiet and --verbose exclude each other") }
+        guard (0...1_048_576).contains(transcodeCacheMb) else { throw ValidationError("--transcode-cache-mb must be 0...1048576") }
+        if let transcodeJobs, !(1...1024).contains(transcodeJobs) { throw ValidationError("--transcode-jobs must be 1...1024") }
+        if let transcodeCache, transcodeCache.isEmpty { throw ValidationError("--transcode-cache needs a folder") }
     }
 
     func run() throws {
@@ -226,9 +246,10 @@ extension Serve {
         let hlsService = try makeHLS(library.catalog)
         let radio = try makeRadio(library.catalog, logger: logger)
         let access = try makeAccess(databasePath: library.databasePath)
+        let transcoder = try makeTranscoder(library.catalog)
         let router = Router(resolver: library.catalog.resolver, catalog: library.catalog, hls: hlsService,
                             framing: contentLength ? .contentLength : .chunked, radio: radio, scanner: scanner, access: access,
-                            waveforms: waveformSettings())
+                            waveforms: waveformSettings(), transcoder: transcoder)
         router.playlistFolder.logger = Logger(label: "streamd.library")
         let server = makeServer(router, logger: logger)
         let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, hls: hlsService,
@@ -348,6 +369,23 @@ extension Serve {
         return hlsService
     }
 
+    /// The transcoder behind `/media/...?format=`, its cache folder made.
+    func makeTranscoder(_ catalog: Catalog) throws -> TranscodeService {
+        let environment = ProcessInfo.processInfo.environment
+        var settings = TranscodeSettings(cacheDirectory: transcodeCache.map { ($0 as NSString).expandingTildeInPath }
+                                             ?? TranscodeSettings.defaultDirectory(environment: environment))
+        settings.cacheBytes = transcodeCacheMb << 20
+        if let transcodeJobs { settings.jobs = transcodeJobs }
+        settings.queueLength = max(2, settings.jobs)
+        if let decodeWorker { settings.decodeWorker.executable = decodeWorker }
+        if let decodeTimeout { settings.decodeWorker.unitSeconds = decodeTimeout }
+        do {
+            return try TranscodeService(settings: settings, catalog: catalog, logger: Logger(label: "streamd.transcode"))
+        } catch {
+            throw exitLine("--transcode-cache \(settings.cacheDirectory): \(error)")
+        }
+    }
+
     /// The radio channels, fallbacks and relays; nil when none is configured.
     func makeRadio(_ catalog: Catalog, logger: Logger) throws -> RadioService? {
         let radioLogger = Logger(label: "streamd.radio")
@@ -368,6 +406,7 @@ extension Serve {
             settings.ringBytes = max(settings.ringBytes, settings.burstBytes * 2)
             settings.listenerLagSeconds = listenerLag
             if let decodeWorker { settings.decodeWorker.executable = decodeWorker }
+            if let decodeTimeout { settings.decodeWorker.unitSeconds = decodeTimeout }
             let service = RadioService(settings: settings, logger: radioLogger)
             for text in channel {
                 do {

@@ -23,7 +23,9 @@ public enum DecodeWorker {
     public static let subcommand = "decode-worker"
     /// The worker's own option for fault drills (`streamd decode-worker --fault SPEC`): SPEC
     /// `trap:NAME,hang:NAME` makes the worker trap or spin on files of that name after their
-    /// first samples (a decoder that crashes or loops mid-track). The server never passes it.
+    /// first samples (a decoder that crashes or loops mid-track), `garbage:NAME` send a frame of
+    /// no known kind then, `slow:NAME` decode it slowly.
+    /// The server never passes it.
     public static let faultOption = "--fault"
     package static let hello = Array("streamd-decoder/1".utf8)
     /// The most samples one frame from the worker may carry (a unit is at most 4096 frames of
@@ -54,26 +56,29 @@ public enum DecodeWorker {
     }
 
     /// The request: channels, the analysis' hints, the path.
-    static func request(path: String, hints: TrackDecoder.Hints, channels: Int) -> [UInt8] {
+    static func request(path: String, hints: TrackDecoder.Hints, channels: Int, start: DecodeStart = DecodeStart()) -> [UInt8] {
         var payload: [UInt8] = [UInt8(clamping: channels)]
-        for value in [hints.audioStart, hints.audioEnd, hints.encoderDelay, hints.encoderPadding, hints.totalSamples] {
+        for value in [hints.audioStart, hints.audioEnd, hints.encoderDelay, hints.encoderPadding, hints.totalSamples,
+                      start.sample, start.pointByte, start.pointSample] {
             let bits = UInt64(bitPattern: Int64(value))
             for shift in stride(from: 0, to: 64, by: 8) { payload.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
         }
         return AnalyzerProtocol.frame(payload + Array(path.utf8))
     }
 
-    package static func parseRequest(_ payload: [UInt8]) throws(FormatError) -> (path: String, hints: TrackDecoder.Hints, channels: Int) {
+    package static func parseRequest(_ payload: [UInt8]) throws(FormatError) -> (path: String, hints: TrackDecoder.Hints, channels: Int, start: DecodeStart) {
         var reader = ByteReader(payload, component: "decoder request")
         let channels = Int(try reader.readU8())
         guard channels == 1 || channels == 2 else {
             throw .invalid(component: "decoder request", reason: "\(channels) channels", offset: 0)
         }
         var values: [Int] = []
-        for _ in 0..<5 { values.append(Int(Int64(bitPattern: try reader.readU64LE()))) }
+        for _ in 0..<8 { values.append(Int(Int64(bitPattern: try reader.readU64LE()))) }
         let hints = TrackDecoder.Hints(audioStart: values[0], audioEnd: values[1], encoderDelay: values[2],
                                        encoderPadding: values[3], totalSamples: values[4])
-        return (String(decoding: reader.rest, as: UTF8.self), hints, channels)
+        guard values[5] >= 0 else { throw .invalid(component: "decoder request", reason: "start sample \(values[5])", offset: 0) }
+        let start = DecodeStart(sample: values[5], pointByte: values[6], pointSample: values[7])
+        return (String(decoding: reader.rest, as: UTF8.self), hints, channels, start)
     }
 
     /// Decodes the one requested track; returns the process exit status. `faultSpec` is the
@@ -94,11 +99,11 @@ public enum DecodeWorker {
         }
         if let payload = request, payload.first == waveformRequestTag { return runWaveform(payload, faultSpec: faultSpec) }
         guard let payload = request, let parsed = try? parseRequest(payload) else { return 2 }
-        let (path, hints, channels) = parsed
+        let (path, hints, channels, start) = parsed
         let fault = Fault(faultSpec, path: path)
         var samples: [Float] = []
         do {
-            let pcm = try LocalTrackPCM(path: path, hints: hints, channels: channels)
+            let pcm = try LocalTrackPCM(path: path, hints: hints, channels: channels, start: start)
             var units = 0
             while true {
                 samples.removeAll(keepingCapacity: true)
@@ -107,7 +112,12 @@ public enum DecodeWorker {
                 let rate = try pcm.next(into: &samples)
                 alarm(0)
                 guard let rate else { break }
-                if units == 1 { fault.inject() }
+                if units == 1 {
+                    fault.inject()
+                    // `garbage:NAME`: a frame of a kind no worker sends, as a corrupted worker might.
+                    if fault.garbage { _ = WorkerSide.writeAll(AnalyzerProtocol.frame([0x7F, 1, 2, 3])) }
+                }
+                fault.pace()
                 units += 1
                 var start = 0
                 // One unit is a few thousand samples; a larger one goes in pieces of whole frames.
@@ -137,6 +147,10 @@ public enum DecodeWorker {
     struct Fault {
         var trap = false
         var hang = false
+        /// `slow:NAME`: 20 ms per unit of samples (a decoder on a loaded machine), so tests can
+        /// hold an encode in progress.
+        var slow = false
+        var garbage = false
 
         init(_ spec: String, path: String) {
             let name = path.split(separator: "/").last.map(String.init) ?? path
@@ -145,7 +159,13 @@ public enum DecodeWorker {
                 guard parts.count == 2, parts[1] == name else { continue }
                 if parts[0] == "trap" { trap = true }
                 if parts[0] == "hang" { hang = true }
+                if parts[0] == "slow" { slow = true }
+                if parts[0] == "garbage" { garbage = true }
             }
+        }
+
+        func pace() {
+            if slow { usleep(20_000) }
         }
 
         func inject() {
@@ -159,6 +179,14 @@ public enum DecodeWorker {
             }
         }
     }
+}
+
+/// Where a worker's decoding starts: at `sample` (per channel, of the trimmed track), from the
+/// seek-index point at byte `pointByte` (its exact sample `pointSample`; -1: none, decode from the start).
+package struct DecodeStart: Sendable, Equatable {
+    package var sample = 0
+    package var pointByte = -1
+    package var pointSample = -1
 }
 
 /// Why a track's decoder worker gave no samples.
@@ -184,7 +212,8 @@ final class IsolatedTrackPCM: TrackPCM {
     /// The channel count asked for: every frame of samples holds whole frames of it.
     private let channels: Int
 
-    init(path: String, hints: TrackDecoder.Hints, channels: Int, settings: DecodeWorker.Settings) throws {
+    init(path: String, hints: TrackDecoder.Hints, channels: Int, settings: DecodeWorker.Settings,
+         start: DecodeStart = DecodeStart()) throws {
         self.settings = settings
         self.channels = max(1, channels)
         // A worker that dies leaves its stdin without a reader: the request's write must fail
@@ -208,7 +237,7 @@ final class IsolatedTrackPCM: TrackPCM {
         guard hello == DecodeWorker.hello else {
             throw finish("\(settings.executable) is not a streamd decoder (wrong hello)", quarantines: false)
         }
-        var request = DecodeWorker.request(path: path, hints: hints, channels: channels)
+        var request = DecodeWorker.request(path: path, hints: hints, channels: channels, start: start)
         while !request.isEmpty {
             let n = request.withUnsafeBytes { write(child.input, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }

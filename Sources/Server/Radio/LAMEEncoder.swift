@@ -11,7 +11,7 @@ public struct EncoderError: Error, CustomStringConvertible, Sendable, Equatable 
 /// libmp3lame wrapped once: interleaved float PCM in (-1...1), constant-bitrate MPEG audio
 /// layer III frames out, one continuous stream (no Xing/Info frame, no ID3 tag), as a radio
 /// channel that transcodes sends it. Not thread-safe: one producer thread owns an encoder.
-public final class LAMEEncoder {
+public final class LAMEEncoder: AudioEncoder {
     private let flags: OpaquePointer
     public let sampleRate: Int
     public let channels: Int
@@ -32,7 +32,10 @@ public final class LAMEEncoder {
     /// An encoder for `channels` (1 or 2) at `sampleRate` (one of `sampleRates`; no resampling
     /// inside) and `kbps` (8...320, CBR; libmp3lame takes the nearest rate the MPEG version allows).
     /// `quality` is libmp3lame's 0 (best, slowest) ... 9, nil its default.
-    public init(sampleRate: Int, channels: Int, kbps: Int, quality: Int? = nil) throws(EncoderError) {
+    /// `infoFrame`: the stream starts with a placeholder frame for the Xing/Info + LAME tag, whose
+    /// final bytes (frame count, delay and padding) `infoFrame()` gives once the stream is flushed
+    /// (a file; a radio stream has none).
+    public init(sampleRate: Int, channels: Int, kbps: Int, quality: Int? = nil, infoFrame: Bool = false) throws(EncoderError) {
         guard Self.sampleRates.contains(sampleRate) else {
             throw EncoderError(message: "MP3 has no \(sampleRate) Hz rate")
         }
@@ -52,7 +55,7 @@ public final class LAMEEncoder {
             lame_set_VBR(flags, vbr_off)
             if let quality { lame_set_quality(flags, Int32(min(9, max(0, quality)))) }
             // A stream has no end to rewrite a header at, and listeners join anywhere.
-            lame_set_bWriteVbrTag(flags, 0)
+            lame_set_bWriteVbrTag(flags, infoFrame ? 1 : 0)
             lame_set_write_id3tag_automatic(flags, 0)
             guard lame_init_params(flags) >= 0 else {
                 lame_close(flags)
@@ -117,6 +120,19 @@ public final class LAMEEncoder {
             done += count
         }
     }
+
+    /// The Xing/Info + LAME tag frame of the stream so far (after `flush`: its final values), to
+    /// be written over the stream's first frame; nil when the encoder writes none.
+    public func infoFrame() -> [UInt8]? {
+        let size = lame_get_lametag_frame(flags, nil, 0)
+        guard size > 0 else { return nil }
+        var frame = [UInt8](repeating: 0, count: size)
+        let written = frame.withUnsafeMutableBufferPointer { lame_get_lametag_frame(flags, $0.baseAddress, $0.count) }
+        guard written == size else { return nil }
+        return frame
+    }
+
+    public func finish(appendingTo output: inout [UInt8]) throws(EncoderError) { flush(appendingTo: &output) }
 
     /// Ends the stream: encodes what is held back (padded with silence to a whole frame) and
     /// appends the last frames to `output`.

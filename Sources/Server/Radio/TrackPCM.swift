@@ -32,8 +32,11 @@ final class LocalTrackPCM: TrackPCM {
     private var matrixLayout: [Speaker] = []
 
     /// Opens and plans the file at `path`; throws `SystemError`, `FormatError` or `DecoderError`.
-    init(path: String, hints: TrackDecoder.Hints, channels: Int) throws {
+    init(path: String, hints: TrackDecoder.Hints, channels: Int, start: DecodeStart = DecodeStart()) throws {
         decoder = try TrackDecoder(source: try OpenFile(path: path), hints: hints)
+        var point: (byte: Int, sample: Int)?
+        if start.pointByte >= 0 && start.pointSample >= 0 { point = (start.pointByte, start.pointSample) }
+        try decoder.start(atSample: start.sample, from: point)
         self.channels = channels
     }
 

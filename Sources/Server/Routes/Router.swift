@@ -24,6 +24,8 @@ public final class Router: Sendable {
     public let radio: RadioService?
     /// Track waveforms (`/api/waveform/<id>`), computed in decode workers.
     public let waveforms: WaveformService
+    /// `/media/<path>?format=opus|mp3` transcodes; nil: only `format=raw`.
+    public let transcoder: TranscodeService?
     /// Wall-clock start in seconds since 1970, for the Icecast status page's `server_start`.
     let startedWall: Int
     /// The background scanner, whose watches `/api/status` reports; nil when none runs.
@@ -38,9 +40,11 @@ public final class Router: Sendable {
     /// `startedAt` is the server's start as the status page shows it: now, unless a test fixes it.
     public init(resolver: PathResolver, catalog: Catalog, hls: HLSService? = nil, framing: WholeFileFraming = .chunked,
                 radio: RadioService? = nil, scanner: CatalogScanner? = nil, access: AccessControl? = nil,
-                startedAt: Date = Date(), waveforms: WaveformSettings = WaveformSettings()) {
+                startedAt: Date = Date(), waveforms: WaveformSettings = WaveformSettings(),
+                transcoder: TranscodeService? = nil) {
         // Without an access control (tests of routes): no accounts, open as on loopback.
         self.access = access ?? AccessControl(users: nil, settings: AccessSettings())
+        self.transcoder = transcoder
         self.startedWall = Int(startedAt.timeIntervalSince1970)
         self.scanner = scanner
         self.resolver = resolver
@@ -253,6 +257,12 @@ public final class Router: Sendable {
             (absolute, file) = try resolver.open(encoded: relative)
         } catch {
             throw error.refusal
+        }
+        if let format = request.queryValue("format"), format != "raw" {
+            guard let transcoder else { throw HTTPRefusal(400, "transcoding is off: format must be raw") }
+            // The catalog, a seek index or the cache may wait: off the loop; the encode itself
+            // runs on its own thread and the response reads it from the loop without waiting.
+            return .offLoop { () throws(HTTPRefusal) in try transcoder.respond(request, absolute: absolute, file: file) }
         }
         // The client may seek next: its exact index is built meanwhile (once per track and run).
         let contentType = catalog.mediaContentType(forAbsolutePath: absolute)

@@ -1,0 +1,299 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Logging
+import StreamAudio
+import StreamShared
+import StreamHTTP
+
+/// The formats `/media/<path>?format=` encodes to (`raw`, the file as it is, is not a transcode).
+public enum TranscodeFormat: String, Sendable, CaseIterable {
+    case opus, mp3
+
+    public var contentType: String { self == .opus ? "audio/ogg; codecs=opus" : "audio/mpeg" }
+    public var fileExtension: String { self == .opus ? "opus" : "mp3" }
+    /// The bitrate when none is asked for (what peers default to: Opus 128k, MP3 192k).
+    public var defaultKbps: Int { self == .opus ? 128 : 192 }
+    /// The bitrates the encoder takes.
+    public var kbpsRange: ClosedRange<Int> { self == .opus ? 6...510 : 8...320 }
+}
+
+/// One transcode: what to decode, how, and into what.
+struct TranscodeSpec: Sendable {
+    /// The file, and what the analysis says of it.
+    var path: String
+    var hints: TrackDecoder.Hints
+    /// The track's channels as listed (the output has at most 2).
+    var channels: Int
+    var sourceRate: Int
+    var format: TranscodeFormat
+    var kbps: Int
+    /// The linear factor of the ReplayGain baked in (1: none).
+    var gain: Float
+    var start: DecodeStart
+    /// Title, artist, album as Vorbis comment names.
+    var tags: [(String, String)]
+    /// The cache key; also the job table's.
+    var key: String
+    /// Where the completed file goes (nil: not kept, a transcode from an offset).
+    var cachePath: String?
+
+    var outputChannels: Int { min(2, max(1, channels)) }
+
+    /// The encoder's rate: Opus 48 kHz; MP3 the source's when MP3 has it, else 48 kHz or 44.1 kHz.
+    func outputRate(input: Int) -> Int {
+        switch format {
+        case .opus: return OggOpusEncoder.sampleRate
+        case .mp3:
+            if LAMEEncoder.sampleRates.contains(input) { return input }
+            return input % 8_000 == 0 || input > 48_000 ? 48_000 : 44_100
+        }
+    }
+}
+
+/// How an encode ended (or that it goes on).
+enum TranscodeState: Equatable {
+    case queued, running, complete, failed(String), cancelled
+    var isOver: Bool { self == .complete || self == .cancelled || { if case .failed = self { return true }; return false }() }
+}
+
+/// One encode in progress and its readers: a thread takes samples from a decode worker
+/// (`IsolatedTrackPCM`: a decoder crash costs this encode only), applies the gain, resamples with
+/// libsoxr, encodes (libopusenc or libmp3lame) and appends the bytes to a spool file, which every
+/// reader (`TranscodeReader`, on the event loops) reads from its own offset. Identical requests
+/// join the one job. When the last reader goes before the end, the encode stops. A complete
+/// encode of a whole track becomes a cache file (MP3: its Xing/Info + LAME frame written over
+/// the placeholder first, with the exact frame count, delay and padding).
+final class TranscodeJob: @unchecked Sendable {
+    // @unchecked: `spec`, `fd`, `number` are immutable; everything else is behind `state`.
+    let spec: TranscodeSpec
+    let number: Int
+    /// The spool: written by the job thread, read (pread) by the readers' loops.
+    let fd: Int32
+    private let spoolPath: String
+    private let settings: DecodeWorker.Settings
+    private let logger: Logger
+    /// Called once, on the job thread, when the encode is over (the service starts the next).
+    private let onEnd: @Sendable (TranscodeJob) -> Void
+
+    struct Shared {
+        var state = TranscodeState.queued
+        /// Bytes of the spool readers may send.
+        var published = 0
+        /// Bytes of the spool a streaming reader leaves out (MP3: the placeholder tag frame).
+        var skip: Range<Int>?
+        /// Readers that hold the job, and the loops to wake for them.
+        var readers = 0
+        var everRead = false
+        var wakers: [ObjectIdentifier: LoopWaker] = [:]
+        var format: (rate: Int, channels: Int)?
+    }
+    let shared = Lock(Shared())
+
+    init(spec: TranscodeSpec, number: Int, spoolDirectory: String, settings: DecodeWorker.Settings, logger: Logger,
+         onEnd: @escaping @Sendable (TranscodeJob) -> Void) throws(SystemError) {
+        self.spec = spec
+        self.number = number
+        self.settings = settings
+        self.logger = logger
+        self.onEnd = onEnd
+        let path = spoolDirectory + "/.partial-\(getpid())-\(number)"
+        spoolPath = path
+        fd = try syscallChecked("open") { open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
+        // A transcode that is not kept needs no name: the open descriptors hold it.
+        if spec.cachePath == nil { unlink(path) }
+    }
+
+    deinit {
+        close(fd)
+        if shared.withLock({ $0.state != .complete }) || spec.cachePath == nil { unlink(spoolPath) }
+    }
+
+    // MARK: readers
+
+    func addReader() { shared.withLock { $0.readers += 1; $0.everRead = true } }
+
+    func setWaker(_ waker: LoopWaker, for reader: AnyObject) {
+        shared.withLock { $0.wakers[ObjectIdentifier(reader)] = waker }
+    }
+
+    /// A reader left (its connection closed): with none left, an encode not over stops.
+    func removeReader(_ reader: AnyObject) {
+        shared.withLock {
+            $0.readers -= 1
+            $0.wakers[ObjectIdentifier(reader)] = nil
+        }
+    }
+
+    /// True when nobody reads the encode any more (nor a request that is on its way).
+    private var abandoned: Bool { shared.withLock { $0.readers <= 0 && $0.everRead } }
+
+    private func wakeReaders() {
+        let wakers = shared.withLock { Set($0.wakers.values) }
+        for waker in wakers { waker.wake() }
+    }
+
+    // MARK: the encode
+
+    /// Runs the encode on the calling thread (the job's own), to its end.
+    func run() {
+        let started = monotonicNanos()
+        shared.withLock { $0.state = .running }
+        let end: TranscodeState
+        do {
+            end = try encode()
+        } catch {
+            // A worker's wait given up because the readers left is a stop, not a failure.
+            end = abandoned ? .cancelled : .failed("\(error)")
+        }
+        if end == .complete, let cachePath = spec.cachePath {
+            if rename(spoolPath, cachePath) != 0 {
+                logger.warning("transcode: cannot keep \(cachePath): \(String(cString: strerror(errno)))")
+            }
+        }
+        shared.withLock { $0.state = end }
+        let seconds = Double(monotonicNanos() - started) / 1e9
+        switch end {
+        case .failed(let why): logger.warning("transcode \(number): \(spec.path): \(why)")
+        case .cancelled: logger.info("transcode \(number): stopped \(spec.path): no listener left")
+        default: logger.info("transcode \(number): done \(spec.path) in \(String(format: "%.2f", seconds)) s")
+        }
+        wakeReaders()
+        onEnd(self)
+    }
+
+    private func encode() throws -> TranscodeState {
+        var workerSettings = settings
+        let previous = settings.isCancelled
+        workerSettings.isCancelled = { [weak self] in previous() || (self?.abandoned ?? true) }
+        if abandoned { return .cancelled }
+        let pcm = try IsolatedTrackPCM(path: spec.path, hints: spec.hints, channels: spec.outputChannels,
+                                       settings: workerSettings, start: spec.start)
+        var encoder: (any AudioEncoder)?
+        var resampling: SoxrResampler?
+        var inputRate = 0
+        var samples: [Float] = []
+        var bytes: [UInt8] = []
+        var written = 0
+        var lastWake: UInt64 = 0
+        var unpublished = 0
+        // MP3 files start with an ID3v2 tag (title, artist, album), then the tag frame.
+        if spec.format == .mp3 { bytes = ID3v2Writer.tag(spec.tags) }
+        let tagBytes = bytes.count
+        var infoFrameLength: Int?
+        while true {
+            if abandoned { return .cancelled }
+            samples.removeAll(keepingCapacity: true)
+            guard let rate = try pcm.next(into: &samples) else { break }
+            if encoder == nil {
+                let outputRate = spec.outputRate(input: rate)
+                switch spec.format {
+                case .opus:
+                    encoder = try OggOpusEncoder(channels: spec.outputChannels, kbps: spec.kbps, tags: spec.tags)
+                case .mp3:
+                    encoder = try LAMEEncoder(sampleRate: outputRate, channels: spec.outputChannels, kbps: spec.kbps,
+                                              quality: ChannelTranscoder.quality, infoFrame: spec.cachePath != nil)
+                }
+                shared.withLock { $0.format = (outputRate, spec.outputChannels) }
+            }
+            guard let encoder else { break }
+            if rate != inputRate {
+                // A rate that changes mid-track (a chained Ogg): the filter's tail goes first.
+                if let resampling {
+                    var tail: [Float] = []
+                    resampling.flush(into: &tail)
+                    try encoder.encode(tail[...], appendingTo: &bytes)
+                }
+                resampling = nil
+                if rate != encoder.sampleRate {
+                    let made = SoxrResampler(outputRate: encoder.sampleRate)
+                    _ = try made.configure(input: AudioFormat(sampleRate: rate, channels: spec.outputChannels))
+                    resampling = made
+                }
+                inputRate = rate
+            }
+            if spec.gain != 1 {
+                let gain = spec.gain
+                for i in samples.indices { samples[i] *= gain }
+            }
+            resampling?.process(&samples)
+            try encoder.encode(samples[...], appendingTo: &bytes)
+            if spec.format == .mp3, spec.cachePath != nil, infoFrameLength == nil, bytes.count >= tagBytes + 4 {
+                infoFrameLength = Self.mpegFrameLength(bytes[tagBytes...])
+                if let length = infoFrameLength {
+                    shared.withLock { $0.skip = tagBytes..<(tagBytes + length) }
+                }
+            }
+            // Until the placeholder frame's length is known, nothing of an MP3 goes out.
+            if spec.format == .mp3, spec.cachePath != nil, infoFrameLength == nil { continue }
+            try append(&bytes, at: &written)
+            unpublished += 1
+            let now = monotonicNanos()
+            if now - lastWake > 20_000_000 || unpublished > 16 {
+                shared.withLock { $0.published = written }
+                wakeReaders()
+                lastWake = now
+                unpublished = 0
+            }
+        }
+        guard let encoder else { throw EncoderError(message: "the track has no samples from its start") }
+        if let resampling {
+            var tail: [Float] = []
+            resampling.flush(into: &tail)
+            try encoder.encode(tail[...], appendingTo: &bytes)
+        }
+        try encoder.finish(appendingTo: &bytes)
+        try append(&bytes, at: &written)
+        if spec.format == .mp3, spec.cachePath != nil, let lame = encoder as? LAMEEncoder, let frame = lame.infoFrame() {
+            guard frame.count == infoFrameLength else {
+                throw EncoderError(message: "the LAME tag frame (\(frame.count) bytes) does not fit its placeholder")
+            }
+            let n = frame.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(tagBytes)) }
+            guard n == frame.count else { throw SystemError(call: "pwrite", errno: errno) }
+        }
+        shared.withLock { $0.published = written }
+        return .complete
+    }
+
+    /// Writes `bytes` at the spool's end and empties it.
+    private func append(_ bytes: inout [UInt8], at written: inout Int) throws(SystemError) {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes[done...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw SystemError(call: "write", errno: errno) }
+            done += n
+        }
+        written += bytes.count
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    /// The length of the MPEG audio frame at the start of `bytes`, if its header is whole.
+    static func mpegFrameLength(_ bytes: ArraySlice<UInt8>) -> Int? {
+        var splitter = AudioFrameSplitter(codec: .mpeg)
+        guard let step = try? splitter.next(in: bytes, isComplete: true), case .frame(let frame) = step else { return nil }
+        return frame.length
+    }
+}
+
+/// A small ID3v2.4 tag (UTF-8 text frames) for the head of an MP3 transcode.
+enum ID3v2Writer {
+    /// Vorbis comment names → ID3v2.4 frame ids.
+    static let frames = ["TITLE": "TIT2", "ARTIST": "TPE1", "ALBUM": "TALB"]
+
+    static func tag(_ tags: [(String, String)]) -> [UInt8] {
+        var body: [UInt8] = []
+        for (name, value) in tags where !value.isEmpty {
+            guard let id = frames[name] else { continue }
+            let text = [0x03] + Array(value.utf8.prefix(4096))
+            body += Array(id.utf8) + synchsafe(text.count) + [0, 0] + text
+        }
+        guard !body.isEmpty else { return [] }
+        return Array("ID3".utf8) + [4, 0, 0] + synchsafe(body.count) + body
+    }
+
+    static func synchsafe(_ value: Int) -> [UInt8] {
+        [UInt8((value >> 21) & 0x7F), UInt8((value >> 14) & 0x7F), UInt8((value >> 7) & 0x7F), UInt8(value & 0x7F)]
+    }
+}

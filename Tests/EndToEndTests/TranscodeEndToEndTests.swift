@@ -1,0 +1,282 @@
+import Foundation
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `/media/<path>?format=opus|mp3` on the real streamd: each transcode decoded by independent
+/// decoders (opusdec, mpg123, ffmpeg), the cached file's length sample-exact against the source's
+/// own decode, tags in ffprobe, `offset` checked on a marker, the cache served with ranges, one
+/// encode for concurrent identical requests, 503 beyond the queue, a disconnect stopping the
+/// worker, a crashing worker costing its one response, and ffmpeg and mpv playing and seeking.
+@Suite(.ownThreads, .serialized) struct TranscodeEndToEndTests {
+    /// tone.flac: 3 s stereo 44.1 kHz 440/660 Hz, tagged, ReplayGain -6 dB; marker.flac: 48 kHz
+    /// mono, silence to 2.5 s then 1 kHz for 1 s; slow.flac and crash.flac: 8 s, decoded slowly /
+    /// trapping by the worker's fault drill.
+    static func makeLibrary() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-tc-\(getpid())-\(UUID().uuidString.prefix(8))")
+        let music = dir.appendingPathComponent("music")
+        try FileManager.default.createDirectory(at: music, withIntermediateDirectories: true)
+        let ffmpeg = try #require(which("ffmpeg"))
+        func make(_ name: String, _ arguments: [String]) throws {
+            let result = try runCommand(ffmpeg, ["-v", "error", "-y"] + arguments + [music.appendingPathComponent(name).path])
+            guard result.status == 0 else { throw TestFailure("ffmpeg \(name): \(String(decoding: result.stderr, as: UTF8.self))") }
+        }
+        try make("tone.flac", ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100:duration=3", "-f", "lavfi", "-i",
+                               "sine=frequency=660:sample_rate=44100:duration=3", "-filter_complex", "[0][1]amerge=inputs=2",
+                               "-metadata", "title=Tone Title", "-metadata", "artist=Tone Artist", "-metadata", "album=Tone Album",
+                               "-metadata", "REPLAYGAIN_TRACK_GAIN=-6.00 dB", "-c:a", "flac"])
+        try make("marker.flac", ["-f", "lavfi", "-i", "aevalsrc='if(gte(n,120000),0.5*sin(2*PI*1000*(n-120000)/48000),0)':s=48000:d=3.5",
+                                 "-c:a", "flac"])
+        for name in ["slow.flac", "crash.flac", "hang.flac", "garbage.flac"] {
+            try make(name, ["-f", "lavfi", "-i", "sine=frequency=550:sample_rate=44100:duration=8", "-c:a", "flac"])
+        }
+        return dir
+    }
+
+    static func server(_ library: URL, extra: [String] = []) throws -> StreamdProcess {
+        try StreamdProcess(folder: library.appendingPathComponent("music"),
+                           extraArguments: ["--transcode-cache", library.appendingPathComponent("cache").path] + extra,
+                           decoderFault: "slow:slow.flac,trap:crash.flac,hang:hang.flac,garbage:garbage.flac")
+    }
+
+    /// curl's answer: status, headers (lower-cased names), body; curl's exit status.
+    static func curl(_ url: String, _ extra: [String] = []) throws -> (status: Int, headers: [String: String], body: Data, exit: Int32) {
+        let curl = try #require(which("curl"))
+        let headersFile = FileManager.default.temporaryDirectory.appendingPathComponent("tc-h-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: headersFile) }
+        let result = try runCommand(curl, ["-s", "--max-time", "60", "-D", headersFile.path, "-o", "-"] + extra + [url])
+        let text = (try? String(contentsOf: headersFile, encoding: .utf8)) ?? ""
+        var status = 0
+        var headers: [String: String] = [:]
+        for line in text.split(separator: "\r\n") {
+            if line.hasPrefix("HTTP/") { status = Int(line.split(separator: " ")[1]) ?? 0; headers = [:]; continue }
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return (status, headers, result.stdout, result.status)
+    }
+
+    /// Writes `bytes` to a temporary file with `ext`.
+    static func file(_ bytes: Data, ext: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tc-\(getpid())-\(UUID().uuidString.prefix(8)).\(ext)")
+        try bytes.write(to: url)
+        return url
+    }
+
+    /// `path` decoded by `tool` to a WAV, read back.
+    static func decode(_ path: URL, with tool: String) throws -> PCMFile {
+        let wav = path.deletingPathExtension().appendingPathExtension("\(tool).wav")
+        defer { try? FileManager.default.removeItem(at: wav) }
+        let arguments: [String]
+        switch tool {
+        case "opusdec": arguments = ["--quiet", "--float", path.path, wav.path]
+        case "mpg123": arguments = ["-q", "-w", wav.path, path.path]
+        case "flac": arguments = ["-s", "-d", "-f", "-o", wav.path, path.path]
+        default: arguments = ["-v", "error", "-y", "-i", path.path, "-c:a", "pcm_f32le", wav.path]
+        }
+        let result = try runCommand(try #require(which(tool == "ffmpeg" ? "ffmpeg" : tool)), arguments)
+        guard result.status == 0 else { throw TestFailure("\(tool) \(path.lastPathComponent): \(String(decoding: result.stderr, as: UTF8.self))") }
+        return try PCMFile(path: wav.path)
+    }
+
+    /// The cached response of `target`: asked until it comes with a Content-Length (the encode done).
+    static func cached(_ server: StreamdProcess, _ target: String) throws -> (headers: [String: String], body: Data) {
+        let deadline = Date().addingTimeInterval(TestTiming.seconds(30))
+        while Date() < deadline {
+            let answer = try curl(server.baseURL + target)
+            if answer.status == 200, answer.headers["content-length"] != nil, answer.headers["accept-ranges"] == "bytes" {
+                return (answer.headers, answer.body)
+            }
+            usleep(100_000)
+        }
+        throw TestFailure("\(target) was never served from the cache")
+    }
+
+    static func count(_ text: String, in log: String) -> Int { log.components(separatedBy: text).count - 1 }
+
+    @Test(.timeLimit(.scaledMinutes(4))) func opusAndMP3_streamThenCache_exactLengthTagsRanges() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try Self.server(library)
+        defer { server.stop() }
+        let source = try Self.decode(library.appendingPathComponent("music/tone.flac"), with: "flac")
+        #expect(source.frames == 132_300)
+        for (format, tool, rate) in [("opus", "opusdec", 48_000), ("mp3", "mpg123", 44_100)] {
+            let target = "/media/tone.flac?format=\(format)&bitrate=\(format == "opus" ? 96 : 160)"
+            // The first answer is the encode in progress: chunked, no ranges, the duration said.
+            let first = try Self.curl(server.baseURL + target)
+            #expect(first.status == 200 && first.exit == 0, "\(format): \(first.status) curl \(first.exit)")
+            #expect(first.headers["transfer-encoding"] == "chunked", "\(format): \(first.headers)")
+            #expect(first.headers["accept-ranges"] == "none")
+            #expect(first.headers["x-content-duration"] == "3.000")
+            let streamed = try Self.decode(try Self.file(first.body, ext: format), with: tool)
+            #expect(streamed.sampleRate == rate && streamed.channels == 2, "\(format): \(streamed.sampleRate) Hz \(streamed.channels) ch")
+            #expect(abs(streamed.frames - rate * 3) < rate / 10, "\(format) streamed: \(streamed.frames) frames")
+
+            let (headers, body) = try Self.cached(server, target)
+            #expect(headers["etag"] != nil && headers["content-length"] == String(body.count))
+            let cachedFile = try Self.file(body, ext: format)
+            defer { try? FileManager.default.removeItem(at: cachedFile) }
+            // Sample-exact: the source's own length at the output rate.
+            let decoded = try Self.decode(cachedFile, with: tool)
+            #expect(decoded.sampleRate == rate && decoded.channels == 2)
+            #expect(decoded.frames == source.frames * rate / 44_100, "\(format) cached: \(decoded.frames) frames, source \(source.frames)")
+            let viaFFmpeg = try Self.decode(cachedFile, with: "ffmpeg")
+            #expect(viaFFmpeg.frames == source.frames * rate / 44_100, "\(format) cached, ffmpeg: \(viaFFmpeg.frames) frames")
+            // Tags carried over, and the duration known to ffprobe.
+            let probe = try runCommand(try #require(which("ffprobe")), ["-v", "error", "-show_entries",
+                                                                       "format=duration:format_tags:stream=initial_padding:stream_tags",
+                                                                       "-of", "flat", cachedFile.path])
+            let probed = String(decoding: probe.stdout, as: UTF8.self)
+            for tag in ["Tone Title", "Tone Artist", "Tone Album"] { #expect(probed.contains(tag), "\(format): \(probed)") }
+            #expect(probed.contains("format.duration=\"3.0"), "\(format): \(probed)")
+            if format == "opus" {
+                // opusinfo: the pre-skip libopus asks for, and the playback length the last granule gives.
+                let info = String(decoding: try runCommand(try #require(which("opusinfo")), [cachedFile.path]).stdout, as: UTF8.self)
+                #expect(info.contains("Pre-skip: 312") && info.contains("Playback length: 0m:03.000s"), "\(info)")
+            }
+            // A range of the cached file, as curl asks for it.
+            let range = try Self.curl(server.baseURL + target, ["-r", "1000-1999"])
+            #expect(range.status == 206 && range.body == body[1000..<2000], "\(format) range: \(range.status) \(range.body.count)")
+        }
+        #expect(Self.count("encoding tone.flac", in: server.log) == 2, "\(server.log)")
+    }
+
+    @Test(.timeLimit(.scaledMinutes(3))) func offset_startsAtTheMarker_andGainIsBaked() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try Self.server(library)
+        defer { server.stop() }
+        // The tone starts at 2.5 s: from offset 2 it starts at 0.5 s (24,000 samples at 48 kHz).
+        let answer = try Self.curl(server.baseURL + "/media/marker.flac?format=opus&offset=2")
+        #expect(answer.status == 200 && answer.headers["x-content-duration"] == "1.500", "\(answer.headers)")
+        let decoded = try Self.decode(try Self.file(answer.body, ext: "opus"), with: "opusdec").samples()
+        let onset = try #require(decoded.firstIndex { abs($0) > 0.25 })
+        #expect(abs(onset - 24_000) <= 24, "the tone starts at \(onset), not 24000")
+        #expect(abs(decoded.count - 72_000) <= 0, "\(decoded.count) samples from offset 2 of 3.5 s")
+
+        // gain=track: -6 dB baked in (RMS against the plain transcode).
+        func rms(_ target: String) throws -> Double {
+            let body = try Self.curl(server.baseURL + target).body
+            let x = try Self.decode(try Self.file(body, ext: "opus"), with: "opusdec").samples()
+            return sqrt(x.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, x.count)))
+        }
+        let plain = try rms("/media/tone.flac?format=opus"), gained = try rms("/media/tone.flac?format=opus&gain=track")
+        let difference = 20 * log10(gained / plain)
+        #expect(abs(difference + 6) < 0.3, "gain: \(difference) dB")
+    }
+
+    @Test(.timeLimit(.scaledMinutes(3))) func estimate_isNeverShort_andPlays() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try Self.server(library)
+        defer { server.stop() }
+        let answer = try Self.curl(server.baseURL + "/media/tone.flac?format=mp3&estimate=1")
+        let length = try #require(answer.headers["content-length"].flatMap(Int.init), "\(answer.headers)")
+        #expect(answer.exit == 0 && answer.body.count == length, "curl \(answer.exit): \(answer.body.count) of \(length)")
+        // The padding is silence in whole frames: ffmpeg reads every frame.
+        let decoded = try Self.decode(try Self.file(answer.body, ext: "mp3"), with: "ffmpeg")
+        #expect(decoded.sampleRate == 44_100 && decoded.frames >= 132_300, "\(decoded.frames) frames")
+        // ffmpeg trusts the length: it reads to the announced end without an error.
+        // Never short, and not much long: the silence added is a fraction of a second.
+        #expect(length < 3 * 192_000 / 8 + 12_000, "estimate \(length) bytes for 3 s at 192 kbit/s")
+        #expect(decoded.frames < 132_300 + 44_100 / 2, "\(decoded.frames) frames with the padding")
+    }
+
+    @Test(.timeLimit(.scaledMinutes(4))) func join_bounds_disconnect_crash() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try Self.server(library, extra: ["--transcode-jobs", "1", "--decode-timeout", "2"])
+        defer { server.stop() }
+        // Two identical requests while the (slow) encode runs: one encode.
+        let a = try RawConnection(port: server.port), b = try RawConnection(port: server.port)
+        a.send("GET /media/slow.flac?format=opus HTTP/1.1\r\nHost: x\r\n\r\n")
+        usleep(300_000)
+        b.send("GET /media/slow.flac?format=opus HTTP/1.1\r\nHost: x\r\n\r\n")
+        // The queue takes two more (jobs 1, queue 2); the next is refused with Retry-After.
+        let c = try RawConnection(port: server.port), d = try RawConnection(port: server.port)
+        c.send("GET /media/slow.flac?format=opus&bitrate=64 HTTP/1.1\r\nHost: x\r\n\r\n")
+        d.send("GET /media/slow.flac?format=opus&bitrate=80 HTTP/1.1\r\nHost: x\r\n\r\n")
+        usleep(300_000)
+        let refused = try Self.curl(server.baseURL + "/media/slow.flac?format=opus&bitrate=112")
+        #expect(refused.status == 503 && refused.headers["retry-after"] != nil, "\(refused.status) \(refused.headers)")
+        // The queued ones leave: their jobs never start.
+        c.close(); d.close()
+        let whole = try a.readResponse(), joined = try b.readResponse()
+        #expect(whole.status == 200 && joined.status == 200 && whole.body == joined.body && !whole.body.isEmpty,
+                "\(whole.body.count) and \(joined.body.count) bytes")
+        #expect(Self.count("encoding slow.flac", in: server.log) == 1, "\(server.log)")
+        #expect(Self.count("joined by another request", in: server.log) == 1, "\(server.log)")
+
+        // A client that leaves mid-encode stops it (nobody else reads): the worker is killed.
+        let e = try RawConnection(port: server.port)
+        e.send("GET /media/slow.flac?format=mp3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = e.readSome(upTo: 100)
+        e.close()
+        let deadline = Date().addingTimeInterval(TestTiming.seconds(10))
+        while Self.count("stopped slow.flac", in: server.log) == 0 && Self.count("/slow.flac: no listener left", in: server.log) == 0,
+              Date() < deadline { usleep(50_000) }
+        #expect(server.log.contains("no listener left"), "\(server.log)")
+        // ... and its decode worker is gone: streamd has no child process left.
+        let pid = server.process.processIdentifier
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        let children = tasks.compactMap { try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/children", encoding: .utf8) }
+            .joined().split(separator: " ")
+        #expect(children.isEmpty, "streamd still has child processes \(children)")
+
+        // A worker that crashes costs its one response; the next request is served.
+        let crash = try Self.curl(server.baseURL + "/media/crash.flac?format=opus")
+        #expect(crash.exit != 0, "the crashed transcode must end cut short (curl \(crash.exit))")
+        let after = try Self.curl(server.baseURL + "/media/tone.flac?format=mp3")
+        #expect(after.status == 200 && after.exit == 0 && after.body.count > 10_000)
+        #expect(server.log.contains("decoder crashed"), "\(server.log)")
+        // A worker that hangs (killed after --decode-timeout) or sends garbage: the same.
+        for name in ["hang.flac", "garbage.flac"] {
+            let bad = try Self.curl(server.baseURL + "/media/\(name)?format=mp3")
+            #expect(bad.exit != 0, "\(name): the transcode must end cut short (curl \(bad.exit))")
+            let good = try Self.curl(server.baseURL + "/media/tone.flac?format=opus&bitrate=\(name.count + 64)")
+            #expect(good.status == 200 && good.exit == 0 && good.body.count > 10_000, "after \(name)")
+        }
+        #expect(server.log.contains("decoding timed out"), "\(server.log)")
+        #expect(server.log.contains("sent a frame of kind 127"), "\(server.log)")
+    }
+
+    @Test(.timeLimit(.scaledMinutes(4))) func ffmpegAndMPV_playAndSeek_theCachedTranscodes() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try Self.server(library)
+        defer { server.stop() }
+        let ffmpeg = try #require(which("ffmpeg")), mpv = try #require(which("mpv"))
+        for format in ["opus", "mp3"] {
+            let target = "/media/tone.flac?format=\(format)"
+            _ = try Self.cached(server, target)
+            // ffmpeg seeks 1.5 s in (a Range request) and reads the rest: 1.5 s.
+            let out = FileManager.default.temporaryDirectory.appendingPathComponent("tc-seek-\(UUID().uuidString.prefix(8)).wav")
+            defer { try? FileManager.default.removeItem(at: out) }
+            let seek = try runCommand(ffmpeg, ["-v", "error", "-y", "-ss", "1.5", "-i", server.baseURL + target, "-c:a", "pcm_f32le", out.path])
+            #expect(seek.status == 0, "\(String(decoding: seek.stderr, as: UTF8.self))")
+            let rest = try PCMFile(path: out.path)
+            let rate = format == "opus" ? 48_000 : 44_100
+            #expect(abs(rest.frames - rate * 3 / 2) < rate / 20, "\(format): ffmpeg read \(rest.frames) frames after its seek")
+            // mpv knows the duration and plays from 2 s to the end.
+            let pcm = FileManager.default.temporaryDirectory.appendingPathComponent("tc-mpv-\(UUID().uuidString.prefix(8)).wav")
+            defer { try? FileManager.default.removeItem(at: pcm) }
+            let played = try runCommand(mpv, ["--no-config", "--no-video", "--start=2", "--ao=pcm", "--ao-pcm-file=\(pcm.path)",
+                                               "--audio-format=float", "--msg-level=all=v", server.baseURL + target])
+            #expect(played.status == 0, "mpv: \(String(decoding: played.stderr, as: UTF8.self).suffix(2000))")
+            let heard = try PCMFile(path: pcm.path)
+            let seconds = Double(heard.frames) / Double(heard.sampleRate)
+            #expect(abs(seconds - 1.0) < 0.1, "\(format): mpv played \(seconds) s from 2 s of 3 s")
+            // GStreamer (souphttpsrc): the cached file has a length, so a duration and seeking.
+            if let discoverer = which("gst-discoverer-1.0") {
+                let found = String(decoding: try runCommand(discoverer, [server.baseURL + target]).stdout, as: UTF8.self)
+                // (GStreamer 1.22's Ogg demuxer takes the pre-skip off once more: 2.9935 s for Opus.)
+                let duration = found.split(separator: "\n").first { $0.contains("Duration: 0:00:") }
+                    .flatMap { Double($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") }
+                #expect(duration.map { abs($0 - 3) < 0.05 } == true && found.contains("Seekable: yes"), "\(format): \(found)")
+            }
+        }
+    }
+}
