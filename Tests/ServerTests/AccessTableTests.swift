@@ -251,7 +251,9 @@ import Testing
             #expect(csp.contains("frame-ancestors 'none'") && !csp.contains("script-src 'self' 'unsafe-inline'"))
             #expect(headers.contains { $0 == ("X-Content-Type-Options", "nosniff") })
         }
-        // The main page's inline script is allowed by its hash (the page keeps working under the CSP).
-        #expect(WebLogin.mainPagePolicy.contains("'sha256-"))
+        // The main page has no inline script or style (its files are under /web/), so the policy
+        // needs no hash and no 'unsafe-inline'; its MediaSource player needs blob: media.
+        #expect(WebLogin.mainPagePolicy.contains("script-src 'self';") && !WebLogin.mainPagePolicy.contains("unsafe-inline"))
+        #expect(WebLogin.mainPagePolicy.contains("media-src 'self' blob:"))
     }
 }
