@@ -246,7 +246,8 @@ import Testing
     }
 
     @Test func wire_roundTripsAndRefusesNonsense() throws {
-        let messages: [WaveformWire.Message] = [.pairs(rate: 48_000, [-5, 7, 0, 0]), .end(rate: 48_000, frames: 300), .failure("flac: lost sync")]
+        let messages: [WaveformWire.Message] = [.pairs(rate: 48_000, [-5, 7, 0, 0]), .end(rate: 48_000, frames: 300, last: [-1, 1]),
+                                                .end(rate: 44_100, frames: 512, last: []), .failure("flac: lost sync")]
         for message in messages {
             #expect(try WaveformWire.parse(WaveformWire.encode(message)) == message)
         }
@@ -256,7 +257,8 @@ import Testing
             [3, 0x44, 0xAC, 0, 0],                          // no pair
             [3, 0, 0, 0, 0, 0, 0, 0, 0],                    // 0 Hz
             [3, 0x44, 0xAC, 0, 0, 5, 0, 1, 0],              // min 5 above max 1
-            [4, 0x44, 0xAC, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9],   // trailing byte
+            [4, 0x44, 0xAC, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 9],   // 256 frames: no short last pair, yet a byte
+            [4, 0x44, 0xAC, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0],      // 1 frame: its short last pair is missing
             [9, 0x44, 0xAC, 0, 0],                          // unknown kind
         ]
         for bytes in refused {

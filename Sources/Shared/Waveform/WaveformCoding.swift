@@ -136,8 +136,11 @@ public enum WaveformWire {
         /// Raw pairs (`WaveformReducer.pairFrames` frames each, the track's last maybe fewer),
         /// min, max interleaved, at `rate`.
         case pairs(rate: Int, [Int16])
-        /// The end of the track: its length in frames.
-        case end(rate: Int, frames: Int)
+        /// The end of the track: its length in frames, and its last pair (min, max) when that
+        /// one spans fewer than `pairFrames` frames (empty otherwise). It comes with the end, so
+        /// the pairs before it always span whole pairs: an unfinished pyramid never counts
+        /// frames the track does not have.
+        case end(rate: Int, frames: Int, last: [Int16])
         /// The decoder's own refusal (a typed error), as text.
         case failure(String)
     }
@@ -150,10 +153,11 @@ public enum WaveformWire {
             out.append(pairsKind)
             WaveformFile.appendLE(&out, UInt64(rate), bytes: 4)
             WaveformFile.appendPairs(&out, pairs)
-        case .end(let rate, let frames):
+        case .end(let rate, let frames, let last):
             out.append(endKind)
             WaveformFile.appendLE(&out, UInt64(rate), bytes: 4)
             WaveformFile.appendLE(&out, UInt64(max(0, frames)), bytes: 8)
+            WaveformFile.appendPairs(&out, Array(last.prefix(2)))
         case .failure(let text):
             out = [failureKind] + Array(text.utf8)
         }
@@ -182,10 +186,15 @@ public enum WaveformWire {
             return .pairs(rate: rate, pairs)
         case endKind:
             let frames = try reader.readU64LE()
-            guard reader.isAtEnd, frames <= UInt64(Int32.max) * UInt64(WaveformPyramid.rawPairFrames) else {
-                throw .invalid(component: "waveform message", reason: "end of \(frames) frames", offset: 5)
+            let partial = frames % UInt64(WaveformPyramid.rawPairFrames) != 0
+            guard reader.remaining == (partial ? 4 : 0), frames <= UInt64(Int32.max) * UInt64(WaveformPyramid.rawPairFrames) else {
+                throw .invalid(component: "waveform message", reason: "end of \(frames) frames with \(reader.remaining) bytes", offset: 5)
             }
-            return .end(rate: rate, frames: Int(frames))
+            let last = WaveformFile.loadPairs(payload, at: reader.offset, count: partial ? 1 : 0)
+            if WaveformFile.firstInvertedPair(last) != nil {
+                throw .invalid(component: "waveform message", reason: "last pair: min above max", offset: reader.offset)
+            }
+            return .end(rate: rate, frames: Int(frames), last: last)
         default:
             throw .invalid(component: "waveform message", reason: "kind \(kind)", offset: 0)
         }
