@@ -301,7 +301,7 @@ def main():
     pairs = struct.pack("<6h", -100, 200, -32768, 32767, 0, 0)
     write(out, "waveform", b"SDWF" + bytes([1, 0, 0, 0]) + struct.pack("<IQQI", 44100, 0x1234, 600, 3) + pairs)
     write(out, "waveform", b"\x03" + struct.pack("<I", 48000) + pairs)
-    write(out, "waveform", b"\x04" + struct.pack("<IQ", 48000, 600))
+    write(out, "waveform", b"\x04" + struct.pack("<IQ", 48000, 600) + struct.pack("<2h", -7, 9))
     write(out, "waveform", bytes([7, 3, 9, 10, 200, 250, 31, 255]) + bytes(range(256)) * 8)
     picture = struct.pack(">I", 3) + struct.pack(">I", 9) + b"image/png" + struct.pack(">I", 0) \
         + struct.pack(">IIIII", 1, 1, 24, 0, len(cover)) + cover

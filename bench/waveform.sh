@@ -25,7 +25,7 @@ WORK=$(mktemp -d)
 INPUTS=${WAVEFORM_DIR:-$WORK/inputs}
 PID=
 NGINX_PID=
-trap 'kill $PID 2>/dev/null || true; [ -z "$NGINX_PID" ] || kill "$NGINX_PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap '[ -z "$PID" ] || kill "$PID" 2>/dev/null || true; [ -z "$NGINX_PID" ] || kill "$NGINX_PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 HZ=$(getconf CLK_TCK)
 load() { awk '{ print $1 }' /proc/loadavg; }
 
@@ -45,7 +45,7 @@ fi
 start() {
   [ -z "$PID" ] || { kill "$PID"; wait "$PID" 2>/dev/null || true; }
   rm -rf "$WORK/db" && mkdir -p "$WORK/db"
-  "$BIN/streamd" "$INPUTS/library" --port 0 --quiet --index-ahead 0 --db "$WORK/db/catalog.db" >"$WORK/streamd.out" 2>"$WORK/streamd.err" &
+  "$BIN/streamd" "$INPUTS/library" --port 0 --index-ahead 0 --db "$WORK/db/catalog.db" >"$WORK/streamd.out" 2>"$WORK/streamd.err" &
   PID=$!
   for _ in $(seq 500); do grep -q '^listening' "$WORK/streamd.out" 2>/dev/null && break; sleep 0.02; done
   BASE=$(sed -n 's|^listening on \(http://[^/]*\)/.*|\1|p' "$WORK/streamd.out")
@@ -59,23 +59,29 @@ id_of() { curl -sf "$BASE/api/tracks" | python3 -c "import json,sys; print(next(
 ticks() { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$1/stat"; }
 children() { cat /proc/"$1"/task/*/children 2>/dev/null | tr -d ' \n'; }
 
-# streamd computing one file's waveform: "cpu wall" in seconds, from the first request to
-# `complete` (and the worker reaped, so its CPU is counted).
-ours() {
+# streamd computing one file's waveform: appends "cpu wall load" (seconds) to FILE, from the
+# first request to `complete` (and the worker reaped, so its CPU is counted). Not in a
+# subshell: `start` sets PID and BASE for the rest of the script.
+ours() { # file output
   start
   local id before t0 t1
   id=$(id_of "$1")
   before=$(ticks "$PID")
   t0=$(date +%s%N)
   curl -sf -o /dev/null "$BASE/api/waveform/$id"
-  until curl -sf "$BASE/api/waveform/$id?width=1" | grep -q '"complete":true'; do sleep 0.02; done
+  until curl -sf "$BASE/api/waveform/$id?width=1" | grep -q '"complete":true'; do sleep 0.05; done
   t1=$(date +%s%N)
   for _ in $(seq 100); do [ -z "$(children "$PID")" ] && break; sleep 0.01; done
-  awk -v t="$(( $(ticks "$PID") - before ))" -v hz="$HZ" -v ns="$((t1 - t0))" 'BEGIN { printf "%.2f %.2f\n", t / hz, ns / 1e9 }'
+  # The wall time as streamd measured it (the build thread, start to end: no polling in it);
+  # the request-to-complete time seen by curl (at most 50 ms late) if the line is missing.
+  local built
+  built=$(sed -n 's/.*waveform: .*s of audio in \([0-9.]*\) s.*/\1/p' "$WORK/streamd.err" | tail -1)
+  awk -v t="$(( $(ticks "$PID") - before ))" -v hz="$HZ" -v ns="$((t1 - t0))" -v built="$built" -v load="$(load)" \
+    'BEGIN { printf "%.2f %.2f %s\n", t / hz, (built != "" ? built : ns / 1e9), load }' >>"$2"
 }
-peer() {
+peer() { # file output
   /usr/bin/time -f '%U %S %e' -o "$WORK/peer.time" ffmpeg -nostdin -v error -i "$INPUTS/library/$1" -f null - 2>/dev/null
-  awk '{ printf "%.2f %.2f\n", $1 + $2, $3 }' "$WORK/peer.time"
+  awk -v load="$(load)" '{ printf "%.2f %.2f %s\n", $1 + $2, $3, load }' "$WORK/peer.time" >>"$2"
 }
 median() { sort -n | sed -n 2p; }
 ratio() { python3 -c "print('%.2f' % ($1 / $2) if $2 > 0 else 'n/a')"; }
@@ -84,8 +90,8 @@ echo "waveform: pyramid build against ffmpeg -f null, one hour each, three inter
 for f in hour.mp3 hour.flac; do
   : >"$WORK/ours.$f"; : >"$WORK/peer.$f"
   for i in 1 2 3; do
-    echo "$(peer "$f") $(load)" >>"$WORK/peer.$f"
-    echo "$(ours "$f") $(load)" >>"$WORK/ours.$f"
+    peer "$f" "$WORK/peer.$f"
+    ours "$f" "$WORK/ours.$f"
   done
   oc=$(awk '{ print $1 }' "$WORK/ours.$f" | median); ow=$(awk '{ print $2 }' "$WORK/ours.$f" | median)
   pc=$(awk '{ print $1 }' "$WORK/peer.$f" | median); pw=$(awk '{ print $2 }' "$WORK/peer.$f" | median)
@@ -100,7 +106,9 @@ curl -sf -o "$WORK/whole.json" "$BASE/api/waveform/$ID?width=1000"
 grep -q '"complete":true' "$WORK/whole.json" || { echo "the hour's waveform is not complete" >&2; exit 1; }
 mkdir -p "$WORK/nginx/root" && cp "$WORK/whole.json" "$WORK/nginx/root/whole.json"
 NGINX_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+user_line=""; [ "$(id -u)" = 0 ] && user_line="user root;"
 cat >"$WORK/nginx/nginx.conf" <<CONF
+$user_line
 worker_processes 2;
 daemon off;
 pid $WORK/nginx/nginx.pid;

@@ -258,6 +258,38 @@ import Glibc
         #expect(good.status == 200 && good.complete, "the good copy still works: \(good.object)")
     }
 
+    @Test(.timeLimit(.scaledMinutes(2))) func sigterm_whileAWaveformWorkerHangs_reapsIt_exits0Within5s() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        try FileManager.default.copyItem(at: library.appendingPathComponent("burst.mp3"), to: library.appendingPathComponent("hang.mp3"))
+        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet"], decoderFault: "hang:hang.mp3")
+        defer { _ = server.stop() }
+        let id = try #require(try Self.trackIDs(server)["hang.mp3"])
+        // Its first pairs have come (the worker spins after them), and its 10 s timeout is far off.
+        let started = try TestTiming.waitUntil(timeout: 10, poll: 0.01) {
+            try Self.get(server, "/api/waveform/\(id)").number("computed_to") > 0
+        }
+        #expect(started, "the worker sent its first pairs")
+        let pid = server.process.processIdentifier
+        var children = ShutdownTests.children(of: pid)
+        #expect(!children.isEmpty, "a decode worker runs")
+
+        let stopping = Date()
+        kill(pid, SIGTERM)
+        while server.process.isRunning {
+            children.formUnion(ShutdownTests.children(of: pid))
+            usleep(10_000)
+        }
+        server.process.waitUntilExit()
+        let took = Date().timeIntervalSince(stopping)
+        #expect(server.process.terminationReason == .exit && server.process.terminationStatus == 0,
+                "exit status \(server.process.terminationStatus)")
+        #expect(took <= 5.0, "SIGTERM took \(took) s")
+        #expect(children.filter { ShutdownTests.isAlive($0) }.isEmpty, "no worker outlives streamd")
+        _ = server.stop()
+        #expect(!server.log.contains("did not stop") && !server.log.contains("killing"), "the builder stopped its worker itself: \(server.log)")
+    }
+
     @Test(.timeLimit(.scaledMinutes(3))) func secondRun_answersFromTheDiskCache() throws {
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }

@@ -77,9 +77,13 @@ extension DecodeWorker {
                 }
             }
             let trackRate = rate ?? decoder.format.sampleRate
+            // A last pair of fewer frames goes with the end (see `WaveformWire.Message.end`).
+            let partial = reducer.frames % WaveformReducer.pairFrames != 0
             reducer.finish(into: &pairs)
+            let last = partial ? Array(pairs.suffix(2)) : []
+            if partial { pairs.removeLast(2) }
             if !pairs.isEmpty { guard send(.pairs(rate: trackRate, pairs)) else { return 1 } }
-            return send(.end(rate: trackRate, frames: reducer.frames)) ? 0 : 1
+            return send(.end(rate: trackRate, frames: reducer.frames, last: last)) ? 0 : 1
         } catch {
             return send(.failure("\(error)")) ? 0 : 1
         }

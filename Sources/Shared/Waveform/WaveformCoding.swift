@@ -25,7 +25,7 @@ public enum WaveformFile {
         appendLE(&out, identity, bytes: 8)
         appendLE(&out, UInt64(total), bytes: 8)
         appendLE(&out, UInt64(base.count / 2), bytes: 4)
-        for value in base { appendLE(&out, UInt64(UInt16(bitPattern: value)), bytes: 2) }
+        appendPairs(&out, base)
         return out
     }
 
@@ -59,19 +59,44 @@ public enum WaveformFile {
         guard reader.remaining == count * 4 else {
             throw .invalid(component: "waveform file", reason: "\(reader.remaining) bytes of pairs for \(count) pairs", offset: headerSize)
         }
-        var base: [Int16] = []
-        base.reserveCapacity(count * 2)
-        for _ in 0..<count {
-            let low = Int16(bitPattern: try reader.readU16LE())
-            let high = Int16(bitPattern: try reader.readU16LE())
-            guard low <= high else {
-                throw .invalid(component: "waveform file", reason: "pair \(base.count / 2): min above max", offset: reader.offset - 4)
-            }
-            base += [low, high]
+        let base = loadPairs(bytes, at: reader.offset, count: count)
+        if let bad = firstInvertedPair(base) {
+            throw .invalid(component: "waveform file", reason: "pair \(bad): min above max", offset: reader.offset + 4 * bad)
         }
         let pyramid = WaveformPyramid(sampleRate: rate, folds: folds, base: base, totalFrames: Int(total),
                                       maxBasePairs: maxBasePairs)
         return (pyramid, identity)
+    }
+
+    /// `count` pairs of little-endian int16 from `bytes` at `offset` (the caller checked the length).
+    static func loadPairs(_ bytes: [UInt8], at offset: Int, count: Int) -> [Int16] {
+        [Int16](unsafeUninitializedCapacity: 2 * count) { values, initialized in
+            bytes.withUnsafeBytes { raw in
+                for i in 0..<(2 * count) {
+                    values[i] = Int16(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 2 * i, as: Int16.self))
+                }
+            }
+            initialized = 2 * count
+        }
+    }
+
+    /// Appends `values` as little-endian int16.
+    static func appendPairs(_ out: inout [UInt8], _ values: [Int16]) {
+        for value in values {
+            let bits = UInt16(bitPattern: value)
+            out.append(UInt8(truncatingIfNeeded: bits))
+            out.append(UInt8(truncatingIfNeeded: bits >> 8))
+        }
+    }
+
+    /// The index of the first pair whose min is above its max, if any.
+    static func firstInvertedPair(_ pairs: [Int16]) -> Int? {
+        var i = 0
+        while i + 1 < pairs.count {
+            if pairs[i] > pairs[i + 1] { return i / 2 }
+            i += 2
+        }
+        return nil
     }
 
     static func appendLE(_ out: inout [UInt8], _ value: UInt64, bytes: Int) {
@@ -111,8 +136,11 @@ public enum WaveformWire {
         /// Raw pairs (`WaveformReducer.pairFrames` frames each, the track's last maybe fewer),
         /// min, max interleaved, at `rate`.
         case pairs(rate: Int, [Int16])
-        /// The end of the track: its length in frames.
-        case end(rate: Int, frames: Int)
+        /// The end of the track: its length in frames, and its last pair (min, max) when that
+        /// one spans fewer than `pairFrames` frames (empty otherwise). It comes with the end, so
+        /// the pairs before it always span whole pairs: an unfinished pyramid never counts
+        /// frames the track does not have.
+        case end(rate: Int, frames: Int, last: [Int16])
         /// The decoder's own refusal (a typed error), as text.
         case failure(String)
     }
@@ -124,11 +152,12 @@ public enum WaveformWire {
             out.reserveCapacity(5 + pairs.count * 2)
             out.append(pairsKind)
             WaveformFile.appendLE(&out, UInt64(rate), bytes: 4)
-            for value in pairs { WaveformFile.appendLE(&out, UInt64(UInt16(bitPattern: value)), bytes: 2) }
-        case .end(let rate, let frames):
+            WaveformFile.appendPairs(&out, pairs)
+        case .end(let rate, let frames, let last):
             out.append(endKind)
             WaveformFile.appendLE(&out, UInt64(rate), bytes: 4)
             WaveformFile.appendLE(&out, UInt64(max(0, frames)), bytes: 8)
+            WaveformFile.appendPairs(&out, Array(last.prefix(2)))
         case .failure(let text):
             out = [failureKind] + Array(text.utf8)
         }
@@ -150,23 +179,22 @@ public enum WaveformWire {
             guard reader.remaining % 4 == 0, (1...maxPairsPerMessage).contains(count) else {
                 throw .invalid(component: "waveform message", reason: "\(reader.remaining) bytes of pairs", offset: 5)
             }
-            var pairs: [Int16] = []
-            pairs.reserveCapacity(count * 2)
-            for _ in 0..<count {
-                let low = Int16(bitPattern: try reader.readU16LE())
-                let high = Int16(bitPattern: try reader.readU16LE())
-                guard low <= high else {
-                    throw .invalid(component: "waveform message", reason: "min above max", offset: reader.offset - 4)
-                }
-                pairs += [low, high]
+            let pairs = WaveformFile.loadPairs(payload, at: reader.offset, count: count)
+            if let bad = WaveformFile.firstInvertedPair(pairs) {
+                throw .invalid(component: "waveform message", reason: "pair \(bad): min above max", offset: reader.offset + 4 * bad)
             }
             return .pairs(rate: rate, pairs)
         case endKind:
             let frames = try reader.readU64LE()
-            guard reader.isAtEnd, frames <= UInt64(Int32.max) * UInt64(WaveformPyramid.rawPairFrames) else {
-                throw .invalid(component: "waveform message", reason: "end of \(frames) frames", offset: 5)
+            let partial = frames % UInt64(WaveformPyramid.rawPairFrames) != 0
+            guard reader.remaining == (partial ? 4 : 0), frames <= UInt64(Int32.max) * UInt64(WaveformPyramid.rawPairFrames) else {
+                throw .invalid(component: "waveform message", reason: "end of \(frames) frames with \(reader.remaining) bytes", offset: 5)
             }
-            return .end(rate: rate, frames: Int(frames))
+            let last = WaveformFile.loadPairs(payload, at: reader.offset, count: partial ? 1 : 0)
+            if WaveformFile.firstInvertedPair(last) != nil {
+                throw .invalid(component: "waveform message", reason: "last pair: min above max", offset: reader.offset)
+            }
+            return .end(rate: rate, frames: Int(frames), last: last)
         default:
             throw .invalid(component: "waveform message", reason: "kind \(kind)", offset: 0)
         }

@@ -174,30 +174,36 @@ public struct WaveformPyramid: Sendable, Equatable {
         let available = pairCount(level: level)
         let tail = isComplete ? nil : tailPair(level: level)
         let covered = coveredFrames
-        var pairs: [Int16] = []
+        // Pair frames are powers of two: a shift finds a frame's pair.
+        let shift = frames.trailingZeroBitCount
+        // `from + span · length / spans`, in plain integers unless the product could overflow.
+        let small = length <= Int.max / spans
+        var pairs = [Int16]()
         pairs.reserveCapacity(2 * spans)
-        for span in 0..<spans {
-            // Span bounds in frames, exact in integers: from + span · length / spans.
-            let start = from + Self.scale(length, span, spans)
-            let end = from + Self.scale(length, span + 1, spans)
-            if !isComplete && end > covered { break }
-            var low = Int16.max, high = Int16.min
-            let first = start / frames
-            let last = (end - 1) / frames
-            var index = first
-            while index <= last {
-                if index < available {
-                    low = min(low, levels[level][2 * index])
-                    high = max(high, levels[level][2 * index + 1])
-                } else if index == available, let tail {
-                    low = min(low, tail.low)
-                    high = max(high, tail.high)
+        levels[level].withUnsafeBufferPointer { values in
+            var start = from
+            for span in 0..<spans {
+                let offset = small ? (length * (span + 1)) / spans : Self.scale(length, span + 1, spans)
+                let end = from + offset
+                if !isComplete && end > covered { break }
+                var low = Int16.max, high = Int16.min
+                var index = start >> shift
+                let last = min((end - 1) >> shift, available)
+                while index <= last {
+                    if index < available {
+                        low = min(low, values[2 * index])
+                        high = max(high, values[2 * index + 1])
+                    } else if let tail {
+                        low = min(low, tail.low)
+                        high = max(high, tail.high)
+                    }
+                    index += 1
                 }
-                index += 1
+                if low > high { break }
+                pairs.append(low)
+                pairs.append(high)
+                start = end
             }
-            if low > high { break }
-            pairs.append(low)
-            pairs.append(high)
         }
         return Slice(level: level, levelPairFrames: frames, pairs: pairs, spans: spans)
     }

@@ -286,7 +286,7 @@ public final class WaveformService: Sendable {
         logger.info("waveform: computing \(entry.relativePath) (track \(entry.trackID)) in a decode worker")
         var run = WaveformWorkerRun(settings: settings.worker)
         do {
-            let (rate, frames) = try run.run(path: entry.path, hints: entry.hints) { rate, pairs throws(WaveformBuildError) in
+            let (rate, frames, last) = try run.run(path: entry.path, hints: entry.hints) { rate, pairs throws(WaveformBuildError) in
                 let discarded = entry.state.withLock { state -> Bool in
                     if state.pyramid == nil { state.pyramid = WaveformPyramid(sampleRate: rate) }
                     state.pyramid?.append(pairs)
@@ -296,6 +296,8 @@ public final class WaveformService: Sendable {
             }
             let finished = entry.state.withLock { state -> WaveformPyramid? in
                 if state.pyramid == nil { state.pyramid = WaveformPyramid(sampleRate: rate) }
+                // The short last pair and the end together: no answer sees one without the other.
+                state.pyramid?.append(last)
                 state.pyramid?.finish(totalFrames: frames)
                 state.building = false
                 return state.pyramid
@@ -364,35 +366,82 @@ struct WaveformAnswer {
     }
 
     /// The document: `{"track": "<id>", "sample_rate", "duration", "samples_per_pair", "from",
-    /// "to", "complete", "computed_to", "data": [min0, max0, ...]}`.
+    /// "to", "complete", "computed_to", "data": [min0, max0, ...]}`, written into one buffer
+    /// (at most 7 bytes a value), two digits at a time.
     func json(trackID: Int) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(256 + pairs.count * 7)
-        out += Array("{\"track\":\"\(trackID)\",\"sample_rate\":\(sampleRate),\"duration\":\(Self.seconds(duration)),\"samples_per_pair\":\(pairFrames),\"from\":\(Self.seconds(from)),\"to\":\(Self.seconds(to)),\"complete\":\(complete),\"computed_to\":\(Self.seconds(complete ? duration : computedTo)),\"data\":[".utf8)
-        for (i, value) in pairs.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            Self.appendInteger(Int(value), to: &out)
+        let head = Array("{\"track\":\"\(trackID)\",\"sample_rate\":\(sampleRate),\"duration\":\(Self.seconds(duration)),\"samples_per_pair\":\(pairFrames),\"from\":\(Self.seconds(from)),\"to\":\(Self.seconds(to)),\"complete\":\(complete),\"computed_to\":\(Self.seconds(complete ? duration : computedTo)),\"data\":[".utf8)
+        let tail = Array("]}\n".utf8)
+        return [UInt8](unsafeUninitializedCapacity: head.count + 7 * pairs.count + tail.count) { out, count in
+            var at = 0
+            for byte in head {
+                out[at] = byte
+                at += 1
+            }
+            Self.digitPairs.withUnsafeBufferPointer { digits in
+                for (i, value) in pairs.enumerated() {
+                    if i > 0 {
+                        out[at] = UInt8(ascii: ",")
+                        at += 1
+                    }
+                    at = Self.write(value, into: out, at: at, digits: digits)
+                }
+            }
+            for byte in tail {
+                out[at] = byte
+                at += 1
+            }
+            count = at
         }
-        out += Array("]}\n".utf8)
-        return out
+    }
+
+    /// "00" to "99", for writing two digits at once.
+    static let digitPairs: [UInt8] = {
+        var table: [UInt8] = []
+        for n in 0..<100 {
+            table.append(UInt8(48 + n / 10))
+            table.append(UInt8(48 + n % 10))
+        }
+        return table
+    }()
+
+    /// Writes `value` in decimal at `at`; returns the index after it.
+    static func write(_ value: Int16, into out: UnsafeMutableBufferPointer<UInt8>, at start: Int,
+                      digits: UnsafeBufferPointer<UInt8>) -> Int {
+        var at = start
+        if value < 0 {
+            out[at] = UInt8(ascii: "-")
+            at += 1
+        }
+        let magnitude = Int(value.magnitude)
+        func two(_ n: Int) {
+            out[at] = digits[2 * n]
+            out[at + 1] = digits[2 * n + 1]
+            at += 2
+        }
+        if magnitude < 10 {
+            out[at] = UInt8(48 + magnitude)
+            at += 1
+        } else if magnitude < 100 {
+            two(magnitude)
+        } else if magnitude < 1000 {
+            out[at] = UInt8(48 + magnitude / 100)
+            at += 1
+            two(magnitude % 100)
+        } else if magnitude < 10_000 {
+            two(magnitude / 100)
+            two(magnitude % 100)
+        } else {
+            out[at] = UInt8(48 + magnitude / 10_000)
+            at += 1
+            two(magnitude / 100 % 100)
+            two(magnitude % 100)
+        }
+        return at
     }
 
     /// Seconds to the microsecond, as JSON (Swift's shortest form of the rounded value).
     static func seconds(_ value: Double) -> String {
         let rounded = (value * 1e6).rounded() / 1e6
         return rounded.isFinite ? "\(rounded)" : "0"
-    }
-
-    /// A decimal integer, digit by digit (no allocation: an answer has thousands).
-    static func appendInteger(_ value: Int, to out: inout [UInt8]) {
-        if value < 0 { out.append(UInt8(ascii: "-")) }
-        var rest = value.magnitude
-        var divisor: UInt = 1
-        while divisor <= rest / 10 { divisor *= 10 }
-        while divisor > 0 {
-            out.append(UInt8(truncatingIfNeeded: rest / divisor) + 48)
-            rest %= divisor
-            divisor /= 10
-        }
     }
 }

@@ -26,10 +26,11 @@ struct WaveformWorkerRun {
         self.settings = settings
     }
 
-    /// Decodes the track at `path`; returns its rate and length in frames.
+    /// Decodes the track at `path`; returns its rate, its length in frames and its last pair
+    /// when that one spans fewer frames than the others (empty otherwise).
     mutating func run(path: String, hints: TrackDecoder.Hints,
                       received: (_ rate: Int, _ pairs: [Int16]) throws(WaveformBuildError) -> Void)
-        throws(WaveformBuildError) -> (rate: Int, frames: Int) {
+        throws(WaveformBuildError) -> (rate: Int, frames: Int, last: [Int16]) {
         // A worker that dies leaves its stdin without a reader: the request's write must fail
         // with EPIPE, not kill this process (streamd ignores SIGPIPE anyway).
         signal(SIGPIPE, SIG_IGN)
@@ -79,13 +80,12 @@ struct WaveformWorkerRun {
                 trackRate = rate
                 pairsSeen += pairs.count / 2
                 try received(rate, pairs)
-            case .end(let rate, let frames):
-                // Every pair but the last spans whole `pairFrames`: the count must match the length.
-                let expected = (frames + WaveformReducer.pairFrames - 1) / WaveformReducer.pairFrames
-                guard expected == pairsSeen, trackRate == nil || trackRate == rate else {
+            case .end(let rate, let frames, let last):
+                // The pairs before the end span whole `pairFrames`: their count must match the length.
+                guard pairsSeen == frames / WaveformReducer.pairFrames, trackRate == nil || trackRate == rate else {
                     throw WaveformBuildError(description: "decoder's end (\(frames) frames at \(rate) Hz) does not match its \(pairsSeen) pairs")
                 }
-                return (rate, frames)
+                return (rate, frames, last)
             case .failure(let text):
                 throw WaveformBuildError(description: text)
             }
