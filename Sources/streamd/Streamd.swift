@@ -9,6 +9,7 @@ import StreamHTTP
 import StreamLibrary
 import StreamHLS
 import StreamRadio
+import StreamSubsonic
 
 /// streamd: hosts a music folder over HTTP (the default command), or packages it as static HLS.
 @main
@@ -202,8 +203,10 @@ extension Serve {
         let scanner = try makeScanner(library.catalog)
         let hlsService = try makeHLS(library.catalog)
         let radio = try makeRadio(library.catalog, logger: logger)
+        let framing: WholeFileFraming = contentLength ? .contentLength : .chunked
+        let subsonic = try SubsonicService(catalog: library.catalog, framing: framing)
         let router = Router(resolver: library.catalog.resolver, catalog: library.catalog, hls: hlsService,
-                            framing: contentLength ? .contentLength : .chunked, radio: radio, scanner: scanner)
+                            framing: framing, radio: radio, scanner: scanner, subsonic: subsonic)
         router.playlistFolder.logger = Logger(label: "streamd.library")
         let server = makeServer(router, logger: logger)
         let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, hls: hlsService,

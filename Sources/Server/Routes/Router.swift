@@ -4,6 +4,7 @@ import StreamHTTP
 import StreamLibrary
 import StreamHLS
 import StreamRadio
+import StreamSubsonic
 
 /// Maps requests to responses: the HTTP contract of streamd (docs/DESIGN.md).
 public final class Router: Sendable {
@@ -21,6 +22,8 @@ public final class Router: Sendable {
     public var playlistFolder: PlaylistFolder { playlists.folder }
     /// The radio channels; nil when none is configured.
     public let radio: RadioService?
+    /// The Subsonic API at `/rest/`; nil when streamd runs without it.
+    public let subsonic: SubsonicService?
     /// Wall-clock start in seconds since 1970, for the Icecast status page's `server_start`.
     let startedWall: Int
     /// The background scanner, whose watches `/api/status` reports; nil when none runs.
@@ -32,7 +35,8 @@ public final class Router: Sendable {
 
     /// `startedAt` is the server's start as the status page shows it: now, unless a test fixes it.
     public init(resolver: PathResolver, catalog: Catalog, hls: HLSService? = nil, framing: WholeFileFraming = .chunked,
-                radio: RadioService? = nil, scanner: CatalogScanner? = nil, startedAt: Date = Date()) {
+                radio: RadioService? = nil, scanner: CatalogScanner? = nil, subsonic: SubsonicService? = nil,
+                startedAt: Date = Date()) {
         self.startedWall = Int(startedAt.timeIntervalSince1970)
         self.scanner = scanner
         self.resolver = resolver
@@ -44,6 +48,7 @@ public final class Router: Sendable {
             try? catalog.store.tracks.track(path: path)
         })
         self.radio = radio
+        self.subsonic = subsonic
     }
 
     /// `server`'s connections are counted in `/api/status`.
@@ -72,6 +77,10 @@ public final class Router: Sendable {
         // Icecast sources: PUT, or the legacy SOURCE method, on a channel's mount.
         if let radio, request.method == "PUT" || request.method == "SOURCE", request.path.hasPrefix("/radio/") {
             return radio.source(request, name: request.path.dropFirst("/radio/".count))
+        }
+        // Subsonic clients GET and POST forms; every answer there is the protocol's envelope.
+        if let subsonic, SubsonicService.handles(request.path) {
+            return subsonic.handle(request)
         }
         switch request.method {
         case "GET", "HEAD":
