@@ -45,6 +45,8 @@ let package = Package(
                        providers: [.apt(["libmp3lame-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
+        // Accounts: argon2id password hashes, secretbox, HMAC-SHA-256, BLAKE2b (StreamAuth's `Sodium`).
+        .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // Linux headers (epoll, eventfd, sendfile) that the Glibc module does not expose.
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
 
@@ -72,12 +74,17 @@ let package = Package(
                 dependencies: ["StreamHTTP", "StreamLibrary", "StreamHLS", "StreamShared", "StreamAudio", "CLinux", "CLAME",
                                .product(name: "Atomics", package: "swift-atomics"), .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Server/Radio"),
-        // The Subsonic/OpenSubsonic API at /rest/ over the catalog (docs/DESIGN.md, "Subsonic").
+        // Accounts, sessions, signed URLs and the failed-login back-off (docs/DESIGN.md, "Access").
+        .target(name: "StreamAuth",
+                dependencies: ["StreamHTTP", "StreamLibrary", "StreamShared", "CSodium", .product(name: "Logging", package: "swift-log")],
+                path: "Sources/Server/Auth"),
+        // The Subsonic/OpenSubsonic API at /rest/ over the catalog (docs/DESIGN.md, "Subsonic"); the
+        // accounts come in through its `SubsonicAccounts` (StreamServer adapts StreamAuth's store).
         .target(name: "StreamSubsonic",
                 dependencies: ["StreamHTTP", "StreamLibrary", "StreamShared", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Server/Subsonic"),
         .target(name: "StreamServer",
-                dependencies: ["StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamSubsonic", "StreamShared", "StreamAudio", "CLinux",
+                dependencies: ["StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamAuth", "StreamSubsonic", "StreamShared", "StreamAudio", "CLinux",
                                .product(name: "Logging", package: "swift-log"), .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Server/Routes"),
         .target(name: "StreamClient",
@@ -85,7 +92,7 @@ let package = Package(
                                .product(name: "Atomics", package: "swift-atomics"), .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Client"),
         .executableTarget(name: "streamd",
-                          dependencies: ["StreamServer", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamSubsonic", "StreamShared", "CLinux",
+                          dependencies: ["StreamServer", "StreamAuth", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamSubsonic", "StreamShared", "CLinux",
                                          "StreamLog", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                          .product(name: "Logging", package: "swift-log")],
                           path: "Sources/streamd"),
@@ -102,7 +109,7 @@ let package = Package(
         // commands): not a test target itself, only linked into them.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "SharedTests", dependencies: ["StreamShared", "TestSupport"], path: "Tests/SharedTests"),
-        .testTarget(name: "ServerTests", dependencies: ["StreamServer", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamSubsonic",
+        .testTarget(name: "ServerTests", dependencies: ["StreamServer", "StreamAuth", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamSubsonic",
                                                        "StreamShared", "StreamAudio", "TestSupport",
                                                        .product(name: "Logging", package: "swift-log")], path: "Tests/ServerTests"),
         .testTarget(name: "ClientTests", dependencies: ["StreamClient", "StreamShared", "StreamAudio", "TestSupport"],

@@ -9,6 +9,7 @@ import StreamHTTP
 import StreamLibrary
 import StreamHLS
 import StreamRadio
+import StreamAuth
 import StreamSubsonic
 
 /// streamd: hosts a music folder over HTTP (the default command), or packages it as static HLS.
@@ -17,7 +18,7 @@ struct Streamd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "streamd",
         abstract: "Serve a music folder over HTTP: files with Range support, a catalog, seek indexes, HLS and a web player.",
-        subcommands: [Serve.self, Package.self, AnalyzeWorker.self, DecodeWorkerCommand.self],
+        subcommands: [Serve.self, Package.self, UserCommand.self, AnalyzeWorker.self, DecodeWorkerCommand.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -108,6 +109,18 @@ struct Serve: ParsableCommand {
                                valueName: "PATH"))
     var db: String?
 
+    @Flag(name: .customLong("public"),
+          help: "Let anonymous listeners browse and stream (read-only). Without accounts streamd refuses a non-loopback --host unless given this.")
+    var publicAccess = false
+
+    @Option(help: ArgumentHelp("A reverse proxy (its address, repeatable) whose X-Forwarded-Proto/-Host/-For count: TLS there makes the session cookie Secure and links https.",
+                               valueName: "ADDR"))
+    var trustedProxy: [String] = []
+
+    @Option(help: ArgumentHelp("Radio channel NAME's listeners must log in (like `,private` on --channel; for live and relay channels). Repeatable.",
+                               valueName: "NAME"))
+    var privateChannel: [String] = []
+
     @Option(help: ArgumentHelp("Seconds between full rescans when inotify cannot watch the whole tree (no inotify, or its watch limit reached).",
                                valueName: "SECONDS"))
     var rescanInterval: Double = 300
@@ -187,6 +200,9 @@ extension Serve {
             throw ValidationError("--rescan-interval must be 0.5...86400 seconds")
         }
         if let db, db.isEmpty { throw ValidationError("--db needs a path") }
+        for name in privateChannel where !RadioChannel.isValidName(name) {
+            throw ValidationError("--private-channel: '\(name)' is not a channel name")
+        }
         if let analyzeWorker, analyzeWorker.isEmpty { throw ValidationError("--analyze-worker needs a program") }
         if let decodeWorker, decodeWorker.isEmpty { throw ValidationError("--decode-worker needs a program") }
         if let scanChunk, !(1...1_000_000).contains(scanChunk) { throw ValidationError("--scan-chunk must be 1...1000000") }
@@ -203,10 +219,12 @@ extension Serve {
         let scanner = try makeScanner(library.catalog)
         let hlsService = try makeHLS(library.catalog)
         let radio = try makeRadio(library.catalog, logger: logger)
+        let access = try makeAccess(databasePath: library.databasePath)
         let framing: WholeFileFraming = contentLength ? .contentLength : .chunked
-        let subsonic = try SubsonicService(catalog: library.catalog, framing: framing)
+        let subsonic = try SubsonicService(catalog: library.catalog, auth: SubsonicAuth(accounts: SubsonicAccountsAdapter(access)),
+                                           framing: framing)
         let router = Router(resolver: library.catalog.resolver, catalog: library.catalog, hls: hlsService,
-                            framing: framing, radio: radio, scanner: scanner, subsonic: subsonic)
+                            framing: framing, radio: radio, scanner: scanner, access: access, subsonic: subsonic)
         router.playlistFolder.logger = Logger(label: "streamd.library")
         let server = makeServer(router, logger: logger)
         let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, hls: hlsService,
@@ -269,6 +287,32 @@ extension Serve {
         return (catalog, store, databasePath)
     }
 
+    /// Whether `--host` is a loopback address (only this machine can connect).
+    static func isLoopback(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
+    }
+
+    /// The accounts and the access policy (docs/DESIGN.md, "Access"): with no accounts, a
+    /// loopback server runs open; any other address needs `--public` (anonymous read-only).
+    func makeAccess(databasePath: String) throws -> AccessControl {
+        let users: UserStore
+        do {
+            users = try UserStore(databasePath: databasePath, keyFile: UserStore.keyFilePath(forDatabase: databasePath))
+        } catch {
+            throw exitLine("accounts: \(error)")
+        }
+        var settings = AccessSettings()
+        settings.publicAccess = publicAccess
+        settings.loopbackOnly = Self.isLoopback(host)
+        settings.trustedProxies = Set(trustedProxy)
+        let access = AccessControl(users: users, settings: settings, logger: Logger(label: "streamd.access"))
+        if !access.hasUsers() && !settings.loopbackOnly && !publicAccess {
+            throw exitLine("--host \(host) is reachable from the network and no accounts exist: add one (`streamd user add NAME --db \(databasePath)`), or give --public for anonymous read-only access")
+        }
+        return access
+    }
+
     /// The scanner that keeps the catalog current (started by the lifecycle).
     func makeScanner(_ catalog: Catalog) throws -> CatalogScanner {
         let scanner: CatalogScanner
@@ -329,6 +373,7 @@ extension Serve {
                     catalog.refresh(path: spec.path)
                     let plan = try ChannelTracks.resolve(spec, catalog: catalog, logger: radioLogger)
                     try service.addPlaylist(name: spec.name, plan: plan, shuffle: spec.shuffle)
+                    if spec.isPrivate { service.markPrivate(spec.name) }
                     let how = plan.transcodes ? ", transcoded to MP3 \(plan.format.sampleRate) Hz \(plan.format.kbps) kbit/s" : ""
                     radioLogger.info("channel \(spec.name): \(plan.tracks.count) tracks at /radio/\(spec.name)\(how)")
                 } catch {
@@ -353,6 +398,7 @@ extension Serve {
                     throw exitLine("\(error)")
                 }
             }
+            for name in privateChannel { service.markPrivate(name) }
             radio = service
         }
         return radio

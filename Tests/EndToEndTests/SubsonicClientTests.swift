@@ -80,4 +80,51 @@ import Glibc
         #expect(try Self.ids(server, dump) == first, "after the database was rebuilt")
         _ = server.stop()
     }
+
+    /// `streamd user ARGS --db DB` with `input` on stdin (passwords are never taken from argv).
+    static func userCommand(_ arguments: [String], db: String, input: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestPaths.streamd)
+        process.arguments = ["user"] + arguments + ["--db", db]
+        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        let out = stdout.fileHandleForReading.readDataToEndOfFile()
+        let err = stderr.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: out, as: UTF8.self)
+        try #require(process.terminationStatus == 0, "streamd user \(arguments): \(text) \(String(decoding: err, as: UTF8.self))")
+        return text
+    }
+
+    /// With accounts: token and legacy auth with the app password, apiKey, a wrong password
+    /// refused (40, HTTP 200), and two users' stars, playlists and plays kept apart.
+    @Test(.timeLimit(.scaledMinutes(3))) func clientsWithAccounts_andTwoUsersKeptApart() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-subsonic-users-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let db = scratch.appendingPathComponent("catalog.db").path
+        _ = try Self.userCommand(["add", "ann"], db: db, input: "ann web password\n")
+        _ = try Self.userCommand(["add", "bob"], db: db, input: "bob web password\n")
+        _ = try Self.userCommand(["passwd", "ann", "--subsonic"], db: db, input: "ann-app\n")
+        _ = try Self.userCommand(["passwd", "bob", "--subsonic"], db: db, input: "bob-app\n")
+        let keyLine = try Self.userCommand(["apikey", "add", "ann", "--label", "test"], db: db, input: "")
+        let key = try #require(keyLine.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }, "\(keyLine)")
+        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--db", db])
+        defer { _ = server.stop() }
+        unsetenv("SUBSONIC_OPEN")
+        let result = try Self.runScript([server.baseURL, "--user", "ann", "--password", "ann-app", "--api-key", key,
+                                         "--other-user", "bob", "--other-password", "bob-app"])
+        print(result.output)
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains(" passed, 0 failed"), "\(result.output)")
+        #expect(result.output.contains("ok   apart: the second user sees none of them"), "\(result.output)")
+        #expect(result.output.contains("ok   py-opensonic (apiKey): ping"), "\(result.output)")
+    }
 }

@@ -34,11 +34,11 @@ import StreamHTTP
     struct OneUser: SubsonicAccounts {
         var hasUsers: Bool { true }
         let user = SubsonicUser(id: 7, name: "ann", isAdmin: false)
-        func user(named name: String, password: [UInt8]) -> SubsonicUser? { name == "ann" && password == Array("pw".utf8) ? user : nil }
-        func user(named name: String, token: String, salt: String) -> SubsonicUser? {
+        func user(named name: String, password: [UInt8], request: HTTPRequest) -> SubsonicUser? { name == "ann" && password == Array("pw".utf8) ? user : nil }
+        func user(named name: String, token: String, salt: String, request: HTTPRequest) -> SubsonicUser? {
             name == "ann" && SubsonicAuth.tokenMatches(token, secret: Array("app".utf8), salt: salt) ? user : nil
         }
-        func user(apiKey: String) -> SubsonicUser? { apiKey == "key" ? user : nil }
+        func user(apiKey: String, request: HTTPRequest) -> SubsonicUser? { apiKey == "key" ? user : nil }
     }
 
     func authenticate(_ pairs: [(String, String)], accounts: (any SubsonicAccounts)? = OneUser()) -> Result<SubsonicUser, SubsonicError> {

@@ -149,6 +149,8 @@ def main():
     parser.add_argument("--api-key")
     parser.add_argument("--ids-out")
     parser.add_argument("--ids-only", action="store_true")
+    parser.add_argument("--other-user", help="a second account: its stars, playlists and plays stay apart")
+    parser.add_argument("--other-password")
     options = parser.parse_args()
     parsed = urllib.parse.urlparse(options.base)
     host = f"{parsed.scheme}://{parsed.hostname}"
@@ -166,6 +168,8 @@ def main():
     ids = schema_checks(raw, spec)
     py_sonic_checks(host, port, options, ids, raw)
     py_opensonic_checks(host, port, options, ids)
+    if options.other_user:
+        users_apart_checks(raw, Raw(options.base, options.other_user, options.other_password), ids)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
@@ -306,6 +310,42 @@ def schema_checks(raw, spec):
     validate("getPlaylists")
     validate("deletePlaylist", [("id", created["id"])])
     return ids
+
+
+def users_apart_checks(first, second, ids):
+    """What one user marks, lists and plays is theirs: the other sees none of it."""
+    if not ids:
+        return
+    song, album = ids["song"], ids["album"]
+    _, answer, _ = first.json("star", [("id", song), ("albumId", album)])
+    check("apart: the first user stars", answer["status"] == "ok", answer)
+    _, answer, _ = first.json("createPlaylist", [("name", "mine alone"), ("songId", song)])
+    playlist = answer.get("playlist", {}).get("id")
+    check("apart: the first user makes a playlist", answer["status"] == "ok" and playlist, answer)
+    _, before, _ = second.json("getSong", [("id", song)])
+    plays_before = before.get("song", {}).get("playCount", 0)
+    for _ in range(2):
+        first.json("scrobble", [("id", song)])
+    _, mine, _ = first.json("getStarred2")
+    check("apart: the first user's stars", any(s["id"] == song for s in mine["starred2"].get("song", [])), mine)
+    _, theirs, _ = second.json("getStarred2")
+    check("apart: the second user sees none of them", not theirs["starred2"].get("song") and not theirs["starred2"].get("album"), theirs)
+    _, lists, _ = second.json("getPlaylists")
+    check("apart: the second user does not list the first's private playlist",
+          all(p["id"] != playlist for p in lists["playlists"].get("playlist", [])), lists)
+    _, answer, _ = second.json("getPlaylist", [("id", playlist)])
+    check("apart: nor read it by id (70)", answer["status"] == "failed" and answer["error"]["code"] == 70, answer)
+    _, answer, _ = second.json("deletePlaylist", [("id", playlist)])
+    check("apart: nor delete it", answer["status"] == "failed", answer)
+    _, after, _ = second.json("getSong", [("id", song)])
+    check("apart: the first user's plays are not the second's", after["song"].get("playCount", 0) == plays_before
+          and "starred" not in after["song"], after)
+    _, own, _ = first.json("getSong", [("id", song)])
+    check("apart: the first user's play count moved", own["song"].get("playCount", 0) >= 2 and "starred" in own["song"], own)
+    _, answer, _ = second.json("getUser", [("username", first.user)])
+    check("apart: a normal user cannot read another's details (50)", answer["status"] == "failed" and answer["error"]["code"] == 50, answer)
+    first.json("deletePlaylist", [("id", playlist)])
+    first.json("unstar", [("id", song), ("albumId", album)])
 
 
 def py_sonic_checks(host, port, options, ids, raw):

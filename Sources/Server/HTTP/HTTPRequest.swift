@@ -28,6 +28,12 @@ public struct HTTPRequest: Sendable, Equatable {
     /// The body of a small `application/x-www-form-urlencoded` POST, read whole by the event
     /// loop before the handler sees the request (`HTTPRequest.maxFormBodyBytes`); nil otherwise.
     public var formBody: [UInt8]?
+    /// The connection's peer as the server accepted it (`1.2.3.4:5678`, `[::1]:5678`; "" when
+    /// made by hand): who the access check and the failed-login back-off count a request against.
+    public var peer: String = ""
+    /// Signs the links a response hands out (`?exp=…&uid=…&sig=…`): set by the access check
+    /// for a user's request to a playlist, so generic players can follow its links; nil: bare links.
+    public var linkSigner: LinkSigner?
 
     public init(method: String, target: String, minorVersion: Int, headers: [(name: String, value: String)],
                 authority: String? = nil, bodyFraming: RequestBodyFraming = .none) {
@@ -38,6 +44,19 @@ public struct HTTPRequest: Sendable, Equatable {
         self.authority = authority
         self.bodyFraming = bodyFraming
     }
+
+    /// The peer's address without its port (`1.2.3.4`, `::1`).
+    public var peerAddress: Substring {
+        if peer.hasPrefix("["), let close = peer.firstIndex(of: "]") {
+            return peer[peer.index(after: peer.startIndex)..<close]
+        }
+        if let colon = peer.lastIndex(of: ":") { return peer[..<colon] }
+        return peer[...]
+    }
+
+    /// The target as logs may show it: the values of query parameters that carry credentials
+    /// (`LoggedTarget.secretParameters`) replaced by `-`.
+    public var loggedTarget: String { LoggedTarget.redact(target) }
 
     /// Whether a body follows the head.
     public var hasBody: Bool { bodyFraming != .none }
@@ -144,4 +163,41 @@ extension StringProtocol {
         while let last = view.last, set.contains(last) { view = view.dropLast() }
         return String(view)
     }
+}
+
+/// Logged request targets with their secrets taken out.
+public enum LoggedTarget {
+    /// Query parameters whose values are credentials: signed-URL signatures, tokens, API keys.
+    /// Matched case-insensitively.
+    public static let secretParameters: Set<String> = ["sig", "token", "access_token", "apikey", "password"]
+    /// Subsonic's password, token and salt (`/rest/` only: `t` is a seek time elsewhere).
+    public static let subsonicSecretParameters: Set<String> = ["p", "t", "s"]
+
+    /// `target` with the value of each secret parameter replaced by `-`.
+    public static func redact(_ target: String) -> String {
+        guard let mark = target.firstIndex(of: "?") else { return target }
+        let pairs = target[target.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: false)
+        var changed = false
+        let subsonic = target.hasPrefix("/rest/")
+        let redacted = pairs.map { pair -> Substring in
+            let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let lowered = name.lowercased()
+            guard pair.contains("="),
+                  secretParameters.contains(lowered) || (subsonic && subsonicSecretParameters.contains(String(name))) else { return pair }
+            changed = true
+            return name + "=-"
+        }
+        guard changed else { return target }
+        return String(target[...mark]) + redacted.joined(separator: "&")
+    }
+}
+
+/// Makes the query that signs one link (a percent-encoded path) for the user a response is for.
+public struct LinkSigner: Sendable {
+    public let query: @Sendable (String) -> String
+
+    public init(_ query: @escaping @Sendable (String) -> String) { self.query = query }
+
+    /// `path` with its signing query appended.
+    public func sign(_ path: String) -> String { path + "?" + query(path) }
 }

@@ -133,5 +133,25 @@ enum LibrarySchema {
         DELETE FROM skipped WHERE reason LIKE '%files are not supported%' OR reason LIKE '%audio codec ''alac''%';
         UPDATE tracks SET mtime_ns = -1 WHERE container = 'wav';
         """,
+        // 5 → 6: accounts (`UserStore`, docs/DESIGN.md "Access"). A web password is kept as an
+        // argon2id hash; the Subsonic app password sealed (secretbox) under the key file beside
+        // the database, because Subsonic's token auth needs it in clear; API keys as BLAKE2b
+        // hashes of random secrets, shown once.
+        """
+        CREATE TABLE users(
+          id INTEGER PRIMARY KEY,
+          name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+          admin INTEGER NOT NULL DEFAULT 0,
+          password_hash TEXT NOT NULL,
+          subsonic_password BLOB NOT NULL,
+          created_s INTEGER NOT NULL);
+        CREATE TABLE api_keys(
+          id INTEGER PRIMARY KEY,
+          user_id INTEGER NOT NULL REFERENCES users(id),
+          key_hash BLOB NOT NULL UNIQUE,
+          label TEXT NOT NULL,
+          created_s INTEGER NOT NULL);
+        CREATE INDEX api_keys_by_user ON api_keys(user_id);
+        """,
     ]
 }

@@ -1,7 +1,7 @@
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
-/// A `--channel NAME=PATH[,shuffle][,bitrate=KBPS]` option taken apart.
+/// A `--channel NAME=PATH[,shuffle][,bitrate=KBPS][,private]` option taken apart.
 public struct ChannelSpec: Sendable, Equatable {
     public var name: String
     public var path: String
@@ -9,6 +9,8 @@ public struct ChannelSpec: Sendable, Equatable {
     /// `bitrate=KBPS`: the MP3 bitrate when the channel transcodes (nil: 128, and tracks of one
     /// format pass through as they are; given: the channel always transcodes to it).
     public var bitrate: Int?
+    /// `private`: listeners must log in once accounts exist (channels are public by default).
+    public var isPrivate = false
 
     public init(name: String, path: String, shuffle: Bool = false, bitrate: Int? = nil) {
         self.name = name
@@ -41,10 +43,13 @@ public struct ChannelSpec: Sendable, Equatable {
         var path = String(text[text.index(after: equals)...])
         var shuffle = false
         var bitrate: Int?
+        var isPrivate = false
         while let comma = path.lastIndex(of: ",") {
             let option = path[path.index(after: comma)...]
             if option == "shuffle" {
                 shuffle = true
+            } else if option == "private" {
+                isPrivate = true
             } else if option.hasPrefix("bitrate=") {
                 let value = option.dropFirst("bitrate=".count)
                 guard value.count <= 3, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let kbps = Int(value),
@@ -58,7 +63,9 @@ public struct ChannelSpec: Sendable, Equatable {
             path = String(path[..<comma])
         }
         guard !path.isEmpty else { throw .malformed("channel '\(name)' has no PATH") }
-        return ChannelSpec(name: name, path: path, shuffle: shuffle, bitrate: bitrate)
+        var spec = ChannelSpec(name: name, path: path, shuffle: shuffle, bitrate: bitrate)
+        spec.isPrivate = isPrivate
+        return spec
     }
 }
 

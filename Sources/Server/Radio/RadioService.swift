@@ -20,6 +20,8 @@ public final class RadioService: @unchecked Sendable {
     /// `--fallback NAME=OTHER`: channel NAME relays OTHER while no source is connected.
     private var fallbacks: [String: String] = [:]
     private var scratches: [LoopWaker: ListenerScratch] = [:]
+    /// Channels whose listeners must log in (`,private`, `--private-channel`); the others are public.
+    private let privateNames = Lock(Set<String>())
     /// Where the channels' trouble is logged ("streamd.radio").
     let logger: Logger
     /// Set by `stop`: decode workers' waits end at once (`DecodeWorker.Settings.isCancelled`).
@@ -28,6 +30,20 @@ public final class RadioService: @unchecked Sendable {
     public init(settings: RadioSettings = RadioSettings(), logger: Logger = .silent("streamd.radio")) {
         self.settings = settings
         self.logger = logger
+    }
+
+    /// Makes channel `name`'s listeners log in (docs/DESIGN.md, "Access").
+    public func markPrivate(_ name: String) {
+        privateNames.withLock { _ = $0.insert(name) }
+    }
+
+    /// Whether the channel a `/radio/NAME[/...]` path names is private.
+    public func isPrivate(path: Substring) -> Bool {
+        let rest = path.hasPrefix("/radio/") ? path.dropFirst("/radio/".count) : path
+        let name = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? rest
+        var bare = name
+        for suffix in [".m3u8", ".m3u", ".pls", ".xspf"] where bare.hasSuffix(suffix) { bare = bare.dropLast(suffix.count) }
+        return privateNames.withLock { $0.contains(String(name)) || $0.contains(String(bare)) }
     }
 
     /// Adds a playlist channel and starts playing it. Throws when the channel transcodes and

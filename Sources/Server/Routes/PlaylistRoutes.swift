@@ -64,7 +64,8 @@ struct PlaylistRoutes: Sendable {
             let entries = read.entries.map { entry -> PlaylistEntry in
                 let known = describe(entry.path)
                 return Self.entry(path: entry.path, title: entry.written.title ?? known?.label ?? Track.fileName(entry.path),
-                                  duration: entry.written.duration ?? known?.durationSeconds, base: base)
+                                  duration: entry.written.duration ?? known?.durationSeconds, base: base,
+                                  signer: request.linkSigner)
             }
             return Self.m3u(entries: entries, title: read.playlist.title, for: request)
         }
@@ -74,16 +75,22 @@ struct PlaylistRoutes: Sendable {
     /// `http://<Host>` of the request (its absolute-form authority first), or "" without one
     /// (HTTP/1.0 without Host): the URLs are then absolute paths, which players resolve against
     /// the playlist's own URL.
+    /// Behind a trusted proxy (the only one whose `X-Forwarded-*` headers reach here, see
+    /// `AccessControl.sanitized`) the scheme and host are the ones the client used.
     static func base(of request: HTTPRequest) -> String {
-        guard let host = request.authority ?? request.header("Host"), !host.isEmpty else { return "" }
-        return "http://" + host
+        let forwardedHost = request.header("X-Forwarded-Host").flatMap { $0.split(separator: ",").first.map(String.init) }
+        guard let host = forwardedHost ?? request.authority ?? request.header("Host"), !host.isEmpty,
+              !host.contains(where: { $0 == "/" || $0 == " " || $0 == "\r" || $0 == "\n" }) else { return "" }
+        let scheme = request.header("X-Forwarded-Proto")?.lowercased() == "https" ? "https" : "http"
+        return scheme + "://" + host
     }
 
     /// The extended M3U of `tracks`: `#EXTINF:<seconds>,<artist> - <title>` (`Track.label`) and
     /// the absolute `/media/` URL of each, with the generated-document validators.
     static func m3u(_ tracks: [Track], title: String? = nil, for request: HTTPRequest) -> HTTPResponse {
         let base = base(of: request)
-        let entries = tracks.map { entry(path: $0.path, title: $0.label, duration: $0.durationSeconds, base: base) }
+        let entries = tracks.map { entry(path: $0.path, title: $0.label, duration: $0.durationSeconds, base: base,
+                                         signer: request.linkSigner) }
         return m3u(entries: entries, title: title, for: request)
     }
 
@@ -92,8 +99,10 @@ struct PlaylistRoutes: Sendable {
         .generated(Array(M3UWriter.render(entries, title: title).utf8), contentType: contentType, for: request)
     }
 
-    /// The entry of the library file at `path` (relative): its absolute `/media/` URL on `base`.
-    static func entry(path: String, title: String, duration: Double?, base: String) -> PlaylistEntry {
-        PlaylistEntry(location: base + "/media/" + PathResolver.percentEncode(path), title: title, duration: duration)
+    /// The entry of the library file at `path` (relative): its absolute `/media/` URL on `base`,
+    /// signed for the user the playlist is for when `signer` is given.
+    static func entry(path: String, title: String, duration: Double?, base: String, signer: LinkSigner? = nil) -> PlaylistEntry {
+        let link = "/media/" + PathResolver.percentEncode(path)
+        return PlaylistEntry(location: base + (signer?.sign(link) ?? link), title: title, duration: duration)
     }
 }

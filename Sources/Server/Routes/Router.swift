@@ -4,6 +4,7 @@ import StreamHTTP
 import StreamLibrary
 import StreamHLS
 import StreamRadio
+import StreamAuth
 import StreamSubsonic
 
 /// Maps requests to responses: the HTTP contract of streamd (docs/DESIGN.md).
@@ -28,6 +29,8 @@ public final class Router: Sendable {
     let startedWall: Int
     /// The background scanner, whose watches `/api/status` reports; nil when none runs.
     public let scanner: CatalogScanner?
+    /// Who may use which route (docs/DESIGN.md, "Access"): accounts, sessions, signed links.
+    public let access: AccessControl
     /// The server whose connections `/api/status` counts: set by the composer once the server
     /// is made (from this router's handler).
     private let countedServer = Lock(CountedServer())
@@ -35,8 +38,10 @@ public final class Router: Sendable {
 
     /// `startedAt` is the server's start as the status page shows it: now, unless a test fixes it.
     public init(resolver: PathResolver, catalog: Catalog, hls: HLSService? = nil, framing: WholeFileFraming = .chunked,
-                radio: RadioService? = nil, scanner: CatalogScanner? = nil, subsonic: SubsonicService? = nil,
-                startedAt: Date = Date()) {
+                radio: RadioService? = nil, scanner: CatalogScanner? = nil, access: AccessControl? = nil,
+                subsonic: SubsonicService? = nil, startedAt: Date = Date()) {
+        // Without an access control (tests of routes): no accounts, open as on loopback.
+        self.access = access ?? AccessControl(users: nil, settings: AccessSettings())
         self.startedWall = Int(startedAt.timeIntervalSince1970)
         self.scanner = scanner
         self.resolver = resolver
@@ -73,28 +78,103 @@ public final class Router: Sendable {
 
     /// The request handler for `HTTPServer`: called on an event loop, so anything that may wait
     /// (a worker, the disk, a query that is not a point lookup) is returned as `.offLoop` work.
+    /// The request's route is found in `routes` and its access judged before anything else
+    /// about it (its body included); a request no route declares is refused here.
     public func handle(_ request: HTTPRequest) throws(HTTPRefusal) -> HTTPResponse {
-        // Icecast sources: PUT, or the legacy SOURCE method, on a channel's mount.
-        if let radio, request.method == "PUT" || request.method == "SOURCE", request.path.hasPrefix("/radio/") {
-            return radio.source(request, name: request.path.dropFirst("/radio/".count))
-        }
-        // Subsonic clients GET and POST forms; every answer there is the protocol's envelope.
-        if let subsonic, SubsonicService.handles(request.path) {
-            return subsonic.handle(request)
-        }
-        switch request.method {
-        case "GET", "HEAD":
-            break
-        case "OPTIONS":
+        if request.method == "OPTIONS" {
             return HTTPResponse(status: 204, headers: [("Allow", Self.allowed)])
-        case let method where Self.knownMethods.contains(method):
-            throw HTTPRefusal(405, "method \(method) not allowed", headers: [("Allow", Self.allowed)])
-        default:
-            throw HTTPRefusal(501, "method \(request.method) not implemented")
         }
+        guard let route = Self.route(method: request.method, path: request.path) else {
+            if Self.knownMethods.contains(request.method) || (request.method == "SOURCE" && Self.pathIsRouted(request.path)) {
+                throw HTTPRefusal(405, "method \(request.method) not allowed", headers: [("Allow", Self.allowed)])
+            }
+            if request.method != "GET" && request.method != "HEAD" {
+                throw HTTPRefusal(501, "method \(request.method) not implemented")
+            }
+            throw .notFound()
+        }
+        let request = access.sanitized(request)
+        let privateChannel = route.access == .radioListener && (radio?.isPrivate(path: request.path) ?? false)
+        switch access.decide(request, access: route.access, privateChannel: privateChannel) {
+        case .allow(let principal):
+            return try secured(dispatch(request, route: route, principal: principal), route: route)
+        case .refuse(let response):
+            return secured(refused(response, request: request, route: route), route: route)
+        case .verifyPassword(let verify):
+            // argon2id takes tens of milliseconds: judged on the blocking pool, then routed there.
+            return .offLoop { [self] () throws(HTTPRefusal) -> HTTPResponse in
+                var response: HTTPResponse
+                switch verify() {
+                case .allow(let principal): response = try dispatch(request, route: route, principal: principal)
+                case .refuse(let refusal): response = refused(refusal, request: request, route: route)
+                case .verifyPassword: response = .error(500, "password verified twice")
+                }
+                if let make = response.offLoop { response = try make() }
+                return secured(response, route: route)
+            }
+        }
+    }
+
+    /// A refusal as the client should see it: a browser asking for the page without a login is
+    /// sent to the login page; everyone else gets the status (401 with the Basic challenge).
+    private func refused(_ response: HTTPResponse, request: HTTPRequest, route: Route) -> HTTPResponse {
+        if route.name == "web page", response.status == 401, request.header("Authorization") == nil {
+            return HTTPResponse(status: 303, headers: [("Location", WebLogin.pagePath), ("Cache-Control", "no-store")])
+        }
+        return response
+    }
+
+    /// `response` with the headers every answer carries, and the CSP of HTML pages; made later
+    /// when the response is (off the loop).
+    private func secured(_ response: HTTPResponse, route: Route) -> HTTPResponse {
+        if let make = response.offLoop {
+            return .offLoop { () throws(HTTPRefusal) -> HTTPResponse in
+                var made = try make()
+                made.headers += WebLogin.commonHeaders
+                return made
+            }
+        }
+        var response = response
+        response.headers += WebLogin.commonHeaders
+        return response
+    }
+
+    /// Runs the route for a request its access rule let in, acting for `principal`.
+    func dispatch(_ incoming: HTTPRequest, route: Route, principal: Principal) throws(HTTPRefusal) -> HTTPResponse {
+        let request = withLinkSigner(incoming, principal: principal)
         let path = request.path
-        if path == "/" || path == "/index.html" {
-            return .generated(WebPage.bytes, contentType: "text/html; charset=utf-8", for: request)
+        // Icecast sources: PUT, or the legacy SOURCE method, on a channel's mount.
+        if route.access == .radioSource && (request.method == "PUT" || request.method == "SOURCE") {
+            guard let radio else { throw HTTPRefusal(405, "method \(request.method) not allowed", headers: [("Allow", Self.allowed)]) }
+            return radio.source(request, name: path.dropFirst("/radio/".count))
+        }
+        // Subsonic clients GET and POST forms and prove who they are with the protocol's own
+        // credentials (u/p, u/t/s, apiKey), which the service judges; `principal` is what the
+        // request proved otherwise (a session, Basic, Bearer; the open server).
+        if let subsonic, SubsonicService.handles(path) {
+            return subsonic.handle(request, principal: SubsonicPrincipal(principal))
+        }
+        switch path {
+        case "/", "/index.html":
+            var page = HTTPResponse.generated(WebPage.bytes, contentType: "text/html; charset=utf-8", for: request)
+            page.headers += WebLogin.htmlHeaders(csp: WebLogin.mainPagePolicy)
+            return page
+        case WebLogin.pagePath:
+            var page = HTTPResponse.generated(WebLogin.pageBytes, contentType: "text/html; charset=utf-8", for: request)
+            page.headers += WebLogin.htmlHeaders(csp: WebLogin.pagePolicy)
+            return page
+        case WebLogin.scriptPath:
+            return .generated(WebLogin.scriptBytes, contentType: "text/javascript; charset=utf-8", for: request)
+        case "/api/session":
+            return access.sessionDocument(request, principal: principal)
+        case "/api/login":
+            return access.login(request)
+        case "/api/logout":
+            return access.logout(request)
+        case "/api/sign":
+            return try signedLink(request, principal: principal)
+        default:
+            break
         }
         if path.hasPrefix(APIRoutes.mediaPrefix) {
             return try media(request, relative: path.dropFirst(APIRoutes.mediaPrefix.count))
@@ -141,6 +221,34 @@ public final class Router: Sendable {
             }
         }
         throw .notFound()
+    }
+
+    /// A user's playlists hand out signed links, so a player given one can follow them.
+    private func withLinkSigner(_ request: HTTPRequest, principal: Principal) -> HTTPRequest {
+        guard let user = principal.user, request.path.hasPrefix("/playlist/"), let signer = access.signer else { return request }
+        var signed = request
+        signed.linkSigner = signer.linkSigner(userID: user.id, seconds: access.settings.signedURLSeconds)
+        return signed
+    }
+
+    /// `GET /api/sign?path=/playlist/album/3.m3u8`: that path's signed, expiring URL for this
+    /// user, for a player that cannot log in (`{"url": ...}`); only paths of read routes.
+    private func signedLink(_ request: HTTPRequest, principal: Principal) throws(HTTPRefusal) -> HTTPResponse {
+        guard let text = request.queryValue("path"), let path = PathResolver.percentDecode(text),
+              path.hasPrefix("/"), !path.contains("?"), path.utf8.count <= 4096 else {
+            throw .badRequest("path must be a path of this server, like /playlist/album/3.m3u8")
+        }
+        guard let route = Self.route(method: "GET", path: path[...]), route.access == .read || route.access == .radioListener else {
+            throw .badRequest("only paths of the library and radio can be signed")
+        }
+        guard let user = principal.user, let signer = access.signer else {
+            throw HTTPRefusal(409, "no accounts: links need no signature")
+        }
+        let base = PlaylistRoutes.base(of: request)
+        var w = JSONObjectWriter()
+        w.add("url", base + path + "?" + signer.query(forPath: path, userID: user.id, seconds: access.settings.signedURLSeconds))
+        w.add("expiresIn", access.settings.signedURLSeconds)
+        return .json(w.text, for: request, headers: [("Cache-Control", "no-store")])
     }
 
     private func media(_ request: HTTPRequest, relative: Substring) throws(HTTPRefusal) -> HTTPResponse {

@@ -111,7 +111,7 @@ public final class SubsonicService: Sendable {
 
     /// Answers a request for `/rest/...`: GET, HEAD or a form POST. Never a bare 404: an unknown
     /// call is the error envelope (code 0), like every refusal, with HTTP 200.
-    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+    public func handle(_ request: HTTPRequest, principal: SubsonicPrincipal = .anonymous) -> HTTPResponse {
         var name = request.path.dropFirst(Self.prefix.count)
         if name.hasSuffix(".view") { name = name.dropLast(5) }
         let parameters: SubsonicParameters
@@ -125,12 +125,13 @@ public final class SubsonicService: Sendable {
         case .success(let value): format = value
         case .failure(let error): return Self.render(.failure(error), format: .json, request: request)
         }
-        var response = respond(request, name: String(name), parameters: parameters, format: format)
+        var response = respond(request, name: String(name), parameters: parameters, format: format, principal: principal)
         response.takesRequestBody = request.formBody != nil
         return response
     }
 
-    private func respond(_ request: HTTPRequest, name: String, parameters: SubsonicParameters, format: SubsonicFormat) -> HTTPResponse {
+    private func respond(_ request: HTTPRequest, name: String, parameters: SubsonicParameters, format: SubsonicFormat,
+                         principal: SubsonicPrincipal) -> HTTPResponse {
         switch request.method {
         case "GET", "HEAD", "POST": break
         default:
@@ -139,30 +140,42 @@ public final class SubsonicService: Sendable {
         guard let endpoint = Self.endpoints[name] else {
             return Self.render(.failure(.generic("\(name) is not implemented by streamd")), format: format, request: request)
         }
-        let user: SubsonicUser
-        switch auth.authenticate(parameters) {
-        case .success(let who): user = who
-        case .failure(let error):
-            if endpoint.isPublic {
-                user = SubsonicAuth.implicitUser(nil)
-            } else {
-                logger.info("subsonic: \(name) refused: \(error.message)")
-                return Self.render(.failure(error), format: format, request: request)
-            }
-        }
-        let call = SubsonicCall(request: request, parameters: parameters, user: user)
-        if endpoint.onLoop {
-            return Self.render(run(endpoint, call), format: format, request: request)
+        // With accounts, credentials are checked against the store (a database read, the
+        // back-off's bookkeeping): off the loop, like the call itself.
+        let checksAccounts = !principal.openServer && (auth.accounts?.hasUsers ?? false)
+        if endpoint.onLoop && !checksAccounts {
+            return Self.render(authenticated(endpoint, request, name: name, parameters: parameters, principal: principal),
+                               format: format, request: request)
         }
         return .offLoop { [self] in
-            do {
-                try ids.ensureCurrent()
-            } catch {
-                logger.warning("subsonic: ids: \(error)")
-                return Self.render(.failure(.generic("library database: \(error)")), format: format, request: request)
+            if !endpoint.onLoop {
+                do {
+                    try ids.ensureCurrent()
+                } catch {
+                    logger.warning("subsonic: ids: \(error)")
+                    return Self.render(.failure(.generic("library database: \(error)")), format: format, request: request)
+                }
             }
-            return Self.render(run(endpoint, call), format: format, request: request)
+            return Self.render(authenticated(endpoint, request, name: name, parameters: parameters, principal: principal),
+                               format: format, request: request)
         }
+    }
+
+    /// The call's answer once its credentials are judged (first, before anything else about it).
+    private func authenticated(_ endpoint: Endpoint, _ request: HTTPRequest, name: String, parameters: SubsonicParameters,
+                               principal: SubsonicPrincipal) -> Result<SubsonicAnswer, SubsonicError> {
+        let user: SubsonicUser
+        switch auth.authenticate(parameters, request: request, principal: principal) {
+        case .success(let who): user = who
+        case .failure(let error):
+            guard endpoint.isPublic else {
+                logger.info("subsonic: \(name) refused: \(error.message)")
+                return .failure(error)
+            }
+            // A public call answered to someone not signed in: no one's data is read.
+            user = SubsonicUser(id: -1, name: "", isAdmin: false)
+        }
+        return run(endpoint, SubsonicCall(request: request, parameters: parameters, user: user))
     }
 
     private func run(_ endpoint: Endpoint, _ call: SubsonicCall) -> Result<SubsonicAnswer, SubsonicError> {

@@ -26,7 +26,7 @@ extension EventLoop {
                              on connection: Connection, now: UInt64) {
         let fd = connection.fd, generation = connection.generation
         connection.awaiting = request
-        let queued = pool.submit(label: "\(request.method) \(request.target.prefix(200))") { [self] in
+        let queued = pool.submit(label: "\(request.method) \(request.loggedTarget.prefix(200))") { [self] in
             var response: HTTPResponse
             do throws(HTTPRefusal) {
                 response = try make()

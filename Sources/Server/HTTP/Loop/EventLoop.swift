@@ -338,7 +338,8 @@ final class EventLoop: @unchecked Sendable {
         var request: HTTPRequest
         var consumed: Int
         do {
-            guard let (parsed, used) = try parser.parse(connection.readBuffer[...]) else { return false }
+            guard var (parsed, used) = try parser.parse(connection.readBuffer[...]) else { return false }
+            parsed.peer = connection.peer
             request = parsed
             consumed = used
             // A small form POST is read whole before it is handled (the head is parsed again
@@ -369,8 +370,14 @@ final class EventLoop: @unchecked Sendable {
             response = error.response
         }
         if request.hasBody && !response.takesRequestBody {
-            // Only a radio source reads a body; refused here, the body is dropped by the lingering close.
-            response = HTTPResponse.error(413, Self.message(for: .bodyNotAllowed), close: true)
+            // Only a radio source reads a body; refused here, the body is dropped by the lingering
+            // close. A refusal the handler made (401 for wrong credentials, 404, 405) is kept: what
+            // was wrong with the request is judged before its body.
+            if response.status < 400 || response.offLoop != nil {
+                response = HTTPResponse.error(413, Self.message(for: .bodyNotAllowed), close: true)
+            } else {
+                response.closeConnection = true
+            }
         }
         if let make = response.offLoop {
             makeOffLoop(make, for: request, on: connection, now: now)
@@ -390,7 +397,7 @@ final class EventLoop: @unchecked Sendable {
         connection.deliveredCheckpoint = acknowledgedBytes(connection)
         connection.outgoing = Connection.Outgoing(
             head: response.head(keepAlive: keepAlive, date: currentDate()), body: response.body,
-            keepAlive: keepAlive, method: request?.method ?? "-", target: request?.target ?? "-",
+            keepAlive: keepAlive, method: request?.method ?? "-", target: request?.loggedTarget ?? "-",
             status: response.status, started: now, pace: response.pacingBytesPerSecond, live: response.live)
     }
 

@@ -1,0 +1,334 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import StreamShared
+import StreamLibrary
+
+/// A user's role: a normal user browses, streams and keeps their own things; an admin also
+/// drives what changes the server (radio admin, status pages, rescans).
+public enum Role: String, Sendable, Equatable, CaseIterable {
+    case user
+    case admin
+}
+
+/// One account of the catalog database (`users` table).
+public struct User: Sendable, Equatable {
+    /// Stable for the account's life (the row id): what per-user data refers to.
+    public var id: Int64
+    /// The login name, unique without regard to case.
+    public var name: String
+    public var role: Role
+    public var isAdmin: Bool { role == .admin }
+}
+
+/// One OpenSubsonic API key as listed: never the key itself, which is shown once at creation.
+public struct APIKeyRecord: Sendable, Equatable {
+    public var id: Int64
+    public var userID: Int64
+    public var label: String
+    public var createdSeconds: Int64
+}
+
+/// Why an account change was refused.
+public enum UserStoreError: Error, Equatable, CustomStringConvertible {
+    case duplicateName(String)
+    case noSuchUser(String)
+    case noSuchKey(Int64)
+    case invalidName(String)
+    case emptyPassword
+    case keyFile(String)
+    case database(String)
+    case sodium(SodiumError)
+
+    public var description: String {
+        switch self {
+        case .duplicateName(let name): return "user '\(name)' exists already"
+        case .noSuchUser(let name): return "no user '\(name)'"
+        case .noSuchKey(let id): return "no API key \(id) for that user"
+        case .invalidName(let name): return "'\(name)' is not a user name: 1-64 letters, digits, '.', '-', '_' or '@'"
+        case .emptyPassword: return "the password must not be empty"
+        case .keyFile(let why): return "key file: \(why)"
+        case .database(let why): return "accounts: \(why)"
+        case .sodium(let error): return "\(error)"
+        }
+    }
+}
+
+/// The accounts of the catalog database: users with their argon2id web password, their sealed
+/// Subsonic app password and their API keys. Thread-safe (one connection under a lock); every
+/// call reads the database, so accounts `streamd user` changes take effect in a running server
+/// at once.
+public final class UserStore: Sendable {
+    private let database: Lock<SQLiteDatabase>
+    /// The 32-byte server secret from the key file (0600 beside the database).
+    private let masterKey: [UInt8]
+    /// The hash verified for a name that has no account, so that a missing user costs the same
+    /// argon2id work as a wrong password.
+    private let dummyHash: String
+
+    /// Opens the accounts in the catalog database at `databasePath` (its schema made current by
+    /// `LibraryStore` first) and the key file at `keyFile`, created 0600 when missing.
+    public init(databasePath: String, keyFile: String) throws(UserStoreError) {
+        do {
+            try Sodium.ensureInitialized()
+            dummyHash = try Sodium.hashPassword(String(decoding: Sodium.randomBytes(16).map { 0x61 + $0 % 26 }, as: UTF8.self))
+        } catch {
+            throw .sodium(error)
+        }
+        masterKey = try Self.loadOrCreateKey(at: keyFile)
+        do {
+            let db = try SQLiteDatabase(path: databasePath)
+            _ = try db.queryOne("SELECT count(*) FROM users") { $0.int(0) }
+            database = Lock(db)
+        } catch {
+            throw .database("\(error)")
+        }
+    }
+
+    /// The key file of the database at `databasePath`: the same path with `.key` added.
+    public static func keyFilePath(forDatabase databasePath: String) -> String { databasePath + ".key" }
+
+    /// A subkey of the server secret for one purpose ("subsonic-password", "url-signing", ...).
+    public func derivedKey(_ purpose: String) -> [UInt8] {
+        Sodium.hash(Array(("streamd:" + purpose).utf8), key: masterKey)
+    }
+
+    private func withDatabase<T>(_ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(UserStoreError) -> T {
+        do {
+            return try database.withLock { (db: inout SQLiteDatabase) throws(SQLiteError) -> T in try body(db) }
+        } catch {
+            throw .database("\(error)")
+        }
+    }
+
+    // MARK: Lookups
+
+    /// Whether no account exists (the server then runs open on loopback, see `AccessPolicy`).
+    public func isEmpty() throws(UserStoreError) -> Bool {
+        try withDatabase { db throws(SQLiteError) in try db.queryOne("SELECT count(*) FROM users") { $0.int(0) } ?? 0 } == 0
+    }
+
+    /// The account named `name` (case-insensitive), or nil.
+    public func user(named name: String) throws(UserStoreError) -> User? {
+        try withDatabase { db throws(SQLiteError) in
+            try db.queryOne("SELECT id, name, admin FROM users WHERE name = ?", [.text(name)], row: Self.user)
+        }
+    }
+
+    /// The account with row id `id`, or nil.
+    public func user(id: Int64) throws(UserStoreError) -> User? {
+        try withDatabase { db throws(SQLiteError) in
+            try db.queryOne("SELECT id, name, admin FROM users WHERE id = ?", [.int(id)], row: Self.user)
+        }
+    }
+
+    /// Every account, by name.
+    public func users() throws(UserStoreError) -> [User] {
+        try withDatabase { db throws(SQLiteError) in
+            try db.query("SELECT id, name, admin FROM users ORDER BY name COLLATE NOCASE", row: Self.user)
+        }
+    }
+
+    private static func user(_ row: SQLiteDatabase.Statement) -> User {
+        User(id: Int64(row.int(0)), name: row.text(1), role: row.int(2) != 0 ? .admin : .user)
+    }
+
+    // MARK: Credentials
+
+    /// The account if `password` is its web password. A name without an account verifies a
+    /// dummy hash, so both refusals cost the same argon2id work (30-60 ms: call off the loop).
+    public func verifyPassword(name: String, password: String) -> User? {
+        let found = try? withDatabase { db throws(SQLiteError) in
+            try db.queryOne("SELECT id, name, admin, password_hash FROM users WHERE name = ?", [.text(name)]) {
+                (Self.user($0), $0.text(3))
+            }
+        }
+        guard let (user, hash) = found ?? nil else {
+            _ = Sodium.verifyPassword(password, hash: dummyHash)
+            return nil
+        }
+        return Sodium.verifyPassword(password, hash: hash) ? user : nil
+    }
+
+    /// The Subsonic app password of `user` in clear, for `t`+`s` token auth (md5(password + salt),
+    /// compared in constant time by the caller) and legacy `p=` auth; nil without an account.
+    public func subsonicPassword(of user: User) throws(UserStoreError) -> String? {
+        let sealed = try withDatabase { db throws(SQLiteError) in
+            try db.queryOne("SELECT subsonic_password FROM users WHERE id = ?", [.int(user.id)]) { $0.blob(0) }
+        }
+        guard let sealed else { return nil }
+        do {
+            return String(decoding: try Sodium.open(sealed, key: derivedKey("subsonic-password")), as: UTF8.self)
+        } catch {
+            throw .sodium(error)
+        }
+    }
+
+    /// The account an OpenSubsonic API key (or a `streamplay` bearer token) belongs to, or nil.
+    public func user(forAPIKey key: String) -> User? {
+        guard key.utf8.count <= 256 else { return nil }
+        let hash = Self.apiKeyHash(key)
+        return try? withDatabase { db throws(SQLiteError) in
+            try db.queryOne("""
+                SELECT users.id, users.name, users.admin FROM api_keys JOIN users ON users.id = api_keys.user_id
+                WHERE api_keys.key_hash = ?
+                """, [.blob(hash)], row: Self.user)
+        } ?? nil
+    }
+
+    static func apiKeyHash(_ key: String) -> [UInt8] { Sodium.hash(Array(key.utf8)) }
+
+    // MARK: Changes (the `streamd user` command)
+
+    /// Adds an account; returns it and its generated Subsonic app password (shown once).
+    @discardableResult
+    public func add(name: String, password: String, role: Role) throws(UserStoreError) -> (user: User, subsonicPassword: String) {
+        guard Self.isValidName(name) else { throw .invalidName(name) }
+        guard !password.isEmpty else { throw .emptyPassword }
+        if try user(named: name) != nil { throw .duplicateName(name) }
+        let appPassword = Self.randomText(20)
+        let hash: String, sealed: [UInt8]
+        do {
+            hash = try Sodium.hashPassword(password)
+            sealed = try Sodium.seal(Array(appPassword.utf8), key: derivedKey("subsonic-password"))
+        } catch {
+            throw .sodium(error)
+        }
+        try withDatabase { db throws(SQLiteError) in
+            try db.run("INSERT INTO users(name, admin, password_hash, subsonic_password, created_s) VALUES (?, ?, ?, ?, ?)",
+                       [.text(name), .int(role == .admin ? 1 : 0), .text(hash), .blob(sealed), .int(Int64(time(nil)))])
+        }
+        guard let user = try user(named: name) else { throw .noSuchUser(name) }
+        return (user, appPassword)
+    }
+
+    /// Sets the web password of `name`.
+    public func setPassword(name: String, password: String) throws(UserStoreError) {
+        guard !password.isEmpty else { throw .emptyPassword }
+        guard let user = try user(named: name) else { throw .noSuchUser(name) }
+        let hash: String
+        do { hash = try Sodium.hashPassword(password) } catch { throw .sodium(error) }
+        try withDatabase { db throws(SQLiteError) in
+            try db.run("UPDATE users SET password_hash = ? WHERE id = ?", [.text(hash), .int(user.id)])
+        }
+    }
+
+    /// Sets the Subsonic app password of `name` (nil: a new random one); returns it.
+    @discardableResult
+    public func setSubsonicPassword(name: String, password: String? = nil) throws(UserStoreError) -> String {
+        if let password, password.isEmpty { throw .emptyPassword }
+        guard let user = try user(named: name) else { throw .noSuchUser(name) }
+        let clear = password ?? Self.randomText(20)
+        let sealed: [UInt8]
+        do { sealed = try Sodium.seal(Array(clear.utf8), key: derivedKey("subsonic-password")) } catch { throw .sodium(error) }
+        try withDatabase { db throws(SQLiteError) in
+            try db.run("UPDATE users SET subsonic_password = ? WHERE id = ?", [.blob(sealed), .int(user.id)])
+        }
+        return clear
+    }
+
+    /// Makes `name` an admin or a normal user.
+    public func setRole(name: String, role: Role) throws(UserStoreError) {
+        guard let user = try user(named: name) else { throw .noSuchUser(name) }
+        try withDatabase { db throws(SQLiteError) in
+            try db.run("UPDATE users SET admin = ? WHERE id = ?", [.int(role == .admin ? 1 : 0), .int(user.id)])
+        }
+    }
+
+    /// Deletes `name` and its API keys.
+    public func delete(name: String) throws(UserStoreError) {
+        guard let user = try user(named: name) else { throw .noSuchUser(name) }
+        try withDatabase { db throws(SQLiteError) in
+            try db.transaction { () throws(SQLiteError) in
+                try db.run("DELETE FROM api_keys WHERE user_id = ?", [.int(user.id)])
+                try db.run("DELETE FROM users WHERE id = ?", [.int(user.id)])
+            }
+        }
+    }
+
+    /// A new API key for `name`: the key (shown once, stored only as its hash) and its record.
+    public func addAPIKey(name: String, label: String) throws(UserStoreError) -> (key: String, record: APIKeyRecord) {
+        guard let user = try user(named: name) else { throw .noSuchUser(name) }
+        let key = "sdk_" + Self.randomText(40)
+        let now = Int64(time(nil))
+        let cleanLabel = String(label.filter { !$0.isASCII || ($0.asciiValue ?? 0) >= 0x20 }.prefix(100))
+        let id = try withDatabase { db throws(SQLiteError) -> Int64 in
+            try db.run("INSERT INTO api_keys(user_id, key_hash, label, created_s) VALUES (?, ?, ?, ?)",
+                       [.int(user.id), .blob(Self.apiKeyHash(key)), .text(cleanLabel), .int(now)])
+            return Int64(try db.queryOne("SELECT last_insert_rowid()") { $0.int(0) } ?? 0)
+        }
+        return (key, APIKeyRecord(id: id, userID: user.id, label: cleanLabel, createdSeconds: now))
+    }
+
+    /// The API keys of `name`, oldest first.
+    public func apiKeys(name: String) throws(UserStoreError) -> [APIKeyRecord] {
+        guard let user = try user(named: name) else { throw .noSuchUser(name) }
+        return try withDatabase { db throws(SQLiteError) in
+            try db.query("SELECT id, user_id, label, created_s FROM api_keys WHERE user_id = ? ORDER BY id", [.int(user.id)]) {
+                APIKeyRecord(id: Int64($0.int(0)), userID: Int64($0.int(1)), label: $0.text(2), createdSeconds: Int64($0.int(3)))
+            }
+        }
+    }
+
+    /// Revokes API key `id` of `name`.
+    public func revokeAPIKey(name: String, id: Int64) throws(UserStoreError) {
+        let keys = try apiKeys(name: name)
+        guard let key = keys.first(where: { $0.id == id }) else { throw .noSuchKey(id) }
+        try withDatabase { db throws(SQLiteError) in
+            try db.run("DELETE FROM api_keys WHERE id = ?", [.int(key.id)])
+        }
+    }
+
+    // MARK: Helpers
+
+    /// 1-64 ASCII letters, digits, `.`, `-`, `_`, `@`: names appear in logs and URLs.
+    public static func isValidName(_ name: String) -> Bool {
+        (1...64).contains(name.utf8.count) && name.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "@")
+        }
+    }
+
+    /// `count` random characters from 56 unambiguous letters and digits (no 0/O, 1/l/I).
+    public static func randomText(_ count: Int) -> String {
+        let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnpqrstuvwxyz23456789".utf8)
+        var out: [UInt8] = []
+        while out.count < count {
+            // Rejection sampling: bytes past the largest multiple of the alphabet would bias it.
+            for byte in Sodium.randomBytes(count * 2) where Int(byte) < 256 - 256 % alphabet.count && out.count < count {
+                out.append(alphabet[Int(byte) % alphabet.count])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The key file's 32 bytes; a missing file is created 0600 (O_EXCL: two processes starting
+    /// at once do not both write one). A file others may read is refused.
+    static func loadOrCreateKey(at path: String) throws(UserStoreError) -> [UInt8] {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if fd >= 0 {
+            let key = Sodium.randomBytes(Sodium.keyBytes)
+            let written = key.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            let synced = fsync(fd)
+            close(fd)
+            guard written == key.count, synced == 0 else {
+                unlink(path)
+                throw .keyFile("cannot write \(path)")
+            }
+            return key
+        }
+        guard errno == EEXIST else { throw .keyFile("cannot create \(path): \(String(cString: strerror(errno)))") }
+        let reader = open(path, O_RDONLY | O_CLOEXEC)
+        guard reader >= 0 else { throw .keyFile("cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(reader) }
+        var info = stat()
+        guard fstat(reader, &info) == 0 else { throw .keyFile("cannot stat \(path)") }
+        guard info.st_mode & 0o077 == 0 else {
+            throw .keyFile("\(path) may be read by others (mode \(String(info.st_mode & 0o777, radix: 8))): chmod 600 it")
+        }
+        var key = [UInt8](repeating: 0, count: Sodium.keyBytes + 1)
+        let n = key.withUnsafeMutableBytes { read(reader, $0.baseAddress, $0.count) }
+        guard n == Sodium.keyBytes else { throw .keyFile("\(path) is not a 32-byte key") }
+        return Array(key.prefix(Sodium.keyBytes))
+    }
+}
