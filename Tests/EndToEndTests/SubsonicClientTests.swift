@@ -116,7 +116,8 @@ import Glibc
         _ = try Self.userCommand(["passwd", "bob", "--subsonic"], db: db, input: "bob-app\n")
         let keyLine = try Self.userCommand(["apikey", "add", "ann", "--label", "test"], db: db, input: "")
         let key = try #require(keyLine.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }, "\(keyLine)")
-        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--db", db])
+        // With accounts /api/status is an admin's: the script waits for the scan through getScanStatus.
+        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--db", db], waitForScan: false)
         defer { _ = server.stop() }
         unsetenv("SUBSONIC_OPEN")
         let result = try Self.runScript([server.baseURL, "--user", "ann", "--password", "ann-app", "--api-key", key,
