@@ -32,6 +32,17 @@ if [ ! -f "$LIBRARY/.complete" ]; then
 fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/streamd-subsonic-bench.XXXXXX")
+# An account, so every Subsonic call's token is checked against the store (the app password),
+# as on a real server; /api/* take the same account's web password (Basic).
+if [ -z "${OPEN_SERVER:-}" ]; then
+  echo "$SUBSONIC_USER-web" | "$BIN" user add "$SUBSONIC_USER" --admin --db "$WORK/catalog.db" >/dev/null
+  echo "$SUBSONIC_PASSWORD" | "$BIN" user passwd "$SUBSONIC_USER" --subsonic --db "$WORK/catalog.db" >/dev/null
+  CURL_AUTH=(-u "$SUBSONIC_USER:$SUBSONIC_USER-web")
+  BASIC="Authorization: Basic $(printf '%s' "$SUBSONIC_USER:$SUBSONIC_USER-web" | base64 -w0)"
+else
+  CURL_AUTH=()
+  BASIC="X-Open: 1"
+fi
 "$BIN" "$LIBRARY" --port 0 --quiet --db "$WORK/catalog.db" ${STREAMD_ARGS:-} >"$WORK/stdout" 2>"$WORK/stderr" &
 PID=$!
 trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
@@ -40,11 +51,12 @@ BASE=$(sed -n 's/^listening on \(http:[^ ]*\)\/$/\1/p' "$WORK/stdout")
 [ -n "$BASE" ] || { echo "streamd did not start: $(cat "$WORK/stderr")" >&2; exit 1; }
 start=$(date +%s%N)
 for _ in $(seq 1 3600); do
-  status=$(curl -sf "$BASE/api/status" || true)
+  status=$(curl -sf "${CURL_AUTH[@]}" "$BASE/api/status" || true)
   if python3 -c 'import json,sys; s=json.loads(sys.argv[1]); sys.exit(0 if s.get("scans",0)>=1 and not s.get("scanning") else 1)' "$status" 2>/dev/null; then break; fi
   sleep 0.5
 done
-total=$(curl -sI "$BASE/api/tracks?limit=1" | tr -d '\r' | sed -n 's/^X-Total-Count: //Ip')
+total=$(curl -sI "${CURL_AUTH[@]}" "$BASE/api/tracks?limit=1" | tr -d '\r' | sed -n 's/^X-Total-Count: //Ip')
+echo "accounts: ${OPEN_SERVER:+none (open server)}${OPEN_SERVER:-user $SUBSONIC_USER (token auth against the app password)}"
 echo "library: $total tracks in $LIBRARY, scanned in $(( ($(date +%s%N) - start) / 1000000 )) ms; streamd $BIN, $(nproc) cores"
 
 SALT=benchsalt1
@@ -94,7 +106,7 @@ export WRK_USER=$SUBSONIC_USER WRK_TOKEN=$TOKEN WRK_SALT=$SALT WRK_ALBUMS=$album
 echo "wrk: $CONNECTIONS connections, 2 threads, $DURATION s each; $(uptime)"
 WRK_MODE=albumlist run "getAlbumList2, 50 albums, random offsets" -s bench/wrk/subsonic.lua "$BASE"
 WRK_MODE=search3 run "search3, a new query each request" -s bench/wrk/subsonic.lua "$BASE"
-WRK_LIMIT=20 run "peer: /api/search, a new query each request" -s bench/wrk/search.lua "$BASE"
+WRK_LIMIT=20 run "peer: /api/search, a new query each request" -H "$BASIC" -s bench/wrk/search.lua "$BASE"
 WRK_MODE=ping run "ping with token auth" -s bench/wrk/subsonic.lua "$BASE"
 
 # A client's full sync: the empty search3, 500 songs a page, over one keep-alive connection.

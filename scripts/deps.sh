@@ -35,3 +35,5 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # selenium drives the Debian chromium through chromium-driver in the web-page test.
 python3 -c 'import selenium' 2>/dev/null || python3 -m pip install -q selenium
+# Subsonic clients this project did not write and the OpenAPI schema check (Tests/subsonic/check_subsonic.py).
+python3 -c 'import libsonic, libopensonic, jsonschema, rfc3339_validator' 2>/dev/null || python3 -m pip install -q py-sonic py-opensonic jsonschema rfc3339-validator

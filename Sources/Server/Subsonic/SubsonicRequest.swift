@@ -57,13 +57,9 @@ struct SubsonicParameters: Sendable {
     init(pairs: [(String, String)]) { self.pairs = pairs }
 
     static func parse(_ text: Substring, into pairs: inout [(String, String)]) throws(SubsonicError) {
-        for piece in text.split(separator: "&", omittingEmptySubsequences: true) {
-            let equals = piece.firstIndex(of: "=")
-            let rawName = equals.map { piece[..<$0] } ?? piece
-            let rawValue = equals.map { piece[piece.index(after: $0)...] } ?? ""
-            guard let name = QueryValue.text(String(rawName), maxBytes: 64) else { throw .invalid(String(rawName.prefix(64)), "bad encoding") }
-            guard let value = QueryValue.text(String(rawValue), maxBytes: maxValueBytes) else { throw .invalid(name, "bad encoding or too long") }
-            pairs.append((name, value))
+        switch QueryValue.pairs(text, maxValueBytes: maxValueBytes) {
+        case .success(let more): pairs += more
+        case .failure(let error): throw .invalid(error.name, error.why)
         }
     }
 

@@ -209,7 +209,7 @@ public final class SubsonicService: Sendable {
             bytes = Array((callback + "(" + SubsonicWriter.json(ok: ok, body: body) + ");").utf8)
             contentType = "application/javascript"
         }
-        return .bytes(200, request.method == "HEAD" ? bytes : bytes, contentType: contentType,
+        return .bytes(200, bytes, contentType: contentType,
                       extraHeaders: [("Cache-Control", "no-cache"), ("X-Content-Type-Options", "nosniff")])
     }
 

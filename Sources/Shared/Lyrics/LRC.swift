@@ -29,7 +29,8 @@ public struct LRCLyrics: Sendable, Equatable {
         var artist: String?, title: String?, offset = 0
         for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) {
             if timed.count + plain.count >= Self.maxLines { break }
-            var rest = Substring(rawLine.prefix(Self.maxLineBytes))
+            // Bounded in bytes, not characters (one character can carry any number of combining marks).
+            var rest = Substring(String(decoding: rawLine.utf8.prefix(Self.maxLineBytes), as: UTF8.self))
             var times: [Int] = []
             var headerTag = false
             while rest.first == "[", let close = rest.firstIndex(of: "]") {
