@@ -48,7 +48,8 @@ extension SubsonicValue {
     static func optional(_ number: Int?) -> SubsonicValue? { number.map { .int($0) } }
 }
 
-/// Writes the `subsonic-response` envelope around an answer as XML or JSON.
+/// Writes the `subsonic-response` envelope around an answer as XML or JSON, into bytes: text
+/// that needs no escaping (nearly all of it) is copied whole, not a character at a time.
 public enum SubsonicWriter {
     /// The Subsonic API version streamd speaks.
     public static let apiVersion = "1.16.1"
@@ -63,43 +64,53 @@ public enum SubsonicWriter {
     }
 
     /// The whole document: `body` is the response element's content (its children), or the error.
-    public static func xml(ok: Bool, body: SubsonicElement) -> String {
-        var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<subsonic-response xmlns=\"\(xmlNamespace)\""
+    public static func xml(ok: Bool, body: SubsonicElement) -> String { String(decoding: xmlBytes(ok: ok, body: body), as: UTF8.self) }
+    public static func json(ok: Bool, body: SubsonicElement) -> String { String(decoding: jsonBytes(ok: ok, body: body), as: UTF8.self) }
+
+    public static func xmlBytes(ok: Bool, body: SubsonicElement) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(4096)
+        raw("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<subsonic-response xmlns=\"\(xmlNamespace)\"", &out)
         for (name, value) in envelope(ok: ok) + body.attributes { writeAttribute(name, value, to: &out) }
         if body.children.isEmpty && body.text == nil {
-            out += "/>\n"
+            raw("/>\n", &out)
             return out
         }
-        out += ">"
+        out.append(UInt8(ascii: ">"))
         writeContent(body, to: &out)
-        out += "</subsonic-response>\n"
+        raw("</subsonic-response>\n", &out)
         return out
     }
 
-    public static func json(ok: Bool, body: SubsonicElement) -> String {
+    public static func jsonBytes(ok: Bool, body: SubsonicElement) -> [UInt8] {
         var root = body
         root.attributes = envelope(ok: ok) + body.attributes
-        var out = "{\"subsonic-response\":"
+        var out: [UInt8] = []
+        out.reserveCapacity(4096)
+        raw("{\"subsonic-response\":", &out)
         writeJSON(root, to: &out)
-        out += "}"
+        out.append(UInt8(ascii: "}"))
         return out
     }
+
+    @inline(__always) static func raw(_ text: String, _ out: inout [UInt8]) { out.append(contentsOf: text.utf8) }
 
     // MARK: XML
 
-    static func writeElement(_ name: String, _ element: SubsonicElement, to out: inout String) {
-        out += "<" + name
+    static func writeElement(_ name: String, _ element: SubsonicElement, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "<"))
+        raw(name, &out)
         for (key, value) in element.attributes { writeAttribute(key, value, to: &out) }
         if element.children.isEmpty && element.text == nil {
-            out += "/>"
+            raw("/>", &out)
             return
         }
-        out += ">"
+        out.append(UInt8(ascii: ">"))
         writeContent(element, to: &out)
-        out += "</" + name + ">"
+        raw("</" + name + ">", &out)
     }
 
-    static func writeContent(_ element: SubsonicElement, to out: inout String) {
+    static func writeContent(_ element: SubsonicElement, to out: inout [UInt8]) {
         if let text = element.text { escapeXML(text, to: &out) }
         for (name, child) in element.children {
             switch child {
@@ -107,18 +118,20 @@ public enum SubsonicWriter {
             case .many(let list): for item in list { writeElement(name, item, to: &out) }
             case .values(let values):
                 for value in values {
-                    out += "<" + name + ">"
+                    raw("<" + name + ">", &out)
                     escapeXML(scalarText(value), to: &out)
-                    out += "</" + name + ">"
+                    raw("</" + name + ">", &out)
                 }
             }
         }
     }
 
-    static func writeAttribute(_ name: String, _ value: SubsonicValue, to out: inout String) {
-        out += " " + name + "=\""
+    static func writeAttribute(_ name: String, _ value: SubsonicValue, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: " "))
+        raw(name, &out)
+        raw("=\"", &out)
         escapeXML(scalarText(value), to: &out)
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 
     static func scalarText(_ value: SubsonicValue) -> String {
@@ -137,33 +150,43 @@ public enum SubsonicWriter {
         return String(number)
     }
 
-    /// Escapes the five XML specials, and drops the control characters XML 1.0 cannot carry.
-    static func escapeXML(_ text: String, to out: inout String) {
+    /// Escapes the five XML specials, and drops the control characters XML 1.0 cannot carry
+    /// (and U+FFFE, U+FFFF); text with none of them is copied whole.
+    static func escapeXML(_ text: String, to out: inout [UInt8]) {
+        let bytes = text.utf8
+        let clean = bytes.allSatisfy { byte in
+            byte >= 0x20 && byte != UInt8(ascii: "&") && byte != UInt8(ascii: "<") && byte != UInt8(ascii: ">")
+                && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "'") && byte != 0xEF
+        }
+        if clean {
+            out.append(contentsOf: bytes)
+            return
+        }
         for scalar in text.unicodeScalars {
             switch scalar {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&apos;"
-            case "\t", "\n", "\r": out.unicodeScalars.append(scalar)
+            case "&": raw("&amp;", &out)
+            case "<": raw("&lt;", &out)
+            case ">": raw("&gt;", &out)
+            case "\"": raw("&quot;", &out)
+            case "'": raw("&apos;", &out)
+            case "\t", "\n", "\r": out.append(UInt8(scalar.value))
             default:
                 if scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF { continue }
-                out.unicodeScalars.append(scalar)
+                out.append(contentsOf: String(scalar).utf8)
             }
         }
     }
 
     // MARK: JSON
 
-    static func writeJSON(_ element: SubsonicElement, to out: inout String) {
-        out += "{"
+    static func writeJSON(_ element: SubsonicElement, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
         var first = true
         func key(_ name: String) {
-            if !first { out += "," }
+            if !first { out.append(UInt8(ascii: ",")) }
             first = false
             writeJSONString(name, to: &out)
-            out += ":"
+            out.append(UInt8(ascii: ":"))
         }
         for (name, value) in element.attributes {
             key(name)
@@ -178,51 +201,49 @@ public enum SubsonicWriter {
             switch child {
             case .one(let one): writeJSON(one, to: &out)
             case .many(let list):
-                out += "["
+                out.append(UInt8(ascii: "["))
                 for (index, item) in list.enumerated() {
-                    if index > 0 { out += "," }
+                    if index > 0 { out.append(UInt8(ascii: ",")) }
                     writeJSON(item, to: &out)
                 }
-                out += "]"
+                out.append(UInt8(ascii: "]"))
             case .values(let values):
-                out += "["
+                out.append(UInt8(ascii: "["))
                 for (index, value) in values.enumerated() {
-                    if index > 0 { out += "," }
+                    if index > 0 { out.append(UInt8(ascii: ",")) }
                     writeJSONScalar(value, to: &out)
                 }
-                out += "]"
+                out.append(UInt8(ascii: "]"))
             }
         }
-        out += "}"
+        out.append(UInt8(ascii: "}"))
     }
 
-    static func writeJSONScalar(_ value: SubsonicValue, to out: inout String) {
+    static func writeJSONScalar(_ value: SubsonicValue, to out: inout [UInt8]) {
         switch value {
         case .string(let text): writeJSONString(text, to: &out)
-        case .int(let number): out += String(number)
-        case .double(let number): out += formatDouble(number)
-        case .bool(let flag): out += flag ? "true" : "false"
+        case .int(let number): raw(String(number), &out)
+        case .double(let number): raw(formatDouble(number), &out)
+        case .bool(let flag): raw(flag ? "true" : "false", &out)
         }
     }
 
-    static func writeJSONString(_ text: String, to out: inout String) {
-        out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
+    /// A JSON string: `"`, `\` and control characters escaped, the rest as UTF-8.
+    static func writeJSONString(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): raw("\\\"", &out)
+            case UInt8(ascii: "\\"): raw("\\\\", &out)
+            case 0x0A: raw("\\n", &out)
+            case 0x0D: raw("\\r", &out)
+            case 0x09: raw("\\t", &out)
+            case 0..<0x20:
+                let hex = String(byte, radix: 16)
+                raw("\\u" + String(repeating: "0", count: 4 - hex.count) + hex, &out)
+            default: out.append(byte)
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 }

@@ -117,13 +117,12 @@ extension SubsonicService {
         switch type {
         case "random":
             albums = try library.albums("WHERE ?1 = ?1 ORDER BY random() LIMIT \(size)", [.int(user)], user: call.user.id)
-        case "newest":
-            albums = try library.albums("WHERE ?1 = ?1 ORDER BY al.created DESC, a.id DESC" + limit, [.int(user)], user: call.user.id)
-        case "alphabeticalByName":
-            albums = try library.albums("WHERE ?1 = ?1 ORDER BY a.title COLLATE NOCASE, a.id" + limit, [.int(user)], user: call.user.id)
-        case "alphabeticalByArtist":
-            albums = try library.albums("WHERE ?1 = ?1 ORDER BY a.artist_name COLLATE NOCASE, a.title COLLATE NOCASE, a.id" + limit,
-                                        [.int(user)], user: call.user.id)
+        case "newest", "alphabeticalByName", "alphabeticalByArtist":
+            let order = type == "newest" ? "al.created DESC, a.id DESC"
+                : type == "alphabeticalByName" ? "a.title COLLATE NOCASE, a.id" : "a.artist_name COLLATE NOCASE, a.title COLLATE NOCASE, a.id"
+            let ids = try orders.ids("albums " + type, store: store,
+                                     sql: "SELECT a.id FROM albums a JOIN subsonic_album_ids al ON al.album_id = a.id ORDER BY " + order)
+            albums = try library.albums(ids: SubsonicOrderCache.page(ids, offset: offset, count: size), user: call.user.id)
         case "frequent":
             albums = try library.albums(marked + " WHERE n.play_count > 0 ORDER BY n.play_count DESC, a.id" + limit, [.int(user)], user: call.user.id)
         case "recent":
@@ -219,25 +218,43 @@ extension SubsonicService {
         var artists: [SubsonicArtist] = [], albums: [SubsonicAlbum] = [], songs: [SubsonicSong] = []
         if query.isEmpty {
             if artistCount > 0 {
-                artists = try library.artists("WHERE EXISTS (SELECT 1 FROM albums WHERE artist_id = r.id) ORDER BY r.id LIMIT \(artistCount) OFFSET \(artistOffset)", user: user)
+                let ids = try orders.ids("artists", store: store, sql: """
+                    SELECT r.id FROM artists r JOIN subsonic_artist_ids ar ON ar.artist_id = r.id
+                    WHERE EXISTS (SELECT 1 FROM albums WHERE artist_id = r.id) ORDER BY r.id
+                    """)
+                artists = try library.artists(ids: SubsonicOrderCache.page(ids, offset: artistOffset, count: artistCount), user: user)
             }
-            if albumCount > 0 { albums = try library.albums("ORDER BY a.id LIMIT \(albumCount) OFFSET \(albumOffset)", user: user) }
+            if albumCount > 0 {
+                let ids = try orders.ids("albums", store: store, sql: "SELECT album_id FROM subsonic_album_ids ORDER BY album_id")
+                albums = try library.albums(ids: SubsonicOrderCache.page(ids, offset: albumOffset, count: albumCount), user: user)
+            }
             if songCount > 0 {
-                // Keyset over the row id would need the client's last id; an offset into the
-                // id order is the protocol's, and SQLite skips it on the primary key.
-                songs = try library.songs("ORDER BY t.id LIMIT \(songCount) OFFSET \(songOffset)", user: user)
+                let ids = try orders.ids("songs", store: store, sql: "SELECT track_id FROM subsonic_track_ids ORDER BY track_id")
+                songs = try library.songs(trackIDs: SubsonicOrderCache.page(ids, offset: songOffset, count: songCount), user: user)
             }
         } else {
             let words = query.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
-            if artistCount > 0 {
-                let (clause, values) = Self.likeAll(words, column: "r.name", first: 1)
-                artists = try library.artists("WHERE \(clause) AND EXISTS (SELECT 1 FROM albums WHERE artist_id = r.id) ORDER BY r.name COLLATE NOCASE, r.id LIMIT \(artistCount) OFFSET \(artistOffset)",
-                                              values, user: user)
+            // Albums and artists whose name holds every word as a prefix, from the catalog's
+            // search index (its album and artist columns), as songs are found: a LIKE over
+            // every album was a few milliseconds a search.
+            if artistCount > 0, let match = Self.columnMatch(words, column: "artist") {
+                let ids = try store.read { db throws(SQLiteError) in
+                    try db.query("""
+                        SELECT DISTINCT a.artist_id FROM (SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ?1 LIMIT 5000) f
+                        JOIN tracks t ON t.id = f.rowid JOIN albums a ON a.id = t.album_id
+                        """, [.text(match)]) { $0.int(0) }
+                }
+                let page = SubsonicOrderCache.page(ids, offset: artistOffset, count: artistCount)
+                artists = try library.artists(ids: page, user: user)
             }
-            if albumCount > 0 {
-                let (clause, values) = Self.likeAll(words, column: "(a.title || ' ' || a.artist_name)", first: 1)
-                albums = try library.albums("WHERE \(clause) ORDER BY a.title COLLATE NOCASE, a.id LIMIT \(albumCount) OFFSET \(albumOffset)",
-                                            values, user: user)
+            if albumCount > 0, let match = Self.columnMatch(words, column: "album") {
+                let ids = try store.read { db throws(SQLiteError) in
+                    try db.query("""
+                        SELECT DISTINCT t.album_id FROM (SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ?1 LIMIT 5000) f
+                        JOIN tracks t ON t.id = f.rowid WHERE t.album_id IS NOT NULL
+                        """, [.text(match)]) { $0.int(0) }
+                }
+                albums = try library.albums(ids: SubsonicOrderCache.page(ids, offset: albumOffset, count: albumCount), user: user)
             }
             if songCount > 0, songOffset < 1000 {
                 let ids = try store.search.trackIDs(query: query, limit: min(1000, songOffset + songCount))
@@ -256,16 +273,11 @@ extension SubsonicService {
         return Self.body(id3 ? "searchResult3" : "searchResult2", result)
     }
 
-    /// `column LIKE %word%` for every word (SQLite's LIKE folds ASCII case), with `%`, `_` and
-    /// the escape itself escaped; parameters numbered from `first`.
-    static func likeAll(_ words: [String], column: String, first: Int) -> (String, [SQLiteValue]) {
-        var clauses: [String] = [], values: [SQLiteValue] = []
-        for (i, word) in words.prefix(8).enumerated() {
-            let escaped = word.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
-                .replacingOccurrences(of: "_", with: "\\_")
-            clauses.append("\(column) LIKE ?\(first + i) ESCAPE '\\'")
-            values.append(.text("%" + escaped + "%"))
-        }
-        return (clauses.isEmpty ? "1" : clauses.joined(separator: " AND "), values)
+    /// An FTS5 query for `words` as prefixes in one column of the catalog's search index
+    /// (`{album} : "riv"* "sil"*`); nil when no word has a letter or digit.
+    static func columnMatch(_ words: [String], column: String) -> String? {
+        let terms = words.prefix(8).map { word in word.filter { $0.isLetter || $0.isNumber } }.filter { !$0.isEmpty }
+        guard !terms.isEmpty else { return nil }
+        return "{\(column)} : (" + terms.map { "\"\($0)\"*" }.joined(separator: " ") + ")"
     }
 }

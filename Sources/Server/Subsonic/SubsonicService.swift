@@ -33,6 +33,8 @@ public final class SubsonicService: Sendable {
     let framing: WholeFileFraming
     /// Resized covers (`getCoverArt?size=`), kept by album id, size and the source's validator.
     let covers = SubsonicCoverCache()
+    /// The lists' orders (albums by name, artist, date; songs, albums and artists by id).
+    let orders = SubsonicOrderCache()
 
     public static let prefix = "/rest/"
 
@@ -200,13 +202,13 @@ public final class SubsonicService: Sendable {
         let bytes: [UInt8], contentType: String
         switch format {
         case .xml:
-            bytes = Array(SubsonicWriter.xml(ok: ok, body: body).utf8)
+            bytes = SubsonicWriter.xmlBytes(ok: ok, body: body)
             contentType = "text/xml; charset=utf-8"
         case .json:
-            bytes = Array(SubsonicWriter.json(ok: ok, body: body).utf8)
+            bytes = SubsonicWriter.jsonBytes(ok: ok, body: body)
             contentType = "application/json"
         case .jsonp(let callback):
-            bytes = Array((callback + "(" + SubsonicWriter.json(ok: ok, body: body) + ");").utf8)
+            bytes = Array((callback + "(").utf8) + SubsonicWriter.jsonBytes(ok: ok, body: body) + Array(");".utf8)
             contentType = "application/javascript"
         }
         return .bytes(200, bytes, contentType: contentType,
