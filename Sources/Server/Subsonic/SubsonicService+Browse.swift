@@ -240,9 +240,9 @@ extension SubsonicService {
             if artistCount > 0, let match = Self.columnMatch(words, column: "artist") {
                 let ids = try store.read { db throws(SQLiteError) in
                     try db.query("""
-                        SELECT DISTINCT a.artist_id FROM (SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ?1 LIMIT 5000) f
+                        SELECT DISTINCT a.artist_id FROM (SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ?1 LIMIT ?2) f
                         JOIN tracks t ON t.id = f.rowid JOIN albums a ON a.id = t.album_id
-                        """, [.text(match)]) { $0.int(0) }
+                        """, [.text(match), .int(Int64(Self.matchRows(artistOffset + artistCount)))]) { $0.int(0) }
                 }
                 let page = SubsonicOrderCache.page(ids, offset: artistOffset, count: artistCount)
                 artists = try library.artists(ids: page, user: user)
@@ -250,9 +250,9 @@ extension SubsonicService {
             if albumCount > 0, let match = Self.columnMatch(words, column: "album") {
                 let ids = try store.read { db throws(SQLiteError) in
                     try db.query("""
-                        SELECT DISTINCT t.album_id FROM (SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ?1 LIMIT 5000) f
+                        SELECT DISTINCT t.album_id FROM (SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ?1 LIMIT ?2) f
                         JOIN tracks t ON t.id = f.rowid WHERE t.album_id IS NOT NULL
-                        """, [.text(match)]) { $0.int(0) }
+                        """, [.text(match), .int(Int64(Self.matchRows(albumOffset + albumCount)))]) { $0.int(0) }
                 }
                 albums = try library.albums(ids: SubsonicOrderCache.page(ids, offset: albumOffset, count: albumCount), user: user)
             }
@@ -272,6 +272,11 @@ extension SubsonicService {
         result.add("song", list: songs.map(SubsonicItems.song))
         return Self.body(id3 ? "searchResult3" : "searchResult2", result)
     }
+
+    /// Matching tracks read to find `wanted` albums or artists: 16 tracks for each (an album
+    /// has about ten), at most 4,000; a short prefix matches tens of thousands of tracks, and
+    /// each read is a join.
+    static func matchRows(_ wanted: Int) -> Int { min(4000, max(64, wanted * 16)) }
 
     /// An FTS5 query for `words` as prefixes in one column of the catalog's search index
     /// (`{album} : "riv"* "sil"*`); nil when no word has a letter or digit.
