@@ -150,7 +150,7 @@ struct UserCommand: ParsableCommand {
                 for user in try store.users() {
                     print("\(user.name)\t\(user.role.rawValue)\t\(try store.apiKeys(name: user.name).count) API keys")
                 }
-            } catch let error as UserStoreError {
+            } catch {
                 throw exitLine("\(error)")
             }
         }

@@ -40,6 +40,7 @@ struct StreamPlay {
     var album: String?
     var search: String?
     var caFile: String?
+    var user: String?
 
     /// The command line: every option with its help, in the order `--help` lists them.
     static var commandLine: CommandLineParser<StreamPlay> { CommandLineParser(
@@ -85,6 +86,7 @@ struct StreamPlay {
                       \.album),
             .optional("search", help: "With a streamd server's URL: play the tracks its search finds for this text, best first.",
                       \.search),
+            .optional("user", help: "Log in to the server as this user (password from the terminal, or one line of stdin); without it, a token from ~/.config/streamplay/tokens or a ~/.netrc entry for the host is used.", \.user),
             .optional("ca-file", help: "https: trust the certificates in this PEM file (a private server's CA); replaces the system's list.",
                       \.caFile),
         ],
@@ -129,6 +131,7 @@ extension StreamPlay {
     }
 
     func run() throws {
+        if let user { try logIn(as: user) }
         if info { return try printInfo() }
         let sink: AudioOutput
         if output == "null" {

@@ -20,6 +20,13 @@ final class StreamdProcess {
 
     /// The catalog database of this server (a fresh temporary one unless `--db` is passed).
     let databasePath: String
+    /// Accounts made before the server starts (`streamd user add`, password on stdin): name,
+    /// password, admin. The first admin's Basic credentials are used for `/api/status`.
+    let accounts: [(name: String, password: String, admin: Bool)]
+    /// `Authorization` for the test's own status polling, when accounts exist.
+    var adminAuthorization: String? {
+        accounts.first { $0.admin }.map { "Basic " + Data("\($0.name):\($0.password)".utf8).base64EncodedString() }
+    }
 
     /// Starts streamd on FOLDER. Without `--db` in `extraArguments` it gets a new database in a
     /// temporary folder (never the user's state folder). With `waitForScan`, returns once the
@@ -27,7 +34,8 @@ final class StreamdProcess {
     /// `decoderFault` are fault drills for the workers (`streamd analyze-worker --fault SPEC`),
     /// started through a wrapper named by `--analyze-worker` / `--decode-worker`.
     init(folder: URL, extraArguments: [String] = [], analyzerFault: String? = nil, decoderFault: String? = nil,
-         waitForScan: Bool = true) throws {
+         waitForScan: Bool = true, accounts: [(name: String, password: String, admin: Bool)] = []) throws {
+        self.accounts = accounts
         let streamd = TestPaths.streamd
         process.executableURL = URL(fileURLWithPath: streamd)
         var extra = extraArguments
@@ -38,6 +46,9 @@ final class StreamdProcess {
         } else {
             databasePath = scratch.appendingPathComponent("catalog.db").path
             extra += ["--db", databasePath]
+        }
+        for account in accounts {
+            try Self.addAccount(account, folder: folder, databasePath: databasePath)
         }
         if let analyzerFault {
             extra += ["--analyze-worker", try FaultDrillWorker.write(in: scratch, streamd: streamd, fault: analyzerFault)]
@@ -95,9 +106,29 @@ final class StreamdProcess {
         if waitForScan { try self.waitForScan(atLeast: 1) }
     }
 
+    /// `streamd user add NAME [--admin]` with the password on stdin.
+    static func addAccount(_ account: (name: String, password: String, admin: Bool), folder: URL, databasePath: String) throws {
+        let add = Process()
+        add.executableURL = URL(fileURLWithPath: TestPaths.streamd)
+        add.arguments = ["user", "add", account.name, "--folder", folder.path, "--db", databasePath] + (account.admin ? ["--admin"] : [])
+        let input = Pipe(), output = Pipe()
+        add.standardInput = input
+        add.standardOutput = output
+        add.standardError = output
+        try add.run()
+        input.fileHandleForWriting.write(Data((account.password + "\n").utf8))
+        try input.fileHandleForWriting.close()
+        let text = output.fileHandleForReading.readDataToEndOfFile()
+        add.waitUntilExit()
+        guard add.terminationStatus == 0 else {
+            throw TestFailure("streamd user add \(account.name): \(String(decoding: text, as: UTF8.self))")
+        }
+    }
+
     /// `/api/status` as an object.
     func status() throws -> [String: Any] {
-        let response = try RawConnection(port: port).request("GET", "/api/status")
+        let response = try RawConnection(port: port).request("GET", "/api/status",
+                                                              headers: adminAuthorization.map { ["Authorization": $0] } ?? [:])
         guard response.status == 200,
               let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] else {
             throw TestFailure("/api/status answered \(response.status)")

@@ -117,6 +117,17 @@ extension HTTPSource {
     /// What every request of this source sets: redirects, user agent, connect and stall timeouts, keep-alive.
     private func setCommonOptions(_ easy: CurlEasy, url: String) {
         easy.set(CURLOPT_URL, url)
+        // libcurl sends these to this host only, not after a redirect to another one.
+        if let target = try? HTTPURL(url), let credential = ServerCredentials.credential(host: target.host, port: target.port) {
+            switch credential {
+            case .basic(let user, let password):
+                easy.set(CURLOPT_USERNAME, user)
+                easy.set(CURLOPT_PASSWORD, password)
+            case .bearer(let token):
+                easy.set(CURLOPT_HTTPAUTH, 1 << 6)   // CURLAUTH_BEARER
+                easy.set(CURLOPT_XOAUTH2_BEARER, token)
+            }
+        }
         easy.set(CURLOPT_FOLLOWLOCATION, 1)
         easy.set(CURLOPT_MAXREDIRS, 10)
         easy.set(CURLOPT_USERAGENT, options.userAgent)

@@ -60,7 +60,7 @@ public final class AccessControl: Sendable {
     let logger: Logger
     /// Basic credentials verified lately (a keyed hash of name and password → user id and expiry):
     /// players send Basic on every request, and argon2id costs 30-60 ms.
-    private let verifiedBasic = Lock([[UInt8]: (id: Int64, until: UInt64)]())
+    private let verifiedBasic = Lock([[UInt8]: (id: Int64, stamp: [UInt8], until: UInt64)]())
     private let cacheKey = Sodium.randomBytes(32)
     /// Whether accounts exist, read at most once a second (`streamd user add` on a running server
     /// takes effect within a second).
@@ -210,7 +210,9 @@ public final class AccessControl: Sendable {
             return .refuse(unauthorized("unsupported Authorization scheme"))
         }
         if let token = Self.cookie(Self.sessionCookie, in: request) {
-            guard let session = sessions.lookup(token), let user = try? users.user(id: session.userID) else {
+            // A changed password or a deleted account ends the session.
+            guard let session = sessions.lookup(token), let (user, stamp) = users.userAndStamp(id: session.userID),
+                  stamp == session.stamp else {
                 return .refuse(unauthorized("session expired: log in again"))
             }
             if !["GET", "HEAD", "OPTIONS"].contains(request.method) {
@@ -236,7 +238,7 @@ public final class AccessControl: Sendable {
         let address = clientAddress(request)
         if let wait = limiter.waitBeforeAttempt(address: address, user: nil) { return .refuse(tooManyAttempts(wait)) }
         if let user = users.user(forAPIKey: token) { return .allow(Principal(user: user, method: .bearer)) }
-        if let session = sessions.lookup(token), let user = try? users.user(id: session.userID) {
+        if let session = sessions.lookup(token), let (user, stamp) = users.userAndStamp(id: session.userID), stamp == session.stamp {
             return .allow(Principal(user: user, method: .bearer))
         }
         let wait = limiter.recordFailure(address: address, user: nil)
@@ -247,21 +249,26 @@ public final class AccessControl: Sendable {
     private func basic(_ credentials: BasicCredentials, request: HTTPRequest, users: UserStore) -> AccessDecision {
         let address = clientAddress(request)
         if let wait = limiter.waitBeforeAttempt(address: address, user: credentials.user) {
-            logger.warning("access: login as '\(Self.loggable(credentials.user))' from \(address) refused: back-off, \(Int(wait.rounded(.up))) s left")
+            if limiter.shouldLogRefusal(address: address) {
+                logger.warning("access: login as '\(Self.loggable(credentials.user))' from \(address) refused: back-off, \(Int(wait.rounded(.up))) s left")
+            }
             return .refuse(tooManyAttempts(wait))
         }
         let key = Sodium.hash(Array(credentials.user.lowercased().utf8) + [0] + Array(credentials.password.utf8), key: cacheKey)
         let now = Monotonic.now.nanoseconds
-        if let hit = verifiedBasic.withLock({ $0[key] }), hit.until > now, let user = try? users.user(id: hit.id) {
+        if let hit = verifiedBasic.withLock({ $0[key] }), hit.until > now, let (user, stamp) = users.userAndStamp(id: hit.id),
+           stamp == hit.stamp {
             return .allow(Principal(user: user, method: .basic))
         }
         return .verifyPassword { [self] in
             guard let user = verify(name: credentials.user, password: credentials.password, address: address) else {
                 return .refuse(unauthorized("authentication required"))
             }
-            verifiedBasic.withLock { cache in
-                if cache.count > 1000 { cache.removeAll() }
-                cache[key] = (user.id, Monotonic.now.nanoseconds + 300_000_000_000)
+            if let (_, stamp) = users.userAndStamp(id: user.id) {
+                verifiedBasic.withLock { cache in
+                    if cache.count > 1000 { cache.removeAll() }
+                    cache[key] = (user.id, stamp, Monotonic.now.nanoseconds + 300_000_000_000)
+                }
             }
             return .allow(Principal(user: user, method: .basic))
         }
@@ -315,7 +322,9 @@ public final class AccessControl: Sendable {
         }
         let address = clientAddress(request)
         if let wait = limiter.waitBeforeAttempt(address: address, user: credentials.user) {
-            logger.warning("access: login as '\(Self.loggable(credentials.user))' from \(address) refused: back-off, \(Int(wait.rounded(.up))) s left")
+            if limiter.shouldLogRefusal(address: address) {
+                logger.warning("access: login as '\(Self.loggable(credentials.user))' from \(address) refused: back-off, \(Int(wait.rounded(.up))) s left")
+            }
             return tooManyAttempts(wait)
         }
         let secure = cameOverTLS(request)
@@ -323,7 +332,8 @@ public final class AccessControl: Sendable {
             guard let user = verify(name: credentials.user, password: credentials.password, address: address) else {
                 return unauthorizedWithoutChallenge("wrong user name or password")
             }
-            let (token, session) = sessions.create(userID: user.id)
+            guard let (_, stamp) = users?.userAndStamp(id: user.id) else { return unauthorizedWithoutChallenge("wrong user name or password") }
+            let (token, session) = sessions.create(userID: user.id, stamp: stamp)
             logger.info("access: '\(user.name)' logged in from \(address)")
             var w = JSONObjectWriter()
             w.add("user", user.name)

@@ -28,6 +28,8 @@ public final class LoginLimiter: Sendable {
     }
 
     private struct State {
+        /// Refusals in the back-off per address, for logging the 1st, 2nd, 4th, 8th ... only.
+        var refusals: [String: Int] = [:]
         var addresses: [String: Entry] = [:]
         var users: [String: Entry] = [:]
         var knownAddresses: [String: [String]] = [:]
@@ -57,6 +59,17 @@ public final class LoginLimiter: Sendable {
                 until = max(until, entry.blockedUntil)
             }
             return until > time ? Double(until - time) / 1e9 : nil
+        }
+    }
+
+    /// Counts a refusal in the back-off; true for the 1st, 2nd, 4th, 8th ... of an address, so a
+    /// flood of refused guesses is logged in a few lines, not one per guess.
+    public func shouldLogRefusal(address: Substring) -> Bool {
+        state.withLock { state in
+            if state.refusals.count >= Self.maxEntries { state.refusals.removeAll() }
+            let count = (state.refusals[String(address)] ?? 0) + 1
+            state.refusals[String(address)] = count
+            return count & (count - 1) == 0
         }
     }
 

@@ -6,6 +6,8 @@ import StreamShared
 final class SessionTable: Sendable {
     struct Session: Sendable {
         var userID: Int64
+        /// The user's password stamp at login (`UserStore.userAndStamp`).
+        var stamp: [UInt8]
         var csrf: String
         var lastUsed: UInt64
     }
@@ -20,9 +22,9 @@ final class SessionTable: Sendable {
     }
 
     /// A new session for `userID`: its token (for the cookie) and the session.
-    func create(userID: Int64) -> (token: String, session: Session) {
+    func create(userID: Int64, stamp: [UInt8]) -> (token: String, session: Session) {
         let token = Hex.string(Sodium.randomBytes(32))
-        let session = Session(userID: userID, csrf: Hex.string(Sodium.randomBytes(16)), lastUsed: Monotonic.now.nanoseconds)
+        let session = Session(userID: userID, stamp: stamp, csrf: Hex.string(Sodium.randomBytes(16)), lastUsed: Monotonic.now.nanoseconds)
         table.withLock { table in
             if table.count >= Self.maxSessions, let oldest = table.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
                 table[oldest.key] = nil

@@ -122,6 +122,17 @@ public final class UserStore: Sendable {
         }
     }
 
+    /// The account with row id `id` and a stamp of its current web password (a hash of its
+    /// argon2id string): a session or a cached Basic login made under another stamp is over
+    /// (the password changed since).
+    public func userAndStamp(id: Int64) -> (user: User, stamp: [UInt8])? {
+        (try? withDatabase { db throws(SQLiteError) in
+            try db.queryOne("SELECT id, name, admin, password_hash FROM users WHERE id = ?", [.int(id)]) {
+                (Self.user($0), Sodium.hash(Array($0.text(3).utf8)))
+            }
+        }) ?? nil
+    }
+
     /// Every account, by name.
     public func users() throws(UserStoreError) -> [User] {
         try withDatabase { db throws(SQLiteError) in

@@ -27,7 +27,11 @@ final class LibraryPlaylistBody: ResponseBody, @unchecked Sendable {
     /// Bytes after which the loop serves other connections before the next piece.
     let yieldAfterBytes: Int? = 256 * 1024
 
-    init(store: LibraryStore, ids: [Int], title: String?, base: String, chunked: Bool) {
+    /// Signs each `/media/` link for the user the list is for (see `HTTPRequest.linkSigner`).
+    private let signer: LinkSigner?
+
+    init(store: LibraryStore, ids: [Int], title: String?, base: String, chunked: Bool, signer: LinkSigner? = nil) {
+        self.signer = signer
         self.store = store
         self.ids = ids
         self.base = Array(M3UWriter.escapeLocation(base).utf8)
@@ -47,7 +51,7 @@ final class LibraryPlaylistBody: ResponseBody, @unchecked Sendable {
             next += slice.count
             // A database error ends the list where it is: the response is already under way.
             do {
-                try store.tracks.forEachPlaylistLine(ids: slice) { row in Self.appendEntry(row, base: base, to: &text) }
+                try store.tracks.forEachPlaylistLine(ids: slice) { row in Self.appendEntry(row, base: base, signer: signer, to: &text) }
             } catch {
                 next = ids.count
             }
@@ -67,7 +71,7 @@ final class LibraryPlaylistBody: ResponseBody, @unchecked Sendable {
     /// `#EXTINF:<seconds>,<artist> - <title>` and the location, as `M3UWriter.render` writes
     /// `PlaylistRoutes.m3u`'s entry for the track; plain ASCII text (nearly all) is copied as bytes.
     /// The row: path, title, artist, duration_s (`TrackRepository.forEachPlaylistLine`).
-    static func appendEntry(_ row: SQLiteDatabase.Statement, base: [UInt8], to out: inout [UInt8]) {
+    static func appendEntry(_ row: SQLiteDatabase.Statement, base: [UInt8], signer: LinkSigner? = nil, to out: inout [UInt8]) {
         let path = row.textBytes(0)
         out.append(contentsOf: "#EXTINF:".utf8)
         JSONBytes.integer(M3UWriter.seconds(row.double(3)), &out)
@@ -90,8 +94,13 @@ final class LibraryPlaylistBody: ResponseBody, @unchecked Sendable {
         }
         out.append(UInt8(ascii: "\n"))
         out.append(contentsOf: base)
+        let linkStart = out.count
         out.append(contentsOf: APIRoutes.mediaPrefix.utf8)
         APIRoutes.appendPercentEncoded(path, to: &out)
+        if let signer {
+            out.append(UInt8(ascii: "?"))
+            out.append(contentsOf: signer.query(String(decoding: out[linkStart..<(out.count - 1)], as: UTF8.self)).utf8)
+        }
         out.append(UInt8(ascii: "\n"))
     }
 

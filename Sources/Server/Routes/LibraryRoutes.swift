@@ -245,7 +245,9 @@ struct LibraryRoutes: Sendable {
         let base = PlaylistRoutes.base(of: request)
         // The list is written after the head, so its tag stands for what it is made of: this
         // process's catalog as of `generation`, the order, and the host its URLs name.
-        let tag = JSONResponse.etag(of: Array("all \(Self.processTag) \(generation) \(seed.map(String.init) ?? "path") \(base)".utf8))
+        // A signed list differs per user and hour: no validator for it to match.
+        let signedPart = request.linkSigner.map { $0.query("/") } ?? ""
+        let tag = JSONResponse.etag(of: Array("all \(Self.processTag) \(generation) \(seed.map(String.init) ?? "path") \(base) \(signedPart)".utf8))
         let validators = [("ETag", tag), ("Cache-Control", "no-cache")]
         switch Precondition.evaluate(request, etag: tag, lastModified: nil) {
         case .failed: return .error(412, "precondition failed")
@@ -255,7 +257,7 @@ struct LibraryRoutes: Sendable {
         // HTTP/1.0 cannot take chunked: the end of the list is the end of the connection.
         let chunked = request.minorVersion != 0
         let body = LibraryPlaylistBody(store: store, ids: ids, title: seed.map { "All tracks, shuffled (\($0))" } ?? "All tracks",
-                                       base: base, chunked: chunked)
+                                       base: base, chunked: chunked, signer: request.linkSigner)
         var response = HTTPResponse(status: 200, headers: [("Content-Type", PlaylistRoutes.contentType)] + validators
                                     + (chunked ? [("Transfer-Encoding", "chunked")] : []), body: body)
         response.closeConnection = !chunked

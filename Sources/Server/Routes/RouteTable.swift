@@ -62,6 +62,9 @@ extension Router {
         // sent to /login); the login page, its script and the session probe are open.
         Route("web page", .exact(["/", "/index.html"]), .read),
         Route("login page", .exact([WebLogin.pagePath]), .open),
+        // The page's own script, style and images (issue 26 moves them to files under /web/):
+        // code, no library data, so open like the login page's.
+        Route("page files", .prefix("/web/"), .open),
         Route("login script", .exact([WebLogin.scriptPath]), .open),
         Route("session", .exact(["/api/session"]), .open),
         Route("login", methods: ["POST"], .exact(["/api/login"]), .open),

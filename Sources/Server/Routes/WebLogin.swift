@@ -66,7 +66,8 @@ public enum WebLogin {
     static let pageBytes: [UInt8] = Array(html.utf8)
     static let scriptBytes: [UInt8] = Array(script.utf8)
     static let pagePolicy = contentSecurityPolicy(for: html)
-    static let mainPagePolicy = contentSecurityPolicy(for: WebPage.html)
+    /// From the bytes served at `/`, whatever the page holds (inline blocks or files under /web/).
+    static let mainPagePolicy = contentSecurityPolicy(for: String(decoding: WebPage.bytes, as: UTF8.self))
 
     /// The CSP of an HTML document: nothing from other origins, no framing, and inline
     /// `<script>` and `<style>` blocks allowed by their SHA-256 (computed from the document

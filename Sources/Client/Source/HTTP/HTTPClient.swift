@@ -128,6 +128,8 @@ final class HTTPClient {
         if let range = request.range { head += "Range: bytes=\(range.from)-\(range.to.map(String.init) ?? "")\r\n" }
         if let ifRange = request.ifRange { head += "If-Range: \(ifRange)\r\n" }
         for line in request.headers { head += line + "\r\n" }
+        // Only to the host the credential is for (a redirect elsewhere goes without it).
+        if let line = ServerCredentials.authorizationLine(host: target.host, port: target.port) { head += line + "\r\n" }
         return head + "\r\n"
     }
 }
