@@ -81,8 +81,13 @@ let package = Package(
         .target(name: "StreamAuth",
                 dependencies: ["StreamHTTP", "StreamLibrary", "StreamShared", "CSodium", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Server/Auth"),
+        // The Subsonic/OpenSubsonic API at /rest/ over the catalog (docs/DESIGN.md, "Subsonic"); the
+        // accounts come in through its `SubsonicAccounts` (StreamServer adapts StreamAuth's store).
+        .target(name: "StreamSubsonic",
+                dependencies: ["StreamHTTP", "StreamLibrary", "StreamShared", .product(name: "Logging", package: "swift-log")],
+                path: "Sources/Server/Subsonic"),
         .target(name: "StreamServer",
-                dependencies: ["StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamAuth", "StreamShared", "StreamAudio", "CLinux",
+                dependencies: ["StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamAuth", "StreamSubsonic", "StreamShared", "StreamAudio", "CLinux",
                                .product(name: "Logging", package: "swift-log"), .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Server/Routes"),
         .target(name: "StreamClient",
@@ -90,7 +95,7 @@ let package = Package(
                                .product(name: "Atomics", package: "swift-atomics"), .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Client"),
         .executableTarget(name: "streamd",
-                          dependencies: ["StreamServer", "StreamAuth", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamShared", "CLinux",
+                          dependencies: ["StreamServer", "StreamAuth", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamSubsonic", "StreamShared", "CLinux",
                                          "StreamLog", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                          .product(name: "Logging", package: "swift-log")],
                           path: "Sources/streamd"),
@@ -107,7 +112,7 @@ let package = Package(
         // commands): not a test target itself, only linked into them.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "SharedTests", dependencies: ["StreamShared", "TestSupport"], path: "Tests/SharedTests"),
-        .testTarget(name: "ServerTests", dependencies: ["StreamServer", "StreamAuth", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio",
+        .testTarget(name: "ServerTests", dependencies: ["StreamServer", "StreamAuth", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamSubsonic",
                                                        "StreamShared", "StreamAudio", "TestSupport",
                                                        .product(name: "Logging", package: "swift-log")], path: "Tests/ServerTests"),
         .testTarget(name: "ClientTests", dependencies: ["StreamClient", "StreamShared", "StreamAudio", "TestSupport"],

@@ -157,6 +157,10 @@ def main():
           b"#EXT-X-DISCONTINUITY-SEQUENCE:3\n#EXTINF:6.0,\nseg-120.aac\n#EXT-X-DISCONTINUITY\n"
           b"#EXTINF:5.5,\nseg-121.aac\n#EXT-X-BYTERANGE:1000@0\n#EXTINF:6,\nall.aac\n")
 
+    # Subsonic: .lrc lyrics (synced, repeated times, header tags, plain) and form bodies.
+    write(out, "subsonic", b"[ar:Someone]\n[ti:Song]\n[offset:+250]\n[00:01.50][00:10.00]Chorus\n[00:05.1]Verse\r\n[00:07:250]x\n")
+    write(out, "subsonic", "\ufeffJust words\nCaf\u00e9 \u2013 No\u00ebl\n\n".encode())
+    write(out, "subsonic", b"u=ann&t=26719a1196d2a940705a59634eb18eab&s=c19b2d&v=1.16.1&c=x&f=json&id=tr-1&id=tr-2&query=two+words%21")
     # Track playlists: extended M3U with relative, absolute and URL entries, Windows line ends,
     # a UTF-8 BOM, Windows-1252 text, UTF-16 with a BOM, IPTV attributes, PLS; and an HLS one.
     tracks = [os.path.relpath(p, media) for p in mp3s[:2] + m4as[:1] + wavs[:1]]

@@ -39,3 +39,5 @@ python3 -c 'import selenium' 2>/dev/null || python3 -m pip install -q selenium
 # The page player's browser test: numpy measures the captured audio, axe-selenium-python bundles axe-core.
 python3 -c 'import numpy' 2>/dev/null || python3 -m pip install -q numpy
 python3 -c 'import axe_selenium_python' 2>/dev/null || python3 -m pip install -q axe-selenium-python
+# Subsonic clients this project did not write and the OpenAPI schema check (Tests/subsonic/check_subsonic.py).
+python3 -c 'import libsonic, libopensonic, jsonschema, rfc3339_validator' 2>/dev/null || python3 -m pip install -q py-sonic py-opensonic jsonschema rfc3339-validator

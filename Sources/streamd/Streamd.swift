@@ -10,6 +10,7 @@ import StreamLibrary
 import StreamHLS
 import StreamRadio
 import StreamAuth
+import StreamSubsonic
 
 /// streamd: hosts a music folder over HTTP (the default command), or packages it as static HLS.
 @main
@@ -247,9 +248,12 @@ extension Serve {
         let radio = try makeRadio(library.catalog, logger: logger)
         let access = try makeAccess(databasePath: library.databasePath)
         let transcoder = try makeTranscoder(library.catalog)
+        let framing: WholeFileFraming = contentLength ? .contentLength : .chunked
+        let subsonic = try SubsonicService(catalog: library.catalog, auth: SubsonicAuth(accounts: SubsonicAccountsAdapter(access)),
+                                           framing: framing)
         let router = Router(resolver: library.catalog.resolver, catalog: library.catalog, hls: hlsService,
-                            framing: contentLength ? .contentLength : .chunked, radio: radio, scanner: scanner, access: access,
-                            waveforms: waveformSettings(), transcoder: transcoder)
+                            framing: framing, radio: radio, scanner: scanner, access: access,
+                            waveforms: waveformSettings(), transcoder: transcoder, subsonic: subsonic)
         router.playlistFolder.logger = Logger(label: "streamd.library")
         let server = makeServer(router, logger: logger)
         let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, hls: hlsService,

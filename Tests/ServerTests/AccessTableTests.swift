@@ -6,6 +6,7 @@ import Testing
 @testable import StreamRadio
 @testable import StreamHLS
 @testable import StreamAuth
+import StreamSubsonic
 
 /// Every route x role x expected status, through the real router and access check (accounts in
 /// a real catalog database). The table must list every route `Router.routes` declares: a new
@@ -36,6 +37,15 @@ import Testing
     // past the check are "nothing there" (the fixture has no albums, channels or HLS tracks).
     static let table: [Row] = [
         Row(method: "GET", target: "/", route: "web page", anonymous: 303, user: 200, admin: 200, wrongPassword: 401),
+        // Subsonic answers HTTP 200 with its own envelope (a refusal is status="failed", code 10
+        // or 40, which SubsonicClientTests checks); the license and extensions are public; Basic
+        // credentials that are wrong are refused by the access check before the service.
+        Row(method: "GET", target: "/rest/getLicense", route: "subsonic public", anonymous: 200, user: 200, admin: 200, wrongPassword: 200),
+        Row(method: "POST", target: "/rest/getOpenSubsonicExtensions.view", route: "subsonic public",
+            anonymous: 200, user: 200, admin: 200, wrongPassword: 200),
+        Row(method: "GET", target: "/rest/ping", route: "subsonic", anonymous: 200, user: 200, admin: 200, wrongPassword: 401),
+        Row(method: "POST", target: "/rest/getAlbumList2.view?type=newest", route: "subsonic",
+            anonymous: 200, user: 200, admin: 200, wrongPassword: 401),
         Row(method: "GET", target: "/index.html", route: "web page", anonymous: 303, user: 200, admin: 200, wrongPassword: 401),
         Row(method: "GET", target: "/login", route: "login page", anonymous: 200, user: 200, admin: 200, wrongPassword: 200),
         Row(method: "GET", target: "/login.js", route: "login script", anonymous: 200, user: 200, admin: 200, wrongPassword: 200),
@@ -105,7 +115,8 @@ import Testing
         let radio = RadioService(settings: { var s = RadioSettings(); s.sourcePassword = "source-pw"; return s }())
         radio.markPrivate("members")
         let hls = HLSService(catalog: catalog, cacheBytes: 1 << 20, live: [])
-        return (Router(resolver: resolver, catalog: catalog, hls: hls, radio: radio, access: access), folder)
+        let subsonic = try SubsonicService(catalog: catalog, auth: SubsonicAuth(accounts: SubsonicAccountsAdapter(access)))
+        return (Router(resolver: resolver, catalog: catalog, hls: hls, radio: radio, access: access, subsonic: subsonic), folder)
     }
 
     static func request(_ row: Row, as caller: Caller) -> HTTPRequest {

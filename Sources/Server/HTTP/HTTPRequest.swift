@@ -25,6 +25,9 @@ public struct HTTPRequest: Sendable, Equatable {
     public var authority: String?
     /// The body's framing, from Content-Length and Transfer-Encoding.
     public var bodyFraming: RequestBodyFraming
+    /// The body of a small `application/x-www-form-urlencoded` POST, read whole by the event
+    /// loop before the handler sees the request (`HTTPRequest.maxFormBodyBytes`); nil otherwise.
+    public var formBody: [UInt8]?
     /// The connection's peer as the server accepted it (`1.2.3.4:5678`, `[::1]:5678`; "" when
     /// made by hand): who the access check and the failed-login back-off count a request against.
     public var peer: String = ""
@@ -57,6 +60,19 @@ public struct HTTPRequest: Sendable, Equatable {
 
     /// Whether a body follows the head.
     public var hasBody: Bool { bodyFraming != .none }
+
+    /// Largest form body the event loop reads ahead of the handler (Subsonic clients POST their
+    /// parameters, a playlist's song ids among them); a larger one is left to the handler, which refuses it.
+    public static let maxFormBodyBytes = 256 * 1024
+
+    /// The length of the form body to read before handling, when this is a POST of a small
+    /// `application/x-www-form-urlencoded` body with a Content-Length; nil otherwise.
+    public var formBodyLength: Int? {
+        guard method == "POST", case .length(let length) = bodyFraming, length <= Self.maxFormBodyBytes,
+              let type = header("Content-Type"),
+              HTTPSyntax.sameName(type.utf8.prefix(33), "application/x-www-form-urlencoded".utf8) else { return nil }
+        return length
+    }
 
     public static func == (lhs: HTTPRequest, rhs: HTTPRequest) -> Bool {
         lhs.method == rhs.method && lhs.target == rhs.target && lhs.minorVersion == rhs.minorVersion

@@ -52,3 +52,35 @@ extension QueryValue {
         }
     }
 }
+
+extension QueryValue {
+    /// The `name=value` pairs of a query string or a form body (`a=1&b=two+words&a=3`), each
+    /// decoded as `text` decodes (names to `maxNameBytes`, values to `maxValueBytes`), in order,
+    /// repeats kept; empty pieces skipped, a piece without `=` a pair with an empty value. nil
+    /// for a name or value that does not decode, names it; at most `maxPairs` pairs, else nil.
+    public static func pairs(_ text: Substring, maxNameBytes: Int = 64, maxValueBytes: Int,
+                             maxPairs: Int = 10_000) -> Result<[(String, String)], FormPairError> {
+        var pairs: [(String, String)] = []
+        for piece in text.split(separator: "&", omittingEmptySubsequences: true) {
+            guard pairs.count < maxPairs else { return .failure(FormPairError(name: "", why: "more than \(maxPairs) parameters")) }
+            let equals = piece.firstIndex(of: "=")
+            let rawName = equals.map { piece[..<$0] } ?? piece
+            let rawValue = equals.map { piece[piece.index(after: $0)...] } ?? ""
+            guard let name = Self.text(String(rawName), maxBytes: maxNameBytes) else {
+                return .failure(FormPairError(name: String(rawName.prefix(64)), why: "bad encoding or too long a name"))
+            }
+            guard let value = Self.text(String(rawValue), maxBytes: maxValueBytes) else {
+                return .failure(FormPairError(name: name, why: "bad encoding or too long"))
+            }
+            pairs.append((name, value))
+        }
+        return .success(pairs)
+    }
+}
+
+/// A query or form pair that does not decode: its name (as sent, cut to 64 bytes) and why.
+public struct FormPairError: Error, Sendable, Equatable {
+    public var name: String
+    public var why: String
+}
+

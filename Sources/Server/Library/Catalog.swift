@@ -595,7 +595,7 @@ public final class Catalog: @unchecked Sendable {
     }
 
     /// Content-Type by file extension, for files the catalog does not describe.
-    static func contentType(byExtensionOf path: String) -> String {
+    public static func contentType(byExtensionOf path: String) -> String {
         switch path.split(separator: ".").last?.lowercased() {
         case "mp3": return "audio/mpeg"
         case "aac": return "audio/aac"

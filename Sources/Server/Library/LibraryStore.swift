@@ -204,7 +204,7 @@ public final class LibraryStore: @unchecked Sendable {
     /// Runs `body` with a reader connection of the pool.
     /// With `waiting` false (an event loop's point lookup) a busy pool, or a writer in use for an
     /// in-memory database, is `SQLITE_BUSY` at once instead of a wait behind slow queries.
-    func read<T>(waiting: Bool = true, _ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+    package func read<T>(waiting: Bool = true, _ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
         if inMemory {
             return try withWriter(waiting: waiting, body)
         }
@@ -252,7 +252,7 @@ public final class LibraryStore: @unchecked Sendable {
         pool.unlock()
     }
 
-    func write<T>(_ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+    package func write<T>(_ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(SQLiteError) -> T {
         return try withWriter(waiting: true, body)
     }
 

@@ -51,6 +51,15 @@ public struct SearchRepository: Sendable {
         return rows
     }
 
+    /// The ids `tracks(query:limit:)` answers with, best first, for routes that read the rows
+    /// their own way (Subsonic's search).
+    public func trackIDs(query: String, limit: Int) throws(SQLiteError) -> [Int] {
+        let index = currentIndex()
+        return try store.read { db throws(SQLiteError) in
+            try db.reading { () throws(SQLiteError) in try Self.ids(query: query, limit: limit, db, index: index) }
+        }
+    }
+
     /// `tracks(query:limit:)` handing each row to `body` as the statement's row (`TrackRepository.columns`).
     public func forEach(query: String, limit: Int, _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
         let index = currentIndex()

@@ -11,7 +11,7 @@ import StreamHTTP
 public struct TrackRepository: Sendable {
     let store: LibraryStore
 
-    static let columns = """
+    package static let columns = """
         t.id, t.path, t.size, t.mtime_ns, t.inode, t.title, t.artist, t.album, t.album_artist, t.track_number, t.track_total,
         t.disc_number, t.disc_total, t.year, t.genre, t.duration_s, t.codec, t.container, t.sample_rate, t.channels, t.bitrate,
         t.frames, t.total_samples, t.first_frame_offset, t.encoder_delay, t.encoder_padding,
@@ -19,7 +19,7 @@ public struct TrackRepository: Sendable {
         t.bits_per_sample
         """
 
-    static func row(_ s: SQLiteDatabase.Statement) -> Track {
+    package static func row(_ s: SQLiteDatabase.Statement) -> Track {
         let gain = ReplayGain(trackGain: s.optionalDouble(26), trackPeak: s.optionalDouble(27),
                               albumGain: s.optionalDouble(28), albumPeak: s.optionalDouble(29))
         return Track(id: s.int(0), path: s.text(1),

@@ -273,54 +273,18 @@ struct LibraryRoutes: Sendable {
 
     // MARK: Cover art
 
-    /// Names looked for in an album's folder when no track embeds a picture, best first
-    /// (compared without case): cover, folder, then front, each as JPEG, PNG, WebP or GIF.
-    static let coverNames = ["cover", "folder", "front"]
-    static let coverExtensions = ["jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp", "gif": "image/gif"]
-
     private func cover(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
-        guard let source = try store.covers.source(albumID: id) else { return .error(404, "no such album") }
-        if let track = source.embeddedTrackPath, let picture = try embeddedPicture(track) {
-            return .generated(picture.data, contentType: picture.mimeType, etag: picture.etag, for: request)
-        }
-        if let image = folderImage(source.folder), let file = try? OpenFile(path: image.path) {
-            return FileResponder.respond(to: request, file: file, contentType: image.type, framing: .contentLength)
-        }
-        return .error(404, "no cover for this album")
-    }
-
-    /// The picture embedded in a track, read only from the version of the file the catalog
-    /// analyzed (so the tag walked here is one a worker already read without harm), with an
-    /// ETag derived from the file's.
-    private func embeddedPicture(_ relative: String) throws -> (data: [UInt8], mimeType: String, etag: String)? {
-        guard let absolute = try? resolver.resolve(encoded: Substring(PathResolver.percentEncode(relative))),
-              let file = try? OpenFile(path: absolute), let row = try store.tracks.track(path: relative), row.stamp == file.stamp,
-              let picture = try? EmbeddedPictureReader.picture(in: file) else { return nil }
-        return (picture.data, picture.mimeType, "\"cover-" + file.etag.filter { $0 != "\"" } + "\"")
-    }
-
-    /// cover.jpg, folder.png, Front.jpeg ... in the album's folder: a regular, non-hidden file inside the library.
-    func folderImage(_ folder: String) -> (path: String, type: String)? {
-        let absolute = folder.isEmpty ? resolver.root : resolver.root + "/" + folder
-        guard folder.isEmpty || (PathResolver.isSafeRelativePath(folder) && !PathResolver.isHidden(folder)),
-              let dir = opendir(absolute) else { return nil }
-        defer { closedir(dir) }
-        var best: (rank: Int, name: String, type: String)?
-        var seen = 0
-        while let entry = readdir(dir), seen < 10_000 {
-            seen += 1
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        switch try CoverArt.find(albumID: id, in: catalog) {
+        case .failure: return .error(404, "no such album")
+        case .success(.embedded(let data, let mimeType, let etag)?):
+            return .generated(data, contentType: mimeType, etag: etag, for: request)
+        case .success(.file(let path, let mimeType)?):
+            if let file = try? OpenFile(path: path) {
+                return FileResponder.respond(to: request, file: file, contentType: mimeType, framing: .contentLength)
             }
-            guard !name.hasPrefix("."), let dot = name.lastIndex(of: ".") else { continue }
-            let stem = name[..<dot].lowercased()
-            guard let rank = Self.coverNames.firstIndex(of: stem),
-                  let type = Self.coverExtensions[name[name.index(after: dot)...].lowercased()] else { continue }
-            if let current = best, (current.rank, current.name) <= (rank, name) { continue }
-            best = (rank, name, type)
+            return .error(404, "no cover for this album")
+        case .success(nil):
+            return .error(404, "no cover for this album")
         }
-        guard let best, let real = PathResolver.realPath(absolute + "/" + best.name),
-              let inside = resolver.relative(real), !PathResolver.isHidden(inside) else { return nil }
-        return (real, best.type)
     }
 }

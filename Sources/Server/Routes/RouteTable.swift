@@ -91,6 +91,11 @@ extension Router {
         Route("radio listener", .prefix("/radio/"), .radioListener),
         Route("radio source", methods: ["PUT", "SOURCE"], .prefix("/radio/"), .radioSource),
         Route("radio metadata", .exact(["/admin/metadata", "/admin/metadata.xsl"]), .radioSource),
+        // Subsonic (/rest/, GET and form POST): the license and the extensions are public
+        // (OpenSubsonic asks that of getOpenSubsonicExtensions); every other call proves its
+        // user with the protocol's own credentials (u/p, u/t/s, apiKey), judged by the service.
+        Route("subsonic public", methods: ["GET", "POST"], .subsonic(["getLicense", "getOpenSubsonicExtensions"]), .open),
+        Route("subsonic", methods: ["GET", "POST"], .prefix("/rest/"), .selfAuthenticated),
         // The server's state: admins only.
         Route("status", .exact([APIRoutes.status]), .admin),
         Route("Icecast status", .exact(["/status-json.xsl"]), .admin),

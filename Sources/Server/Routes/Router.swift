@@ -5,6 +5,7 @@ import StreamLibrary
 import StreamHLS
 import StreamRadio
 import StreamAuth
+import StreamSubsonic
 
 /// Maps requests to responses: the HTTP contract of streamd (docs/DESIGN.md).
 public final class Router: Sendable {
@@ -26,6 +27,8 @@ public final class Router: Sendable {
     public let waveforms: WaveformService
     /// `/media/<path>?format=opus|mp3` transcodes; nil: only `format=raw`.
     public let transcoder: TranscodeService?
+    /// The Subsonic API at `/rest/`; nil when streamd runs without it.
+    public let subsonic: SubsonicService?
     /// Wall-clock start in seconds since 1970, for the Icecast status page's `server_start`.
     let startedWall: Int
     /// The background scanner, whose watches `/api/status` reports; nil when none runs.
@@ -41,7 +44,7 @@ public final class Router: Sendable {
     public init(resolver: PathResolver, catalog: Catalog, hls: HLSService? = nil, framing: WholeFileFraming = .chunked,
                 radio: RadioService? = nil, scanner: CatalogScanner? = nil, access: AccessControl? = nil,
                 startedAt: Date = Date(), waveforms: WaveformSettings = WaveformSettings(),
-                transcoder: TranscodeService? = nil) {
+                transcoder: TranscodeService? = nil, subsonic: SubsonicService? = nil) {
         // Without an access control (tests of routes): no accounts, open as on loopback.
         self.access = access ?? AccessControl(users: nil, settings: AccessSettings())
         self.transcoder = transcoder
@@ -57,6 +60,7 @@ public final class Router: Sendable {
         })
         self.radio = radio
         self.waveforms = WaveformService(catalog: catalog, settings: waveforms)
+        self.subsonic = subsonic
     }
 
     /// `server`'s connections are counted in `/api/status`.
@@ -150,6 +154,12 @@ public final class Router: Sendable {
         if route.access == .radioSource && (request.method == "PUT" || request.method == "SOURCE") {
             guard let radio else { throw HTTPRefusal(405, "method \(request.method) not allowed", headers: [("Allow", Self.allowed)]) }
             return radio.source(request, name: path.dropFirst("/radio/".count))
+        }
+        // Subsonic clients GET and POST forms and prove who they are with the protocol's own
+        // credentials (u/p, u/t/s, apiKey), which the service judges; `principal` is what the
+        // request proved otherwise (a session, Basic, Bearer; the open server).
+        if let subsonic, SubsonicService.handles(path) {
+            return subsonic.handle(request, principal: SubsonicPrincipal(principal))
         }
         switch path {
         case WebLogin.pagePath:

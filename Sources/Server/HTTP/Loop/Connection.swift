@@ -10,6 +10,9 @@ final class Connection {
     let generation: UInt32
     let peer: String
     var readBuffer: [UInt8] = []
+    /// Bytes the buffer must reach before the next request can be handled (a form body being
+    /// read); 0 when no body is awaited.
+    var wantedBytes = 0
     /// Set once the peer has closed its side (read returned 0).
     var peerClosed = false
     /// The response being written, if any.

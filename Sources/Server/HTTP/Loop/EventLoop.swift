@@ -191,10 +191,13 @@ final class EventLoop: @unchecked Sendable {
     /// Most bytes buffered from a client ahead of the response being written (pipelining).
     var maxReadBuffer: Int { settings.limits.maxRequestLine + settings.limits.maxHeaderBytes + 4096 }
 
+    /// How much the connection may buffer: more than `maxReadBuffer` while a form body is read.
+    func readLimit(_ connection: Connection) -> Int { max(maxReadBuffer, connection.wantedBytes) }
+
     /// Reads until the socket is empty, the peer has closed its side or the buffer is full; the
     /// rest stays in the kernel, unwatched, until the buffer has room again.
     func readAvailable(_ connection: Connection) {
-        while !connection.peerClosed && connection.readBuffer.count < maxReadBuffer {
+        while !connection.peerClosed && connection.readBuffer.count < readLimit(connection) {
             let n = scratch.withUnsafeMutableBytes { raw in
                 recv(connection.fd, raw.baseAddress, raw.count, 0)
             }
@@ -229,7 +232,7 @@ final class EventLoop: @unchecked Sendable {
             if out.liveWantsInput { events |= Epoll.readable }
             if connection.writeBlocked { events |= Epoll.writable }
         } else {
-            if !connection.peerClosed && connection.readBuffer.count < maxReadBuffer { events |= Epoll.readable }
+            if !connection.peerClosed && connection.readBuffer.count < readLimit(connection) { events |= Epoll.readable }
             if connection.writeBlocked { events |= Epoll.writable }
         }
         setInterest(connection, events)
@@ -332,13 +335,25 @@ final class EventLoop: @unchecked Sendable {
     /// no complete request is buffered yet.
     func startNextResponse(_ connection: Connection) -> Bool {
         let now = monotonicNanos()
-        let request: HTTPRequest
-        let consumed: Int
+        var request: HTTPRequest
+        var consumed: Int
         do {
             guard var (parsed, used) = try parser.parse(connection.readBuffer[...]) else { return false }
             parsed.peer = connection.peer
             request = parsed
             consumed = used
+            // A small form POST is read whole before it is handled (the head is parsed again
+            // when more bytes come: it is small, and this keeps the parser stateless).
+            if let length = request.formBodyLength {
+                guard connection.readBuffer.count >= used + length else {
+                    connection.wantedBytes = used + length
+                    return false
+                }
+                connection.wantedBytes = 0
+                request.formBody = Array(connection.readBuffer[used..<(used + length)])
+                request.bodyFraming = .none
+                consumed = used + length
+            }
         } catch {
             var response = HTTPResponse.error(error.status, Self.message(for: error), close: true)
             response.closeConnection = true

@@ -1,0 +1,75 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import StreamShared
+import StreamHTTP
+
+/// Where an album's cover comes from, for every route that serves one (`/api/cover/<id>`,
+/// Subsonic's `getCoverArt`): the picture embedded in its cover track, else an image file beside
+/// its tracks.
+public enum CoverArt {
+    /// A cover found: bytes read from a track's tags, or an image file to send as it is.
+    public enum Found: Sendable {
+        case embedded(data: [UInt8], mimeType: String, etag: String)
+        case file(path: String, mimeType: String)
+    }
+
+    /// Names looked for in an album's folder when no track embeds a picture, best first
+    /// (compared without case): cover, folder, then front, each as JPEG, PNG, WebP or GIF.
+    public static let names = ["cover", "folder", "front"]
+    public static let extensions = ["jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp", "gif": "image/gif"]
+
+    /// The cover of album `albumID`; nil when the album has none, and `.notFound` when there is no such album.
+    public static func find(albumID: Int, in catalog: Catalog) throws(SQLiteError) -> Result<Found?, CoverArtMissing> {
+        guard let source = try catalog.store.covers.source(albumID: albumID) else { return .failure(.noAlbum) }
+        if let track = source.embeddedTrackPath, let picture = try embeddedPicture(track, in: catalog) {
+            return .success(.embedded(data: picture.data, mimeType: picture.mimeType, etag: picture.etag))
+        }
+        if let image = folderImage(source.folder, resolver: catalog.resolver) {
+            return .success(.file(path: image.path, mimeType: image.type))
+        }
+        return .success(nil)
+    }
+
+    /// The picture embedded in a track, read only from the version of the file the catalog
+    /// analyzed (so the tag walked here is one a worker already read without harm), with an
+    /// ETag derived from the file's.
+    public static func embeddedPicture(_ relative: String, in catalog: Catalog) throws(SQLiteError)
+        -> (data: [UInt8], mimeType: String, etag: String)? {
+        guard let absolute = try? catalog.resolver.resolve(encoded: Substring(PathResolver.percentEncode(relative))),
+              let file = try? OpenFile(path: absolute), let row = try catalog.store.tracks.track(path: relative),
+              row.stamp == file.stamp, let picture = try? EmbeddedPictureReader.picture(in: file) else { return nil }
+        return (picture.data, picture.mimeType, "\"cover-" + file.etag.filter { $0 != "\"" } + "\"")
+    }
+
+    /// cover.jpg, folder.png, Front.jpeg ... in the album's folder: a regular, non-hidden file inside the library.
+    public static func folderImage(_ folder: String, resolver: PathResolver) -> (path: String, type: String)? {
+        let absolute = folder.isEmpty ? resolver.root : resolver.root + "/" + folder
+        guard folder.isEmpty || (PathResolver.isSafeRelativePath(folder) && !PathResolver.isHidden(folder)),
+              let dir = opendir(absolute) else { return nil }
+        defer { closedir(dir) }
+        var best: (rank: Int, name: String, type: String)?
+        var seen = 0
+        while let entry = readdir(dir), seen < 10_000 {
+            seen += 1
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard !name.hasPrefix("."), let dot = name.lastIndex(of: ".") else { continue }
+            let stem = name[..<dot].lowercased()
+            guard let rank = names.firstIndex(of: stem),
+                  let type = extensions[name[name.index(after: dot)...].lowercased()] else { continue }
+            if let current = best, (current.rank, current.name) <= (rank, name) { continue }
+            best = (rank, name, type)
+        }
+        guard let best, let real = PathResolver.realPath(absolute + "/" + best.name),
+              let inside = resolver.relative(real), !PathResolver.isHidden(inside) else { return nil }
+        return (real, best.type)
+    }
+}
+
+/// Why no cover could be looked for.
+public enum CoverArtMissing: Error, Sendable {
+    /// No album has that id.
+    case noAlbum
+}

@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+import StreamShared
+import StreamHTTP
+@testable import StreamSubsonic
+
+/// The parts of the Subsonic API that need no server: MD5, the one model written as XML and
+/// JSON, parameters, credentials, lyrics.
+@Suite struct SubsonicProtocolTests {
+    @Test func md5_rfc1321Vectors() {
+        let vectors = [("", "d41d8cd98f00b204e9800998ecf8427e"), ("a", "0cc175b9c0f1b6a831c399e269772661"),
+                       ("abc", "900150983cd24fb0d6963f7d28e17f72"), ("message digest", "f96b697d7cb7938d525a2f31aaf161d0"),
+                       ("abcdefghijklmnopqrstuvwxyz", "c3fcd3d76192e4007dfb496cca67e13b"),
+                       ("12345678901234567890123456789012345678901234567890123456789012345678901234567890", "57edf4a22be3c955ac49da2e2107b67a")]
+        for (text, digest) in vectors { #expect(MD5.hex(text.utf8) == digest, "md5(\(text))") }
+    }
+
+    @Test func token_isMD5OfSecretAndSalt_comparedInAnyCase() {
+        // The example of the Subsonic documentation: password "sesame", salt "c19b2d".
+        #expect(SubsonicAuth.tokenMatches("26719a1196d2a940705a59634eb18eab", secret: Array("sesame".utf8), salt: "c19b2d"))
+        #expect(SubsonicAuth.tokenMatches("26719A1196D2A940705A59634EB18EAB", secret: Array("sesame".utf8), salt: "c19b2d"))
+        #expect(!SubsonicAuth.tokenMatches("26719a1196d2a940705a59634eb18eac", secret: Array("sesame".utf8), salt: "c19b2d"))
+        #expect(!SubsonicAuth.tokenMatches("", secret: Array("sesame".utf8), salt: "c19b2d"))
+    }
+
+    @Test func encodedPassword_hexInEitherCase() {
+        #expect(SubsonicAuth.decodePassword("enc:736573616d65") == Array("sesame".utf8))
+        #expect(SubsonicAuth.decodePassword("enc:736573616D65") == Array("sesame".utf8))
+        #expect(SubsonicAuth.decodePassword("sesame") == Array("sesame".utf8))
+        #expect(SubsonicAuth.decodePassword("enc:73657") == nil)
+        #expect(SubsonicAuth.decodePassword("enc:zz") == nil)
+    }
+
+    struct OneUser: SubsonicAccounts {
+        var hasUsers: Bool { true }
+        let user = SubsonicUser(id: 7, name: "ann", isAdmin: false)
+        func user(named name: String, password: [UInt8], request: HTTPRequest) -> SubsonicUser? { name == "ann" && password == Array("pw".utf8) ? user : nil }
+        func user(named name: String, token: String, salt: String, request: HTTPRequest) -> SubsonicUser? {
+            name == "ann" && SubsonicAuth.tokenMatches(token, secret: Array("app".utf8), salt: salt) ? user : nil
+        }
+        func user(apiKey: String, request: HTTPRequest) -> SubsonicUser? { apiKey == "key" ? user : nil }
+    }
+
+    func authenticate(_ pairs: [(String, String)], accounts: (any SubsonicAccounts)? = OneUser()) -> Result<SubsonicUser, SubsonicError> {
+        SubsonicAuth(accounts: accounts).authenticate(SubsonicParameters(pairs: pairs))
+    }
+
+    @Test func credentials_eachMechanismAndItsErrors() throws {
+        #expect(try authenticate([("u", "ann"), ("p", "pw")]).get().id == 7)
+        #expect(try authenticate([("u", "ann"), ("p", "enc:7077")]).get().id == 7)
+        #expect(try authenticate([("u", "ann"), ("t", MD5.hex(Array("appxyz".utf8))), ("s", "xyz")]).get().id == 7)
+        #expect(try authenticate([("apiKey", "key")]).get().id == 7)
+        func code(_ pairs: [(String, String)]) -> Int? {
+            if case .failure(let error) = authenticate(pairs) { return error.code }
+            return nil
+        }
+        #expect(code([("u", "ann"), ("p", "wrong")]) == 40)
+        #expect(code([("u", "bob"), ("p", "pw")]) == 40, "an unknown user is the same error as a wrong password")
+        #expect(code([("u", "ann"), ("t", "0"), ("s", "xyz")]) == 40)
+        #expect(code([("apiKey", "nope")]) == 44)
+        #expect(code([("apiKey", "key"), ("u", "ann")]) == 43)
+        #expect(code([("u", "ann"), ("p", "pw"), ("t", "x"), ("s", "y")]) == 43)
+        #expect(code([("u", "ann")]) == 10)
+        #expect(code([]) == 10)
+        // No accounts: an open server takes anything.
+        #expect(try authenticate([("u", "x"), ("p", "y")], accounts: nil).get().id == 0)
+        #expect(try authenticate([], accounts: nil).get().id == 0)
+    }
+
+    @Test func parameters_decodedRepeatedAndBooleansInAnyCase() throws {
+        let p = try SubsonicParameters(query: "id=a&id=b&query=two+words%21&submission=True", form: Array("flag=FALSE&n=12".utf8))
+        #expect(p.all("id") == ["a", "b"])
+        #expect(p.string("query") == "two words!")
+        #expect(try p.bool("submission") == true)
+        #expect(try p.bool("flag") == false)
+        #expect(try p.int("n", in: 0...100) == 12)
+        #expect(throws: SubsonicError.self) { try p.int("n", in: 0...10) }
+        #expect(throws: SubsonicError.self) { try SubsonicParameters(query: "q=%zz", form: nil) }
+    }
+
+    @Test func jsonpCallback_onlyJavaScriptIdentifiers() {
+        for good in ["cb", "app.onPing_1", "$jsonp", "_x"] { #expect(SubsonicParameters.isJavaScriptIdentifier(good), "\(good)") }
+        for bad in ["", "1cb", "alert(1)", "a b", "cb;x", "a..b", "a.", String(repeating: "a", count: 200), "é"] {
+            #expect(!SubsonicParameters.isJavaScriptIdentifier(bad), "\(bad)")
+        }
+    }
+
+    @Test func oneModel_xmlAndJSON_listsAlwaysArrays() throws {
+        var folders = SubsonicElement()
+        folders.add("musicFolder", list: [SubsonicElement([("id", .int(1)), ("name", .string("A & \"B\""))])])
+        var extensionItem = SubsonicElement([("name", .string("formPost"))])
+        extensionItem.add("versions", values: [.int(1)])
+        var body = SubsonicElement()
+        body.add("musicFolders", folders)
+        body.add("openSubsonicExtensions", list: [extensionItem])
+        body.add("lyrics", SubsonicElement([("title", .string("t"))], text: "la <la>\n"))
+        let json = SubsonicWriter.json(ok: true, body: body)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        let response = try #require(object["subsonic-response"] as? [String: Any])
+        #expect(response["status"] as? String == "ok" && response["version"] as? String == "1.16.1")
+        #expect(response["type"] as? String == "streamd" && response["openSubsonic"] as? Bool == true)
+        let list = try #require((response["musicFolders"] as? [String: Any])?["musicFolder"] as? [[String: Any]], "one folder is an array")
+        #expect(list.count == 1 && list[0]["name"] as? String == "A & \"B\"")
+        #expect(((response["openSubsonicExtensions"] as? [[String: Any]])?.first?["versions"] as? [Int]) == [1])
+        #expect((response["lyrics"] as? [String: Any])?["value"] as? String == "la <la>\n")
+        let xml = SubsonicWriter.xml(ok: true, body: body)
+        #expect(xml.contains("<musicFolder id=\"1\" name=\"A &amp; &quot;B&quot;\"/>"), "\(xml)")
+        #expect(xml.contains("<versions>1</versions>"), "\(xml)")
+        #expect(xml.contains("<lyrics title=\"t\">la &lt;la&gt;\n</lyrics>"), "\(xml)")
+        #expect(xml.contains("xmlns=\"http://subsonic.org/restapi\" status=\"ok\" version=\"1.16.1\""), "\(xml)")
+        let failed = SubsonicWriter.json(ok: false, body: SubsonicError(70, "Album not found").element)
+        #expect(failed.contains("\"status\":\"failed\"") && failed.contains("\"error\":{\"code\":70,\"message\":\"Album not found\"}"), "\(failed)")
+    }
+
+    @Test func lrc_syncedRepeatedAndPlain() {
+        let synced = LRCLyrics(Array("\u{FEFF}[ar:Someone]\n[ti:Song]\n[offset:+250]\n[00:01.50][00:10.00]Chorus\n[00:05.1]Verse\r\n[00:07:250]x\n".utf8))
+        #expect(synced.synced && synced.artist == "Someone" && synced.title == "Song" && synced.offsetMilliseconds == 250)
+        #expect(synced.lines.map(\.startMilliseconds) == [1500, 5100, 7250, 10_000])
+        #expect(synced.lines.map(\.text) == ["Chorus", "Verse", "x", "Chorus"])
+        let plain = LRCLyrics(Array("\nJust words\n[not a tag\nmore\n\n".utf8))
+        #expect(!plain.synced && plain.lines.map(\.text) == ["Just words", "[not a tag", "more"])
+        #expect(LRCLyrics(Array("[99:99.99]bad seconds".utf8)).lines.first?.startMilliseconds == nil)
+    }
+}
