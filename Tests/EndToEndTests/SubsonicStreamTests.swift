@@ -129,6 +129,13 @@ import Glibc
         let lowerBitrate = try Self.probe(lowerFile).bitrate
         #expect(lower.body != original && lowerBitrate == 64_000, "\(lowerBitrate)")
 
+        // The same parameters as a form POST (OpenSubsonic formPost).
+        let posted = try TC.curl(server.baseURL + "/rest/stream", ["--data", "u=e2e&p=x&v=1.16.1&c=e2e&id=\(tone)&format=opus&maxBitRate=64"])
+        #expect(posted.status == 200 && posted.headers["content-type"] == "audio/ogg; codecs=opus", "\(posted.status) \(posted.headers)")
+        let postedFile = try TC.file(posted.body, ext: "opus")
+        defer { try? FileManager.default.removeItem(at: postedFile) }
+        #expect(try TC.decode(postedFile, with: "opusdec").frames == 144_000)
+
         // The extension is advertised now that timeOffset works.
         let extensions = try TC.curl(server.baseURL + "/rest/getOpenSubsonicExtensions?f=json")
         #expect(String(decoding: extensions.body, as: UTF8.self).contains("\"transcodeOffset\""))
