@@ -339,6 +339,13 @@ extension Serve {
         settings.loopbackOnly = Self.isLoopback(host)
         settings.trustedProxies = Set(trustedProxy)
         let access = AccessControl(users: users, settings: settings, logger: Logger(label: "streamd.access"))
+        // The access check reads accounts from memory on the loops; this thread reloads them
+        // when `streamd user` (another process) changes the database.
+        do {
+            try users.startWatching()
+        } catch {
+            throw exitLine("accounts: cannot start the thread that watches them: \(error)")
+        }
         if !access.hasUsers() && !settings.loopbackOnly && !publicAccess {
             throw exitLine("--host \(host) is reachable from the network and no accounts exist: add one (`streamd user add NAME --db \(databasePath)`), or give --public for anonymous read-only access")
         }

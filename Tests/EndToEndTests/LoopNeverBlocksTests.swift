@@ -43,6 +43,20 @@ import Glibc
         }
     }
 
+    /// md5 of `text` in hex, by coreutils' md5sum (a Subsonic token is md5(password + salt)).
+    static func md5Hex(_ text: String) throws -> String {
+        let md5sum = Process(), input = Pipe(), output = Pipe()
+        md5sum.executableURL = URL(fileURLWithPath: "/usr/bin/md5sum")
+        md5sum.standardInput = input
+        md5sum.standardOutput = output
+        try md5sum.run()
+        input.fileHandleForWriting.write(Data(text.utf8))
+        try input.fileHandleForWriting.close()
+        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        md5sum.waitUntilExit()
+        return String(said.prefix(32))
+    }
+
     static func p99(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         return sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.99).rounded(.up)) - 1)]
@@ -102,6 +116,115 @@ import Glibc
         let answer = try hung.readResponse()
         #expect(answer.status == 422 && String(decoding: answer.body, as: UTF8.self).contains("timed out"),
                 "\(answer.statusLine) \(String(decoding: answer.body, as: UTF8.self))")
+    }
+
+
+    /// Issue 25 under issue 22's rule: with accounts, the access check (Basic, Bearer API key)
+    /// and Subsonic's token check answer from memory, so a catalog database another process
+    /// holds locked stalls neither the loop nor a Subsonic call. Two phases on one server (the
+    /// control, with the same account, is never locked): the sqlite3 CLI holding `BEGIN
+    /// EXCLUSIVE` with a write pending, then the WAL's locks held (bytes 120-127 of the `-shm`
+    /// file: writer, checkpointer, recovery and every read mark, as a process recovering the
+    /// WAL holds them), which makes any SQLite reader wait (a read on the loop waited 5 s here).
+    /// Bounds as `hungAnalysis_leavesTheLoopServingOthers`.
+    @Test(.timeLimit(.scaledMinutes(3))) func lockedAccountsDatabase_leavesTheLoopServing() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let arguments = ["--threads", "1", "--quiet"]
+        let account = (name: "ann", password: "ann web pw", admin: true)
+        let server = try StreamdProcess(folder: library, extraArguments: arguments, accounts: [account])
+        defer { _ = server.stop() }
+        let control = try StreamdProcess(folder: library, extraArguments: arguments, accounts: [account])
+        defer { _ = control.stop() }
+
+        // An API key and an app password, made by `streamd user` while the servers run: each
+        // server takes them up from its database on its own (its accounts thread).
+        func credentials(_ server: StreamdProcess) throws -> (key: String, salt: String, token: String) {
+            let keyLine = try SubsonicClientTests.userCommand(["apikey", "add", "ann", "--label", "loop"], db: server.databasePath, input: "")
+            let key = try #require(keyLine.split(whereSeparator: { $0 == " " || $0 == "\n" }).first { $0.hasPrefix("sdk_") }.map(String.init))
+            _ = try SubsonicClientTests.userCommand(["passwd", "ann", "--subsonic"], db: server.databasePath, input: "ann-app\n")
+            let salt = "s\(UUID().uuidString.prefix(8))"
+            return (key, salt, try Self.md5Hex("ann-app" + salt))
+        }
+        let basic = "Basic " + Data("ann:ann web pw".utf8).base64EncodedString()
+        let expected = Array(try ServerEndToEndTests.bytes(of: library.appendingPathComponent("cbr-128k-44k.mp3")).prefix(65_536))
+        let isRange: (RawResponse) -> Bool = { $0.status == 206 && $0.body == expected }
+        let isPing: (RawResponse) -> Bool = { $0.status == 200 && String(decoding: $0.body, as: UTF8.self).contains("\"status\":\"ok\"") }
+        func probers(_ server: StreamdProcess) throws -> [Prober] {
+            let (key, salt, token) = try credentials(server)
+            let media = "/media/cbr-128k-44k.mp3"
+            let all = [try Prober(port: server.port, target: media, headers: ["Range": "bytes=0-65535", "Authorization": basic], check: isRange),
+                       try Prober(port: server.port, target: media, headers: ["Range": "bytes=0-65535", "Authorization": "Bearer " + key], check: isRange),
+                       try Prober(port: server.port, target: "/rest/ping?u=ann&t=\(token)&s=\(salt)&v=1.16.1&c=loop&f=json", check: isPing)]
+            let deadline = Date().addingTimeInterval(TestTiming.seconds(10))
+            for prober in all {
+                while (try? prober.probe()) == nil {
+                    guard Date() < deadline else { throw TestFailure("\(prober.target) never accepted the new credentials") }
+                    Thread.sleep(forTimeInterval: 0.02)
+                }
+            }
+            return all
+        }
+        let locked = try probers(server), calm = try probers(control)
+        let rounds = { (count: Int) throws in for _ in 0..<count { for (a, b) in zip(locked, calm) { try a.probe(); try b.probe() } } }
+        try rounds(20)
+
+        func measure(_ phase: String) throws {
+            for prober in locked + calm { prober.seconds = [] }
+            try rounds(100)
+            let slowest = locked.flatMap(\.seconds).max() ?? 0
+            #expect(slowest < TestTiming.seconds(0.5), "\(phase): a request waited \(slowest * 1000) ms")
+            let limit = TestTiming.seconds(0.005)
+            for (name, waiting, control) in zip(["Basic Range GET", "Bearer Range GET", "Subsonic t+s ping"], zip(locked, calm)).map({ ($0, $1.0, $1.1) }) {
+                let (p99, calmP99) = (Self.p99(waiting.seconds), Self.p99(control.seconds))
+                // The loop's bound is for the loop's answers; a Subsonic call with accounts is
+                // answered on the blocking pool (a thread hop the machine's load makes noisy on
+                // both servers): for it, `slowest` above is the property (it waited 5 s before).
+                #expect(name.hasPrefix("Subsonic") || p99 <= max(limit, 2 * calmP99), "\(phase): \(name) p99 \(p99 * 1000) ms, \(calmP99 * 1000) ms on the control")
+                print("LoopNeverBlocksTests: \(phase): \(name) p99 \(p99 * 1000) ms, \(calmP99 * 1000) ms on the control")
+            }
+        }
+
+        // Phase 1: the sqlite3 CLI holds the database's write lock (bounded: `timeout`, and its
+        // stdin closed at the end).
+        let cli = Process()
+        cli.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+        cli.arguments = ["\(Int(TestTiming.seconds(60)))", "sqlite3", server.databasePath]
+        let cliInput = Pipe(), cliOutput = Pipe()
+        cli.standardInput = cliInput
+        cli.standardOutput = cliOutput
+        cli.standardError = cliOutput
+        try cli.run()
+        defer { try? cliInput.fileHandleForWriting.close(); if cli.isRunning { cli.terminate() }; cli.waitUntilExit() }
+        cliInput.fileHandleForWriting.write(Data("BEGIN EXCLUSIVE;\nUPDATE users SET admin = admin;\nSELECT 'held';\n".utf8))
+        var said = Data()
+        while !String(decoding: said, as: UTF8.self).contains("held") {
+            let more = cliOutput.fileHandleForReading.availableData
+            guard !more.isEmpty else { throw TestFailure("sqlite3 did not take the lock: \(String(decoding: said, as: UTF8.self))") }
+            said += more
+        }
+        try measure("sqlite3 BEGIN EXCLUSIVE")
+        try cliInput.fileHandleForWriting.close()
+        cli.waitUntilExit()
+
+        // Phase 2: the WAL's locks, held by this process (released before the servers stop).
+        let shm = open(server.databasePath + "-shm", O_RDWR | O_CLOEXEC)
+        try #require(shm >= 0, "no -shm file: the catalog is not in WAL mode")
+        defer { close(shm) }
+        var walLocks = flock()
+        walLocks.l_type = Int16(F_WRLCK)
+        walLocks.l_whence = Int16(SEEK_SET)
+        walLocks.l_start = 120
+        walLocks.l_len = 8
+        let lockDeadline = Date().addingTimeInterval(TestTiming.seconds(10))
+        // A reader or the scanner's writer holds one of them for a moment now and then.
+        while fcntl(shm, F_SETLK, &walLocks) != 0 {
+            guard Date() < lockDeadline else { throw TestFailure("could not take the WAL locks: errno \(errno)") }
+            Thread.sleep(forTimeInterval: 0.001)
+        }
+        try measure("WAL locks held")
+        walLocks.l_type = Int16(F_UNLCK)
+        _ = fcntl(shm, F_SETLK, &walLocks)
     }
 
     @Test func pipelinedRequests_behindOffLoopWork_areAnsweredInOrder() throws {

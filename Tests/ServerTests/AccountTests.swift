@@ -17,6 +17,31 @@ import Glibc
         return (try UserStore(databasePath: path, keyFile: UserStore.keyFilePath(forDatabase: path)), path, folder)
     }
 
+    /// The lookups the access check makes on the event loop answer from memory; a change made by
+    /// another connection (`streamd user` in another process) shows once the store checks
+    /// `PRAGMA data_version` (its watcher thread does, every 250 ms), and not before.
+    @Test func loopLookupsAnswerFromTheSnapshot_reloadedWhenAnotherConnectionCommits() throws {
+        let (server, path, folder) = try Self.makeStore()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let command = try UserStore(databasePath: path, keyFile: UserStore.keyFilePath(forDatabase: path))
+        #expect(try server.reloadSnapshotIfChanged() == false, "nothing changed yet")
+        let (user, _) = try command.add(name: "bob", password: "pw", role: .user)
+        let key = try command.addAPIKey(name: "bob", label: "t").key
+        #expect(server.isEmpty() && server.userAndStamp(id: user.id) == nil && server.user(forAPIKey: key) == nil,
+                "not yet reloaded: no database read behind a lookup")
+        let generation = server.currentSnapshot.generation
+        #expect(try server.reloadSnapshotIfChanged())
+        #expect(server.currentSnapshot.generation == generation + 1)
+        #expect(!server.isEmpty() && server.user(forAPIKey: key)?.id == user.id && server.cachedUser(named: "BOB")?.id == user.id)
+        let stamp = try #require(server.userAndStamp(id: user.id)).stamp
+        try command.setPassword(name: "bob", password: "new")
+        try server.reloadSnapshotIfChanged()
+        #expect(server.userAndStamp(id: user.id)?.stamp != stamp, "a new password ends sessions made under the old one")
+        try command.delete(name: "bob")
+        try server.reloadSnapshotIfChanged()
+        #expect(server.isEmpty() && server.user(forAPIKey: key) == nil && server.user(id: user.id) == nil)
+    }
+
     @Test func passwordsAreArgon2idAndVerify() throws {
         let (store, path, folder) = try Self.makeStore()
         defer { try? FileManager.default.removeItem(at: folder) }

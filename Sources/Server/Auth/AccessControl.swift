@@ -62,9 +62,6 @@ public final class AccessControl: Sendable {
     /// players send Basic on every request, and argon2id costs 30-60 ms.
     private let verifiedBasic = Lock([[UInt8]: (id: Int64, stamp: [UInt8], until: UInt64)]())
     private let cacheKey = Sodium.randomBytes(32)
-    /// Whether accounts exist, read at most once a second (`streamd user add` on a running server
-    /// takes effect within a second).
-    private let hasUsersCache = Lock((value: false, readAt: UInt64(0), valid: false))
 
     public static let sessionCookie = "streamd_session"
     public static let csrfHeader = "X-CSRF-Token"
@@ -80,21 +77,16 @@ public final class AccessControl: Sendable {
         self.sessions = SessionTable(idleSeconds: settings.sessionIdleSeconds)
     }
 
-    /// Whether any account exists.
+    /// Whether any account exists: from the store's in-memory snapshot, as is every lookup the
+    /// access check makes on the loop (`UserStore.startWatching` keeps it current; `streamd user
+    /// add` on a running server takes effect within its interval).
     public func hasUsers() -> Bool {
         guard let users else { return false }
-        let now = Monotonic.now.nanoseconds
-        if let cached = hasUsersCache.withLock({ $0.valid && now - $0.readAt < 1_000_000_000 ? $0.value : nil }) {
-            return cached
-        }
-        let value = ((try? users.isEmpty()) ?? true) == false
-        hasUsersCache.withLock { $0 = (value, now, true) }
-        return value
+        return !users.isEmpty()
     }
 
-    /// Forgets the cached answer of `hasUsers` (after an account change in this process).
+    /// Forgets the verified Basic logins (after an account change in this process).
     public func accountsChanged() {
-        hasUsersCache.withLock { $0.valid = false }
         verifiedBasic.withLock { $0.removeAll() }
     }
 
@@ -226,7 +218,7 @@ public final class AccessControl: Sendable {
         }
         if request.queryValue("sig") != nil, let signer {
             guard ["GET", "HEAD"].contains(request.method), access == .read || access == .radioListener,
-                  let id = signer.verify(request), let user = try? users.user(id: id) else {
+                  let id = signer.verify(request), let user = users.user(id: id) else {
                 return .refuse(unauthorized("link expired or not valid: ask for a new one"))
             }
             return .allow(Principal(user: user, method: .signedURL))

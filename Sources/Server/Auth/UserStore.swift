@@ -54,12 +54,43 @@ public enum UserStoreError: Error, Equatable, CustomStringConvertible {
     }
 }
 
+/// What the access check needs of the accounts on every request, kept in memory so that an
+/// event loop never reads SQLite (issue 22's rule): a database that another process holds
+/// locked, or a slow disk, must not stall the loop.
+public struct AccountSnapshot: Sendable {
+    /// One account: who it is, the stamp of its web password (see `UserStore.userAndStamp`)
+    /// and its sealed Subsonic app password.
+    struct Entry: Sendable {
+        var user: User
+        var stamp: [UInt8]
+        var sealedSubsonicPassword: [UInt8]?
+    }
+    var byID: [Int64: Entry] = [:]
+    /// Lower-cased names (names are ASCII and compared case-insensitively, as the table does).
+    var idByName: [String: Int64] = [:]
+    /// API key hashes → user ids.
+    var userIDByAPIKeyHash: [[UInt8]: Int64] = [:]
+    /// Counts the loads: tests and logs can tell a refresh happened.
+    public internal(set) var generation = 0
+
+    /// Whether no account exists.
+    public var isEmpty: Bool { byID.isEmpty }
+}
+
 /// The accounts of the catalog database: users with their argon2id web password, their sealed
-/// Subsonic app password and their API keys. Thread-safe (one connection under a lock); every
-/// call reads the database, so accounts `streamd user` changes take effect in a running server
-/// at once.
+/// Subsonic app password and their API keys. Thread-safe (one connection under a lock). The
+/// lookups made on an event loop (`userAndStamp`, `user(id:)`, `user(forAPIKey:)`, `isEmpty`,
+/// `subsonicAccount`) answer from an in-memory `AccountSnapshot`; it is reloaded after every
+/// change made through this store and, in streamd, by `startWatching` on its own thread when
+/// another process (`streamd user`) commits to the database.
 public final class UserStore: Sendable {
     private let database: Lock<SQLiteDatabase>
+    /// Held only to read or swap the snapshot, never across database I/O: the loop never waits
+    /// for SQLite through it.
+    private let snapshot = Lock(AccountSnapshot())
+    /// `PRAGMA data_version` when the snapshot was last loaded (it changes when another
+    /// connection commits); only the refreshing threads touch it, under `database`'s lock.
+    private let loadedDataVersion = Lock(Int64(-1))
     /// The 32-byte server secret from the key file (0600 beside the database).
     private let masterKey: [UInt8]
     /// The hash verified for a name that has no account, so that a missing user costs the same
@@ -83,6 +114,62 @@ public final class UserStore: Sendable {
         } catch {
             throw .database("\(error)")
         }
+        try reloadSnapshot()
+    }
+
+    // MARK: The in-memory snapshot
+
+    /// The accounts as last loaded.
+    public var currentSnapshot: AccountSnapshot { snapshot.withLock { $0 } }
+
+    /// Reads the accounts from the database into the snapshot (a blocking call: never on a loop).
+    public func reloadSnapshot() throws(UserStoreError) {
+        try withDatabase { db throws(SQLiteError) in
+            // The version is read first: a commit landing between it and the rows is loaded
+            // again on the next check (no transaction: BEGIN IMMEDIATE would take the write lock).
+            let version = Int64(try db.queryOne("PRAGMA data_version") { $0.int(0) } ?? 0)
+            var next = AccountSnapshot()
+            let rows = try db.query("SELECT id, name, admin, password_hash, subsonic_password FROM users") { row in
+                AccountSnapshot.Entry(user: Self.user(row), stamp: Sodium.hash(Array(row.text(3).utf8)),
+                                      sealedSubsonicPassword: row.isNull(4) ? nil : row.blob(4))
+            }
+            for entry in rows {
+                next.byID[entry.user.id] = entry
+                next.idByName[entry.user.name.lowercased()] = entry.user.id
+            }
+            let keys = try db.query("SELECT key_hash, user_id FROM api_keys") { ($0.blob(0), Int64($0.int(1))) }
+            for (hash, id) in keys where next.byID[id] != nil { next.userIDByAPIKeyHash[hash] = id }
+            // Swapped while the database lock is held, so two reloads cannot land out of order.
+            loadedDataVersion.withLock { $0 = version }
+            snapshot.withLock { current in
+                next.generation = current.generation + 1
+                current = next
+            }
+        }
+    }
+
+    /// Reloads the snapshot if another connection committed to the database since the last load
+    /// (`PRAGMA data_version`, a cheap check); returns whether it did. Blocking: never on a loop.
+    @discardableResult
+    public func reloadSnapshotIfChanged() throws(UserStoreError) -> Bool {
+        let version = try withDatabase { db throws(SQLiteError) in Int64(try db.queryOne("PRAGMA data_version") { $0.int(0) } ?? 0) }
+        guard version != loadedDataVersion.withLock({ $0 }) else { return false }
+        try reloadSnapshot()
+        return true
+    }
+
+    /// Starts a thread that keeps the snapshot current: every `interval` seconds it asks whether
+    /// the database changed (`streamd user` in another process) and reloads it then. A database
+    /// another process holds locked delays only this thread. It ends when the store is gone.
+    public func startWatching(interval: Double = 0.25, onReload: @escaping @Sendable () -> Void = {}) throws(ThreadError) {
+        try NativeThread.detach(name: "streamd-accounts") { [weak self] in
+            var pause = timespec(tv_sec: Int(interval), tv_nsec: Int((interval - interval.rounded(.down)) * 1e9))
+            while true {
+                nanosleep(&pause, nil)
+                guard let store = self else { return }
+                if (try? store.reloadSnapshotIfChanged()) == true { onReload() }
+            }
+        }
     }
 
     /// The key file of the database at `databasePath`: the same path with `.key` added.
@@ -104,8 +191,9 @@ public final class UserStore: Sendable {
     // MARK: Lookups
 
     /// Whether no account exists (the server then runs open on loopback, see `AccessPolicy`).
-    public func isEmpty() throws(UserStoreError) -> Bool {
-        try withDatabase { db throws(SQLiteError) in try db.queryOne("SELECT count(*) FROM users") { $0.int(0) } ?? 0 } == 0
+    /// From the snapshot: no database read.
+    public func isEmpty() -> Bool {
+        snapshot.withLock { $0.isEmpty }
     }
 
     /// The account named `name` (case-insensitive), or nil.
@@ -116,21 +204,17 @@ public final class UserStore: Sendable {
     }
 
     /// The account with row id `id`, or nil.
-    public func user(id: Int64) throws(UserStoreError) -> User? {
-        try withDatabase { db throws(SQLiteError) in
-            try db.queryOne("SELECT id, name, admin FROM users WHERE id = ?", [.int(id)], row: Self.user)
-        }
+    /// From the snapshot: no database read.
+    public func user(id: Int64) -> User? {
+        snapshot.withLock { $0.byID[id]?.user }
     }
 
     /// The account with row id `id` and a stamp of its current web password (a hash of its
     /// argon2id string): a session or a cached Basic login made under another stamp is over
     /// (the password changed since).
+    /// From the snapshot: no database read.
     public func userAndStamp(id: Int64) -> (user: User, stamp: [UInt8])? {
-        (try? withDatabase { db throws(SQLiteError) in
-            try db.queryOne("SELECT id, name, admin, password_hash FROM users WHERE id = ?", [.int(id)]) {
-                (Self.user($0), Sodium.hash(Array($0.text(3).utf8)))
-            }
-        }) ?? nil
+        snapshot.withLock { $0.byID[id].map { ($0.user, $0.stamp) } }
     }
 
     /// Every account, by name.
@@ -163,11 +247,9 @@ public final class UserStore: Sendable {
 
     /// The Subsonic app password of `user` in clear, for `t`+`s` token auth (md5(password + salt),
     /// compared in constant time by the caller) and legacy `p=` auth; nil without an account.
+    /// From the snapshot: no database read (opening the seal is microseconds).
     public func subsonicPassword(of user: User) throws(UserStoreError) -> String? {
-        let sealed = try withDatabase { db throws(SQLiteError) in
-            try db.queryOne("SELECT subsonic_password FROM users WHERE id = ?", [.int(user.id)]) { $0.blob(0) }
-        }
-        guard let sealed else { return nil }
+        guard let sealed = snapshot.withLock({ $0.byID[user.id]?.sealedSubsonicPassword }) else { return nil }
         do {
             return String(decoding: try Sodium.open(sealed, key: derivedKey("subsonic-password")), as: UTF8.self)
         } catch {
@@ -179,12 +261,12 @@ public final class UserStore: Sendable {
     public func user(forAPIKey key: String) -> User? {
         guard key.utf8.count <= 256 else { return nil }
         let hash = Self.apiKeyHash(key)
-        return try? withDatabase { db throws(SQLiteError) in
-            try db.queryOne("""
-                SELECT users.id, users.name, users.admin FROM api_keys JOIN users ON users.id = api_keys.user_id
-                WHERE api_keys.key_hash = ?
-                """, [.blob(hash)], row: Self.user)
-        } ?? nil
+        return snapshot.withLock { snapshot in snapshot.userIDByAPIKeyHash[hash].flatMap { snapshot.byID[$0]?.user } }
+    }
+
+    /// The account named `name` (case-insensitive) from the snapshot: no database read.
+    public func cachedUser(named name: String) -> User? {
+        snapshot.withLock { snapshot in snapshot.idByName[name.lowercased()].flatMap { snapshot.byID[$0]?.user } }
     }
 
     static func apiKeyHash(_ key: String) -> [UInt8] { Sodium.hash(Array(key.utf8)) }
@@ -209,6 +291,7 @@ public final class UserStore: Sendable {
             try db.run("INSERT INTO users(name, admin, password_hash, subsonic_password, created_s) VALUES (?, ?, ?, ?, ?)",
                        [.text(name), .int(role == .admin ? 1 : 0), .text(hash), .blob(sealed), .int(Int64(time(nil)))])
         }
+        try reloadSnapshot()
         guard let user = try user(named: name) else { throw .noSuchUser(name) }
         return (user, appPassword)
     }
@@ -222,6 +305,7 @@ public final class UserStore: Sendable {
         try withDatabase { db throws(SQLiteError) in
             try db.run("UPDATE users SET password_hash = ? WHERE id = ?", [.text(hash), .int(user.id)])
         }
+        try reloadSnapshot()
     }
 
     /// Sets the Subsonic app password of `name` (nil: a new random one); returns it.
@@ -235,6 +319,7 @@ public final class UserStore: Sendable {
         try withDatabase { db throws(SQLiteError) in
             try db.run("UPDATE users SET subsonic_password = ? WHERE id = ?", [.blob(sealed), .int(user.id)])
         }
+        try reloadSnapshot()
         return clear
     }
 
@@ -244,6 +329,7 @@ public final class UserStore: Sendable {
         try withDatabase { db throws(SQLiteError) in
             try db.run("UPDATE users SET admin = ? WHERE id = ?", [.int(role == .admin ? 1 : 0), .int(user.id)])
         }
+        try reloadSnapshot()
     }
 
     /// Deletes `name` and its API keys.
@@ -255,6 +341,7 @@ public final class UserStore: Sendable {
                 try db.run("DELETE FROM users WHERE id = ?", [.int(user.id)])
             }
         }
+        try reloadSnapshot()
     }
 
     /// A new API key for `name`: the key (shown once, stored only as its hash) and its record.
@@ -268,6 +355,7 @@ public final class UserStore: Sendable {
                        [.int(user.id), .blob(Self.apiKeyHash(key)), .text(cleanLabel), .int(now)])
             return Int64(try db.queryOne("SELECT last_insert_rowid()") { $0.int(0) } ?? 0)
         }
+        try reloadSnapshot()
         return (key, APIKeyRecord(id: id, userID: user.id, label: cleanLabel, createdSeconds: now))
     }
 
@@ -288,6 +376,7 @@ public final class UserStore: Sendable {
         try withDatabase { db throws(SQLiteError) in
             try db.run("DELETE FROM api_keys WHERE id = ?", [.int(key.id)])
         }
+        try reloadSnapshot()
     }
 
     // MARK: Helpers

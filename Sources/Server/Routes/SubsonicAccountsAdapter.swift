@@ -35,7 +35,7 @@ public struct SubsonicAccountsAdapter: SubsonicAccounts {
     /// The app password of `name`, or a stand-in for a name without one, so a missing user costs
     /// the same digest and comparison as a wrong password.
     private func appPassword(_ name: String) -> (User?, [UInt8]) {
-        guard let users = access.users, let user = try? users.user(named: name),
+        guard let users = access.users, let user = users.cachedUser(named: name),
               let password = try? users.subsonicPassword(of: user) else { return (nil, Array("\u{0}no such user\u{0}".utf8)) }
         return (user, Array(password.utf8))
     }
