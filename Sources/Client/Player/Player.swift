@@ -123,6 +123,9 @@ public final class Player: @unchecked Sendable {
     /// Position and duration in seconds, for a status line.
     public var progress: (position: Double, duration: Double?) { commands.withLock { _ in (position, duration) } }
     public var bufferFill: Int { throttle.fill }
+    /// Whether the source can be read at any offset: not a stream (HLS), nor a response that
+    /// said `Accept-Ranges: none` (a transcode in progress, whose byte offsets cannot be asked for).
+    var canReadRanges: Bool { source.hasByteRanges && !control.rangesRefused }
     public var bufferCapacity: Int { throttle.capacity }
 
     // MARK: Commands taken by the decode thread
