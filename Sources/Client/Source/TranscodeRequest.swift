@@ -1,5 +1,3 @@
-import StreamShared
-
 /// `--format opus|mp3 --bitrate N`: the URL that asks streamd for a transcode of one of its
 /// `/media/` tracks (README: `?format=&bitrate=&offset=`). A transcode in progress has no ranges
 /// (`Accept-Ranges: none`), so a start position is asked for with `offset=SECONDS`: streamd starts
@@ -40,8 +38,10 @@ public struct TranscodeRequest: Sendable, Equatable {
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
             throw Refusal(description: "--format needs a streamd track URL (http(s)://HOST:PORT/media/...); '\(source)' is not one")
         }
-        guard let target = (try? HTTPURL(source))?.target,
-              target.hasPrefix("/media/") && target.count > "/media/".count else {
+        // The path after the authority (HTTPURL takes http:// only; https:// goes through libcurl).
+        let afterScheme = source[source.index(source.startIndex, offsetBy: lower.hasPrefix("https://") ? 8 : 7)...]
+        let target = afterScheme.firstIndex(of: "/").map { afterScheme[$0...] } ?? ""
+        guard target.hasPrefix("/media/") && target.count > "/media/".count && !target.hasPrefix("/media/?") else {
             throw Refusal(description: "--format needs a streamd track URL (a /media/ path); '\(source)' is not one")
         }
         let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
