@@ -163,8 +163,8 @@ extension StreamPlay {
         var url = source
         let transcode = format.flatMap(TranscodeRequest.Format.init(rawValue:)).map { TranscodeRequest(format: $0, bitrateKbps: bitrate) }
         if let transcode {
-            guard sources.count == 1, album == nil, search == nil else {
-                Self.fail("streamplay: --format takes one streamd track URL (http(s)://HOST:PORT/media/...)", code: 2)
+            guard sources.count == 1, album == nil, search == nil, !shuffle, seed == nil, loop == "off", startTrack == nil else {
+                Self.fail("streamplay: --format takes one streamd track URL (http(s)://HOST:PORT/media/...), no queue options", code: 2)
             }
             do { url = try transcode.url(for: source, offsetSeconds: start) } catch {
                 Self.fail("streamplay: \(error)", code: 2)
