@@ -250,7 +250,10 @@ extension Serve {
         let transcoder = try makeTranscoder(library.catalog)
         let framing: WholeFileFraming = contentLength ? .contentLength : .chunked
         let subsonic = try SubsonicService(catalog: library.catalog, auth: SubsonicAuth(accounts: SubsonicAccountsAdapter(access)),
-                                           framing: framing)
+                                           framing: framing,
+                                           transcode: { request, absolute, file throws(HTTPRefusal) in
+                                               try transcoder.respond(request, absolute: absolute, file: file)
+                                           })
         let router = Router(resolver: library.catalog.resolver, catalog: library.catalog, hls: hlsService,
                             framing: framing, radio: radio, scanner: scanner, access: access,
                             waveforms: waveformSettings(), transcoder: transcoder, subsonic: subsonic)

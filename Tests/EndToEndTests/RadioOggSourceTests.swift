@@ -36,8 +36,9 @@ import StreamShared
             defer { source.drop() }
             #expect(source.isStreaming, "\(source.answer)")
             try RadioSourceTests.waitForSource(server, "oggy")
-            // Join 1.5 s in, inside the first link (its header pages went out long before).
-            Thread.sleep(forTimeInterval: 1.5)
+            // Join 1.5 s in, inside the first link (its header pages went out long before): by the
+            // bytes sent, since a loaded machine sends slower than the clock.
+            #expect(source.waitUntilSent(9_000 * 3 / 2, seconds: TestTiming.seconds(10)), "sent \(source.bytesSent) bytes")
             let (head, body) = try RadioEndToEndTests.listen(port: server.port, path: "/radio/oggy", headers: ["Icy-MetaData: 1"],
                                                              seconds: 3.5)
             #expect(head.hasPrefix("HTTP/1.1 200"), "\(head)")

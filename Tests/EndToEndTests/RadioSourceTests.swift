@@ -12,6 +12,7 @@ final class PacedSource: @unchecked Sendable {
     let socket: RawConnection
     private let lock = NSLock()
     private var stopped = false
+    private var sent = 0
     private let done = DispatchSemaphore(value: 0)
     /// The response head the server sent (read once sending is over or the server answered).
     private(set) var answer = ""
@@ -41,6 +42,9 @@ final class PacedSource: @unchecked Sendable {
                 let end = min(bytes.count, offset + step)
                 if RawConnection.send(fd: fd, Array(bytes[offset..<end]), timeout: 5) <= 0 { break }
                 offset = end
+                lock.lock()
+                sent = offset
+                lock.unlock()
                 Thread.sleep(forTimeInterval: 0.1)
             }
             done.signal()
@@ -48,6 +52,24 @@ final class PacedSource: @unchecked Sendable {
     }
 
     var isStreaming: Bool { answer.hasPrefix("HTTP/1.1 100") || answer.hasPrefix("HTTP/1.1 200") }
+
+    /// Bytes sent so far.
+    var bytesSent: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return sent
+    }
+
+    /// Waits until at least `count` bytes went out (a loaded machine paces slower than the clock),
+    /// at most `seconds`; false if it never came to that.
+    func waitUntilSent(_ count: Int, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while bytesSent < count {
+            if Date() >= deadline || isStopped { return false }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return true
+    }
 
     private var isStopped: Bool {
         lock.lock()

@@ -271,20 +271,25 @@ import Glibc
             #expect(abs(seconds - 1.0) < 0.1, "\(format): mpv played \(seconds) s from 2 s of 3 s")
             // GStreamer (souphttpsrc): the cached file has a length, so a duration and seeking.
             if let discoverer = which("gst-discoverer-1.0") {
-                // GStreamer 1.22's Ogg demuxer finds an HTTP file's duration by a race between its
-                // end-of-file probe and discovery finishing: the same bytes served by the same server
-                // give 2.9935 s, 0.3935 s or no duration from one run to the next (a plain .opus file
-                // under /media/ too). Seekable must hold every time; the duration in one of three runs.
-                var reports: [String] = []
-                for _ in 0..<3 {
-                    let found = String(decoding: try runCommand(discoverer, [server.baseURL + target]).stdout, as: UTF8.self)
-                    #expect(found.contains("Seekable: yes"), "\(format): \(found)")
-                    reports.append(found)
-                    // (GStreamer 1.22's Ogg demuxer takes the pre-skip off once more: 2.9935 s for Opus.)
-                    let duration = found.split(separator: "\n").first { $0.contains("Duration: 0:00:") }
+                // Over HTTP GStreamer sees a length, so the file is seekable.
+                let remote = String(decoding: try runCommand(discoverer, [server.baseURL + target]).stdout, as: UTF8.self)
+                #expect(remote.contains("Seekable: yes"), "\(format): \(remote)")
+                // Its duration is read from the bytes themselves: GStreamer 1.22's Ogg demuxer gives
+                // 0.39 s for these 3 s over HTTP from nginx as from streamd (its end probe is off; from a
+                // local file it says 3 s), so the duration is checked on the bytes streamd served.
+                let copy = FileManager.default.temporaryDirectory.appendingPathComponent("tc-gst-\(UUID().uuidString.prefix(8)).\(format)")
+                defer { try? FileManager.default.removeItem(at: copy) }
+                try Self.cached(server, target).body.write(to: copy)
+                let local = String(decoding: try runCommand(discoverer, [copy.path]).stdout, as: UTF8.self)
+                // (GStreamer 1.22's Ogg demuxer may take the pre-skip off once more: 2.9935 s for Opus.)
+                let duration = local.split(separator: "\n").first { $0.contains("Duration: 0:00:") }
+                    .flatMap { Double($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") }
+                #expect(duration.map { abs($0 - 3) < 0.05 } == true, "\(format): \(local)")
+                // For MP3 the length and the Info frame give GStreamer the duration over HTTP too.
+                if format == "mp3" {
+                    let overHTTP = remote.split(separator: "\n").first { $0.contains("Duration: 0:00:") }
                         .flatMap { Double($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") }
-                    if duration.map({ abs($0 - 3) < 0.05 }) == true { break }
-                    #expect(reports.count < 3, "\(format): no run found the 3 s duration: \(reports)")
+                    #expect(overHTTP.map { abs($0 - 3) < 0.05 } == true, "mp3 over HTTP: \(remote)")
                 }
             }
         }

@@ -78,6 +78,33 @@ import StreamHTTP
         #expect(throws: SubsonicError.self) { try SubsonicParameters(query: "q=%zz", form: nil) }
     }
 
+    /// `stream`'s parameters to the transcoder's: raw, the original within maxBitRate, MP3 by default.
+    @Test func streamChoice_formatMaxBitRateTimeOffsetEstimate() throws {
+        func choice(_ query: String, suffix: String = "flac", kbps: Int = 900) throws -> SubsonicStreamChoice {
+            try SubsonicStreamChoice(try SubsonicParameters(query: Substring(query), form: nil), suffix: suffix, sourceKbps: kbps)
+        }
+        #expect(try choice("") == .original)
+        #expect(try choice("maxBitRate=0") == .original)
+        #expect(try choice("maxBitRate=1000") == .original)
+        #expect(try choice("format=raw&maxBitRate=64&timeOffset=5") == .original)
+        #expect(try choice("maxBitRate=128") == .transcode(format: "mp3", kbps: 128, offset: 0, estimate: false))
+        #expect(try choice("format=MP3&maxBitRate=128&estimateContentLength=True")
+                == .transcode(format: "mp3", kbps: 128, offset: 0, estimate: true))
+        #expect(try choice("format=mp3") == .transcode(format: "mp3", kbps: 192, offset: 0, estimate: false))
+        #expect(try choice("format=mp3&maxBitRate=2000") == .transcode(format: "mp3", kbps: 320, offset: 0, estimate: false))
+        #expect(try choice("format=opus&estimateContentLength=true") == .transcode(format: "opus", kbps: 128, offset: 0, estimate: false))
+        #expect(try choice("timeOffset=2.5") == .transcode(format: "mp3", kbps: 192, offset: 2.5, estimate: false))
+        // An unknown format is no format; an MP3 within maxBitRate is sent as it is, unless an offset is asked.
+        #expect(try choice("format=flac&maxBitRate=96") == .transcode(format: "mp3", kbps: 96, offset: 0, estimate: false))
+        #expect(try choice("format=mp3&maxBitRate=192", suffix: "mp3", kbps: 128) == .original)
+        #expect(try choice("format=mp3&maxBitRate=96", suffix: "mp3", kbps: 128) == .transcode(format: "mp3", kbps: 96, offset: 0, estimate: false))
+        #expect(try choice("format=mp3&timeOffset=1", suffix: "mp3", kbps: 128) == .transcode(format: "mp3", kbps: 192, offset: 1, estimate: false))
+        #expect(try choice("format=opus", suffix: "opus", kbps: 96) == .original)
+        for bad in ["maxBitRate=-1", "maxBitRate=x", "timeOffset=-1", "timeOffset=abc", "estimateContentLength=maybe"] {
+            #expect(throws: SubsonicError.self, "\(bad)") { try choice(bad) }
+        }
+    }
+
     @Test func jsonpCallback_onlyJavaScriptIdentifiers() {
         for good in ["cb", "app.onPing_1", "$jsonp", "_x"] { #expect(SubsonicParameters.isJavaScriptIdentifier(good), "\(good)") }
         for bad in ["", "1cb", "alert(1)", "a b", "cb;x", "a..b", "a.", String(repeating: "a", count: 200), "é"] {

@@ -11,10 +11,10 @@ extension SubsonicService {
         return song.track
     }
 
-    /// The file as `/media/` sends it: Range, conditional requests, the catalog's Content-Type.
-    /// `stream`'s `format`, `maxBitRate`, `timeOffset` and `estimateContentLength` are not
-    /// applied yet (no transcoder on this branch): the original goes out, which every client
-    /// plays when the server does not transcode (`format=raw` is the same).
+    /// `stream` and `download`. `download`, and `stream` when `SubsonicStreamChoice` says
+    /// original, send the file as `/media/` does (Range, conditional requests, the catalog's
+    /// Content-Type); a transcode goes through `/media/`'s transcoder with `format`, `bitrate`,
+    /// `offset` and `estimate` taken from `format`, `maxBitRate`, `timeOffset` and `estimateContentLength`.
     func stream(_ call: SubsonicCall, download: Bool) throws -> SubsonicAnswer {
         let track = try track(call)
         let opened: (path: String, file: OpenFile)
@@ -22,6 +22,23 @@ extension SubsonicService {
             opened = try catalog.resolver.open(encoded: Substring(PathResolver.percentEncode(track.path)))
         } catch {
             throw SubsonicError.notFound("Song file")
+        }
+        if !download, let transcode {
+            let choice = try SubsonicStreamChoice(call.parameters, suffix: SubsonicItems.suffix(track.path), sourceKbps: track.bitrate / 1000)
+            if case .transcode(let format, let kbps, let offset, let estimate) = choice {
+                var request = call.request
+                var query = "format=\(format)&bitrate=\(kbps)"
+                if offset > 0 { query += "&offset=\(offset)" }
+                if estimate { query += "&estimate=1" }
+                request.target = "/media/" + PathResolver.percentEncode(track.path) + "?" + query
+                request.formBody = nil
+                do {
+                    return .http(try transcode(request, opened.path, opened.file))
+                } catch {
+                    // Capacity (503 + Retry-After) and the like stay HTTP answers: a player retries them.
+                    return .http(error.response)
+                }
+            }
         }
         var response = FileResponder.respond(to: call.request, file: opened.file,
                                              contentType: catalog.contentType(forAbsolutePath: opened.path), framing: framing)
@@ -56,5 +73,69 @@ extension SubsonicService {
             }
             return .http(FileResponder.respond(to: call.request, file: file, contentType: mimeType, framing: .contentLength))
         }
+    }
+}
+
+/// `/media/`'s transcoder as `stream` calls it: the request (its target a `/media/` one with the
+/// transcoder's query), the file's absolute path and the open file. Made on the blocking pool.
+public typealias SubsonicTranscode = @Sendable (HTTPRequest, String, OpenFile) throws(HTTPRefusal) -> HTTPResponse
+
+/// What `stream` sends, from the Subsonic parameters (README, "Subsonic", has the table):
+/// - `format=raw`: the original, always (`timeOffset` is not applied to it).
+/// - `format=mp3|opus`: that format at `maxBitRate` (its default when 0 or absent, clamped to the
+///   encoder's range), unless the file already is that format within `maxBitRate` and no
+///   `timeOffset` is asked: then the original.
+/// - no (or another) format: the original when `maxBitRate` is 0/absent or the file's bitrate is
+///   within it, and no `timeOffset`; else MP3 (what most clients expect; Navidrome's default is
+///   configurable, gonic's per client).
+/// - `estimateContentLength=true`: a Content-Length for MP3 (the transcoder's `estimate=1`);
+///   Opus has no estimate and is answered without one.
+enum SubsonicStreamChoice: Equatable {
+    case original
+    case transcode(format: String, kbps: Int, offset: Double, estimate: Bool)
+
+    /// The transcoder's formats, their default bitrates and ranges (kbit/s).
+    static let formats: [String: (defaultKbps: Int, range: ClosedRange<Int>)] = ["mp3": (192, 8...320), "opus": (128, 6...510)]
+    /// The format when a transcode is needed and none (or one the transcoder lacks) is named.
+    static let defaultFormat = "mp3"
+
+    init(_ parameters: SubsonicParameters, suffix: String, sourceKbps: Int) throws(SubsonicError) {
+        let asked = parameters.string("format")?.lowercased()
+        let maxKbps = try parameters.int("maxBitRate", default: 0, in: 0...100_000) ?? 0
+        var offset = 0.0
+        if let text = parameters.string("timeOffset"), !text.isEmpty {
+            guard let value = QueryValue.decimal(text, in: 0...604_800) else { throw .invalid("timeOffset", "not seconds in 0...604800") }
+            offset = value
+        }
+        let estimate = try parameters.bool("estimateContentLength") ?? false
+        self.init(format: asked, maxKbps: maxKbps, offset: offset, estimate: estimate, suffix: suffix.lowercased(), sourceKbps: sourceKbps)
+    }
+
+    init(format asked: String?, maxKbps: Int, offset: Double, estimate: Bool, suffix: String, sourceKbps: Int) {
+        if asked == "raw" {
+            self = .original
+            return
+        }
+        let withinLimit = maxKbps == 0 || (sourceKbps > 0 && sourceKbps <= maxKbps)
+        let format: String
+        if let asked, Self.formats[asked] != nil {
+            guard asked != suffix || !withinLimit || offset > 0 else {
+                self = .original
+                return
+            }
+            format = asked
+        } else {
+            guard !withinLimit || offset > 0 else {
+                self = .original
+                return
+            }
+            format = Self.defaultFormat
+        }
+        guard let known = Self.formats[format] else {
+            self = .original
+            return
+        }
+        let kbps = maxKbps == 0 ? known.defaultKbps : min(max(maxKbps, known.range.lowerBound), known.range.upperBound)
+        self = .transcode(format: format, kbps: kbps, offset: offset, estimate: estimate && format == "mp3")
     }
 }

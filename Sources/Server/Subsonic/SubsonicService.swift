@@ -35,12 +35,17 @@ public final class SubsonicService: Sendable {
     let covers = SubsonicCoverCache()
     /// The lists' orders (albums by name, artist, date; songs, albums and artists by id).
     let orders = SubsonicOrderCache()
+    /// `stream`'s transcodes: `/media/`'s transcoder (streamd passes `TranscodeService.respond`);
+    /// nil: `stream` always sends the original.
+    let transcode: SubsonicTranscode?
 
     public static let prefix = "/rest/"
 
     public init(catalog: Catalog, auth: SubsonicAuth = .open, framing: WholeFileFraming = .chunked,
+                transcode: SubsonicTranscode? = nil,
                 logger: Logger = Logger(label: "streamd.subsonic")) throws(SQLiteError) {
         self.catalog = catalog
+        self.transcode = transcode
         self.auth = auth
         self.framing = framing
         self.logger = logger
@@ -218,7 +223,8 @@ public final class SubsonicService: Sendable {
     // MARK: System
 
     func extensions() -> SubsonicElement {
-        let names = ["formPost", "apiKeyAuthentication", "songLyrics"]
+        // transcodeOffset: `stream`'s timeOffset is honoured (by transcoding from there).
+        let names = ["formPost", "apiKeyAuthentication", "songLyrics"] + (transcode == nil ? [] : ["transcodeOffset"])
         var body = SubsonicElement()
         body.add("openSubsonicExtensions", list: names.map { name in
             var e = SubsonicElement([("name", .string(name))])
