@@ -13,6 +13,8 @@ import Testing
                 == "http://h/media/x.wav?format=mp3&offset=2.5#t")
         #expect(TranscodeRequest.seconds(0.000001) == "0.000001" && TranscodeRequest.seconds(90.25) == "90.25")
         #expect(TranscodeRequest(format: .mp3).effectiveBitrate == 192 && opus.effectiveBitrate == 96)
+        #expect(TranscodeRequest.isTranscode("http://h/media/a.flac?format=mp3&bitrate=128"))
+        #expect(!TranscodeRequest.isTranscode("http://h/media/a.flac?format=raw") && !TranscodeRequest.isTranscode("http://h/media/a.flac#?format=mp3"))
     }
 
     @Test func url_refusesWhatIsNotAStreamdTrack() {

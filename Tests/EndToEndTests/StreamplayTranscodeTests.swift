@@ -117,6 +117,11 @@ import Glibc
         let mpg123 = try Self.reference(url + "?format=mp3&bitrate=128", tool: "mpg123", dir: library)
         #expect(mpg123.frames == 220_500, "mpg123 \(mpg123.frames)")
         #expect(cached.wav.frames == mpg123.frames, "streamplay \(cached.wav.frames), mpg123 \(mpg123.frames)")
+        // The cached transcode has ranges: a seek in it is a Range request placed by the MP3's own
+        // frames (CBR arithmetic; the FLAC's /api/index describes other bytes). Not yet exact:
+        // it starts 421 samples late here, so within one frame (1152) is what holds.
+        let seeked = try Self.play(url + "?format=mp3&bitrate=128", ["--start", "1"], into: library)
+        #expect(abs(seeked.wav.frames - (220_500 - 44_100)) < 1_152, "\(seeked.wav.frames) frames after --start 1")
     }
 
     @Test(.timeLimit(.scaledMinutes(3))) func start_isOneRequestWithOffset() throws {

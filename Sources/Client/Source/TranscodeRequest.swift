@@ -57,6 +57,15 @@ public struct TranscodeRequest: Sendable, Equatable {
         return base + (base.contains("?") ? "&" : "?") + query + source[fragmentStart...]
     }
 
+    /// Whether `url` asks streamd for a transcode (`format=` other than `raw` in its query): its
+    /// bytes are not the file's, so the file's seek index (`/api/index`) does not apply to them.
+    public static func isTranscode(_ url: String) -> Bool {
+        let location = url.prefix { $0 != "#" }
+        guard let question = location.firstIndex(of: "?") else { return false }
+        return location[location.index(after: question)...].split(separator: "&")
+            .contains { $0.hasPrefix("format=") && $0 != "format=raw" }
+    }
+
     /// Seconds as streamd parses them: a plain decimal, to the microsecond, no exponent.
     static func seconds(_ value: Double) -> String {
         let micros = Int((value * 1_000_000).rounded())
