@@ -41,6 +41,8 @@ struct StreamPlay {
     var search: String?
     var caFile: String?
     var user: String?
+    var format: String?
+    var bitrate: Int?
 
     /// The command line: every option with its help, in the order `--help` lists them.
     static var commandLine: CommandLineParser<StreamPlay> { CommandLineParser(
@@ -86,6 +88,8 @@ struct StreamPlay {
                       \.album),
             .optional("search", help: "With a streamd server's URL: play the tracks its search finds for this text, best first.",
                       \.search),
+            .optional("format", help: "With a streamd track URL (/media/...): ask streamd for a transcode, opus or mp3, and play it (--start becomes the transcode's offset=).", \.format),
+            .optional("bitrate", help: "kbit/s of the --format transcode (opus 6...510, default 128; mp3 8...320, default 192).", \.bitrate),
             .optional("user", help: "Log in to the server as this user (password from the terminal, or one line of stdin); without it, a token from ~/.config/streamplay/tokens or a ~/.netrc entry for the host is used.", \.user),
             .optional("ca-file", help: "https: trust the certificates in this PEM file (a private server's CA); replaces the system's list.",
                       \.caFile),
@@ -119,6 +123,15 @@ extension StreamPlay {
         guard (1...1_048_576).contains(cacheMb) else { throw UsageError("--cache-mb must be within 1...1048576") }
         if cacheDir?.isEmpty == true { throw UsageError("--cache-dir must name a folder") }
         guard (0...PlayerOptions.maxCrossfadeSeconds).contains(crossfade) else { throw UsageError("--crossfade must be within 0...12 seconds") }
+        if let format {
+            guard let encoding = TranscodeRequest.Format(rawValue: format) else { throw UsageError("--format must be opus or mp3") }
+            if let bitrate, !encoding.bitrates.contains(bitrate) {
+                throw UsageError("--bitrate must be within \(encoding.bitrates.lowerBound)...\(encoding.bitrates.upperBound) for \(format)")
+            }
+            if info { throw UsageError("--info describes the track itself, not a --format transcode") }
+        } else if bitrate != nil {
+            throw UsageError("--bitrate needs --format opus or mp3")
+        }
         if album != nil || search != nil {
             guard album == nil || search == nil else { throw UsageError("--album and --search cannot be combined") }
             guard sources.count == 1, StreamdLibrary.isServerRoot(source) else {
@@ -145,6 +158,19 @@ extension StreamPlay {
         }
         var options = PlayerOptions()
         options.start = start
+        // A transcode is asked for at its start position (offset=), which an encode in progress
+        // can answer where a Range request cannot: the player starts at the response's beginning.
+        var url = source
+        let transcode = format.flatMap(TranscodeRequest.Format.init(rawValue:)).map { TranscodeRequest(format: $0, bitrateKbps: bitrate) }
+        if let transcode {
+            guard sources.count == 1, album == nil, search == nil, !shuffle, seed == nil, loop == "off", startTrack == nil else {
+                Self.fail("streamplay: --format takes one streamd track URL (http(s)://HOST:PORT/media/...), no queue options", code: 2)
+            }
+            do { url = try transcode.url(for: source, offsetSeconds: start) } catch {
+                Self.fail("streamplay: \(error)", code: 2)
+            }
+            options.start = 0
+        }
         options.duration = duration
         options.volume = volume
         options.bufferBytes = bufferBytes
@@ -170,12 +196,12 @@ extension StreamPlay {
         let logger = Logger(label: "streamplay.player")
         // The player's component-tagged diagnostics are debug lines: made only with --verbose.
         let log = verbose ? logger : nil
-        if let queue = queueTracks(http: options.http) {
+        if transcode == nil, let queue = queueTracks(http: options.http) {
             return runQueue(queue, output: sink, options: options, log: log)
         }
         let player: Player
         do {
-            player = try Player(url: source, output: sink, options: options, logger: log)
+            player = try Player(url: url, output: sink, options: options, logger: log)
         } catch {
             Self.fail("streamplay: \(error)", code: 1)
         }
@@ -187,11 +213,25 @@ extension StreamPlay {
             logger.warning("warning: \(warning)")
         }
         switch outcome {
-        case .success(let result):
+        case .success(var result):
+            if let transcode { Self.describe(transcode, in: &result, logger: logger) }
             if stats { print(result.json) }
         case .failure(let error):
-            if stats, let partial = player.lastStats { print(partial.json) }
+            if stats, var partial = player.lastStats {
+                if let transcode { Self.describe(transcode, in: &partial, logger: logger) }
+                print(partial.json)
+            }
             Self.fail("streamplay: \(error.message)", code: error.exitCode)
+        }
+    }
+
+    /// Names the transcode in the stats: the encoding and bitrate asked for, which the codec the
+    /// player found in the response confirms (a server that ignored the query is warned about).
+    static func describe(_ transcode: TranscodeRequest, in stats: inout PlayerStats, logger: Logger) {
+        stats.transcodeFormat = transcode.format.rawValue
+        stats.transcodeBitrateKbps = transcode.effectiveBitrate
+        if !stats.codec.isEmpty && stats.codec != transcode.format.codec {
+            logger.warning("warning: asked for \(transcode.format.rawValue) but the server sent \(stats.codec)")
         }
     }
 

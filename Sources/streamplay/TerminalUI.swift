@@ -66,10 +66,10 @@ final class TerminalUI: @unchecked Sendable {
                 if escape.count == 3 {
                     let arrow: Double? = escape == [0x1B, 0x5B, 0x43] ? 10 : escape == [0x1B, 0x5B, 0x44] ? -10 : nil
                     if let arrow, let player = current {
-                        if player.canSeek {
-                            player.seek(by: arrow)
+                        if let reason = player.cannotSeekReason {
+                            stopFlag.withLock { _ in notice = (reason, Monotonic.now.adding(seconds: 3)) }
                         } else {
-                            stopFlag.withLock { _ in notice = ("live stream: cannot seek", Monotonic.now.adding(seconds: 3)) }
+                            player.seek(by: arrow)
                         }
                     }
                     escape.removeAll()

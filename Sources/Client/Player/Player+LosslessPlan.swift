@@ -42,7 +42,7 @@ extension Player {
     /// STREAMINFO said 0 samples: the last frame's number and size, read from the end of the
     /// file (one Range request; trailing ID3v1/APE tags skipped). nil when that cannot be read.
     private func flacSamplesFromLastFrame(_ plan: StreamPlan) -> Int? {
-        guard let info = plan.flac?.streamInfo, source.hasByteRanges,
+        guard let info = plan.flac?.streamInfo, canReadRanges,
               let size = try? control.totalSize ?? source.resourceSize(), size > plan.audioStart else { return nil }
         let bound = FLACDecoder.frameBound(info)
         let start = max(plan.audioStart, size - bound - 128 << 10)
@@ -125,7 +125,7 @@ extension Player {
         // A seek point within a few frames of the target is as good as a scan.
         let nearEnough = 8 * max(16, flac.streamInfo.maxBlockSize)
         let hasTable = flac.seekPoints.contains { ($0.sampleNumber ?? 0) > 0 }
-        if sample - best.unit <= nearEnough || !source.hasByteRanges || (hasTable && url.contains("://")) { return best }
+        if sample - best.unit <= nearEnough || !canReadRanges || (hasTable && url.contains("://")) { return best }
         // No table over HTTP: streamd's exact index (every frame's first sample and offset) makes
         // the seek one Range request; a bisection otherwise.
         if url.contains("://"), let indexed = serverFLACPoint(atOrBefore: sample, plan: plan, info: flac.streamInfo) {

@@ -85,7 +85,7 @@ extension Player {
     /// probe's bytes reused) when the size is known; nil for a stream without one. A streamed
     /// answer that did not tell the size is asked once (a one-byte Range request, counted).
     func oggBytes() -> SourceBytes? {
-        guard source.hasByteRanges, source.segments == nil, control.live.info == nil else { return nil }
+        guard canReadRanges, source.segments == nil, control.live.info == nil else { return nil }
         var asked = 0
         if control.totalSize == nil, let size = try? source.resourceSize() {
             control.setTotalSize(size)

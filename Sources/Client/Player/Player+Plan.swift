@@ -249,7 +249,7 @@ extension Player {
         if let ticks = movie.fragmentDuration, movie.movieTimescale > 0 {
             return try Self.mp4Samples(ticks, timescale: movie.movieTimescale, rate: rate, "mehd.fragment_duration")
         }
-        guard source.hasByteRanges, let ticks = fragmentedLength(track: track, defaults: movie.audioTrackExtends) else { return nil }
+        guard canReadRanges, let ticks = fragmentedLength(track: track, defaults: movie.audioTrackExtends) else { return nil }
         // Only the length for the status line: a table that lies costs the length, not the play.
         do { return try Self.mp4Samples(ticks, timescale: track.timescale, rate: rate, "tfra.time") } catch {
             log("parser", "no length from the mfra table: \(error)")

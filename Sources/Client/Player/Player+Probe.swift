@@ -46,7 +46,7 @@ extension Player {
     func loadMovie() throws -> (MP4Movie, fragmentsStart: Int) {
         // The file's size bounds every top-level box: a streamed 200 does not tell it, so ask once
         // (a one-byte Range request), so a box that overruns the file fails the same way as from a path.
-        if control.totalSize == nil, source.hasByteRanges, let size = try? source.resourceSize() {
+        if control.totalSize == nil, canReadRanges, let size = try? source.resourceSize() {
             control.setTotalSize(size)
         }
         for _ in 0..<100_000 {

@@ -7,7 +7,7 @@ extension Player {
     /// range request only when `--replaygain` is on and the front tags have none.
     func replayGainValues(_ plan: StreamPlan) -> ReplayGain? {
         if let front = plan.tags.replayGain { return front }
-        guard options.replayGain.mode != .off, source.hasByteRanges,
+        guard options.replayGain.mode != .off, canReadRanges,
               plan.stream.container == .mp3 || plan.stream.container == .adts else { return nil }
         do {
             let size: Int

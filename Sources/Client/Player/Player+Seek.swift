@@ -113,7 +113,8 @@ extension Player {
     /// points around `seconds`; nil when the URL is not streamd's or the index is missing or
     /// refused, which is logged with the `fallback` used instead.
     func serverSeekIndex(around seconds: Double?, fallback: String) -> SeekIndexDocument? {
-        guard let indexURL = APIRoutes.seekIndexURL(forMediaURL: url, around: seconds) else { return nil }
+        guard !TranscodeRequest.isTranscode(url),
+              let indexURL = APIRoutes.seekIndexURL(forMediaURL: url, around: seconds) else { return nil }
         guard let body = try? HTTPSource(url: indexURL, options: options.http).fetch(limit: 16 << 20) else {
             log("parser", "no seek index at \(indexURL); seeking by \(fallback)")
             return nil

@@ -50,8 +50,14 @@ public final class Player: @unchecked Sendable {
     public var streamTitle: String? { commands.withLock { _ in streamTitleStorage } }
     /// The live stream's station facts (`icy-name`, …), nil for anything else.
     public var liveStream: LiveStreamInfo? { control.live.info }
-    /// False for a live stream (radio or live HLS): seeks are ignored.
-    public var canSeek: Bool { commands.withLock { _ in !isLiveStorage } }
+    /// False for a live stream (radio or live HLS) and for a response without ranges (a streamd
+    /// transcode in progress, where `--start` asks for `offset=`): seek keys are ignored.
+    public var canSeek: Bool { commands.withLock { _ in !isLiveStorage } && !control.rangesRefused }
+    /// What the status line says when a seek key is ignored (nil: seeks work).
+    public var cannotSeekReason: String? {
+        if canSeek { return nil }
+        return control.rangesRefused ? "no ranges (transcode in progress): cannot seek; use --start" : "live stream: cannot seek"
+    }
     /// What the queue playing this track gives it: the output stage its tracks share, the
     /// track's place in it, the crossfade, the near-end call (nil: a player of its own).
     let queueHooks: QueueHooks?
@@ -123,6 +129,9 @@ public final class Player: @unchecked Sendable {
     /// Position and duration in seconds, for a status line.
     public var progress: (position: Double, duration: Double?) { commands.withLock { _ in (position, duration) } }
     public var bufferFill: Int { throttle.fill }
+    /// Whether the source can be read at any offset: not a stream (HLS), nor a response that
+    /// said `Accept-Ranges: none` (a transcode in progress, whose byte offsets cannot be asked for).
+    var canReadRanges: Bool { source.hasByteRanges && !control.rangesRefused }
     public var bufferCapacity: Int { throttle.capacity }
 
     // MARK: Commands taken by the decode thread

@@ -77,6 +77,9 @@ public struct PlayerStats: Sendable {
     public var replayGainDB: Double?
     public var codec = ""
     public var container = ""
+    /// `--format`: the transcode streamd was asked for (its encoding and kbit/s); nil otherwise.
+    public var transcodeFormat: String?
+    public var transcodeBitrateKbps: Int?
     /// Problems that did not stop playback (a stream shorter than its header said), one line each.
     public var warnings: [String] = []
     /// A live stream's titles as they changed (at most the last 1000).
@@ -100,6 +103,10 @@ public struct PlayerStats: Sendable {
         w.add("codec", codec)
         w.add("container", container)
         w.add("replaygain_db", replayGainDB, decimals: 2)
+        if let transcodeFormat {
+            w.add("transcode_format", transcodeFormat)
+            w.add("transcode_kbps", transcodeBitrateKbps)
+        }
         w.addRaw("titles", "[" + titles.map { change in
             var item = JSONObjectWriter()
             item.add("at_s", change.atSeconds, decimals: 3)

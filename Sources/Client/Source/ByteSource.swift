@@ -106,6 +106,12 @@ public final class SourceControl: @unchecked Sendable {
     public var bytesDownloaded: Int { condition.withLock { _bytesDownloaded } }
     /// The whole resource's size, once a response has told it.
     public var totalSize: Int? { condition.withLock { _totalSize } }
+
+    private var _rangesRefused = false
+    /// A response said `Accept-Ranges: none` (a streamd transcode in progress): asking it for a
+    /// Range would only start the body over, so the player makes no such request.
+    func setRangesRefused() { condition.withLock { _rangesRefused = true } }
+    public var rangesRefused: Bool { condition.withLock { _rangesRefused } }
 }
 
 /// Where bytes come from: HTTP or a local file, behind one interface.

@@ -322,6 +322,7 @@ extension HTTPSource.Transfer {
                 return false
             }
             control.setTotalSize(contentLength)
+            if headers["Accept-Ranges"]?.lowercased() == "none" { control.setRangesRefused() }
             if requestedOffset > 0 && live == nil {
                 // A 200 to a Range request: either If-Range did not match (another ETag: the file
                 // changed) or the server ignores Range (same or no ETag): then skip what we have.
