@@ -112,25 +112,11 @@ final class OggTrackFeeder: @unchecked Sendable {
             for page in pages {
                 // Shown when the link's comments name no title (the catalog's, maybe derived from the path).
                 if let serial = page.startsLink { producer.setLinkTitle(track.title, serial: serial) }
-                push(page.bytes, to: feed)
+                feed.appendWaiting(page.bytes[...], stopped: { isStopped })
                 sent = true
             }
             if atEnd { break }
         }
         return sent
-    }
-
-    /// Hands bytes to the feed, waiting while it is full (the producer drains it in real time).
-    private func push(_ bytes: [UInt8], to feed: SourceFeed) {
-        var rest = bytes[...]
-        while !rest.isEmpty, !isStopped {
-            let room = feed.room
-            if room == 0 {
-                sleepNanos(50_000_000)
-                continue
-            }
-            feed.append(rest.prefix(room))
-            rest = rest.dropFirst(room)
-        }
     }
 }

@@ -117,20 +117,6 @@ final class RelaySource: @unchecked Sendable {
         }
         guard attached else { return }
         defer { feed.close() }
-        try upstream.pump(audio: { push($0, to: feed) }, title: { producer.setSourceTitle($0) }, shouldStop: { isStopped })
-    }
-
-    /// Hands bytes to the feed, waiting while it is full (the producer drains it in real time).
-    private func push(_ bytes: ArraySlice<UInt8>, to feed: SourceFeed) {
-        var rest = bytes
-        while !rest.isEmpty, !isStopped {
-            let room = feed.room
-            if room == 0 {
-                sleepNanos(50_000_000)
-                continue
-            }
-            feed.append(rest.prefix(room))
-            rest = rest.dropFirst(room)
-        }
+        try upstream.pump(audio: { feed.appendWaiting($0, stopped: { isStopped }) }, title: { producer.setSourceTitle($0) }, shouldStop: { isStopped })
     }
 }

@@ -32,6 +32,21 @@ final class SourceFeed: @unchecked Sendable {
         }
     }
 
+    /// Adds bytes from a thread that may wait (a relay's or a pass-through channel's feeder, never an
+    /// event loop), waiting while the feed is full: the producer drains it in real time.
+    func appendWaiting(_ data: ArraySlice<UInt8>, stopped: () -> Bool) {
+        var rest = data
+        while !rest.isEmpty, !stopped() {
+            let room = self.room
+            if room == 0 {
+                sleepNanos(50_000_000)
+                continue
+            }
+            append(rest.prefix(room))
+            rest = rest.dropFirst(room)
+        }
+    }
+
     /// Asks for `waker` to be woken when the producer has made room.
     func wakeWhenRoom(_ waker: LoopWaker) {
         lock.withLock { _ in

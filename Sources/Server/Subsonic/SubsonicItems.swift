@@ -40,6 +40,22 @@ enum SubsonicItems {
     }
 
     /// A song (Child).
+    /// The artist, album and song lists of a search or starred answer: ID3 elements for the `2`/`3`
+    /// calls (`id3`), folder-style ones for the older calls.
+    static func artistsAlbumsSongs(_ artists: [SubsonicArtist], _ albums: [SubsonicAlbum], _ songs: [SubsonicSong],
+                                   id3: Bool) -> SubsonicElement {
+        var result = SubsonicElement()
+        if id3 {
+            result.add("artist", list: artists.map { artist($0) })
+            result.add("album", list: albums.map { album($0) })
+        } else {
+            result.add("artist", list: artists.map(folderArtist))
+            result.add("album", list: albums.map(albumChild))
+        }
+        result.add("song", list: songs.map(song))
+        return result
+    }
+
     static func song(_ song: SubsonicSong) -> SubsonicElement {
         let t = song.track
         var e = SubsonicElement([

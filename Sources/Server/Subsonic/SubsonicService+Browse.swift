@@ -261,15 +261,7 @@ extension SubsonicService {
                 songs = try library.songs(trackIDs: Array(ids.dropFirst(songOffset)), user: user)
             }
         }
-        var result = SubsonicElement()
-        if id3 {
-            result.add("artist", list: artists.map { SubsonicItems.artist($0) })
-            result.add("album", list: albums.map { SubsonicItems.album($0) })
-        } else {
-            result.add("artist", list: artists.map(SubsonicItems.folderArtist))
-            result.add("album", list: albums.map(SubsonicItems.albumChild))
-        }
-        result.add("song", list: songs.map(SubsonicItems.song))
+        let result = SubsonicItems.artistsAlbumsSongs(artists, albums, songs, id3: id3)
         return Self.body(id3 ? "searchResult3" : "searchResult2", result)
     }
 

@@ -51,15 +51,7 @@ extension SubsonicService {
         let artists = try library.artists(starred + "ar.sid WHERE n.starred_at IS NOT NULL ORDER BY n.starred_at DESC", [.int(user)], user: call.user.id)
         let albums = try library.albums(starred + "al.sid WHERE n.starred_at IS NOT NULL ORDER BY n.starred_at DESC", [.int(user)], user: call.user.id)
         let songs = try library.songs(starred + "s.sid WHERE n.starred_at IS NOT NULL ORDER BY n.starred_at DESC", [.int(user)], user: call.user.id)
-        var result = SubsonicElement()
-        if id3 {
-            result.add("artist", list: artists.map { SubsonicItems.artist($0) })
-            result.add("album", list: albums.map { SubsonicItems.album($0) })
-        } else {
-            result.add("artist", list: artists.map(SubsonicItems.folderArtist))
-            result.add("album", list: albums.map(SubsonicItems.albumChild))
-        }
-        result.add("song", list: songs.map(SubsonicItems.song))
+        let result = SubsonicItems.artistsAlbumsSongs(artists, albums, songs, id3: id3)
         return Self.body(id3 ? "starred2" : "starred", result)
     }
 
