@@ -38,6 +38,13 @@ import TestSupport
         return (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[fmt + 28 + $1]) << (8 * $1) }
     }
 
+    /// A file make-media.sh adds to media/lossless without a row above would go untested: the
+    /// folder must hold exactly the listed files.
+    @Test func everyGeneratedFileHasARow() throws {
+        let present = try FileManager.default.contentsOfDirectory(atPath: TestPaths.losslessMedia.path).filter { !$0.hasPrefix(".") }
+        #expect(Set(present) == Set(Self.generated.map(\.name)), "media/lossless holds \(present.sorted())")
+    }
+
     @Test(arguments: generated.map(\.name))
     func generatedFile_isBitExactWithItsReference(_ name: String) throws {
         let expected = try #require(Self.generated.first { $0.name == name })

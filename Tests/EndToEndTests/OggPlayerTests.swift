@@ -42,6 +42,13 @@ import StreamShared
         return (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[40 + $1]) << (8 * UInt32($1)) }
     }
 
+    /// A file make-media.sh adds to media/ogg without a name above would go untested: the folder
+    /// must hold exactly the listed files.
+    @Test func everyGeneratedFileIsListed() throws {
+        let present = try FileManager.default.contentsOfDirectory(atPath: TestPaths.oggMedia.path).filter { !$0.hasPrefix(".") }
+        #expect(Set(present) == Set(Self.generated), "media/ogg holds \(present.sorted())")
+    }
+
     @Test(arguments: generated)
     func generatedFileDecodesLikeItsReference(name: String) throws {
         let file = TestPaths.oggMedia.appendingPathComponent(name).path
