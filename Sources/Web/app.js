@@ -196,7 +196,7 @@ $('repeat').addEventListener('click', () => player.setRepeat(REPEATS[(REPEATS.in
 $('rg').addEventListener('change', () => { player.replayGain = $('rg').value; player.applyGain(); save(); });
 
 function showControls() {
-  const playing = !player.audio.paused;
+  const playing = !player.paused;
   $('toggle').textContent = playing ? '❙❙ Pause' : '▶ Play';
   $('toggle').setAttribute('aria-label', playing ? 'Pause' : 'Play');
   $('shuffle').setAttribute('aria-pressed', String(!!player.shuffled));
@@ -218,7 +218,7 @@ player.addEventListener('time', () => {
   const track = player.track, position = player.position;
   $('time').textContent = clock(position) + ' / ' + clock(track ? track.duration_s : 0);
   waves[0].setPosition(track ? position : -1);
-  if (state.albumClickAt && !player.audio.paused && player.audio.currentTime > 0) {
+  if (state.albumClickAt && !player.paused && player.position > 0) {
     document.body.dataset.firstSoundMs = String(Math.round(performance.now() - state.albumClickAt));
     state.albumClickAt = 0;
   }
@@ -235,7 +235,7 @@ function showMediaSession() {
 }
 if ('mediaSession' in navigator) {
   const handlers = {
-    play: () => player.toggle(), pause: () => player.audio.pause(),
+    play: () => player.toggle(), pause: () => player.pause(),
     nexttrack: () => player.next(), previoustrack: () => player.previous(),
     seekto: details => player.seek(details.seekTime),
     seekbackward: details => player.seek(Math.max(0, player.position - (details.seekOffset || 10))),
