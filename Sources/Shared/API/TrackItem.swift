@@ -203,8 +203,8 @@ public struct TrackItem: Sendable, Equatable {
     /// Reads a JSON array of items (as `/api/tracks` and `/api/search` answer): at most
     /// `maxListCount`; anything else is a typed error.
     public static func decodeList(_ bytes: [UInt8]) throws(APIDocumentError) -> [TrackItem] {
-        // 28 values an item (the object and its 27 members) and up to 6 derived names, with room for members added later.
-        let root = try APIObjectReader.parse(bytes, maxValues: maxListCount * 40 + 1)
+        // 32 values an item (the object and its 31 members) and up to 6 derived names, with room for members added later.
+        let root = try APIObjectReader.parse(bytes, maxValues: maxListCount * 48 + 1)
         guard case .array(let values) = root else { throw .wrongType(member: "the document", expected: "an array") }
         guard values.count <= maxListCount else { throw .tooMany(member: "the document", limit: maxListCount) }
         var items: [TrackItem] = []
@@ -215,7 +215,7 @@ public struct TrackItem: Sendable, Equatable {
 
     /// Reads one item (`encoded()`'s text).
     public static func decode(_ bytes: [UInt8]) throws(APIDocumentError) -> TrackItem {
-        try decode(APIObjectReader.parse(bytes, maxValues: 64), context: "")
+        try decode(APIObjectReader.parse(bytes, maxValues: 96), context: "")
     }
 
     static func decode(_ value: JSONValue, context: String) throws(APIDocumentError) -> TrackItem {
