@@ -352,7 +352,15 @@ class PCMSession {
     while (this.alive && index !== null && index !== undefined) {
       const track = this.player.queue[index];
       if (!track) break;
-      await this.load(index, track, offset);
+      try {
+        // A restart at a track's very end (a queue edited after it ended) goes on with the next.
+        if (!(offset > 0 && track.duration_s && offset >= track.duration_s - 0.005)) await this.load(index, track, offset);
+      } catch (error) {
+        // The first track failing is the session's failure (the element may play it); a later
+        // one is skipped, with a gap, as a player skips a file it cannot read.
+        if (!this.alive || !this.entries.length) throw error;
+        this.player.note('Web Audio skipped ' + track.path + ': ' + error.message);
+      }
       offset = 0;
       index = this.player.following(index);
     }
@@ -456,8 +464,9 @@ class PCMSession {
     this.player.pcmEnded(this);
   }
 
-  /** The queue changed after the playing track: what was scheduled past it is made again. */
-  truncateAfter() { this.player.restartAtPlayhead(); }
+  /** The queue changed after the playing track: what was scheduled past it is made again (after the
+   *  end, nothing is scheduled: play then goes on with what follows). */
+  truncateAfter() { if (!this.finished) this.player.restartAtPlayhead(); }
   ended() { return this.finished; }
 }
 
@@ -530,7 +539,11 @@ export class GaplessPlayer extends EventTarget {
 
   resume() {
     if (!this.webAudio) { this.audio.play().catch(() => {}); return; }
-    if (this.session.finished) { this.start(this.index, 0); return; }
+    if (this.session.finished) {
+      const next = this.following(this.index);
+      this.start(next !== null && next !== this.index ? next : this.index, 0);
+      return;
+    }
     this.pcmPaused = false;
     this.context.resume().catch(() => {});
     this.emit('state');

@@ -117,7 +117,7 @@ footer { position: fixed; bottom: 0; left: 0; right: 0; padding: .4rem 1.2rem .6
 import { GaplessPlayer } from './player.js';
 import { WaveformView } from './waveform.js';
 
-const ALBUMS = 48, ROWS = 100, NEXT_WAVES = 3, SAVED = 'streamd.page.v1';
+const ALBUMS = 48, ROWS = 100, NEXT_WAVES = 3, SAVED = 'streamd.page.v1', SAVED_QUEUE = 'streamd.page.v1.queue';
 const $ = id => document.getElementById(id);
 const player = new GaplessPlayer($('player'));
 const state = { albumOffset: 0, albumTotal: 0, list: [], listStart: 0, search: null, albumClickAt: 0 };
@@ -322,14 +322,16 @@ player.addEventListener('track', () => {
   const track = player.track;
   $('now').textContent = track ? (track.artist ? track.artist + ' — ' : '') + (track.title || track.path) : 'Nothing playing';
   if (track) document.body.dataset.playing = track.path; else delete document.body.dataset.playing;
-  markPlaying(); renderQueue(); showWaves(); showMediaSession(); save();
+  markPlaying(); renderQueue(); showWaves(); showMediaSession(); save(true);
 });
-player.addEventListener('queue', () => { renderQueue(); showWaves(); showControls(); save(); });
+player.addEventListener('queue', () => { renderQueue(); showWaves(); showControls(); save(true); });
 player.addEventListener('state', () => { showControls(); save(); });
 let lastSaved = 0;
 player.addEventListener('time', () => {
   const track = player.track, position = player.position;
-  $('time').textContent = clock(position) + ' / ' + clock(track ? track.duration_s : 0);
+  // Every frame while playing: the DOM is touched only when the shown text changes.
+  const shown = clock(position) + ' / ' + clock(track ? track.duration_s : 0);
+  if (shown !== state.timeShown) { state.timeShown = shown; $('time').textContent = shown; }
   waves[0].setPosition(track ? position : -1);
   if (state.albumClickAt && !player.paused && player.position > 0) {
     document.body.dataset.firstSoundMs = String(Math.round(performance.now() - state.albumClickAt));
@@ -357,8 +359,13 @@ if ('mediaSession' in navigator) {
   for (const [action, handler] of Object.entries(handlers)) {
     try { navigator.mediaSession.setActionHandler(action, handler); } catch { /* not supported here */ }
   }
+  let told = { at: -Infinity, position: 0, track: null };
   player.addEventListener('time', () => {
-    const track = player.track;
+    const track = player.track, now = performance.now(), position = player.position;
+    // The browser extrapolates from the last state: told once a second, or at a jump or a new track.
+    const expected = told.position + (player.paused ? 0 : (now - told.at) / 1000);
+    if (track === told.track && now - told.at < 1000 && Math.abs(position - expected) < 0.25) return;
+    told = { at: now, position, track };
     if (track && track.duration_s > 0 && navigator.mediaSession.setPositionState) {
       try { navigator.mediaSession.setPositionState({ duration: track.duration_s, position: Math.min(player.position, track.duration_s), playbackRate: 1 }); } catch { }
     }
@@ -385,19 +392,25 @@ document.addEventListener('keydown', event => {
 });
 
 // The queue, the track and the position survive a reload.
-function save() {
+// The queue (up to 1000 items, ~0.5 MB of JSON) is written only when it changes; the position
+// every 2 s while playing is a small record (writing the queue then cost a frame now and then).
+function save(queueChanged = false) {
   lastSaved = performance.now();
   try {
+    if (queueChanged) localStorage.setItem(SAVED_QUEUE, JSON.stringify(player.queue.slice(0, 1000)));
     localStorage.setItem(SAVED, JSON.stringify({
-      queue: player.queue.slice(0, 1000), index: player.index, position: player.position,
+      index: player.index, position: player.position,
       repeat: player.repeat, shuffled: !!player.shuffled, replayGain: player.replayGain }));
   } catch { /* storage full or off: nothing to remember */ }
 }
-window.addEventListener('pagehide', save);
+window.addEventListener('pagehide', () => save(true));
 function restore() {
   let saved;
   try { saved = JSON.parse(localStorage.getItem(SAVED) || 'null'); } catch { saved = null; }
   if (!saved) return;
+  if (!Array.isArray(saved.queue)) {
+    try { saved.queue = JSON.parse(localStorage.getItem(SAVED_QUEUE) || 'null'); } catch { saved.queue = null; }
+  }
   player.repeat = REPEATS.includes(saved.repeat) ? saved.repeat : 'off';
   player.replayGain = ['album', 'track', 'off'].includes(saved.replayGain) ? saved.replayGain : 'album';
   $('rg').value = player.replayGain;
@@ -769,7 +782,15 @@ class PCMSession {
     while (this.alive && index !== null && index !== undefined) {
       const track = this.player.queue[index];
       if (!track) break;
-      await this.load(index, track, offset);
+      try {
+        // A restart at a track's very end (a queue edited after it ended) goes on with the next.
+        if (!(offset > 0 && track.duration_s && offset >= track.duration_s - 0.005)) await this.load(index, track, offset);
+      } catch (error) {
+        // The first track failing is the session's failure (the element may play it); a later
+        // one is skipped, with a gap, as a player skips a file it cannot read.
+        if (!this.alive || !this.entries.length) throw error;
+        this.player.note('Web Audio skipped ' + track.path + ': ' + error.message);
+      }
       offset = 0;
       index = this.player.following(index);
     }
@@ -873,8 +894,9 @@ class PCMSession {
     this.player.pcmEnded(this);
   }
 
-  /** The queue changed after the playing track: what was scheduled past it is made again. */
-  truncateAfter() { this.player.restartAtPlayhead(); }
+  /** The queue changed after the playing track: what was scheduled past it is made again (after the
+   *  end, nothing is scheduled: play then goes on with what follows). */
+  truncateAfter() { if (!this.finished) this.player.restartAtPlayhead(); }
   ended() { return this.finished; }
 }
 
@@ -947,7 +969,11 @@ export class GaplessPlayer extends EventTarget {
 
   resume() {
     if (!this.webAudio) { this.audio.play().catch(() => {}); return; }
-    if (this.session.finished) { this.start(this.index, 0); return; }
+    if (this.session.finished) {
+      const next = this.following(this.index);
+      this.start(next !== null && next !== this.index ? next : this.index, 0);
+      return;
+    }
     this.pcmPaused = false;
     this.context.resume().catch(() => {});
     this.emit('state');
@@ -1361,8 +1387,11 @@ export class WaveformView {
     // A zoomed view follows the playhead unless the listener scrolled a moment ago.
     if (seconds >= 0 && span < this.duration && performance.now() > this.followUntil &&
         (seconds < this.from || seconds > this.to)) this.setView(seconds - span * 0.1, seconds + span * 0.9);
-    if (this.onSeek) this.canvas.setAttribute('aria-valuenow', String(Math.max(0, Math.round(seconds))));
-    this.invalidate();
+    const now = String(Math.max(0, Math.round(seconds)));
+    if (this.onSeek && now !== this.valueNow) { this.valueNow = now; this.canvas.setAttribute('aria-valuenow', now); }
+    // While playing this runs every frame: redrawn only when the playhead moves to another pixel.
+    const x = span > 0 && seconds >= 0 ? Math.round((seconds - this.from) / span * this.width()) : -1;
+    if (this.dirty || x !== this.drawnPlayX) this.invalidate();
   }
 
   invalidate() { this.dirty = true; schedule(); }
@@ -1486,6 +1515,7 @@ export class WaveformView {
       g.fillRect(0, h / 2 - 1, w, 2);
     }
     if (playX >= 0 && playX <= w) { g.fillStyle = '#0d3a8a'; g.fillRect(Math.round(playX) - 1, 0, 2, h); }
+    this.drawnPlayX = playX >= 0 ? Math.round(playX) : -1;
     this.visiblePairs = drawn;
   }
 
