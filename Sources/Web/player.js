@@ -316,8 +316,8 @@ function waveHeader(bytes) {
 /** Web Audio playback of the queue from a position: each track's decoded PCM is read from streamd
  *  a block at a time and scheduled on the context's clock right after the previous block. */
 class PCMSession {
-  constructor(player, index, offset) {
-    this.player = player; this.context = player.context;
+  constructor(player, index, offset, output) {
+    this.player = player; this.context = output.context; this.gain = output.gain;
     this.entries = [];            // {index, track, start (context seconds of the track's 0), seconds, end}
     this.sources = new Set();
     this.alive = true; this.finished = false; this.loaded = false;
@@ -333,6 +333,8 @@ class PCMSession {
 
   close() {
     this.alive = false; this.abort.abort();
+    // A context of its own (another rate than the page's) renders nothing more: it sleeps.
+    if (this.context !== this.player.context) this.context.suspend().catch(() => {});
     for (const node of this.sources) { node.onended = null; try { node.stop(); } catch { } node.disconnect(); }
     this.sources.clear();
   }
@@ -447,7 +449,7 @@ class PCMSession {
     entry.blocks++;
     const node = context.createBufferSource();
     node.buffer = buffer;
-    node.connect(this.player.gain);
+    node.connect(this.gain);
     node.start((this.frame - PCM_EARLY_FRAMES) / rate);
     this.frame += buffer.length;
     entry.end = this.frame / rate;
@@ -533,7 +535,7 @@ export class GaplessPlayer extends EventTarget {
     if (!this.webAudio) { this.audio.pause(); return; }
     if (this.pcmPaused) return;
     this.pcmPaused = true;
-    if (this.context) this.context.suspend().catch(() => {});
+    this.session.context.suspend().catch(() => {});
     this.emit('state');
   }
 
@@ -545,7 +547,7 @@ export class GaplessPlayer extends EventTarget {
       return;
     }
     this.pcmPaused = false;
-    this.context.resume().catch(() => {});
+    this.session.context.resume().catch(() => {});
     this.emit('state');
   }
 
@@ -597,8 +599,10 @@ export class GaplessPlayer extends EventTarget {
       this.fallback = false;
       this.audio.pause();
       this.pcmPaused = !autoplay;
-      if (autoplay) this.context.resume().catch(() => {}); else this.context.suspend().catch(() => {});
-      this.session = new PCMSession(this, index, offset);
+      const output = this.pcmOutput(track.sample_rate);
+      if (autoplay) output.context.resume().catch(() => {}); else output.context.suspend().catch(() => {});
+      this.session = new PCMSession(this, index, offset, output);
+      this.applyGain();
       this.emit('state');
       return;
     }
@@ -610,6 +614,26 @@ export class GaplessPlayer extends EventTarget {
     } else {
       this.playElement(index, offset, autoplay);
     }
+  }
+
+  /** Where a Web Audio session plays: the page's context when it runs at the tracks' rate, else a
+   *  context of that rate (kept per rate), whose output the browser resamples to the device as one
+   *  stream; streamd resampling each track alone would leave a step at every join. */
+  pcmOutput(rate) {
+    const main = this.context;
+    if (main.sampleRate === rate || !(rate >= 8000 && rate <= 384000)) return { context: main, gain: this.gain };
+    if (!this.pcmOutputs) this.pcmOutputs = new Map();
+    let output = this.pcmOutputs.get(rate);
+    if (!output) {
+      try {
+        const context = new AudioContext({ latencyHint: 'playback', sampleRate: rate });
+        const gain = context.createGain();
+        gain.connect(context.destination);
+        output = { context, gain };
+      } catch { return { context: main, gain: this.gain }; }
+      this.pcmOutputs.set(rate, output);
+    }
+    return output;
   }
 
   /** The track from /media in the element, with a gap at its joins: no MSE and no Web Audio path for it. */
@@ -784,6 +808,8 @@ export class GaplessPlayer extends EventTarget {
     }
     this.currentGain = gain;
     this.gain.gain.setValueAtTime(gain, this.context.currentTime);
+    const own = this.webAudio ? this.session.gain : null;
+    if (own && own !== this.gain) own.gain.setValueAtTime(gain, own.context.currentTime);
   }
 }
 

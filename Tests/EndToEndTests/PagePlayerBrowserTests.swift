@@ -153,6 +153,11 @@ import TestSupport
         for album in albums {
             #expect(output.contains("ok   \(album): join gaps in samples"), "\(album) joins measured")
         }
+        // A page whose context runs at 48 kHz (a usual device rate) plays the 44.1 kHz queue on a
+        // context of the tracks' rate: resampled once as a whole by the browser, not per track.
+        let other = try Self.runScript(server, ["--gapless", "Mixed Tone", "--library", library.path, "--tone-hz", String(Self.toneHz),
+                                                "--tone-amp", "0.5", "--web-audio", "--page-rate", "48000"], timeout: 90)
+        #expect(other.contains("ok   Mixed Tone: join gaps in samples"), "joins measured with the page at 48 kHz")
     }
 
     /// The seek bar draws `/api/waveform`'s pairs of the playing track (as they are computed) and

@@ -86,28 +86,32 @@ registerProcessor('recorder', Recorder);
 """
 
 
-def capture_album(driver, base, album, rate):
-    """Plays `album` (an /api/albums item) from its card's play button; returns (samples, first-sound ms, ended)."""
+def capture_album(driver, base, album, rate, page_rate=None):
+    """Plays `album` (an /api/albums item) from its card's play button; returns (samples, first-sound ms, ended).
+    With `page_rate` (other than `rate`) the page's context runs at that rate and the capture is of
+    the Web Audio output of `rate` (`player.pcmOutput(rate)`), where a queue of that rate plays."""
     driver.execute_async_script("""
-        const [source, rate, done] = arguments;
+        const [source, rate, pageRate, done] = arguments;
         const player = window.streamPage.player;
-        if (player.context && player.context.sampleRate !== rate) { done('context at ' + player.context.sampleRate); return; }
-        player.contextOptions = { latencyHint: 'playback', sampleRate: rate };
-        const context = player.graph();
+        if (player.context && player.context.sampleRate !== pageRate) { done('context at ' + player.context.sampleRate); return; }
+        player.contextOptions = { latencyHint: 'playback', sampleRate: pageRate };
+        player.graph();
+        const output = pageRate === rate ? { context: player.context, gain: player.gain } : player.pcmOutput(rate);
+        const context = output.context;
         (async () => {
           if (!window.__recorder) {
             const url = URL.createObjectURL(new Blob([source], { type: 'text/javascript' }));
             await context.audioWorklet.addModule(url);
             const node = new AudioWorkletNode(context, 'recorder', { numberOfInputs: 1, numberOfOutputs: 0,
                                                                   channelCount: 2, channelCountMode: 'explicit' });
-            player.gain.connect(node);
+            output.gain.connect(node);
             window.__recorder = node;
             node.port.onmessage = event => window.__captured.push(event.data);
           }
           window.__captured = [];
           done(null);
         })();
-        """, RECORDER, rate)
+        """, RECORDER, rate, page_rate or rate)
     # What the recorder still holds from before (a paused replay) is flushed and dropped.
     driver.execute_script("window.streamPage.player.pause(); window.__recorder.port.postMessage('flush')")
     time.sleep(0.4)
@@ -239,7 +243,8 @@ def gapless(driver, base, titles, args):
         if not check(album is not None, f"album '{title}' in the catalog"):
             continue
         detail = get_json(base, f"/api/albums/{album['id']}")
-        frames = [round(t["duration_s"] * t["sample_rate"]) for t in detail["tracks"]]
+        # In samples of the capture (the context's rate: --rate, the tracks' rate by default).
+        frames = [round(t["duration_s"] * (rate or t["sample_rate"])) for t in detail["tracks"]]
         # The track items carry the gapless values /api/index has (the first play needs no index).
         for t in detail["tracks"]:
             index = get_json(base, "/api/index/" + t["url"][len("/media/"):])
@@ -249,7 +254,7 @@ def gapless(driver, base, titles, args):
                   f"{title}: {t['path']} item's gapless values (delay {t.get('encoder_delay')}, {item_frames} samples, "
                   f"audio at {t.get('first_frame_offset')}) are /api/index's ({index['encoder_delay']}, "
                   f"{index['duration_s'] * index['sample_rate']:.1f}, {index['first_frame_offset']})")
-        samples, first_sound, ended, web = capture_album(driver, base, album, rate)
+        samples, first_sound, ended, web = capture_album(driver, base, album, rate, args.page_rate)
         check(web == args.web_audio, f"{title}: plays through {'Web Audio' if web else 'MSE'}")
         notes = driver.execute_script("return window.streamPage.player.notes.splice(0)")
         if notes:
@@ -420,6 +425,7 @@ def main():
     parser.add_argument("--frames")
     parser.add_argument("--frame-seconds", type=float, default=10)
     parser.add_argument("--strict-frames", action="store_true", help="also require the p95 frame interval <= 16.7 ms")
+    parser.add_argument("--page-rate", type=int, help="the page's AudioContext rate when it is not --rate (Web Audio albums)")
     parser.add_argument("--web-audio", action="store_true", help="the --gapless albums must play through Web Audio (else MSE)")
     parser.add_argument("--seek-pause", help="ALBUM: pause, play, seek and next in a Web Audio queue")
     parser.add_argument("--controls", help="ALBUM,GAIN_ALBUM: an album of 3 tracks, an album whose track has ReplayGain tags")
