@@ -4,7 +4,7 @@
 import { GaplessPlayer } from './player.js';
 import { WaveformView } from './waveform.js';
 
-const ALBUMS = 48, ROWS = 100, NEXT_WAVES = 3, SAVED = 'streamd.page.v1';
+const ALBUMS = 48, ROWS = 100, NEXT_WAVES = 3, SAVED = 'streamd.page.v1', SAVED_QUEUE = 'streamd.page.v1.queue';
 const $ = id => document.getElementById(id);
 const player = new GaplessPlayer($('player'));
 const state = { albumOffset: 0, albumTotal: 0, list: [], listStart: 0, search: null, albumClickAt: 0 };
@@ -196,7 +196,7 @@ $('repeat').addEventListener('click', () => player.setRepeat(REPEATS[(REPEATS.in
 $('rg').addEventListener('change', () => { player.replayGain = $('rg').value; player.applyGain(); save(); });
 
 function showControls() {
-  const playing = !player.audio.paused;
+  const playing = !player.paused;
   $('toggle').textContent = playing ? '❙❙ Pause' : '▶ Play';
   $('toggle').setAttribute('aria-label', playing ? 'Pause' : 'Play');
   $('shuffle').setAttribute('aria-pressed', String(!!player.shuffled));
@@ -209,16 +209,18 @@ player.addEventListener('track', () => {
   const track = player.track;
   $('now').textContent = track ? (track.artist ? track.artist + ' — ' : '') + (track.title || track.path) : 'Nothing playing';
   if (track) document.body.dataset.playing = track.path; else delete document.body.dataset.playing;
-  markPlaying(); renderQueue(); showWaves(); showMediaSession(); save();
+  markPlaying(); renderQueue(); showWaves(); showMediaSession(); save(true);
 });
-player.addEventListener('queue', () => { renderQueue(); showWaves(); showControls(); save(); });
+player.addEventListener('queue', () => { renderQueue(); showWaves(); showControls(); save(true); });
 player.addEventListener('state', () => { showControls(); save(); });
 let lastSaved = 0;
 player.addEventListener('time', () => {
   const track = player.track, position = player.position;
-  $('time').textContent = clock(position) + ' / ' + clock(track ? track.duration_s : 0);
+  // Every frame while playing: the DOM is touched only when the shown text changes.
+  const shown = clock(position) + ' / ' + clock(track ? track.duration_s : 0);
+  if (shown !== state.timeShown) { state.timeShown = shown; $('time').textContent = shown; }
   waves[0].setPosition(track ? position : -1);
-  if (state.albumClickAt && !player.audio.paused && player.audio.currentTime > 0) {
+  if (state.albumClickAt && !player.paused && player.position > 0) {
     document.body.dataset.firstSoundMs = String(Math.round(performance.now() - state.albumClickAt));
     state.albumClickAt = 0;
   }
@@ -235,7 +237,7 @@ function showMediaSession() {
 }
 if ('mediaSession' in navigator) {
   const handlers = {
-    play: () => player.toggle(), pause: () => player.audio.pause(),
+    play: () => player.toggle(), pause: () => player.pause(),
     nexttrack: () => player.next(), previoustrack: () => player.previous(),
     seekto: details => player.seek(details.seekTime),
     seekbackward: details => player.seek(Math.max(0, player.position - (details.seekOffset || 10))),
@@ -244,8 +246,13 @@ if ('mediaSession' in navigator) {
   for (const [action, handler] of Object.entries(handlers)) {
     try { navigator.mediaSession.setActionHandler(action, handler); } catch { /* not supported here */ }
   }
+  let told = { at: -Infinity, position: 0, track: null };
   player.addEventListener('time', () => {
-    const track = player.track;
+    const track = player.track, now = performance.now(), position = player.position;
+    // The browser extrapolates from the last state: told once a second, or at a jump or a new track.
+    const expected = told.position + (player.paused ? 0 : (now - told.at) / 1000);
+    if (track === told.track && now - told.at < 1000 && Math.abs(position - expected) < 0.25) return;
+    told = { at: now, position, track };
     if (track && track.duration_s > 0 && navigator.mediaSession.setPositionState) {
       try { navigator.mediaSession.setPositionState({ duration: track.duration_s, position: Math.min(player.position, track.duration_s), playbackRate: 1 }); } catch { }
     }
@@ -272,19 +279,25 @@ document.addEventListener('keydown', event => {
 });
 
 // The queue, the track and the position survive a reload.
-function save() {
+// The queue (up to 1000 items, ~0.5 MB of JSON) is written only when it changes; the position
+// every 2 s while playing is a small record (writing the queue then cost a frame now and then).
+function save(queueChanged = false) {
   lastSaved = performance.now();
   try {
+    if (queueChanged) localStorage.setItem(SAVED_QUEUE, JSON.stringify(player.queue.slice(0, 1000)));
     localStorage.setItem(SAVED, JSON.stringify({
-      queue: player.queue.slice(0, 1000), index: player.index, position: player.position,
+      index: player.index, position: player.position,
       repeat: player.repeat, shuffled: !!player.shuffled, replayGain: player.replayGain }));
   } catch { /* storage full or off: nothing to remember */ }
 }
-window.addEventListener('pagehide', save);
+window.addEventListener('pagehide', () => save(true));
 function restore() {
   let saved;
   try { saved = JSON.parse(localStorage.getItem(SAVED) || 'null'); } catch { saved = null; }
   if (!saved) return;
+  if (!Array.isArray(saved.queue)) {
+    try { saved.queue = JSON.parse(localStorage.getItem(SAVED_QUEUE) || 'null'); } catch { saved.queue = null; }
+  }
   player.repeat = REPEATS.includes(saved.repeat) ? saved.repeat : 'off';
   player.replayGain = ['album', 'track', 'off'].includes(saved.replayGain) ? saved.replayGain : 'album';
   $('rg').value = player.replayGain;

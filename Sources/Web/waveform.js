@@ -63,8 +63,11 @@ export class WaveformView {
     // A zoomed view follows the playhead unless the listener scrolled a moment ago.
     if (seconds >= 0 && span < this.duration && performance.now() > this.followUntil &&
         (seconds < this.from || seconds > this.to)) this.setView(seconds - span * 0.1, seconds + span * 0.9);
-    if (this.onSeek) this.canvas.setAttribute('aria-valuenow', String(Math.max(0, Math.round(seconds))));
-    this.invalidate();
+    const now = String(Math.max(0, Math.round(seconds)));
+    if (this.onSeek && now !== this.valueNow) { this.valueNow = now; this.canvas.setAttribute('aria-valuenow', now); }
+    // While playing this runs every frame: redrawn only when the playhead moves to another pixel.
+    const x = span > 0 && seconds >= 0 ? Math.round((seconds - this.from) / span * this.width()) : -1;
+    if (this.dirty || x !== this.drawnPlayX) this.invalidate();
   }
 
   invalidate() { this.dirty = true; schedule(); }
@@ -188,6 +191,7 @@ export class WaveformView {
       g.fillRect(0, h / 2 - 1, w, 2);
     }
     if (playX >= 0 && playX <= w) { g.fillStyle = '#0d3a8a'; g.fillRect(Math.round(playX) - 1, 0, 2, h); }
+    this.drawnPlayX = playX >= 0 ? Math.round(playX) : -1;
     this.visiblePairs = drawn;
   }
 

@@ -64,6 +64,56 @@ import TestSupport
         return library
     }
 
+    /// Albums only Web Audio plays gaplessly, cut from the same sine as `makeLibrary`'s: "WAV
+    /// Tone", "AIFF Tone", "Vorbis Tone", "ALAC Tone", and "Mixed Tone" (MP3, then WAV, then
+    /// FLAC: one track that needs Web Audio puts the whole queue there).
+    static func makeWebAudioLibrary() throws -> URL {
+        let library = try PlayerTests.temporaryDirectory()
+        func run(_ tool: String, _ arguments: [String]) throws {
+            let result = try runCommand(try #require(which(tool), "\(tool) is installed by make deps"), arguments)
+            try #require(result.status == 0, "\(tool): \(String(decoding: result.stderr, as: UTF8.self))")
+        }
+        let tone = library.appendingPathComponent("tone.wav").path
+        let total = Double(trackFrames.reduce(0, +)) / 44100 + 0.1
+        try run("sox", ["-R", "-n", "-r", "44100", "-c", "2", "-b", "16", tone, "synth", String(total), "sine", String(toneHz), "gain", "-6"])
+        var start = 0
+        let albums: [(album: String, formats: [String])] = [
+            ("WAV Tone", ["wav", "wav", "wav"]), ("AIFF Tone", ["aiff", "aiff", "aiff"]), ("Vorbis Tone", ["ogg", "ogg", "ogg"]),
+            ("ALAC Tone", ["m4a", "m4a", "m4a"]), ("Mixed Tone", ["mp3", "wav", "flac"]),
+        ]
+        for (i, frames) in trackFrames.enumerated() {
+            let n = i + 1, cut = library.appendingPathComponent("cut\(n).wav").path
+            try run("sox", [tone, cut, "trim", "\(start)s", "\(frames)s"])
+            start += frames
+            for (album, formats) in albums {
+                let folder = library.appendingPathComponent(album)
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                let format = formats[i], output = folder.appendingPathComponent("0\(n).\(format)").path
+                let tags = ["title": "Tone \(n)", "artist": "Tone Artist", "album": album, "track": "\(n)"]
+                let metadata = tags.sorted { $0.key < $1.key }.flatMap { ["-metadata", "\($0.key)=\($0.value)"] }
+                switch format {
+                case "mp3":
+                    try run("lame", ["--silent", "-b", "192", "--tt", tags["title"]!, "--ta", tags["artist"]!, "--tl", album,
+                                     "--tn", "\(n)", cut, output])
+                case "flac":
+                    try run("flac", ["--silent", "-f", "-T", "TITLE=Tone \(n)", "-T", "ARTIST=Tone Artist", "-T", "ALBUM=\(album)",
+                                     "-T", "TRACKNUMBER=\(n)", "-o", output, cut])
+                default:
+                    let codec: [String] = switch format {
+                    case "ogg": ["-c:a", "libvorbis", "-q:a", "5"]
+                    case "m4a": ["-c:a", "alac"]
+                    case "aiff": ["-c:a", "pcm_s16be", "-write_id3v2", "1"]
+                    default: ["-c:a", "pcm_s16le"]
+                    }
+                    try run("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-i", cut] + codec + metadata + [output])
+                }
+            }
+            try FileManager.default.removeItem(atPath: cut)
+        }
+        try FileManager.default.removeItem(atPath: tone)
+        return library
+    }
+
     static func runScript(_ server: StreamdProcess, _ arguments: [String], timeout: TimeInterval) throws -> String {
         let script = TestPaths.packageRoot.appendingPathComponent("Tests/browser/check_player.py").path
         let result = try runCommand(try #require(which("python3")), [script, server.baseURL] + arguments, timeout: timeout)
@@ -85,6 +135,29 @@ import TestSupport
         for album in ["MP3 Tone", "AAC Tone", "FLAC Tone"] {
             #expect(output.contains("ok   \(album): join gaps in samples"), "\(album) joins measured")
         }
+    }
+
+    /// WAV, AIFF, Vorbis and ALAC albums, and an MP3-WAV-FLAC one, play through Web Audio
+    /// (`format=wav` blocks scheduled on the AudioContext clock) with no gap and no click at
+    /// their joins, by the same capture and criteria as the MSE albums; a seek and a pause in a
+    /// Web Audio queue keep its position.
+    @Test(.timeLimit(.scaledMinutes(3))) func webAudioAlbumsPlayGapless() throws {
+        let library = try Self.makeWebAudioLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet"])
+        defer { _ = server.stop() }
+        let albums = ["WAV Tone", "AIFF Tone", "Vorbis Tone", "ALAC Tone", "Mixed Tone"]
+        let output = try Self.runScript(server, ["--gapless", albums.joined(separator: ","), "--library", library.path,
+                                                 "--tone-hz", String(Self.toneHz), "--tone-amp", "0.5",
+                                                 "--web-audio", "--seek-pause", "WAV Tone"], timeout: 170)
+        for album in albums {
+            #expect(output.contains("ok   \(album): join gaps in samples"), "\(album) joins measured")
+        }
+        // A page whose context runs at 48 kHz (a usual device rate) plays the 44.1 kHz queue on a
+        // context of the tracks' rate: resampled once as a whole by the browser, not per track.
+        let other = try Self.runScript(server, ["--gapless", "Mixed Tone", "--library", library.path, "--tone-hz", String(Self.toneHz),
+                                                "--tone-amp", "0.5", "--web-audio", "--page-rate", "48000"], timeout: 90)
+        #expect(other.contains("ok   Mixed Tone: join gaps in samples"), "joins measured with the page at 48 kHz")
     }
 
     /// The seek bar draws `/api/waveform`'s pairs of the playing track (as they are computed) and

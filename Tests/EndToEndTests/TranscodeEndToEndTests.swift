@@ -168,6 +168,36 @@ import Glibc
         #expect(abs(difference + 6) < 0.3, "gain: \(difference) dB")
     }
 
+    /// `format=wav` (the page's Web Audio player): 32-bit float WAV at the source's rate equal
+    /// to `flac -d`'s samples, bit for bit, as it streams and again (never cached); `rate=`
+    /// resamples to the asked rate with the length scaled; `offset=` starts at the marker;
+    /// a bitrate, or a rate for another format, is a 400.
+    @Test(.timeLimit(.scaledMinutes(3))) func wav_isTheDecodedPCM_atTheAskedRate() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try Self.server(library)
+        defer { server.stop() }
+        let reference = try Self.decode(library.appendingPathComponent("music/tone.flac"), with: "flac")
+        for attempt in 0..<2 {
+            let answer = try Self.curl(server.baseURL + "/media/tone.flac?format=wav")
+            #expect(answer.status == 200 && answer.headers["content-type"] == "audio/wav"
+                    && answer.headers["content-length"] == nil, "attempt \(attempt): \(answer.headers)")
+            let wav = try PCMFile(path: try Self.file(answer.body, ext: "wav").path)
+            #expect(wav.isFloat && wav.bitsPerSample == 32 && wav.sampleRate == 44_100 && wav.channels == 2)
+            #expect(wav.frames == reference.frames, "\(wav.frames) frames, flac -d \(reference.frames)")
+            #expect(wav.samples() == reference.samples(), "the samples are flac -d's")
+        }
+        let resampled = try PCMFile(path: try Self.file(try Self.curl(server.baseURL + "/media/tone.flac?format=wav&rate=48000").body,
+                                                        ext: "wav").path)
+        #expect(resampled.sampleRate == 48_000 && abs(resampled.frames - 144_000) <= 1, "\(resampled.sampleRate) Hz, \(resampled.frames) frames")
+        let marker = try PCMFile(path: try Self.file(try Self.curl(server.baseURL + "/media/marker.flac?format=wav&offset=2").body,
+                                                     ext: "wav").path).samples()
+        let onset = try #require(marker.firstIndex { abs($0) > 0.25 })
+        #expect(abs(onset - 24_000) <= 24 && marker.count == 72_000, "the tone starts at \(onset) of \(marker.count)")
+        #expect(try Self.curl(server.baseURL + "/media/tone.flac?format=wav&bitrate=128").status == 400)
+        #expect(try Self.curl(server.baseURL + "/media/tone.flac?format=mp3&rate=48000").status == 400)
+    }
+
     @Test(.timeLimit(.scaledMinutes(3))) func estimate_isNeverShort_andPlays() throws {
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }

@@ -92,7 +92,7 @@ import Testing
     @Test func trackItem_writesTheContractsBytes() {
         #expect(Self.track.url == "/media/Quote%20%22Q%22/01%20Tab%09here%20%C3%A9.mp3")
         #expect(Self.track.encoded() == #"""
-            {"path":"Quote \"Q\"/01 Tab\there é.mp3","url":"/media/Quote%20%22Q%22/01%20Tab%09here%20%C3%A9.mp3","title":"Line\nbreak\u0001","artist":"Ünïcødé 音楽","album":null,"duration_s":1234.56789,"codec":"mp3","container":"mp3","sample_rate":44100,"channels":2,"bitrate":320000,"bits_per_sample":null,"size":4242424,"etag":"\"ff-40bb38-0\"","id":17,"album_id":3,"artist_id":null,"album_artist":null,"track":1,"disc":null,"year":1999,"genre":"Rock","rg_track_gain":null,"rg_track_peak":null,"rg_album_gain":null,"rg_album_peak":null,"derived":[]}
+            {"path":"Quote \"Q\"/01 Tab\there é.mp3","url":"/media/Quote%20%22Q%22/01%20Tab%09here%20%C3%A9.mp3","title":"Line\nbreak\u0001","artist":"Ünïcødé 音楽","album":null,"duration_s":1234.56789,"codec":"mp3","container":"mp3","sample_rate":44100,"channels":2,"bitrate":320000,"bits_per_sample":null,"first_frame_offset":null,"encoder_delay":null,"encoder_padding":null,"total_samples":null,"size":4242424,"etag":"\"ff-40bb38-0\"","id":17,"album_id":3,"artist_id":null,"album_artist":null,"track":1,"disc":null,"year":1999,"genre":"Rock","rg_track_gain":null,"rg_track_peak":null,"rg_album_gain":null,"rg_album_peak":null,"derived":[]}
             """#)
     }
 
@@ -104,7 +104,9 @@ import Testing
         w.add("path", t.path); w.add("url", t.url); w.add("title", t.title); w.add("artist", t.artist)
         w.add("album", t.album); w.add("duration_s", t.durationSeconds); w.add("codec", t.codec)
         w.add("container", t.container); w.add("sample_rate", t.sampleRate); w.add("channels", t.channels)
-        w.add("bitrate", t.bitrate); w.add("bits_per_sample", t.bitsPerSample); w.add("size", t.size); w.add("etag", t.etag)
+        w.add("bitrate", t.bitrate); w.add("bits_per_sample", t.bitsPerSample)
+        w.add("first_frame_offset", t.gapless?.firstFrameOffset); w.add("encoder_delay", t.gapless?.encoderDelay)
+        w.add("encoder_padding", t.gapless?.encoderPadding); w.add("total_samples", t.gapless?.totalSamples); w.add("size", t.size); w.add("etag", t.etag)
         w.add("id", t.id); w.add("album_id", t.albumID); w.add("artist_id", t.artistID); w.add("album_artist", t.albumArtist)
         w.add("track", t.trackNumber); w.add("disc", t.discNumber); w.add("year", t.year); w.add("genre", t.genre)
         w.add("rg_track_gain", t.replayGain?.trackGain); w.add("rg_track_peak", t.replayGain?.trackPeak)
@@ -124,9 +126,11 @@ import Testing
     @Test func trackItem_bitDepthAndGains_roundTrip() throws {
         var lossless = Self.track
         lossless.bitsPerSample = 24
+        lossless.gapless = TrackItem.Gapless(firstFrameOffset: 417, encoderDelay: 576, encoderPadding: 1_024, totalSamples: 44_100)
         lossless.replayGain = ReplayGain(trackGain: 3, trackPeak: 0.5, albumGain: -1.25, albumPeak: nil)
         let text = lossless.encoded()
         #expect(text.contains(#""bitrate":320000,"bits_per_sample":24,"#), "\(text)")
+        #expect(text.contains(#""first_frame_offset":417,"encoder_delay":576,"encoder_padding":1024,"total_samples":44100,"#), "\(text)")
         #expect(text.contains(#""rg_track_gain":3,"rg_track_peak":0.5,"rg_album_gain":-1.25,"rg_album_peak":null,"#), "\(text)")
         #expect(try TrackItem.decode(Array(text.utf8)) == lossless)
     }

@@ -162,7 +162,7 @@ def main():
                 duration = detail["tracks"][step]["duration_s"]
                 driver.execute_script("const p = window.streamPage.player; p.seek(Math.max(0, p.track.duration_s - 0.5))")
                 print(f"info sought {paths[step]} to {duration - 0.5:.1f} s of {duration:.1f} s")
-            driver.execute_script("document.getElementById('player').pause()")
+            driver.execute_script("window.streamPage.player.pause()")
             bounded(driver, "album")
 
         if args.every_track:
@@ -182,7 +182,7 @@ def main():
                                      f" if (document.body.dataset.playing !== path) return null;"
                                      f" if (p.error) return [-1, p.error.code];"
                                      f" const entry = player.session && player.session.entries.find(e => e.index === player.index);"
-                                     f" if (entry && entry.track.path === path && p.readyState >= 1) return [entry.seconds, player.position];"
+                                     f" if (entry && entry.track.path === path && (player.webAudio || p.readyState >= 1)) return [entry.seconds, player.position];"
                                      f" if (!player.session && player.fallback && p.src === url && p.readyState >= 1) return [p.duration, player.position];"
                                      f" return null }})()", 20)
                 if not check(bool(state) and state[0] >= 0, f"{track['path']}: metadata loaded: {state}"):
@@ -197,7 +197,7 @@ def main():
                 check(bool(advanced), f"{track['path']}: played {start:.2f} → {advanced or 0:.2f} s")
                 error = driver.execute_script("const e = document.getElementById('player').error; return e ? [e.code, e.message] : null")
                 check(error is None, f"{track['path']}: no media error ({error})")
-            driver.execute_script("document.getElementById('player').pause()")
+            driver.execute_script("window.streamPage.player.pause()")
 
         if args.screenshot:
             driver.find_element(By.ID, "q").clear()

@@ -86,39 +86,44 @@ registerProcessor('recorder', Recorder);
 """
 
 
-def capture_album(driver, base, album, rate):
-    """Plays `album` (an /api/albums item) from its card's play button; returns (samples, first-sound ms, ended)."""
+def capture_album(driver, base, album, rate, page_rate=None):
+    """Plays `album` (an /api/albums item) from its card's play button; returns (samples, first-sound ms, ended).
+    With `page_rate` (other than `rate`) the page's context runs at that rate and the capture is of
+    the Web Audio output of `rate` (`player.pcmOutput(rate)`), where a queue of that rate plays."""
     driver.execute_async_script("""
-        const [source, rate, done] = arguments;
+        const [source, rate, pageRate, done] = arguments;
         const player = window.streamPage.player;
-        if (player.context && player.context.sampleRate !== rate) { done('context at ' + player.context.sampleRate); return; }
-        player.contextOptions = { latencyHint: 'playback', sampleRate: rate };
-        const context = player.graph();
+        if (player.context && player.context.sampleRate !== pageRate) { done('context at ' + player.context.sampleRate); return; }
+        player.contextOptions = { latencyHint: 'playback', sampleRate: pageRate };
+        player.graph();
+        const output = pageRate === rate ? { context: player.context, gain: player.gain } : player.pcmOutput(rate);
+        const context = output.context;
         (async () => {
           if (!window.__recorder) {
             const url = URL.createObjectURL(new Blob([source], { type: 'text/javascript' }));
             await context.audioWorklet.addModule(url);
             const node = new AudioWorkletNode(context, 'recorder', { numberOfInputs: 1, numberOfOutputs: 0,
                                                                   channelCount: 2, channelCountMode: 'explicit' });
-            player.gain.connect(node);
+            output.gain.connect(node);
             window.__recorder = node;
             node.port.onmessage = event => window.__captured.push(event.data);
           }
           window.__captured = [];
           done(null);
         })();
-        """, RECORDER, rate)
+        """, RECORDER, rate, page_rate or rate)
     # What the recorder still holds from before (a paused replay) is flushed and dropped.
-    driver.execute_script("document.getElementById('player').pause(); window.__recorder.port.postMessage('flush')")
+    driver.execute_script("window.streamPage.player.pause(); window.__recorder.port.postMessage('flush')")
     time.sleep(0.4)
     first = get_json(base, f"/api/albums/{album['id']}")["tracks"][0]["path"]
     # The card's play button: the album opens and plays from one click.
     driver.execute_script("window.__captured = []; document.querySelector(`.album[data-id='%d'] .play-album`).click()" % album["id"])
-    started = wait(driver, f"document.body.dataset.playing === {json.dumps(first)} && !document.getElementById('player').ended"
+    started = wait(driver, f"document.body.dataset.playing === {json.dumps(first)} && !window.streamPage.player.ended"
                            " && window.streamPage.player.position > 0", 10)
     check(bool(started), f"{album['title']}: its play button starts it")
+    web = driver.execute_script("return window.streamPage.player.webAudio")
     total = album["duration_s"]
-    ended = wait(driver, "document.getElementById('player').ended", total + 20, 0.1)
+    ended = wait(driver, "window.streamPage.player.ended", total + 20, 0.1)
     first_sound = driver.execute_script("return Number(document.body.dataset.firstSoundMs || -1)")
     time.sleep(0.5)
     encoded = driver.execute_async_script("""
@@ -134,7 +139,38 @@ def capture_album(driver, base, album, rate):
         }, 300);
         """)
     samples = np.frombuffer(base64.b64decode(encoded), dtype=np.float32).astype(np.float64)
-    return samples, first_sound, bool(ended)
+    return samples, first_sound, bool(ended), bool(web)
+
+
+def seek_pause(driver, base, title):
+    """In a queue that plays through Web Audio: pause holds the position, play goes on from it,
+    a seek lands where asked, 'n' plays the next track, and the Media Session names the track."""
+    albums = get_json(base, "/api/albums?offset=0&limit=1000")
+    album = next(a for a in albums if a["title"] == title)
+    tracks = get_json(base, f"/api/albums/{album['id']}")["tracks"]
+    open_page(driver, base)
+    driver.execute_script("document.querySelector(`.album[data-id='%d'] .play-album`).click()" % album["id"])
+    check(bool(wait(driver, "window.streamPage.player.webAudio && window.streamPage.player.position > 0.5", 10)),
+          f"{title}: plays through Web Audio")
+    driver.execute_script("window.streamPage.player.pause()")
+    held = driver.execute_script("return window.streamPage.player.position")
+    time.sleep(0.4)
+    later = driver.execute_script("return [window.streamPage.player.position, window.streamPage.player.paused]")
+    check(later[1] and abs(later[0] - held) < 0.01, f"pause holds the position ({held:.3f} s, then {later[0]:.3f} s)")
+    driver.execute_script("window.streamPage.player.toggle()")
+    check(bool(wait(driver, f"window.streamPage.player.position > {held + 0.2}", 5)), "play goes on from there")
+    driver.execute_script("window.streamPage.player.seek(0.25)")
+    landed = wait(driver, "window.streamPage.player.position > 0.25 ? window.streamPage.player.position : 0", 5)
+    check(bool(landed) and landed < 0.6, f"a seek to 0.25 s plays from {landed or 0:.3f} s")
+    driver.execute_script("window.streamPage.player.seek(%f)" % (tracks[0]["duration_s"] - 0.3))
+    check(bool(wait(driver, f"document.body.dataset.playing === {json.dumps(tracks[1]['path'])}", 5)),
+          "a seek near the end plays on into the next track")
+    metadata = driver.execute_script("return navigator.mediaSession.metadata && navigator.mediaSession.metadata.title")
+    check(metadata == tracks[1]["title"], f"the Media Session names it: {metadata}")
+    driver.find_element(By.TAG_NAME, "body").send_keys("n")
+    check(bool(wait(driver, f"document.body.dataset.playing === {json.dumps(tracks[2]['path'])} && window.streamPage.player.position > 0.1", 5)),
+          "'n' plays the track after it")
+    driver.execute_script("window.streamPage.player.pause()")
 
 
 def analyze(samples, rate, track_frames, hz, amp):
@@ -207,8 +243,22 @@ def gapless(driver, base, titles, args):
         if not check(album is not None, f"album '{title}' in the catalog"):
             continue
         detail = get_json(base, f"/api/albums/{album['id']}")
-        frames = [round(t["duration_s"] * t["sample_rate"]) for t in detail["tracks"]]
-        samples, first_sound, ended = capture_album(driver, base, album, rate)
+        # In samples of the capture (the context's rate: --rate, the tracks' rate by default).
+        frames = [round(t["duration_s"] * (rate or t["sample_rate"])) for t in detail["tracks"]]
+        # The track items carry the gapless values /api/index has (the first play needs no index).
+        for t in detail["tracks"]:
+            index = get_json(base, "/api/index/" + t["url"][len("/media/"):])
+            item_frames = t.get("total_samples", 0) - t.get("encoder_delay", 0) - t.get("encoder_padding", 0)
+            check(t.get("encoder_delay") == index["encoder_delay"] and t.get("first_frame_offset") == index["first_frame_offset"]
+                  and abs(item_frames - index["duration_s"] * index["sample_rate"]) < 1,
+                  f"{title}: {t['path']} item's gapless values (delay {t.get('encoder_delay')}, {item_frames} samples, "
+                  f"audio at {t.get('first_frame_offset')}) are /api/index's ({index['encoder_delay']}, "
+                  f"{index['duration_s'] * index['sample_rate']:.1f}, {index['first_frame_offset']})")
+        samples, first_sound, ended, web = capture_album(driver, base, album, rate, args.page_rate)
+        check(web == args.web_audio, f"{title}: plays through {'Web Audio' if web else 'MSE'}")
+        notes = driver.execute_script("return window.streamPage.player.notes.splice(0)")
+        if notes:
+            print(f"info {title}: player notes {notes}")
         check(ended, f"{title}: the element played to its end ({len(samples)} samples captured)")
         result = analyze(samples, rate, frames, args.tone_hz, args.tone_amp)
         if not check(result is not None, f"{title}: the capture holds the tone"):
@@ -236,14 +286,14 @@ def gapless(driver, base, titles, args):
         driver.execute_script("delete document.body.dataset.firstSoundMs;"
                               "document.querySelector(`.album[data-id='%d'] .play-album`).click()" % album["id"])
         warm = wait(driver, "Number(document.body.dataset.firstSoundMs || 0)", 10)
-        driver.execute_script("document.getElementById('player').pause()")
+        driver.execute_script("window.streamPage.player.pause()")
         print(f"figure first_sound_ms {title} again={warm}")
         check(bool(warm) and 0 < warm <= args.first_sound_ms,
               f"{title}: first sound {warm} ms after the click on the album's play button (budget {args.first_sound_ms} ms; "
               f"{first_sound} ms the first time in the server's run)")
         if args.save:
             samples.astype(np.float32).tofile(f"{args.save}-{title.replace(' ', '_')}.f32")
-        driver.execute_script("document.getElementById('player').pause()")
+        driver.execute_script("window.streamPage.player.pause()")
 
 
 def peer(driver, base, titles, args):
@@ -312,7 +362,12 @@ def frames(driver, base, counts, seconds, strict):
               view.setView(0, duration / 16);
               view.setPosition(duration / 32);
             });
-            const intervals = [], visible = [], work = [];
+            const intervals = [], visible = [], work = [], busy = [];
+            // The main thread's whole part of a frame: from the frame's callback to the first task
+            // after it, which runs once the frame's style, layout, paint and canvas flush are done.
+            const channel = new MessageChannel();
+            let frameStart = 0;
+            channel.port1.onmessage = () => busy.push(performance.now() - frameStart);
             // The drawing's own time each frame, beside the frame intervals.
             const draws = waves.map(view => view.draw);
             waves.forEach((view, i) => { view.draw = function () { const t0 = performance.now(); draws[i].call(view);
@@ -320,6 +375,7 @@ def frames(driver, base, counts, seconds, strict):
             let last = performance.now(), start = last, zoomIn = true, factor = 1.0;
             function frame(now) {
               intervals.push(now - last); last = now;
+              frameStart = performance.now(); channel.port2.postMessage(0);
               // Continuous zoom: in to a quarter of the view and back, around the middle.
               factor = zoomIn ? 1.02 : 1 / 1.02;
               waves.forEach(view => view.zoom(factor));
@@ -327,7 +383,7 @@ def frames(driver, base, counts, seconds, strict):
               if (span <= duration / 16) zoomIn = false; else if (span >= duration / 8) zoomIn = true;
               visible.push(waves.reduce((n, v) => n + (v.visiblePairs || 0), 0) / waves.length);
               if (now - start < seconds * 1000) requestAnimationFrame(frame);
-              else { waves.forEach((view, i) => { view.draw = draws[i]; }); done({ intervals: intervals.slice(3), visible, work }); }
+              else { waves.forEach((view, i) => { view.draw = draws[i]; }); done({ intervals: intervals.slice(3), visible, work, busy: busy.slice(3) }); }
             }
             requestAnimationFrame(frame);
             """, count, seconds)
@@ -336,11 +392,13 @@ def frames(driver, base, counts, seconds, strict):
         p95 = float(np.percentile(intervals, 95))
         work = np.array(stats["work"]) * 4     # four views drawn a frame
         work_p95 = float(np.percentile(work, 95)) if len(work) else -1
+        busy = np.array(stats["busy"])
+        busy_p95 = float(np.percentile(busy, 95)) if len(busy) else -1
         shown = driver.execute_script("return window.streamPage.waves.filter(v => !v.canvas.hidden && v.canvas.clientHeight > 0).length")
         check(shown == 4, f"{shown} waveforms on screen")
         print(f"figure frame_p95_ms visible_pairs~{count} p95={p95:.2f} median={float(np.median(intervals)):.2f} "
               f"frames={len(intervals)} visible_pairs_median={float(np.median(visible)):.0f} min={float(visible.min()):.0f} "
-              f"max={float(visible.max()):.0f} draw_4_views_p95_ms={work_p95:.2f}")
+              f"max={float(visible.max()):.0f} draw_4_views_p95_ms={work_p95:.2f} main_thread_frame_p95_ms={busy_p95:.2f}")
         # The page's part of a frame: drawing the four views, under a quarter of the 16.7 ms budget.
         check(0 <= work_p95 <= 4.0, f"zoom with {float(visible.min()):.0f}-{float(visible.max()):.0f} visible pairs a waveform: "
                                     f"p95 drawing time of the four views {work_p95:.2f} ms a frame (<= 4 ms)")
@@ -367,6 +425,9 @@ def main():
     parser.add_argument("--frames")
     parser.add_argument("--frame-seconds", type=float, default=10)
     parser.add_argument("--strict-frames", action="store_true", help="also require the p95 frame interval <= 16.7 ms")
+    parser.add_argument("--page-rate", type=int, help="the page's AudioContext rate when it is not --rate (Web Audio albums)")
+    parser.add_argument("--web-audio", action="store_true", help="the --gapless albums must play through Web Audio (else MSE)")
+    parser.add_argument("--seek-pause", help="ALBUM: pause, play, seek and next in a Web Audio queue")
     parser.add_argument("--controls", help="ALBUM,GAIN_ALBUM: an album of 3 tracks, an album whose track has ReplayGain tags")
     parser.add_argument("--axe", action="store_true")
     parser.add_argument("--waveform", help="ALBUM: the seek bar draws /api/waveform (with the waveform route)")
@@ -381,6 +442,8 @@ def main():
             peer(driver, base, args.peer.split(","), args)
         if args.frames:
             frames(driver, base, [int(n) for n in args.frames.split(",")], args.frame_seconds, args.strict_frames)
+        if args.seek_pause:
+            seek_pause(driver, base, args.seek_pause)
         if args.controls:
             controls(driver, base, *args.controls.split(","))
         if args.axe:
@@ -413,7 +476,7 @@ def controls(driver, base, album_title, gain_title):
     driver.execute_script("document.querySelector(`.album[data-id='%d']`).click()" % album["id"])
     wait(driver, "!document.getElementById('play-all').disabled", 10)
     driver.find_element(By.ID, "play-all").click()
-    check(wait(driver, f"document.body.dataset.playing === {json.dumps(paths[0])} && !document.getElementById('player').paused", 10),
+    check(wait(driver, f"document.body.dataset.playing === {json.dumps(paths[0])} && !window.streamPage.player.paused", 10),
           f"'Play all' plays {paths[0]}")
     check(queue_paths(driver) == paths, f"the queue panel lists the album in order: {queue_paths(driver)}")
     session = driver.execute_script("""const m = navigator.mediaSession.metadata;
@@ -428,9 +491,9 @@ def controls(driver, base, album_title, gain_title):
     body.send_keys("p")
     check(wait(driver, f"document.body.dataset.playing === {json.dumps(paths[0])}", 5), f"'p' plays the previous track: {playing(driver)}")
     body.send_keys(" ")
-    check(wait(driver, "document.getElementById('player').paused", 5), "space pauses")
+    check(wait(driver, "window.streamPage.player.paused", 5), "space pauses")
     body.send_keys(" ")
-    check(wait(driver, "!document.getElementById('player').paused", 5), "space plays again")
+    check(wait(driver, "!window.streamPage.player.paused", 5), "space plays again")
     wait(driver, "window.streamPage.player.position > 0.6", 5)
     body.send_keys(Keys.ARROW_LEFT)
     check(wait(driver, "window.streamPage.player.position < 0.5", 5),
@@ -455,14 +518,14 @@ def controls(driver, base, album_title, gain_title):
     driver.find_element(By.ID, "repeat").click()
     # The position survives a reload.
     wait(driver, "window.streamPage.player.position > 0.5", 5)
-    driver.execute_script("document.getElementById('player').pause(); window.streamPage.save()")
+    driver.execute_script("window.streamPage.player.pause(); window.streamPage.save()")
     before = driver.execute_script("return [document.body.dataset.playing, window.streamPage.player.position]")
     driver.refresh()
     wait(driver, "document.querySelectorAll('#queue .queued').length > 0", 10)
     after = driver.execute_script("return [window.streamPage.player.track && window.streamPage.player.track.path, window.streamPage.player.position]")
     check(after[0] == before[0] and abs(after[1] - before[1]) < 0.3, f"after a reload the queue is back at {after} (saved {before})")
     driver.find_element(By.ID, "toggle").click()
-    resumed = wait(driver, "!document.getElementById('player').paused && window.streamPage.player.position > 0 ? window.streamPage.player.position : 0", 10)
+    resumed = wait(driver, "!window.streamPage.player.paused && window.streamPage.player.position > 0 ? window.streamPage.player.position : 0", 10)
     check(bool(resumed) and resumed >= before[1] - 0.3, f"play resumes at {resumed or 0:.2f} s (saved {before[1]:.2f} s)")
     # ReplayGain: the album's gain from the catalog, under 1/peak.
     gain_album = next(a for a in albums if a["title"] == gain_title)
@@ -476,7 +539,7 @@ def controls(driver, base, album_title, gain_title):
                          "? window.streamPage.player.gain.gain.value : 0" % expected, 5)
     check(bool(value), f"ReplayGain: album gain {gain_track['rg_album_gain']} dB, peak {gain_track['rg_album_peak']}: "
                        f"gain node at {value or 0:.4f} (expected {expected:.4f})")
-    driver.execute_script("document.getElementById('player').pause()")
+    driver.execute_script("window.streamPage.player.pause()")
 
 
 def waveform(driver, base, album_title, screenshot):
@@ -507,7 +570,7 @@ def waveform(driver, base, album_title, screenshot):
     if len(tracks) > 1:
         nexts = wait(driver, "window.streamPage.waves[1].visiblePairs > 0 ? window.streamPage.waves[1].visiblePairs : 0", 10)
         check(bool(nexts), f"the next track's waveform draws {nexts or 0} pairs")
-    driver.execute_script("document.getElementById('player').pause()")
+    driver.execute_script("window.streamPage.player.pause()")
     driver.find_element(By.TAG_NAME, "body").send_keys("+")
     driver.find_element(By.TAG_NAME, "body").send_keys("+")
     detail = wait(driver, "window.streamPage.waves[0].detail ? [window.streamPage.waves[0].detail.from, window.streamPage.waves[0].detail.to,"
@@ -525,7 +588,7 @@ def waveform(driver, base, album_title, screenshot):
                             " ? window.streamPage.player.position : 0", 10)
     check(bool(position), f"a click in the middle of the seek bar seeks to {position or 0:.2f} s of {tracks[0]['duration_s']:.2f} s")
     if screenshot:
-        driver.execute_script("document.getElementById('player').play()")
+        driver.execute_script("window.streamPage.player.resume()")
         time.sleep(1.5)
         driver.save_screenshot(screenshot)
 

@@ -153,5 +153,11 @@ enum LibrarySchema {
           created_s INTEGER NOT NULL);
         CREATE INDEX api_keys_by_user ON api_keys(user_id);
         """,
+        // 6 → 7: track items carry the gapless values (first_frame_offset, encoder_delay,
+        // encoder_padding, total_samples) so the page plays without waiting for `/api/index`;
+        // the stored items lack them: dropped, written again from the columns when asked.
+        """
+        DELETE FROM track_json;
+        """,
     ]
 }

@@ -157,7 +157,9 @@ public struct Track: Sendable, Equatable {
                   codec: codec, container: container, sampleRate: sampleRate, channels: channels, bitrate: bitrate,
                   size: stamp.size, etag: etag, id: id, albumID: albumID, artistID: artistID, albumArtist: albumArtist,
                   trackNumber: trackNumber, discNumber: discNumber, year: year, genre: genre, derived: derived,
-                  bitsPerSample: bitsPerSample, replayGain: replayGain)
+                  bitsPerSample: bitsPerSample, replayGain: replayGain,
+                  gapless: TrackItem.Gapless(firstFrameOffset: firstFrameOffset, encoderDelay: encoderDelay,
+                                             encoderPadding: encoderPadding, totalSamples: totalSamples))
     }
 
     /// `<artist> - <title>`, or the title alone when the artist is absent or empty.

@@ -89,6 +89,10 @@ struct CatalogRowTrackFields: TrackItemFields {
         case .discNumber: return optionalInt(11)
         case .year: return optionalInt(13)
         case .bitsPerSample: return optionalInt(34)
+        case .totalSamples: return row.int(22)
+        case .firstFrameOffset: return row.int(23)
+        case .encoderDelay: return row.int(24)
+        case .encoderPadding: return row.int(25)
         }
     }
 

@@ -117,7 +117,7 @@ footer { position: fixed; bottom: 0; left: 0; right: 0; padding: .4rem 1.2rem .6
 import { GaplessPlayer } from './player.js';
 import { WaveformView } from './waveform.js';
 
-const ALBUMS = 48, ROWS = 100, NEXT_WAVES = 3, SAVED = 'streamd.page.v1';
+const ALBUMS = 48, ROWS = 100, NEXT_WAVES = 3, SAVED = 'streamd.page.v1', SAVED_QUEUE = 'streamd.page.v1.queue';
 const $ = id => document.getElementById(id);
 const player = new GaplessPlayer($('player'));
 const state = { albumOffset: 0, albumTotal: 0, list: [], listStart: 0, search: null, albumClickAt: 0 };
@@ -309,7 +309,7 @@ $('repeat').addEventListener('click', () => player.setRepeat(REPEATS[(REPEATS.in
 $('rg').addEventListener('change', () => { player.replayGain = $('rg').value; player.applyGain(); save(); });
 
 function showControls() {
-  const playing = !player.audio.paused;
+  const playing = !player.paused;
   $('toggle').textContent = playing ? '❙❙ Pause' : '▶ Play';
   $('toggle').setAttribute('aria-label', playing ? 'Pause' : 'Play');
   $('shuffle').setAttribute('aria-pressed', String(!!player.shuffled));
@@ -322,16 +322,18 @@ player.addEventListener('track', () => {
   const track = player.track;
   $('now').textContent = track ? (track.artist ? track.artist + ' — ' : '') + (track.title || track.path) : 'Nothing playing';
   if (track) document.body.dataset.playing = track.path; else delete document.body.dataset.playing;
-  markPlaying(); renderQueue(); showWaves(); showMediaSession(); save();
+  markPlaying(); renderQueue(); showWaves(); showMediaSession(); save(true);
 });
-player.addEventListener('queue', () => { renderQueue(); showWaves(); showControls(); save(); });
+player.addEventListener('queue', () => { renderQueue(); showWaves(); showControls(); save(true); });
 player.addEventListener('state', () => { showControls(); save(); });
 let lastSaved = 0;
 player.addEventListener('time', () => {
   const track = player.track, position = player.position;
-  $('time').textContent = clock(position) + ' / ' + clock(track ? track.duration_s : 0);
+  // Every frame while playing: the DOM is touched only when the shown text changes.
+  const shown = clock(position) + ' / ' + clock(track ? track.duration_s : 0);
+  if (shown !== state.timeShown) { state.timeShown = shown; $('time').textContent = shown; }
   waves[0].setPosition(track ? position : -1);
-  if (state.albumClickAt && !player.audio.paused && player.audio.currentTime > 0) {
+  if (state.albumClickAt && !player.paused && player.position > 0) {
     document.body.dataset.firstSoundMs = String(Math.round(performance.now() - state.albumClickAt));
     state.albumClickAt = 0;
   }
@@ -348,7 +350,7 @@ function showMediaSession() {
 }
 if ('mediaSession' in navigator) {
   const handlers = {
-    play: () => player.toggle(), pause: () => player.audio.pause(),
+    play: () => player.toggle(), pause: () => player.pause(),
     nexttrack: () => player.next(), previoustrack: () => player.previous(),
     seekto: details => player.seek(details.seekTime),
     seekbackward: details => player.seek(Math.max(0, player.position - (details.seekOffset || 10))),
@@ -357,8 +359,13 @@ if ('mediaSession' in navigator) {
   for (const [action, handler] of Object.entries(handlers)) {
     try { navigator.mediaSession.setActionHandler(action, handler); } catch { /* not supported here */ }
   }
+  let told = { at: -Infinity, position: 0, track: null };
   player.addEventListener('time', () => {
-    const track = player.track;
+    const track = player.track, now = performance.now(), position = player.position;
+    // The browser extrapolates from the last state: told once a second, or at a jump or a new track.
+    const expected = told.position + (player.paused ? 0 : (now - told.at) / 1000);
+    if (track === told.track && now - told.at < 1000 && Math.abs(position - expected) < 0.25) return;
+    told = { at: now, position, track };
     if (track && track.duration_s > 0 && navigator.mediaSession.setPositionState) {
       try { navigator.mediaSession.setPositionState({ duration: track.duration_s, position: Math.min(player.position, track.duration_s), playbackRate: 1 }); } catch { }
     }
@@ -385,19 +392,25 @@ document.addEventListener('keydown', event => {
 });
 
 // The queue, the track and the position survive a reload.
-function save() {
+// The queue (up to 1000 items, ~0.5 MB of JSON) is written only when it changes; the position
+// every 2 s while playing is a small record (writing the queue then cost a frame now and then).
+function save(queueChanged = false) {
   lastSaved = performance.now();
   try {
+    if (queueChanged) localStorage.setItem(SAVED_QUEUE, JSON.stringify(player.queue.slice(0, 1000)));
     localStorage.setItem(SAVED, JSON.stringify({
-      queue: player.queue.slice(0, 1000), index: player.index, position: player.position,
+      index: player.index, position: player.position,
       repeat: player.repeat, shuffled: !!player.shuffled, replayGain: player.replayGain }));
   } catch { /* storage full or off: nothing to remember */ }
 }
-window.addEventListener('pagehide', save);
+window.addEventListener('pagehide', () => save(true));
 function restore() {
   let saved;
   try { saved = JSON.parse(localStorage.getItem(SAVED) || 'null'); } catch { saved = null; }
   if (!saved) return;
+  if (!Array.isArray(saved.queue)) {
+    try { saved.queue = JSON.parse(localStorage.getItem(SAVED_QUEUE) || 'null'); } catch { saved.queue = null; }
+  }
   player.repeat = REPEATS.includes(saved.repeat) ? saved.repeat : 'off';
   player.replayGain = ['album', 'track', 'off'].includes(saved.replayGain) ? saved.replayGain : 'album';
   $('rg').value = player.replayGain;
@@ -420,8 +433,11 @@ showAlbums(0).catch(error => { $('range').textContent = 'Cannot load albums: ' +
 // file's own frames (Chromium's audio/mpeg and audio/aac byte streams). Each track's
 // timestampOffset puts its first decoded sample (the encoder's delay included) where the
 // previous track ended, less the delay, and appendWindowStart/End cut the delay and padding, so
-// the element plays the album as one stream. A track MSE cannot carry (WAV, AIFF, Vorbis, ALAC)
-// plays in the element from /media, with a gap at its joins.
+// the element plays the album as one stream. A queue holding a track MSE cannot carry (WAV,
+// AIFF, Vorbis, ALAC, HE-AAC) plays wholly through Web Audio instead (`PCMSession`): streamd
+// decodes each track (`/media/<path>?format=wav&rate=<the context's rate>`, the decoder's gapless
+// output resampled by libsoxr), the page reads the response a block at a time and schedules
+// AudioBuffers back to back on the AudioContext's clock, a bounded time ahead of the playhead.
 'use strict';
 
 const AHEAD_S = 60;           // append at most this far past the playhead (bounded memory)
@@ -433,10 +449,37 @@ const CHUNK = 512 << 10;
 const DECODER_DELAY = {};
 const PREROLL_NUDGE_S = 2e-6;
 
+const PCM_AHEAD_S = 20;       // Web Audio: decoded audio scheduled past the playhead (bounded memory)
+const PCM_FIRST_S = 0.1;      // the first block of a session is short, the first sound comes sooner,
+const PCM_BLOCK_S = 1;        // and the blocks double from there up to this
+const PCM_LEAD_S = 0.04;      // a session's first block starts this far after "now"
+// A block starts 1/1000 of a frame before its frame: Chromium rounds a start time up to the next
+// frame and plays a buffer started between frames interpolated, so a start time that lands an ulp
+// after its frame would drop the block's first sample; 0.001 frame early changes none audibly.
+const PCM_EARLY_FRAMES = 1e-3;
+
+/** True when MSE cannot carry the track here (by its catalog codec and container): the queue then plays through Web Audio. */
+export function needsWebAudio(track) {
+  const codec = (track.codec || '').toLowerCase(), container = (track.container || '').toLowerCase();
+  if (codec === 'mp3') return container !== 'mp3';
+  if (container === 'adts') return codec !== 'aac';
+  return !(['aac', 'flac', 'opus'].includes(codec) && ['mp4', 'flac', 'ogg'].includes(container));
+}
+
+/** The catalog's gapless values in the track item (first play without /api/index), or null when the item has none. */
+function itemIndex(track) {
+  if (typeof track.encoder_delay !== 'number' || !(track.total_samples > 0) || !(track.sample_rate > 0)) return null;
+  const frames = track.total_samples - track.encoder_delay - (track.encoder_padding || 0);
+  return { encoder_delay: track.encoder_delay, sample_rate: track.sample_rate, duration_s: frames / track.sample_rate,
+           first_frame_offset: track.first_frame_offset, audio_end_offset: track.size };
+}
+
 /** What a track needs to be appended: MIME type, parser mode, delay and length in samples, and its byte chunks. */
 async function describe(track) {
   const encoded = track.url.startsWith('/media/') ? track.url.slice('/media/'.length) : encodeURIComponent(track.path);
-  const index = fetch('/api/index/' + encoded + '?t=0').then(r => r.ok ? r.json() : null).catch(() => null);
+  const known = itemIndex(track);
+  const index = known ? Promise.resolve(known)
+                      : fetch('/api/index/' + encoded + '?t=0').then(r => r.ok ? r.json() : null).catch(() => null);
   const codec = (track.codec || '').toLowerCase(), container = (track.container || '').toLowerCase();
   const raw = codec === 'mp3' && container === 'mp3' ? 'audio/mpeg' : container === 'adts' ? 'audio/aac' : null;
   let mime, chunks, mode;
@@ -465,6 +508,9 @@ async function describe(track) {
   // AAC goes in as ADTS (audio/aac), re-framed from the fMP4 fragments here: Chromium trims an
   // MP4 AAC track's last frame at appendWindowEnd no further than the whole frame, so the
   // encoder's padding played at each join; its ADTS parser trims to the sample, as for MP3.
+  // HE-AAC (mp4a.40.5, .29) is left to Web Audio: ADTS cannot say its SBR layer's delay and
+  // Chromium trims MP4 AAC only to whole frames, so either way its padding played at each join.
+  if (/^mp4a\.40\.(5|29)$/.test(codecs || '')) return { mse: false };
   let remux = null;
   if (/^mp4a\.40\.[1-4]$/.test(codecs || '') && window.MediaSource && MediaSource.isTypeSupported('audio/aac')) {
     remux = 'adts'; mime = 'audio/aac'; mode = 'sequence';
@@ -520,6 +566,8 @@ class Session {
     for (const entry of this.entries) if (time >= entry.start - 1e-6) found = entry;
     return found;
   }
+
+  now() { return this.audio.currentTime; }
 
   /** Runs `work` on the SourceBuffer when its previous operation has finished. */
   run(work) {
@@ -669,6 +717,191 @@ class Session {
   ended() { return this.ms.readyState === 'ended'; }
 }
 
+/** The RIFF/WAVE header of streamd's `format=wav` answer: {channels, rate, float, bytes, dataAt}, null until whole, or an error. */
+function waveHeader(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (bytes.length < 12) return null;
+  if (view.getUint32(0) !== 0x52494646 || view.getUint32(8) !== 0x57415645) throw new Error('not a WAV answer');
+  let format = null;
+  for (let at = 12; at + 8 <= bytes.length;) {
+    const id = view.getUint32(at), size = view.getUint32(at + 4, true);
+    if (id === 0x64617461) {              // 'data': the samples follow to the end
+      if (!format) throw new Error('WAV data before its format');
+      return { ...format, dataAt: at + 8 };
+    }
+    if (at + 8 + size > bytes.length) return null;
+    if (id === 0x666d7420 && size >= 16) { // 'fmt '
+      const tag = view.getUint16(at + 8, true), channels = view.getUint16(at + 10, true);
+      const rate = view.getUint32(at + 12, true), bits = view.getUint16(at + 22, true);
+      if (!((tag === 3 && bits === 32) || (tag === 1 && bits === 16)) || channels < 1 || channels > 8 || rate < 1) {
+        throw new Error('WAV format ' + tag + '/' + bits + ' bits is not float 32 or PCM 16');
+      }
+      format = { channels, rate, float: tag === 3, bytes: bits / 8 };
+    }
+    at += 8 + size + (size & 1);
+  }
+  return null;
+}
+
+/** Web Audio playback of the queue from a position: each track's decoded PCM is read from streamd
+ *  a block at a time and scheduled on the context's clock right after the previous block. */
+class PCMSession {
+  constructor(player, index, offset, output) {
+    this.player = player; this.context = output.context; this.gain = output.gain;
+    this.entries = [];            // {index, track, start (context seconds of the track's 0), seconds, end}
+    this.sources = new Set();
+    this.alive = true; this.finished = false; this.loaded = false;
+    this.abort = new AbortController();
+    this.frame = null;            // the context frame the next block starts at
+    this.pump(index, offset).catch(error => {
+      if (!this.alive) return;
+      console.warn('Web Audio loader:', error);
+      this.loaded = true;
+      if (!this.entries.length) player.pcmFailed(index, offset);
+    });
+  }
+
+  close() {
+    this.alive = false; this.abort.abort();
+    // A context of its own (another rate than the page's) renders nothing more: it sleeps.
+    if (this.context !== this.player.context) this.context.suspend().catch(() => {});
+    for (const node of this.sources) { node.onended = null; try { node.stop(); } catch { } node.disconnect(); }
+    this.sources.clear();
+  }
+
+  entryAt(time) {
+    let found = null;
+    for (const entry of this.entries) if (time >= entry.start + (entry.from || 0) - 1e-6) found = entry;
+    return found;
+  }
+
+  now() { return this.context.currentTime; }
+
+  /** Seconds of audio scheduled past the playhead. */
+  ahead() { return this.frame === null ? 0 : this.frame / this.context.sampleRate - this.context.currentTime; }
+
+  async pump(index, offset) {
+    while (this.alive && index !== null && index !== undefined) {
+      const track = this.player.queue[index];
+      if (!track) break;
+      try {
+        // A restart at a track's very end (a queue edited after it ended) goes on with the next.
+        if (!(offset > 0 && track.duration_s && offset >= track.duration_s - 0.005)) await this.load(index, track, offset);
+      } catch (error) {
+        // The first track failing is the session's failure (the element may play it); a later
+        // one is skipped, with a gap, as a player skips a file it cannot read.
+        if (!this.alive || !this.entries.length) throw error;
+        this.player.note('Web Audio skipped ' + track.path + ': ' + error.message);
+      }
+      offset = 0;
+      index = this.player.following(index);
+    }
+    this.loaded = true;
+    if (this.alive && !this.sources.size) this.finish();
+  }
+
+  async load(index, track, offset) {
+    const rate = this.context.sampleRate;
+    const url = track.url + '?format=wav&rate=' + rate + (offset > 0 ? '&offset=' + offset.toFixed(4) : '');
+    let response;
+    for (let attempt = 0; ; attempt++) {
+      response = await fetch(url, { signal: this.abort.signal });
+      // 503: every encode slot is busy; decoding is fast, so a slot frees soon.
+      if (response.status !== 503 || attempt >= 20) break;
+      await new Promise(resolve => setTimeout(resolve, 250));
+    }
+    if (!response.ok) throw new Error(url + ': ' + response.status);
+    const reader = response.body.getReader();
+    let pending = new Uint8Array(0), format = null, entry = null, written = 0;
+    let block = (this.frame === null ? PCM_FIRST_S : PCM_BLOCK_S);
+    const flush = (frames) => {
+      const bytesPerFrame = format.channels * format.bytes;
+      const data = pending.subarray(0, frames * bytesPerFrame);
+      const buffer = this.context.createBuffer(format.channels, frames, format.rate);
+      const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+      const channels = [];
+      for (let c = 0; c < format.channels; c++) channels.push(new Float32Array(frames));
+      for (let i = 0, at = 0; i < frames; i++) {
+        for (let c = 0; c < format.channels; c++, at += format.bytes) {
+          channels[c][i] = format.float ? view.getFloat32(at, true) : view.getInt16(at, true) / 32768;
+        }
+      }
+      channels.forEach((samples, c) => buffer.copyToChannel(samples, c));
+      pending = pending.slice(frames * bytesPerFrame);
+      this.schedule(buffer, entry);
+      written += frames;
+    };
+    try {
+      while (this.alive) {
+        // Bounded: no more than PCM_AHEAD_S is decoded ahead of the playhead (nor held here).
+        while (this.alive && this.ahead() > PCM_AHEAD_S) await new Promise(resolve => setTimeout(resolve, 250));
+        const { done, value } = await reader.read();
+        if (!this.alive) return;
+        if (value && value.length) {
+          const joined = new Uint8Array(pending.length + value.length);
+          joined.set(pending); joined.set(value, pending.length); pending = joined;
+        }
+        if (!format) {
+          const header = waveHeader(pending);
+          if (!header) { if (done) throw new Error(url + ': no WAV header'); continue; }
+          if (header.rate !== rate) throw new Error(url + ': answered at ' + header.rate + ' Hz, not ' + rate);
+          format = header; pending = pending.slice(header.dataAt);
+          entry = { index, track, start: 0, from: offset, seconds: (track.duration_s || 0) };
+        }
+        const bytesPerFrame = format.channels * format.bytes;
+        while (pending.length >= Math.round(block * rate) * bytesPerFrame) {
+          flush(Math.round(block * rate)); block = Math.min(PCM_BLOCK_S, block * 2);
+        }
+        if (done) {
+          const rest = Math.floor(pending.length / bytesPerFrame);
+          if (rest > 0) flush(rest);
+          break;
+        }
+      }
+    } finally {
+      reader.cancel().catch(() => {});
+    }
+    if (entry) entry.seconds = offset + written / rate;
+  }
+
+  schedule(buffer, entry) {
+    const context = this.context, rate = context.sampleRate;
+    const soonest = Math.ceil((context.currentTime + (this.frame === null ? PCM_LEAD_S : 0.02)) * rate);
+    if (this.frame === null || this.frame < soonest) {
+      // The first block, or the loader fell behind the playhead (an underrun: a gap is unavoidable).
+      if (this.frame !== null) this.player.note('Web Audio underrun at ' + context.currentTime.toFixed(3) + ' s');
+      this.frame = soonest;
+    }
+    if (entry.blocks === undefined) {
+      entry.blocks = 0; entry.start = this.frame / rate - entry.from;
+      this.entries.push(entry);
+    }
+    entry.blocks++;
+    const node = context.createBufferSource();
+    node.buffer = buffer;
+    node.connect(this.gain);
+    node.start((this.frame - PCM_EARLY_FRAMES) / rate);
+    this.frame += buffer.length;
+    entry.end = this.frame / rate;
+    this.sources.add(node);
+    node.onended = () => {
+      this.sources.delete(node); node.disconnect();
+      if (this.alive && this.loaded && !this.sources.size) this.finish();
+    };
+  }
+
+  finish() {
+    if (this.finished) return;
+    this.finished = true;
+    this.player.pcmEnded(this);
+  }
+
+  /** The queue changed after the playing track: what was scheduled past it is made again (after the
+   *  end, nothing is scheduled: play then goes on with what follows). */
+  truncateAfter() { if (!this.finished) this.player.restartAtPlayhead(); }
+  ended() { return this.finished; }
+}
+
 /** The queue and its playback: `play(queue, index)`, next/previous, seek, shuffle, repeat, ReplayGain. */
 export class GaplessPlayer extends EventTarget {
   constructor(audio) {
@@ -688,7 +921,7 @@ export class GaplessPlayer extends EventTarget {
     audio.addEventListener('play', () => this.emit('state'));
     audio.addEventListener('pause', () => this.emit('state'));
     audio.addEventListener('timeupdate', () => this.tick());
-    const frame = () => { if (!audio.paused) this.tick(); requestAnimationFrame(frame); };
+    const frame = () => { if (!this.paused) this.tick(); requestAnimationFrame(frame); };
     requestAnimationFrame(frame);
   }
 
@@ -715,18 +948,45 @@ export class GaplessPlayer extends EventTarget {
       this.source.connect(this.gain).connect(this.context.destination);
       this.applyGain();
     }
-    if (this.context.state === 'suspended') this.context.resume().catch(() => {});
+    // A paused Web Audio queue is a suspended context: it resumes when that queue (or another) plays,
+    // else its scheduled blocks would sound until the next queue replaced them.
+    if (this.context.state === 'suspended' && !(this.webAudio && this.pcmPaused)) this.context.resume().catch(() => {});
     return this.context;
   }
 
   get track() { return this.queue[this.index] || null; }
+
+  /** True when the queue plays through Web Audio (a PCMSession) rather than the element. */
+  get webAudio() { return this.session instanceof PCMSession; }
+  get paused() { return this.webAudio ? this.pcmPaused : this.audio.paused; }
+  get ended() { return this.webAudio ? this.session.finished : this.audio.ended; }
+
+  pause() {
+    if (!this.webAudio) { this.audio.pause(); return; }
+    if (this.pcmPaused) return;
+    this.pcmPaused = true;
+    this.session.context.suspend().catch(() => {});
+    this.emit('state');
+  }
+
+  resume() {
+    if (!this.webAudio) { this.audio.play().catch(() => {}); return; }
+    if (this.session.finished) {
+      const next = this.following(this.index);
+      this.start(next !== null && next !== this.index ? next : this.index, 0);
+      return;
+    }
+    this.pcmPaused = false;
+    this.session.context.resume().catch(() => {});
+    this.emit('state');
+  }
 
   /** Seconds into the playing track. */
   get position() {
     if (this.cued) return this.pendingOffset || 0;
     if (!this.session) return this.audio.currentTime || 0;
     const entry = this.session.entries.find(e => e.index === this.index);
-    return entry ? Math.max(0, this.audio.currentTime - entry.start) : this.pendingOffset || 0;
+    return entry ? Math.max(0, this.session.now() - entry.start) : this.pendingOffset || 0;
   }
 
   following(index) {
@@ -757,27 +1017,88 @@ export class GaplessPlayer extends EventTarget {
     this.emit('track');
     const track = this.queue[index];
     const token = this.startToken = {};
-    const desc = await this.describe(track);
-    if (token !== this.startToken) return;
-    if (desc.mse) {
+    // One path for the whole queue: Web Audio when any of its tracks needs it (a handover between
+    // the element and Web Audio could not be sample-exact), else MSE.
+    let web = this.queue.some(needsWebAudio), desc = null;
+    if (!web) {
+      desc = await this.describe(track);
+      if (token !== this.startToken) return;
+      web = !desc.mse;
+    }
+    if (web && window.AudioContext && this.context) {
+      this.fallback = false;
+      this.audio.pause();
+      this.pcmPaused = !autoplay;
+      const output = this.pcmOutput(track.sample_rate);
+      if (autoplay) output.context.resume().catch(() => {}); else output.context.suspend().catch(() => {});
+      this.session = new PCMSession(this, index, offset, output);
+      this.applyGain();
+      this.emit('state');
+      return;
+    }
+    if (this.context && this.context.state === 'suspended') this.context.resume().catch(() => {});
+    if (desc && desc.mse) {
       this.fallback = false;
       this.session = new Session(this, index, offset);
+      if (autoplay) this.audio.play().catch(() => {});
     } else {
-      this.fallback = true;
-      this.audio.src = track.url;
-      if (offset > 0) this.audio.addEventListener('loadedmetadata', () => { this.audio.currentTime = offset; }, { once: true });
+      this.playElement(index, offset, autoplay);
     }
+  }
+
+  /** Where a Web Audio session plays: the page's context when it runs at the tracks' rate, else a
+   *  context of that rate (kept per rate), whose output the browser resamples to the device as one
+   *  stream; streamd resampling each track alone would leave a step at every join. */
+  pcmOutput(rate) {
+    const main = this.context;
+    if (main.sampleRate === rate || !(rate >= 8000 && rate <= 384000)) return { context: main, gain: this.gain };
+    if (!this.pcmOutputs) this.pcmOutputs = new Map();
+    let output = this.pcmOutputs.get(rate);
+    if (!output) {
+      try {
+        const context = new AudioContext({ latencyHint: 'playback', sampleRate: rate });
+        const gain = context.createGain();
+        gain.connect(context.destination);
+        output = { context, gain };
+      } catch { return { context: main, gain: this.gain }; }
+      this.pcmOutputs.set(rate, output);
+    }
+    return output;
+  }
+
+  /** The track from /media in the element, with a gap at its joins: no MSE and no Web Audio path for it. */
+  playElement(index, offset, autoplay = true) {
+    this.fallback = true;
+    this.audio.src = this.queue[index].url;
+    if (offset > 0) this.audio.addEventListener('loadedmetadata', () => { this.audio.currentTime = offset; }, { once: true });
     if (autoplay) this.audio.play().catch(() => {});
   }
 
+  /** A Web Audio session could not fetch its first track (transcoding off, an error): the element plays it. */
+  pcmFailed(index, offset) {
+    if (!this.webAudio) return;
+    const playing = !this.pcmPaused;
+    this.session.close(); this.session = null;
+    if (this.context.state === 'suspended') this.context.resume().catch(() => {});
+    this.note('Web Audio failed: the element plays ' + this.queue[index].path);
+    this.playElement(index, offset, playing);
+  }
+
+  /** The last block of a Web Audio session has played: the queue is over. */
+  pcmEnded(session) {
+    if (session !== this.session) return;
+    this.pcmPaused = true;
+    this.emit('time'); this.emit('state');
+  }
+
   restartAtPlayhead() {
-    const playing = !this.audio.paused;
+    const playing = !this.paused;
     this.start(this.index, this.position, playing);
   }
 
   tick() {
     if (this.session) {
-      const entry = this.session.entryAt(this.audio.currentTime);
+      const entry = this.session.entryAt(this.session.now());
       if (entry && entry.index !== this.index && !this.audio.seeking) {
         this.index = entry.index;
         this.applyGain();
@@ -801,7 +1122,7 @@ export class GaplessPlayer extends EventTarget {
     if (this.cued) { this.graph(); this.start(this.index, this.pendingOffset || 0); return; }
     if (!this.track) return;
     this.graph();
-    if (this.audio.paused) this.audio.play().catch(() => {}); else this.audio.pause();
+    if (this.paused) this.resume(); else this.pause();
   }
 
   next() { const n = this.index + 1 < this.queue.length ? this.index + 1 : (this.repeat === 'all' ? 0 : null); if (n !== null) this.jump(n); }
@@ -865,7 +1186,7 @@ export class GaplessPlayer extends EventTarget {
   }
   remove(at) {
     if (at < 0 || at >= this.queue.length) return;
-    if (at === this.index) { this.queue.splice(at, 1); if (this.queue.length) this.start(Math.min(at, this.queue.length - 1), 0, !this.audio.paused); else { this.stop(); } this.emit('queue'); return; }
+    if (at === this.index) { this.queue.splice(at, 1); if (this.queue.length) this.start(Math.min(at, this.queue.length - 1), 0, !this.paused); else { this.stop(); } this.emit('queue'); return; }
     const current = this.track;
     this.queue.splice(at, 1);
     this.index = this.queue.indexOf(current);
@@ -880,6 +1201,7 @@ export class GaplessPlayer extends EventTarget {
 
   stop() {
     if (this.session) { this.session.close(); this.session = null; }
+    this.pcmPaused = true;
     this.audio.removeAttribute('src'); this.audio.load();
     this.index = -1; this.emit('track');
   }
@@ -916,6 +1238,8 @@ export class GaplessPlayer extends EventTarget {
     }
     this.currentGain = gain;
     this.gain.gain.setValueAtTime(gain, this.context.currentTime);
+    const own = this.webAudio ? this.session.gain : null;
+    if (own && own !== this.gain) own.gain.setValueAtTime(gain, own.context.currentTime);
   }
 }
 
@@ -1089,8 +1413,11 @@ export class WaveformView {
     // A zoomed view follows the playhead unless the listener scrolled a moment ago.
     if (seconds >= 0 && span < this.duration && performance.now() > this.followUntil &&
         (seconds < this.from || seconds > this.to)) this.setView(seconds - span * 0.1, seconds + span * 0.9);
-    if (this.onSeek) this.canvas.setAttribute('aria-valuenow', String(Math.max(0, Math.round(seconds))));
-    this.invalidate();
+    const now = String(Math.max(0, Math.round(seconds)));
+    if (this.onSeek && now !== this.valueNow) { this.valueNow = now; this.canvas.setAttribute('aria-valuenow', now); }
+    // While playing this runs every frame: redrawn only when the playhead moves to another pixel.
+    const x = span > 0 && seconds >= 0 ? Math.round((seconds - this.from) / span * this.width()) : -1;
+    if (this.dirty || x !== this.drawnPlayX) this.invalidate();
   }
 
   invalidate() { this.dirty = true; schedule(); }
@@ -1214,6 +1541,7 @@ export class WaveformView {
       g.fillRect(0, h / 2 - 1, w, 2);
     }
     if (playX >= 0 && playX <= w) { g.fillStyle = '#0d3a8a'; g.fillRect(Math.round(playX) - 1, 0, 2, h); }
+    this.drawnPlayX = playX >= 0 ? Math.round(playX) : -1;
     this.visiblePairs = drawn;
   }
 

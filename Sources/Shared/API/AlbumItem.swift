@@ -96,7 +96,8 @@ public struct AlbumItem: Sendable, Equatable {
 
     /// Reads one album (`/api/albums/<id>`, `encoded()`'s text).
     public static func decode(_ bytes: [UInt8]) throws(APIDocumentError) -> AlbumItem {
-        try decode(APIObjectReader.parse(bytes, maxValues: maxListCount * 32 + 64), context: "")
+        // An album's tracks are up to 40 values each (`TrackItem`).
+        try decode(APIObjectReader.parse(bytes, maxValues: maxListCount * 48 + 64), context: "")
     }
 
     static func decodeArray(_ value: JSONValue, member: String) throws(APIDocumentError) -> [AlbumItem] {

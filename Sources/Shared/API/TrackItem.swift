@@ -33,12 +33,31 @@ public struct TrackItem: Sendable, Equatable {
     public var bitsPerSample: Int?
     /// ReplayGain values (dB against ReplayGain's reference; R128 tags already moved there by +5 dB).
     public var replayGain: ReplayGain?
+    /// The gapless values (`/api/index`'s, from the catalog row), so a player can trim and place
+    /// the track without asking for its index first: where the audio frames start in the file,
+    /// the encoder's delay and padding, and the samples per channel before that trim. Nil when
+    /// the item came from a server that does not write them.
+    public var gapless: Gapless?
+
+    /// A track's gapless values (`gapless`).
+    public struct Gapless: Sendable, Equatable {
+        public var firstFrameOffset: Int
+        public var encoderDelay: Int
+        public var encoderPadding: Int
+        public var totalSamples: Int
+        public init(firstFrameOffset: Int, encoderDelay: Int, encoderPadding: Int, totalSamples: Int) {
+            self.firstFrameOffset = firstFrameOffset
+            self.encoderDelay = encoderDelay
+            self.encoderPadding = encoderPadding
+            self.totalSamples = totalSamples
+        }
+    }
 
     public init(path: String, url: String, title: String?, artist: String?, album: String?, durationSeconds: Double?,
                 codec: String, container: String, sampleRate: Int, channels: Int, bitrate: Int, size: Int, etag: String,
                 id: Int, albumID: Int?, artistID: Int?, albumArtist: String?, trackNumber: Int?, discNumber: Int?,
                 year: Int?, genre: String?, derived: DerivedFields = [], bitsPerSample: Int? = nil,
-                replayGain: ReplayGain? = nil) {
+                replayGain: ReplayGain? = nil, gapless: Gapless? = nil) {
         self.path = path
         self.url = url
         self.title = title
@@ -63,6 +82,7 @@ public struct TrackItem: Sendable, Equatable {
         self.derived = derived
         self.bitsPerSample = bitsPerSample
         self.replayGain = replayGain.flatMap { $0.isEmpty ? nil : $0 }
+        self.gapless = gapless
     }
 
     /// The text members, for `TrackItemFields`.
@@ -73,6 +93,7 @@ public struct TrackItem: Sendable, Equatable {
     /// The whole-number members, for `TrackItemFields`.
     public enum IntegerMember: Sendable {
         case sampleRate, channels, bitrate, size, id, albumID, artistID, trackNumber, discNumber, year, bitsPerSample
+        case firstFrameOffset, encoderDelay, encoderPadding, totalSamples
     }
 
     /// The fractional members, for `TrackItemFields`.
@@ -128,6 +149,10 @@ public struct TrackItem: Sendable, Equatable {
         integer("channels", .channels, fields, &out)
         integer("bitrate", .bitrate, fields, &out)
         integer("bits_per_sample", .bitsPerSample, fields, &out)
+        integer("first_frame_offset", .firstFrameOffset, fields, &out)
+        integer("encoder_delay", .encoderDelay, fields, &out)
+        integer("encoder_padding", .encoderPadding, fields, &out)
+        integer("total_samples", .totalSamples, fields, &out)
         integer("size", .size, fields, &out)
         text("etag", .etag, fields, &out)
         integer("id", .id, fields, &out)
@@ -178,8 +203,8 @@ public struct TrackItem: Sendable, Equatable {
     /// Reads a JSON array of items (as `/api/tracks` and `/api/search` answer): at most
     /// `maxListCount`; anything else is a typed error.
     public static func decodeList(_ bytes: [UInt8]) throws(APIDocumentError) -> [TrackItem] {
-        // 28 values an item (the object and its 27 members) and up to 6 derived names, with room for members added later.
-        let root = try APIObjectReader.parse(bytes, maxValues: maxListCount * 40 + 1)
+        // 32 values an item (the object and its 31 members) and up to 6 derived names, with room for members added later.
+        let root = try APIObjectReader.parse(bytes, maxValues: maxListCount * 48 + 1)
         guard case .array(let values) = root else { throw .wrongType(member: "the document", expected: "an array") }
         guard values.count <= maxListCount else { throw .tooMany(member: "the document", limit: maxListCount) }
         var items: [TrackItem] = []
@@ -190,7 +215,7 @@ public struct TrackItem: Sendable, Equatable {
 
     /// Reads one item (`encoded()`'s text).
     public static func decode(_ bytes: [UInt8]) throws(APIDocumentError) -> TrackItem {
-        try decode(APIObjectReader.parse(bytes, maxValues: 64), context: "")
+        try decode(APIObjectReader.parse(bytes, maxValues: 96), context: "")
     }
 
     static func decode(_ value: JSONValue, context: String) throws(APIDocumentError) -> TrackItem {
@@ -207,7 +232,14 @@ public struct TrackItem: Sendable, Equatable {
                          trackNumber: try r.optionalInt("track"), discNumber: try r.optionalInt("disc"),
                          year: try r.optionalInt("year"), genre: try r.optionalString("genre"),
                          derived: try DerivedFields.read(r), bitsPerSample: try r.intIfPresent("bits_per_sample"),
-                         replayGain: gain)
+                         replayGain: gain, gapless: try gapless(r))
+    }
+
+    /// The four gapless members when all are numbers (an older server writes none).
+    static func gapless(_ r: APIObjectReader) throws(APIDocumentError) -> Gapless? {
+        guard let first = try r.intIfPresent("first_frame_offset"), let delay = try r.intIfPresent("encoder_delay"),
+              let padding = try r.intIfPresent("encoder_padding"), let total = try r.intIfPresent("total_samples") else { return nil }
+        return Gapless(firstFrameOffset: first, encoderDelay: delay, encoderPadding: padding, totalSamples: total)
     }
 }
 
@@ -265,6 +297,10 @@ extension TrackItem: TrackItemFields {
         case .discNumber: return discNumber
         case .year: return year
         case .bitsPerSample: return bitsPerSample
+        case .firstFrameOffset: return gapless?.firstFrameOffset
+        case .encoderDelay: return gapless?.encoderDelay
+        case .encoderPadding: return gapless?.encoderPadding
+        case .totalSamples: return gapless?.totalSamples
         }
     }
 

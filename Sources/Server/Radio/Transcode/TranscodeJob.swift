@@ -8,15 +8,25 @@ import StreamShared
 import StreamHTTP
 
 /// The formats `/media/<path>?format=` encodes to (`raw`, the file as it is, is not a transcode).
+/// `wav` is the decoded PCM itself (`WaveFloatEncoder`, for the page's Web Audio player): no
+/// bitrate, and not kept in the cache (several times an encode's size; decoding again is cheap).
 public enum TranscodeFormat: String, Sendable, CaseIterable {
-    case opus, mp3
+    case opus, mp3, wav
 
-    public var contentType: String { self == .opus ? "audio/ogg; codecs=opus" : "audio/mpeg" }
-    public var fileExtension: String { self == .opus ? "opus" : "mp3" }
+    public var contentType: String {
+        switch self { case .opus: "audio/ogg; codecs=opus"; case .mp3: "audio/mpeg"; case .wav: "audio/wav" }
+    }
+    public var fileExtension: String { rawValue }
     /// The bitrate when none is asked for (what peers default to: Opus 128k, MP3 192k).
-    public var defaultKbps: Int { self == .opus ? 128 : 192 }
+    public var defaultKbps: Int {
+        switch self { case .opus: 128; case .mp3: 192; case .wav: 0 }
+    }
     /// The bitrates the encoder takes.
-    public var kbpsRange: ClosedRange<Int> { self == .opus ? 6...510 : 8...320 }
+    public var kbpsRange: ClosedRange<Int> {
+        switch self { case .opus: 6...510; case .mp3: 8...320; case .wav: 0...0 }
+    }
+    /// Whether a whole-track result goes into the transcode cache.
+    public var isCached: Bool { self != .wav }
 }
 
 /// One transcode: what to decode, how, and into what.
@@ -38,6 +48,8 @@ struct TranscodeSpec: Sendable {
     var key: String
     /// Where the completed file goes (nil: not kept, a transcode from an offset).
     var cachePath: String?
+    /// The rate `wav` is resampled to (`&rate=`: the page's AudioContext rate); nil: the source's.
+    var wavRate: Int? = nil
 
     var outputChannels: Int { min(2, max(1, channels)) }
 
@@ -45,6 +57,7 @@ struct TranscodeSpec: Sendable {
     func outputRate(input: Int) -> Int {
         switch format {
         case .opus: return OggOpusEncoder.sampleRate
+        case .wav: return wavRate ?? input
         case .mp3:
             if LAMEEncoder.sampleRates.contains(input) { return input }
             return input % 8_000 == 0 || input > 48_000 ? 48_000 : 44_100
@@ -194,6 +207,8 @@ final class TranscodeJob: @unchecked Sendable {
                 case .mp3:
                     encoder = try LAMEEncoder(sampleRate: outputRate, channels: spec.outputChannels, kbps: spec.kbps,
                                               quality: ChannelTranscoder.quality, infoFrame: spec.cachePath != nil)
+                case .wav:
+                    encoder = try WaveFloatEncoder(sampleRate: outputRate, channels: spec.outputChannels)
                 }
                 shared.withLock { $0.format = (outputRate, spec.outputChannels) }
             }

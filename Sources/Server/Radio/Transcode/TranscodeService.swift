@@ -67,7 +67,7 @@ public final class TranscodeService: @unchecked Sendable {
     /// the catalog, may wait for a seek index, and opens files).
     public func respond(_ request: HTTPRequest, absolute: String, file: OpenFile) throws(HTTPRefusal) -> HTTPResponse {
         guard let formatText = request.queryValue("format"), let format = TranscodeFormat(rawValue: formatText) else {
-            throw .badRequest("format must be raw, opus or mp3")
+            throw .badRequest("format must be raw, opus, mp3 or wav")
         }
         var kbps = format.defaultKbps
         if let text = request.queryValue("bitrate") {
@@ -92,6 +92,13 @@ public final class TranscodeService: @unchecked Sendable {
             pace = value * 1000 / 8
         }
         if estimate && format != .mp3 { throw .badRequest("estimate=1 is available for format=mp3") }
+        var wavRate: Int?
+        if let text = request.queryValue("rate") {
+            guard format == .wav, let value = QueryValue.integer(text, in: 8_000...384_000) else {
+                throw .badRequest("rate must be a whole number of Hz in 8000...384000, with format=wav")
+            }
+            wavRate = value
+        }
         guard let track = catalog.track(forAbsolutePath: absolute), let relative = catalog.resolver.relative(absolute) else {
             throw HTTPRefusal(404, "not a track of the library")
         }
@@ -105,8 +112,8 @@ public final class TranscodeService: @unchecked Sendable {
         let startSample = Int((offset * Double(track.sampleRate)).rounded())
         let duration = max(0, track.durationSeconds - Double(startSample) / Double(track.sampleRate))
         guard offset == 0 || duration > 0 else { throw HTTPRefusal(416, "offset is past the end of the track (\(track.durationSeconds) s)") }
-        let key = "\(relative)|\(stamp.size)|\(stamp.mtimeNanos)|\(format.rawValue)|\(kbps)|\(gainMode)|\(startSample)"
-        let cacheName = startSample == 0 ? TranscodeCache.name(key: key, ext: format.fileExtension) : nil
+        let key = "\(relative)|\(stamp.size)|\(stamp.mtimeNanos)|\(format.rawValue)|\(kbps)|\(gainMode)|\(startSample)\(wavRate.map { "|\($0)" } ?? "")"
+        let cacheName = startSample == 0 && format.isCached ? TranscodeCache.name(key: key, ext: format.fileExtension) : nil
         let durationHeader = ("X-Content-Duration", String(format: "%.3f", duration))
         if let cacheName, !estimate, let cached = cache.open(cacheName) {
             state.withLock { $0.hits += 1 }
@@ -141,7 +148,7 @@ public final class TranscodeService: @unchecked Sendable {
                                                                             totalSamples: track.totalSamples),
                                  channels: track.channels, sourceRate: track.sampleRate, format: format, kbps: kbps,
                                  gain: factor, start: start, tags: Self.tags(track), key: key,
-                                 cachePath: cacheName.map(cache.path(of:)))
+                                 cachePath: cacheName.map(cache.path(of:)), wavRate: wavRate)
         let job = try admit(spec, relative: relative)
         let framing: TranscodeReader.Framing = estimated.map { .length($0) } ?? (request.minorVersion >= 1 ? .chunked : .closeDelimited)
         var response = HTTPResponse(status: 200, headers: headers)
