@@ -319,6 +319,41 @@ import StreamShared
         #expect(status.contains("\"subtype\":\"Opus\"") && status.contains("\"server_type\":\"audio/ogg\""), "\(status)")
     }
 
+    /// A decoder worker that crashes part way through a track (a fault drill) ends that track's
+    /// link with what was encoded (finished, so the chain stays valid), the file is skipped from
+    /// then on, and the channel and streamd go on.
+    @Test(.timeLimit(.scaledMinutes(3)))
+    func crashingDecoder_endsItsLink_andTheChannelGoesOn() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library, extraArguments: Self.arguments + ["--burst-kb", "128"],
+                                        decoderFault: "trap:02 beta.flac")
+        defer { server.stop() }
+        #expect(RadioTranscodeTests.logShows("02 beta.flac cut short: ", server) && server.log.contains("decoder crashed"),
+                "\(server.log)")
+        #expect(RadioTranscodeTests.logShows("02 beta.flac: skipped: its decoder crashed or stalled on it before", server), "\(server.log)")
+        let listener = try Listener(port: server.port)
+        let pages = try listener.read { pages in pages.filter(\.isFirst).count >= 4 }
+        let links = Self.links(pages)
+        let complete = links.dropFirst().prefix { $0.last?.isLast == true }
+        try #require(complete.count >= 2, "\(links.count) links heard")
+        var alpha = 0
+        for (index, link) in complete.enumerated() {
+            let decoded = try Self.opusdec(link.reduce(into: [UInt8]()) { $0 += $1.bytes }, named: "crash\(index)", in: library)
+            if link[1].body.firstRange(of: Array("TITLE=Alpha Song".utf8)) != nil {
+                alpha += 1
+                #expect(decoded.count / 2 == 72_000, "link \(index) (Alpha Song): \(decoded.count / 2) frames")
+            } else {
+                // The crashing track's link: only what came before the crash, ended properly.
+                #expect(decoded.count / 2 < 48_000, "link \(index) (Beta Song, crashed): \(decoded.count / 2) frames")
+            }
+        }
+        #expect(alpha >= 2, "the channel goes on with the good track: \(alpha) whole links of it")
+        // The heard stream decodes as one chain without complaint.
+        _ = try Self.opusdec(complete.joined().reduce(into: [UInt8]()) { $0 += $1.bytes }, named: "crashchain", in: library)
+        #expect(server.process.isRunning, "streamd is still running")
+    }
+
     /// A listener that joins mid-track starts on that link's headers and decodes from there.
     @Test(.timeLimit(.scaledMinutes(2)))
     func joinerMidTrack_startsOnTheLinksHeaders() throws {

@@ -94,7 +94,12 @@ final class OggTrackFeeder: @unchecked Sendable {
                     }
                     if sent { played += 1 }
                 } catch {
-                    logger.warning("radio \(producer.channel.name): \(track.track.path) skipped: \(error)")
+                    if case .opus = links {
+                        // As an MP3 channel says it: the decoder's errors name the skip themselves.
+                        logger.warning("radio \(producer.channel.name): \(track.path): \(error)")
+                    } else {
+                        logger.warning("radio \(producer.channel.name): \(track.track.path) skipped: \(error)")
+                    }
                 }
             }
             if played == 0 {
@@ -181,7 +186,13 @@ final class OggTrackFeeder: @unchecked Sendable {
             if link == nil {
                 link = ResamplingEncoder(try OggOpusEncoder(channels: decoder.channels, kbps: kbps, tags: Self.tags(track)))
             }
-            try link?.encode(&samples, rate: rate, appendingTo: &bytes)
+            do {
+                try link?.encode(&samples, rate: rate, appendingTo: &bytes)
+            } catch {
+                // (A rate the resampler refuses part way.) The link ends with what it has.
+                logger.warning("radio \(producer.channel.name): \(track.path) cut short: \(error)")
+                break
+            }
             if emit(&bytes, of: track, to: feed, isComplete: false) { sent = true }
         }
         guard let link, !isStopped else { return sent }
