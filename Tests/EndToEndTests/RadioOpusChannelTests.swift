@@ -188,15 +188,17 @@ import StreamShared
     func opusChannel_linksDecodeToTheirTracks_withoutGaps_titled_oneEncodeForTwoListeners() throws {
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
+        let launched = Date()
         let server = try StreamdProcess(folder: library, extraArguments: Self.arguments + ["--burst-kb", "128"])
         defer { server.stop() }
-        // The start-up burst: the channel publishes its first 128 KiB (16 s of stream) at once,
-        // as a playlist channel does, rather than in real time (the channel starts before the
-        // server listens, so this counts from a little after its start).
-        let listed = Date()
+        // The start-up burst: the channel publishes its first 128 KiB (16 s of stream) as fast
+        // as they are encoded, as a playlist channel does, rather than in real time. Counted from
+        // before streamd was started, so more than 16 s would be needed without it, whatever the
+        // load; with it the bound is the encode of 16 s of audio (a debug build on a starved
+        // core takes about 6 s). A sanitizer's slowdown makes the bound meaningless: not checked there.
         let prerolled = try TestTiming.waitUntil(timeout: 60) { (try Self.channel(server)["stream_bytes"] as? Int ?? 0) >= 128 * 1024 }
-        let prerollSeconds = Date().timeIntervalSince(listed)
-        #expect(prerolled && prerollSeconds < min(TestTiming.seconds(8), 15), "128 KiB published \(prerollSeconds) s after start (16 s in real time)")
+        let prerollSeconds = Date().timeIntervalSince(launched)
+        #expect(prerolled && (TestTiming.scale > 1 || prerollSeconds < 15), "128 KiB published \(prerollSeconds) s after launch (16 s in real time)")
 
         // The titles /api/channels shows while the listeners listen.
         let seen = RadioOggPlaylistTests.TitleLog()
@@ -281,7 +283,7 @@ import StreamShared
             }
         }
         #expect(wholeLinks >= 2, "whole links heard: \(wholeLinks)")
-        print("radio opus: links heard \(report)")
+        print("radio opus: 128 KiB burst published \(String(format: "%.1f", prerollSeconds)) s after launch; links heard \(report)")
 
         // The stream heard, decoded as one chain: the links' sum (opusdec rounds a lone link's
         // end up to 3 samples past its granule), without a silent sample run at any join.
