@@ -71,8 +71,8 @@ struct Serve: ParsableCommand {
                                valueName: "NAME=PATH"))
     var live: [String] = []
 
-    @Option(help: ArgumentHelp("A radio channel at /radio/NAME playing the library track, folder or playlist PATH in real time, in path order or shuffled (repeatable). Tracks of mixed formats, or bitrate=KBPS, are transcoded to one MP3 stream (default 128 kbit/s); passthrough sends Ogg Opus or Vorbis tracks as they are, as a chained Ogg stream.",
-                               valueName: "NAME=PATH[,shuffle][,bitrate=128|,passthrough]"))
+    @Option(help: ArgumentHelp("A radio channel at /radio/NAME playing the library track, folder or playlist PATH in real time, in path order or shuffled (repeatable). Tracks of mixed formats, or bitrate=KBPS, are transcoded to one MP3 stream (default 128 kbit/s); format=opus encodes every track to Ogg Opus (a chained stream, one link per track, default 128 kbit/s); passthrough sends Ogg Opus or Vorbis tracks as they are, as a chained Ogg stream.",
+                               valueName: "NAME=PATH[,shuffle][,format=opus|mp3][,bitrate=128|,passthrough]"))
     var channel: [String] = []
 
     @Option(help: ArgumentHelp("KiB a new radio listener gets at once (from a frame boundary).", valueName: "KIB"))
@@ -431,7 +431,7 @@ extension Serve {
                     let plan = try ChannelTracks.resolve(spec, catalog: catalog, logger: radioLogger)
                     try service.addPlaylist(name: spec.name, plan: plan, shuffle: spec.shuffle)
                     if spec.isPrivate { service.markPrivate(spec.name) }
-                    let how = plan.transcodes ? ", transcoded to MP3 \(plan.format.sampleRate) Hz \(plan.format.kbps) kbit/s" : ""
+                    let how = plan.transcodes ? ", transcoded to \(plan.format.codec == .ogg ? "Ogg Opus" : "MP3") \(plan.format.sampleRate) Hz \(plan.format.kbps) kbit/s" : ""
                     radioLogger.info("channel \(spec.name): \(plan.tracks.count) tracks at /radio/\(spec.name)\(how)")
                 } catch {
                     throw exitLine("\(error)")

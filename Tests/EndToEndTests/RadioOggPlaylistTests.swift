@@ -130,6 +130,10 @@ import StreamShared
         } else {
             #expect(titles.contains { $0.hasSuffix("second") }, "the untagged file's title from its name: \(titles)")
         }
+        // A playlist channel, not a source: no source connected; the codec inside the Ogg named.
+        let entry = try RadioSourceTests.channels(server)["og"] ?? [:]
+        #expect(entry["source_connected"] as? Bool == false && entry["codec"] as? String == (opus ? "opus" : "vorbis")
+                && entry["tracks_encoded"] as? Int == 0, "\(entry)")
         server.stop()
 
         // A folder of Opus and Vorbis with passthrough: one line, exit 1.

@@ -135,7 +135,7 @@ import StreamShared
     }
 }
 
-/// `--channel NAME=PATH[,shuffle][,bitrate=KBPS]`.
+/// `--channel NAME=PATH[,shuffle][,format=opus|mp3][,bitrate=KBPS|,passthrough]`.
 @Suite struct ChannelSpecTests {
     @Test func options_inAnyOrder() throws {
         #expect(try ChannelSpec.parse("a=x") == ChannelSpec(name: "a", path: "x"))
@@ -156,6 +156,27 @@ import StreamShared
         #expect(throws: ChannelSpec.ParseError.self) { try ChannelSpec.parse("a=,bitrate=128") }
         // passthrough sends the files as they are; a bitrate would transcode them.
         #expect(throws: ChannelSpec.ParseError.self) { try ChannelSpec.parse("a=x,passthrough,bitrate=128") }
+    }
+
+    @Test func format_opusOrMP3_withItsBitrates() throws {
+        var opus = ChannelSpec(name: "a", path: "x", bitrate: 400)
+        opus.format = .opus
+        // Opus takes 6...510 kbit/s, whichever side of the format the bitrate is written.
+        #expect(try ChannelSpec.parse("a=x,format=opus,bitrate=400") == opus)
+        #expect(try ChannelSpec.parse("a=x,bitrate=400,format=opus") == opus)
+        #expect(try ChannelSpec.parse("a=x,format=opus").format == .opus)
+        #expect(try ChannelSpec.parse("a=x,format=opus,bitrate=6").bitrate == 6)
+        #expect(try ChannelSpec.parse("a=x,format=mp3,shuffle").format == .mp3)
+        for text in ["a=x,format=opus,bitrate=511", "a=x,format=opus,bitrate=5", "a=x,format=mp3,bitrate=400", "a=x,bitrate=400",
+                     "a=x,format=vorbis", "a=x,format=", "a=x,format=opus,passthrough", "a=x,passthrough,format=mp3"] {
+            #expect(throws: ChannelSpec.ParseError.self, "\(text)") { try ChannelSpec.parse(text) }
+        }
+        do {
+            _ = try ChannelSpec.parse("a=x,format=opus,bitrate=600")
+            Issue.record("bitrate 600 taken")
+        } catch {
+            #expect(error.description.contains("from 6 to 510 for Opus"), "\(error)")
+        }
     }
 
     @Test func transcodedFormat_keepsTheFirstRateWhenMP3HasIt() {

@@ -239,6 +239,9 @@ final class DecodeSession {
         while try converter.convertNext(isComplete: streamEnded, { samples in
             holdback.push(samples, release: keepInWindow)
         }) {
+            // A chained Ogg radio stream's next link may come within one batch (a burst holds
+            // several): its title counts from where its samples start, not the batch's end.
+            if live != nil { applyOggTitle() }
             try emitFullBlocks()
             if position >= keepUntil { break }
         }
@@ -254,10 +257,15 @@ final class DecodeSession {
         // Titles whose place in the stream has been read (the probe may have read it).
         if live != nil {
             player.applyTitles(through: player.throttle.availableRange.lowerBound, position: Double(position) / Double(sampleRate))
-            // A chained Ogg radio stream carries its titles in each link's comment header.
-            if let title = converter.streamTitle {
-                player.applyStreamTitle(title, position: Double(position) / Double(sampleRate), from: "ogg")
-            }
+            applyOggTitle()
+        }
+    }
+
+    /// A chained Ogg radio stream carries its titles in each link's comment header (only
+    /// changes count).
+    private func applyOggTitle() {
+        if let title = converter.streamTitle {
+            player.applyStreamTitle(title, position: Double(position) / Double(sampleRate), from: "ogg")
         }
     }
 

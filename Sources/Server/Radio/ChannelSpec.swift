@@ -1,14 +1,17 @@
 import StreamHTTP
 import StreamLibrary
 import StreamHLS
-/// A `--channel NAME=PATH[,shuffle][,bitrate=KBPS|,passthrough][,private]` option taken apart.
+/// A `--channel NAME=PATH[,shuffle][,format=opus|mp3][,bitrate=KBPS|,passthrough][,private]` option taken apart.
 public struct ChannelSpec: Sendable, Equatable {
     public var name: String
     public var path: String
     public var shuffle: Bool
-    /// `bitrate=KBPS`: the MP3 bitrate when the channel transcodes (nil: 128, and tracks of one
+    /// `bitrate=KBPS`: the bitrate when the channel transcodes (nil: 128, and tracks of one
     /// format pass through as they are; given: the channel always transcodes to it).
     public var bitrate: Int?
+    /// `format=opus|mp3`: the channel always encodes its tracks to this (Opus: a chained Ogg
+    /// stream, one link per track); nil: MP3 when it transcodes at all.
+    public var format: TranscodeFormat?
     /// `passthrough`: the tracks go out as they are or the channel does not start (one codec:
     /// Ogg Opus or Vorbis as a chained Ogg stream, or MP3/ADTS of one format), never transcoded.
     public var passthrough: Bool
@@ -36,7 +39,7 @@ public struct ChannelSpec: Sendable, Equatable {
         }
     }
 
-    /// Parses `NAME=PATH[,shuffle][,bitrate=KBPS|,passthrough]` (the options in any order). A PATH holding
+    /// Parses `NAME=PATH[,shuffle][,format=opus|mp3][,bitrate=KBPS|,passthrough]` (the options in any order). A PATH holding
     /// commas keeps them unless the last parts are known options.
     public static func parse(_ text: String) throws(ParseError) -> ChannelSpec {
         guard let equals = text.firstIndex(of: "=") else { throw .malformed("expected NAME=PATH, got '\(text)'") }
@@ -46,7 +49,8 @@ public struct ChannelSpec: Sendable, Equatable {
         }
         var path = String(text[text.index(after: equals)...])
         var shuffle = false
-        var bitrate: Int?
+        var bitrateText: String?
+        var format: TranscodeFormat?
         var passthrough = false
         var isPrivate = false
         while let comma = path.lastIndex(of: ",") {
@@ -58,22 +62,33 @@ public struct ChannelSpec: Sendable, Equatable {
             } else if option == "private" {
                 isPrivate = true
             } else if option.hasPrefix("bitrate=") {
-                let value = option.dropFirst("bitrate=".count)
-                guard value.count <= 3, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let kbps = Int(value),
-                      (8...320).contains(kbps) else {
-                    throw .malformed("channel '\(name)': bitrate takes kbit/s from 8 to 320, got '\(value)'")
+                // Checked once the format is known (the options are read from the end).
+                bitrateText = String(option.dropFirst("bitrate=".count))
+            } else if option.hasPrefix("format=") {
+                let value = option.dropFirst("format=".count)
+                guard let chosen = TranscodeFormat(rawValue: String(value)) else {
+                    throw .malformed("channel '\(name)': format takes opus or mp3, got '\(value)'")
                 }
-                bitrate = kbps
+                format = chosen
             } else {
                 break
             }
             path = String(path[..<comma])
         }
         guard !path.isEmpty else { throw .malformed("channel '\(name)' has no PATH") }
-        if passthrough && bitrate != nil {
-            throw .malformed("channel '\(name)': passthrough sends the tracks as they are, bitrate= transcodes them: give one")
+        var bitrate: Int?
+        if let value = bitrateText {
+            let range = (format ?? .mp3).kbpsRange
+            guard value.count <= 3, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let kbps = Int(value), range.contains(kbps) else {
+                throw .malformed("channel '\(name)': bitrate takes kbit/s from \(range.lowerBound) to \(range.upperBound) for \(format == .opus ? "Opus" : "MP3"), got '\(value)'")
+            }
+            bitrate = kbps
+        }
+        if passthrough && (bitrate != nil || format != nil) {
+            throw .malformed("channel '\(name)': passthrough sends the tracks as they are, \(format != nil ? "format=" : "bitrate=") transcodes them: give one")
         }
         var spec = ChannelSpec(name: name, path: path, shuffle: shuffle, bitrate: bitrate, passthrough: passthrough)
+        spec.format = format
         spec.isPrivate = isPrivate
         return spec
     }

@@ -75,8 +75,13 @@ public enum ChannelTracks {
             throw Failure(description: "channel \(spec.name): no playable track at \(spec.path)")
         }
         if spec.passthrough, let plan = oggPassthrough(tracks) { return plan }
-        // One format and no bitrate asked for: the frames pass as they are (no decoding at all).
-        if spec.bitrate == nil, let codec = first.codec, tracks.allSatisfy({
+        if spec.format == .opus {
+            // Every track encoded to Opus, each a link of one chained Ogg stream (OggTrackFeeder).
+            return ChannelPlan(tracks: tracks, format: opusFormat(kbps: spec.bitrate ?? TranscodeFormat.opus.defaultKbps),
+                               transcodes: true)
+        }
+        // One format and no bitrate or format asked for: the frames pass as they are (no decoding at all).
+        if spec.bitrate == nil, spec.format == nil, let codec = first.codec, tracks.allSatisfy({
             $0.codec == codec && $0.sampleRate == first.sampleRate && $0.channels == first.channels
         }) {
             return ChannelPlan(tracks: tracks, format: ChannelFormat(codec: codec, sampleRate: first.sampleRate,
@@ -92,7 +97,7 @@ public enum ChannelTracks {
                           + "or MP3/AAC of one rate), found \(kinds.count) (\(kinds.sorted().joined(separator: ", "))); "
                           + "leave out passthrough to transcode them to MP3")
         }
-        if spec.bitrate == nil {
+        if spec.bitrate == nil, spec.format == nil {
             logger.warning(.init(stringLiteral: "channel \(spec.name): tracks of \(kinds.count) formats (\(kinds.sorted().joined(separator: ", "))): "
                  + "transcoded to MP3 \(format.sampleRate) Hz stereo \(format.kbps) kbit/s"))
         }
@@ -112,7 +117,7 @@ public enum ChannelTracks {
                 && (codec == "opus" || $0.sampleRate == rate)
         }) else { return nil }
         return ChannelPlan(tracks: tracks, format: ChannelFormat(codec: .ogg, sampleRate: rate, channels: first.channels,
-                                                                 kbps: first.kbps),
+                                                                 kbps: first.kbps, oggCodec: codec),
                            transcodes: false)
     }
 
@@ -122,6 +127,11 @@ public enum ChannelTracks {
         var rate = LAMEEncoder.sampleRates.contains(firstRate) ? firstRate : 44_100
         if rate < 32_000 && kbps > 160 { rate = 44_100 }
         return ChannelFormat(codec: .mpeg, sampleRate: rate, channels: 2, kbps: kbps)
+    }
+
+    /// What an Opus channel sends: Ogg Opus, stereo, 48 kHz (Opus' own rate), at `kbps`.
+    static func opusFormat(kbps: Int) -> ChannelFormat {
+        ChannelFormat(codec: .ogg, sampleRate: OggOpusEncoder.sampleRate, channels: 2, kbps: kbps, oggCodec: "opus")
     }
 
     /// `codec`: the catalog's codec name (it tells ALAC from AAC in MP4, Opus from Vorbis in Ogg).

@@ -7,28 +7,15 @@ import StreamHTTP
 import StreamLibrary
 import StreamHLS
 
-/// The transcoding half of a playlist channel whose tracks differ in format: each track is
-/// decoded (gapless-trimmed), made stereo, resampled to the channel's rate (libsoxr) and fed to
-/// the channel's one MP3 encoder (libmp3lame), whose frames are handed out one at a time. One
-/// encoder for the channel's whole life: the stream is one continuous MP3 stream (no priming
-/// or padding at the joins, the bit reservoir runs on), and listeners never cost an encode.
-/// Used by the producer thread only; it asks for frames when the channel clock says they are
-/// due, so the work is spread at the stream's pace. The tracks are decoded in worker processes
-/// (`IsolatedTrackPCM`): a file that crashes a decoder costs its track, not the server.
-final class ChannelTranscoder {
-    package let format: ChannelFormat
-    private let encoder: LAMEEncoder
+/// The decoding half of a transcoding channel: the current track's samples (gapless-trimmed,
+/// in the channel's channel count, at the track's rate), decoded in a worker process
+/// (`IsolatedTrackPCM`: a file that crashes a decoder costs its track, not the server). A file
+/// whose worker crashed or overran is skipped until it changes. Shared by MP3 channels
+/// (`ChannelTranscoder`) and Opus channels (`OggTrackFeeder`); used by one thread.
+final class ChannelDecoder {
+    let channels: Int
     private let isolation: DecodeIsolation
     private var decoder: (any TrackPCM)?
-    /// Converts the current track's rate to the channel's (bypassed when they are equal). Kept
-    /// across tracks of one rate, so their samples run through one filter without a seam.
-    private var resampler: SoxrResampler
-    private var resamplerInputRate = 0
-    private var pcm: [Float] = []
-    /// Encoded bytes not yet handed out as frames; `head` is the first.
-    private var encoded: [UInt8] = []
-    private var head = 0
-    private var splitter = AudioFrameSplitter(codec: .mpeg)
     /// Samples (per channel, at the track's rate) decoded from the current track.
     private(set) var trackSamples = 0
     /// Files whose decoder worker crashed or overran, as they were then: skipped until they
@@ -37,29 +24,20 @@ final class ChannelTranscoder {
     /// The current track's file as it was when it began.
     private var current: (path: String, stamp: FileStamp?)?
 
-    static let quality = 3
-
-    /// A transcoder to `format` (MPEG audio; 1 or 2 channels; one of MP3's rates) whose tracks
-    /// are decoded as `isolation` says (streamd: in worker processes).
-    init(format: ChannelFormat, isolation: DecodeIsolation) throws(EncoderError) {
-        self.format = format
+    init(channels: Int, isolation: DecodeIsolation) {
+        self.channels = channels
         self.isolation = isolation
-        // Quality 3, libmp3lame's own default (what `lame` and ffmpeg use unless told otherwise).
-        encoder = try LAMEEncoder(sampleRate: format.sampleRate, channels: format.channels, kbps: format.kbps,
-                                  quality: Self.quality)
-        resampler = SoxrResampler(outputRate: format.sampleRate)
     }
 
-    /// Starts `track`: its samples follow the previous track's in the stream. Throws when it
-    /// cannot be opened or planned, or its decoder worker fails to start or dies at once (the
-    /// caller skips it).
+    /// Starts `track`. Throws when it cannot be opened or planned, or its decoder worker fails
+    /// to start or dies at once (the caller skips it).
     func begin(_ track: ChannelTrack) throws {
         decoder = nil
         trackSamples = 0
         current = nil
         switch isolation {
         case .inProcess:
-            decoder = try LocalTrackPCM(path: track.path, hints: track.decoderHints, channels: format.channels)
+            decoder = try LocalTrackPCM(path: track.path, hints: track.decoderHints, channels: channels)
         case .worker(let settings):
             let stamp = Self.stamp(track.path)
             if let stamp, quarantine[track.path] == stamp {
@@ -67,7 +45,7 @@ final class ChannelTranscoder {
             }
             current = (track.path, stamp)
             do {
-                decoder = try IsolatedTrackPCM(path: track.path, hints: track.decoderHints, channels: format.channels,
+                decoder = try IsolatedTrackPCM(path: track.path, hints: track.decoderHints, channels: channels,
                                                settings: settings)
             } catch {
                 remember(error)
@@ -83,6 +61,31 @@ final class ChannelTranscoder {
         current = nil
     }
 
+    /// Whether a track is being decoded (begun and not at its end).
+    var isDecoding: Bool { decoder != nil }
+
+    /// Appends the current track's next samples to `output` and returns their rate; nil at the
+    /// end of the track (or with none begun). Throws when the track cannot be decoded further
+    /// (the track is over then).
+    func next(into output: inout [Float]) throws -> Int? {
+        guard let current = decoder else { return nil }
+        let before = output.count
+        let rate: Int?
+        do {
+            rate = try current.next(into: &output)
+        } catch {
+            decoder = nil
+            remember(error)
+            throw error
+        }
+        guard let rate else {
+            decoder = nil
+            return nil
+        }
+        trackSamples += (output.count - before) / channels
+        return rate
+    }
+
     /// Quarantines the current file when `error` says its worker crashed or overran.
     private func remember(_ error: any Error) {
         guard let failure = error as? DecodeWorkerError, failure.quarantines, let file = current, let stamp = file.stamp else { return }
@@ -94,6 +97,52 @@ final class ChannelTranscoder {
         guard stat(path, &info) == 0 else { return nil }
         return Catalog.stamp(info)
     }
+}
+
+/// The transcoding half of a playlist channel whose tracks differ in format (or that asks for a
+/// bitrate): each track is decoded (`ChannelDecoder`), resampled to the channel's rate and fed
+/// to the channel's one MP3 encoder (`ResamplingEncoder` over `LAMEEncoder`, the code MP3
+/// transcodes use), whose frames are handed out one at a time. One encoder for the channel's
+/// whole life: the stream is one continuous MP3 stream (no priming or padding at the joins, the
+/// bit reservoir runs on), and listeners never cost an encode. Used by the producer thread
+/// only; it asks for frames when the channel clock says they are due, so the work is spread at
+/// the stream's pace.
+final class ChannelTranscoder {
+    package let format: ChannelFormat
+    private let decoder: ChannelDecoder
+    /// Kept across tracks: tracks of one rate run through one filter without a seam.
+    private let encoding: ResamplingEncoder
+    private var pcm: [Float] = []
+    /// Encoded bytes not yet handed out as frames; `head` is the first.
+    private var encoded: [UInt8] = []
+    private var head = 0
+    private var splitter = AudioFrameSplitter(codec: .mpeg)
+    /// Samples (per channel, at the track's rate) decoded from the current track.
+    var trackSamples: Int { decoder.trackSamples }
+
+    static let quality = 3
+
+    /// A transcoder to `format` (MPEG audio; 1 or 2 channels; one of MP3's rates) whose tracks
+    /// are decoded as `isolation` says (streamd: in worker processes).
+    init(format: ChannelFormat, isolation: DecodeIsolation) throws(EncoderError) {
+        self.format = format
+        decoder = ChannelDecoder(channels: format.channels, isolation: isolation)
+        // Quality 3, libmp3lame's own default (what `lame` and ffmpeg use unless told otherwise).
+        encoding = ResamplingEncoder(try LAMEEncoder(sampleRate: format.sampleRate, channels: format.channels, kbps: format.kbps,
+                                                     quality: Self.quality))
+    }
+
+    /// Starts `track`: its samples follow the previous track's in the stream. Throws when it
+    /// cannot be opened or planned, or its decoder worker fails to start or dies at once (the
+    /// caller skips it).
+    func begin(_ track: ChannelTrack) throws {
+        try decoder.begin(track)
+    }
+
+    /// Lets the current track go (its decoder worker is killed and reaped now).
+    func end() {
+        decoder.end()
+    }
 
     /// The next MP3 frame of the stream, or nil when the current track has given all its
     /// samples (the frames holding its end come out with the next track's start: the encoder
@@ -102,40 +151,11 @@ final class ChannelTranscoder {
         // Bounded: every pass decodes more of a finite track or returns.
         while true {
             if let frame = try takeFrame() { return frame }
-            guard let current = decoder else { return nil }
+            guard decoder.isDecoding else { return nil }
             pcm.removeAll(keepingCapacity: true)
-            let rate: Int?
-            do {
-                rate = try current.next(into: &pcm)
-            } catch {
-                decoder = nil
-                remember(error)
-                throw error
-            }
-            guard let rate else {
-                decoder = nil
-                return nil
-            }
-            trackSamples += pcm.count / format.channels
-            try feed(&pcm, rate: rate)
+            guard let rate = try decoder.next(into: &pcm) else { return nil }
+            try encoding.encode(&pcm, rate: rate, appendingTo: &encoded)
         }
-    }
-
-    /// The channel's channels at `input` Hz, resampled to the channel's rate, into the encoder.
-    private func feed(_ samples: inout [Float], rate input: Int) throws {
-        if input != resamplerInputRate {
-            // Another rate: what the filter holds of the previous track comes out first.
-            var tail: [Float] = []
-            resampler.flush(into: &tail)
-            if !tail.isEmpty { try encoder.encode(tail[...], appendingTo: &encoded) }
-            // Unset until configured: a refused rate leaves the resampler without a filter, and
-            // the next track at the old rate must configure it again, not pass unresampled.
-            resamplerInputRate = 0
-            _ = try resampler.configure(input: AudioFormat(sampleRate: input, channels: format.channels))
-            resamplerInputRate = input
-        }
-        resampler.process(&samples)
-        try encoder.encode(samples[...], appendingTo: &encoded)
     }
 
     /// The next whole frame of the encoded bytes, if one is there.

@@ -19,6 +19,12 @@ final class LiveProducer: @unchecked Sendable {
     let onEnd: @Sendable (LiveProducer) -> Void
     /// A relay's channel never ends: it waits for its upstream to come back.
     let persistent: Bool
+    /// Fed by the server's own `OggTrackFeeder` (a playlist channel of Ogg links), not by a
+    /// source: the status pages say no source is connected, as for any playlist channel.
+    let fedByPlaylist: Bool
+    /// Bytes published at once when the first source attaches, so the first listeners get a
+    /// burst as a playlist channel's do (0: none; a live source's stream starts when it does).
+    let preroll: Int
     private let lock = Lock(())
     private var pendingSource: AttachedSource?
     private var sourceBusy = false
@@ -39,8 +45,10 @@ final class LiveProducer: @unchecked Sendable {
     }
 
     init(channel: RadioChannel, fallback: RadioChannel?, tickNanos: UInt64, sourceTimeout: UInt64, persistent: Bool = false,
-         onEnd: @escaping @Sendable (LiveProducer) -> Void) {
+         fedByPlaylist: Bool = false, preroll: Int = 0, onEnd: @escaping @Sendable (LiveProducer) -> Void) {
         self.persistent = persistent
+        self.fedByPlaylist = fedByPlaylist
+        self.preroll = max(0, preroll)
         self.channel = channel
         self.fallback = fallback
         self.tickNanos = max(1_000_000, tickNanos)
@@ -128,6 +136,10 @@ final class LiveProducer: @unchecked Sendable {
         var relay: RadioChunk?
         var lostAt: UInt64? = monotonicNanos()
         var relayedTitle: ICYBlock?
+        // The pre-roll: until `preroll` bytes are out, pages are published as they come.
+        var prerolled = preroll == 0
+        var prerollBytes = 0
+        var prerollFrom: UInt64 = 0
         while true {
             let (incoming, stop, title) = takeNewSource()
             if stop { return }
@@ -144,18 +156,19 @@ final class LiveProducer: @unchecked Sendable {
                 lostAt = nil
                 // The source's frames start now, whatever came before.
                 schedule.origin = now &- schedule.clock.nanos
+                prerollFrom = schedule.clock.nanos
                 channel.setStation(incoming.station)
                 // Listeners may come before the first frame: the declared type stands until then.
                 if channel.format == nil {
                     channel.setFormat(ChannelFormat(codec: incoming.codec, sampleRate: 0, channels: 0, kbps: incoming.kbps ?? 0))
                 }
                 channel.setTitle(title)
-                channel.setSourceConnected(true)
+                if !fedByPlaylist { channel.setSourceConnected(true) }
             }
             if let current = source {
                 // Hold at most ~2 s (or 256 KiB) of parsed frames; the rest waits in the feed.
                 var closed = false
-                if pendingNanos < 2_000_000_000 && buffer.count < 256 * 1024 {
+                if (pendingNanos < 2_000_000_000 || !prerolled) && buffer.count < 256 * 1024 {
                     let taken = current.feed.take(upTo: 64 * 1024)
                     buffer += taken.bytes
                     closed = taken.closed
@@ -177,7 +190,7 @@ final class LiveProducer: @unchecked Sendable {
                         var ogg: OggPageFacts?
                         if current.codec == .ogg, let link = splitter.oggLink {
                             let page = splitter.lastOggPage
-                            var facts = OggPageFacts(startsLink: page.startsLink, isHeader: page.isHeader)
+                            var facts = OggPageFacts(startsLink: page.startsLink, isHeader: page.isHeader, codec: link.codec.name)
                             if link.headersComplete, link.number != oggLinkNumber {
                                 // This page ends the link's headers: its title, and what joiners get first.
                                 oggLinkNumber = link.number
@@ -201,11 +214,11 @@ final class LiveProducer: @unchecked Sendable {
                 // A source that fell far behind the clock (it paused) starts again from now.
                 _ = schedule.resume(now: now, ifBehindBy: 2_000_000_000)
                 var published = 0
-                while published < pending.count, schedule.isDue(now: now) {
+                while published < pending.count, !prerolled || schedule.isDue(now: now) {
                     let (bytes, frame, ogg) = pending[published]
                     if let ogg { prepareOggChunk(&builder, for: ogg, now: now) }
                     if (published == 0 || builder.isEmpty) && (ogg == nil || frame.samples > 0) {
-                        updateFormat(frame, kbps: current.kbps, codec: current.codec)
+                        updateFormat(frame, kbps: current.kbps, codec: current.codec, oggCodec: ogg?.codec)
                     }
                     builder.append(frame: bytes[...], samples: frame.samples,
                                    format: FrameFormat(codec: current.codec, sampleRate: frame.sampleRate, channels: frame.channels),
@@ -213,6 +226,14 @@ final class LiveProducer: @unchecked Sendable {
                     schedule.clock.advance(samples: frame.samples, rate: frame.sampleRate)
                     pendingNanos -= min(pendingNanos, UInt64(frame.samples) * 1_000_000_000 / UInt64(max(1, frame.sampleRate)))
                     published += 1
+                    if !prerolled {
+                        prerollBytes += bytes.count
+                        if prerollBytes >= preroll {
+                            // What went out at once is due as of now: the stream goes on in real time from here.
+                            schedule.lead(by: schedule.clock.nanos - min(prerollFrom, schedule.clock.nanos))
+                            prerolled = true
+                        }
+                    }
                 }
                 pending.removeFirst(published)
                 builder.flush(to: channel, now: now)
@@ -220,7 +241,7 @@ final class LiveProducer: @unchecked Sendable {
                     source = nil
                     lostAt = now
                     sourceLeft()
-                    channel.setSourceConnected(false)
+                    if !fedByPlaylist { channel.setSourceConnected(false) }
                 }
             } else if let fallback {
                 // Relay the fallback from its live edge, chunk by chunk as it publishes.
@@ -279,9 +300,9 @@ final class LiveProducer: @unchecked Sendable {
         }
     }
 
-    private func updateFormat(_ frame: AudioFrameSplitter.Frame, kbps: Int?, codec: AudioFrameSplitter.Codec) {
+    private func updateFormat(_ frame: AudioFrameSplitter.Frame, kbps: Int?, codec: AudioFrameSplitter.Codec, oggCodec: String?) {
         let format = ChannelFormat(codec: codec, sampleRate: frame.sampleRate, channels: frame.channels,
-                                   kbps: kbps ?? max(1, frame.bitrate / 1000))
+                                   kbps: kbps ?? max(1, frame.bitrate / 1000), oggCodec: oggCodec)
         if channel.format != format { channel.setFormat(format) }
     }
 }
@@ -290,6 +311,8 @@ final class LiveProducer: @unchecked Sendable {
 struct OggPageFacts {
     var startsLink: Bool
     var isHeader: Bool
+    /// The link's codec ("opus", "vorbis").
+    var codec: String
     /// The link's header pages, once they are all in.
     var headers: OggHeaderPages?
     /// Set on the page that completes a link's headers: the title its comments give ("" for none).

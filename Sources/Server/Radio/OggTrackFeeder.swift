@@ -3,14 +3,18 @@ import StreamHTTP
 import StreamLibrary
 import Logging
 
-/// A pass-through Ogg channel of library files (`--channel NAME=PATH,passthrough` over Ogg Opus
-/// or Vorbis tracks): sends the tracks one after the other (reshuffled every pass with `shuffle`)
-/// as one chained Ogg stream into the channel's `LiveProducer`, the way a relay feeds it, so the
-/// producer's page splitter paces it by the granules, keeps each link's header pages for joiners
-/// and takes each link's title from its comments (the catalog's title when they name none). Each
-/// track's Opus/Vorbis logical stream becomes a link of its own (`OggLinkRewriter`: the file's
-/// pages with a fresh serial). Blocking file reads on its own thread; the bounded feed holds it
-/// to the producer's pace.
+/// An Ogg channel of library files, fed as a live source is: sends the tracks one after the
+/// other (reshuffled every pass with `shuffle`) as one chained Ogg stream into the channel's
+/// `LiveProducer`, the way a relay feeds it, so the producer's page splitter paces it by the
+/// granules, keeps each link's header pages for joiners and takes each link's title from its
+/// comments (the catalog's title when they name none). Each track becomes a link of its own
+/// with a fresh serial (`OggLinkRewriter`):
+/// - `.files` (`--channel NAME=PATH,passthrough` over Ogg Opus or Vorbis): the file's own pages;
+/// - `.opus` (`,format=opus`): the track decoded (`ChannelDecoder`, in a worker process) and
+///   encoded by an `OggOpusEncoder` of its own, whose OpusTags carry the catalog's title, artist
+///   and album. One encode for the channel, however many listen.
+/// Blocking file reads and encodes on its own thread; the bounded feed holds it to the
+/// producer's pace.
 final class OggTrackFeeder: @unchecked Sendable {
     // @unchecked: `stopped` is guarded by `lock`; `thread` is set by `start` before anyone joins
     // it; the rest is used by the feeder thread only.
@@ -18,17 +22,30 @@ final class OggTrackFeeder: @unchecked Sendable {
     let tracks: [ChannelTrack]
     let shuffle: Bool
     let logger: Logger
+    /// Where a link's pages come from.
+    enum Links {
+        /// The files' own pages.
+        case files
+        /// Each track encoded to Opus at `kbps` (stereo, 48 kHz).
+        case opus(kbps: Int, decoder: ChannelDecoder)
+    }
+    let links: Links
     private let lock = Lock(())
     private var stopped = false
     private var thread: NativeThread?
     /// The pages' rewrite into links, kept across tracks so serials keep counting up (from a random start).
     private var rewriter = OggLinkRewriter(firstSerial: UInt32.random(in: 0...UInt32.max))
     static let blockSize = 64 * 1024
+    /// The feed's room for an encoding channel: a few seconds ahead of the producer is enough
+    /// (the producer takes up to the burst at start), and an encode does not run far ahead of
+    /// what is heard.
+    static let encodedFeedBytes = 64 * 1024
 
-    init(producer: LiveProducer, tracks: [ChannelTrack], shuffle: Bool, logger: Logger) {
+    init(producer: LiveProducer, tracks: [ChannelTrack], shuffle: Bool, links: Links = .files, logger: Logger) {
         self.producer = producer
         self.tracks = tracks
         self.shuffle = shuffle
+        self.links = links
         self.logger = logger
     }
 
@@ -52,9 +69,15 @@ final class OggTrackFeeder: @unchecked Sendable {
     private var isStopped: Bool { lock.withLock { _ in stopped } }
 
     private func run() {
-        let feed = SourceFeed()
+        // The plan's bitrate (the catalog's for pass-through): Ogg pages do not say.
+        var kbps = producer.channel.format?.kbps
+        var feed = SourceFeed()
+        if case .opus(let rate, _) = links {
+            kbps = rate
+            feed = SourceFeed(capacity: Self.encodedFeedBytes)
+        }
         let station = StationInfo(name: producer.channel.name, genre: nil, url: nil, description: nil)
-        while !producer.attach(LiveProducer.AttachedSource(feed: feed, codec: .ogg, station: station, kbps: nil)) {
+        while !producer.attach(LiveProducer.AttachedSource(feed: feed, codec: .ogg, station: station, kbps: kbps)) {
             if isStopped { return }
             sleepNanos(50_000_000)
         }
@@ -64,9 +87,19 @@ final class OggTrackFeeder: @unchecked Sendable {
             for track in shuffle ? tracks.shuffled() : tracks {
                 if isStopped { return }
                 do {
-                    if try send(track, to: feed) { played += 1 }
+                    let sent: Bool
+                    switch links {
+                    case .files: sent = try send(track, to: feed)
+                    case .opus(let kbps, let decoder): sent = try encode(track, kbps: kbps, decoder: decoder, to: feed)
+                    }
+                    if sent { played += 1 }
                 } catch {
-                    logger.warning("radio \(producer.channel.name): \(track.track.path) skipped: \(error)")
+                    if case .opus = links {
+                        // As an MP3 channel says it: the decoder's errors name the skip themselves.
+                        logger.warning("radio \(producer.channel.name): \(track.path): \(error)")
+                    } else {
+                        logger.warning("radio \(producer.channel.name): \(track.track.path) skipped: \(error)")
+                    }
                 }
             }
             if played == 0 {
@@ -107,16 +140,72 @@ final class OggTrackFeeder: @unchecked Sendable {
             }
             // The end of the file (or of what it was when opened: one that shrank ends early).
             let atEnd = n == 0
-            let (consumed, pages) = rewriter.take(buffer[...], isComplete: atEnd)
-            buffer.removeFirst(consumed)
-            for page in pages {
-                // Shown when the link's comments name no title (the catalog's, maybe derived from the path).
-                if let serial = page.startsLink { producer.setLinkTitle(track.title, serial: serial) }
-                feed.appendWaiting(page.bytes[...], stopped: { isStopped })
-                sent = true
-            }
+            if emit(&buffer, of: track, to: feed, isComplete: atEnd) { sent = true }
             if atEnd { break }
         }
         return sent
+    }
+
+    /// Sends the complete pages at the start of `buffer` as a link's (`OggLinkRewriter`) and
+    /// removes them (all of it when `isComplete`); true when a page went out.
+    private func emit(_ buffer: inout [UInt8], of track: ChannelTrack, to feed: SourceFeed, isComplete: Bool) -> Bool {
+        let (consumed, pages) = rewriter.take(buffer[...], isComplete: isComplete)
+        buffer.removeFirst(consumed)
+        for page in pages {
+            // Shown when the link's comments name no title (the catalog's, maybe derived from the path).
+            if let serial = page.startsLink { producer.setLinkTitle(track.title, serial: serial) }
+            feed.appendWaiting(page.bytes[...], stopped: { isStopped })
+        }
+        return !pages.isEmpty
+    }
+
+    /// Encodes one track to a link of Ogg Opus and sends its pages; true when they went out.
+    /// Throws when the track cannot be opened (nothing was sent) or the encoder refuses; a
+    /// decode that fails part way ends the link there (logged), so the stream stays whole.
+    private func encode(_ track: ChannelTrack, kbps: Int, decoder: ChannelDecoder, to feed: SourceFeed) throws -> Bool {
+        try decoder.begin(track)
+        defer { decoder.end() }
+        rewriter.beginFile()
+        producer.channel.tracksEncoded.wrappingIncrement(ordering: .relaxed)
+        // Made at the first samples: a track that gives none is no link at all.
+        var link: ResamplingEncoder?
+        var samples: [Float] = []
+        var bytes: [UInt8] = []
+        var sent = false
+        while !isStopped {
+            samples.removeAll(keepingCapacity: true)
+            let rate: Int?
+            do {
+                rate = try decoder.next(into: &samples)
+            } catch {
+                // (A stop cancels the worker's wait: not the track's fault.)
+                if !isStopped { logger.warning("radio \(producer.channel.name): \(track.path) cut short: \(error)") }
+                break
+            }
+            guard let rate else { break }
+            if link == nil {
+                link = ResamplingEncoder(try OggOpusEncoder(channels: decoder.channels, kbps: kbps, tags: Self.tags(track)))
+            }
+            do {
+                try link?.encode(&samples, rate: rate, appendingTo: &bytes)
+            } catch {
+                // (A rate the resampler refuses part way.) The link ends with what it has.
+                logger.warning("radio \(producer.channel.name): \(track.path) cut short: \(error)")
+                break
+            }
+            if emit(&bytes, of: track, to: feed, isComplete: false) { sent = true }
+        }
+        guard let link, !isStopped else { return sent }
+        // The link's end: the last page's granule trims it to the track's samples.
+        try link.finish(appendingTo: &bytes)
+        if emit(&bytes, of: track, to: feed, isComplete: true) { sent = true }
+        return sent
+    }
+
+    /// The OpusTags of a track's link: the catalog's title (maybe derived from the path), artist and album.
+    static func tags(_ track: ChannelTrack) -> [(String, String)] {
+        // `track.title` is "Artist - Title" when both are known: the comments keep them apart.
+        let title = track.track.title.flatMap { $0.isEmpty ? nil : $0 } ?? track.title
+        return [("TITLE", title), ("ARTIST", track.track.artist ?? ""), ("ALBUM", track.track.album ?? "")]
     }
 }

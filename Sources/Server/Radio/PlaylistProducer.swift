@@ -111,6 +111,7 @@ final class PlaylistProducer: @unchecked Sendable {
                     do {
                         if let transcoder {
                             try transcoder.begin(track)
+                            channel.tracksEncoded.wrappingIncrement(ordering: .relaxed)
                             reader = nil
                         } else {
                             reader = try TrackFrameReader(track: track)
@@ -189,6 +190,7 @@ final class PlaylistProducer: @unchecked Sendable {
                                        isolation: isolation)
         logger.warning("radio \(channel.name): \(track.path) is not \(ChannelTracks.describe(format)): the channel transcodes from now on")
         try transcoder?.begin(track)
+        channel.tracksEncoded.wrappingIncrement(ordering: .relaxed)
         return true
     }
 

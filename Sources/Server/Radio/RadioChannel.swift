@@ -13,6 +13,17 @@ public struct ChannelFormat: Sendable, Equatable {
     public var channels: Int
     /// Nominal bitrate in kbit/s (the first frames' for VBR).
     public var kbps: Int
+    /// The codec inside an Ogg stream ("opus" or "vorbis"; nil until a link's headers are seen).
+    public var oggCodec: String? = nil
+
+    /// The codec listeners get: "mp3", "aac", "opus", "vorbis" (or "ogg" before a link is seen).
+    public var codecName: String {
+        switch codec {
+        case .mpeg: return "mp3"
+        case .adts: return "aac"
+        case .ogg: return oggCodec ?? "ogg"
+        }
+    }
 
     public var contentType: String {
         switch codec {
@@ -58,6 +69,9 @@ public final class RadioChannel: @unchecked Sendable {
     let bytesOut = ManagedAtomic<Int>(0)
     let skips = ManagedAtomic<Int>(0)
     let connectionsServed = ManagedAtomic<Int>(0)
+    /// Tracks the channel's encoder has begun (0 for a channel that passes its tracks through):
+    /// one encode per track however many listen.
+    let tracksEncoded = ManagedAtomic<Int>(0)
     /// The same stream cut into HLS segments (`/radio/NAME/index.m3u8`).
     let segments = LiveSegmenter()
     /// When the stream started (monotonic ns), for uptime in the status pages.
@@ -221,6 +235,8 @@ public final class RadioChannel: @unchecked Sendable {
         public var listenerPeak: Int
         public var bytesOut: Int
         public var skips: Int
+        /// Tracks encoded for the channel (its one encoder; 0 when it passes tracks through).
+        public var tracksEncoded: Int
         public var streamBytes: Int
         public var ended: Bool
         public var createdWall: Int
@@ -231,7 +247,8 @@ public final class RadioChannel: @unchecked Sendable {
             return Snapshot(name: name, format: _format, station: _station, title: titleBlock.title,
                             sourceConnected: _sourceConnected, listeners: listeners.load(ordering: .relaxed),
                             listenerPeak: listenerPeak.load(ordering: .relaxed), bytesOut: bytesOut.load(ordering: .relaxed),
-                            skips: skips.load(ordering: .relaxed), streamBytes: newest.end,
+                            skips: skips.load(ordering: .relaxed), tracksEncoded: tracksEncoded.load(ordering: .relaxed),
+                            streamBytes: newest.end,
                             ended: ended.load(ordering: .relaxed), createdWall: createdWall)
         }
     }

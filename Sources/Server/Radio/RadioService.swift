@@ -49,13 +49,17 @@ public final class RadioService: @unchecked Sendable {
     /// Adds a playlist channel and starts playing it. Throws when the channel transcodes and
     /// the encoder refuses its format.
     public func addPlaylist(name: String, plan: ChannelPlan, shuffle: Bool) throws(EncoderError) {
-        if plan.format.codec == .ogg, !plan.transcodes {
-            addOggPlaylist(name: name, plan: plan, shuffle: shuffle)
+        var decodeWorker = settings.decodeWorker
+        decodeWorker.isCancelled = { [stopping] in stopping.load(ordering: .relaxed) }
+        if plan.format.codec == .ogg {
+            addOggPlaylist(name: name, plan: plan, shuffle: shuffle,
+                           links: plan.transcodes ? .opus(kbps: plan.format.kbps,
+                                                          decoder: ChannelDecoder(channels: plan.format.channels,
+                                                                                  isolation: .worker(decodeWorker)))
+                                                  : .files)
             return
         }
         let channel = RadioChannel(name: name, ringCapacity: settings.ringBytes, format: plan.format)
-        var decodeWorker = settings.decodeWorker
-        decodeWorker.isCancelled = { [stopping] in stopping.load(ordering: .relaxed) }
         let producer = try PlaylistProducer(channel: channel, tracks: plan.tracks, shuffle: shuffle, format: plan.format,
                                             transcodes: plan.transcodes, isolation: .worker(decodeWorker),
                                             tickNanos: settings.tickNanos,
@@ -68,17 +72,19 @@ public final class RadioService: @unchecked Sendable {
         producer.start()
     }
 
-    /// Pass-through Ogg channels of library files: each a persistent live producer fed the
-    /// tracks' pages as a chained stream by its `OggTrackFeeder`.
+    /// Ogg channels of library files (pass-through, or encoded to Opus): each a persistent live
+    /// producer fed the tracks' links as a chained stream by its `OggTrackFeeder`.
     private var oggFeeders: [(feeder: OggTrackFeeder, producer: LiveProducer)] = []
 
-    /// A playlist channel of Ogg Opus or Vorbis tracks sent as they are, one link per track
-    /// (`ChannelTracks.oggPassthrough`), paced and joined as a live Ogg source is.
-    private func addOggPlaylist(name: String, plan: ChannelPlan, shuffle: Bool) {
+    /// A playlist channel of Ogg links, one per track: Ogg Opus or Vorbis tracks sent as they are
+    /// (`ChannelTracks.oggPassthrough`) or any tracks encoded to Opus (`format=opus`), paced and
+    /// joined as a live Ogg source is, with a burst for the first listeners as other playlist channels.
+    private func addOggPlaylist(name: String, plan: ChannelPlan, shuffle: Bool, links: OggTrackFeeder.Links) {
         let channel = RadioChannel(name: name, ringCapacity: settings.ringBytes, format: plan.format)
         let producer = LiveProducer(channel: channel, fallback: nil, tickNanos: settings.tickNanos,
-                                    sourceTimeout: settings.sourceTimeoutNanos, persistent: true) { _ in }
-        let feeder = OggTrackFeeder(producer: producer, tracks: plan.tracks, shuffle: shuffle, logger: logger)
+                                    sourceTimeout: settings.sourceTimeoutNanos, persistent: true, fedByPlaylist: true,
+                                    preroll: settings.burstBytes) { _ in }
+        let feeder = OggTrackFeeder(producer: producer, tracks: plan.tracks, shuffle: shuffle, links: links, logger: logger)
         // Both threads or neither: a channel whose thread cannot start is not made at all.
         do {
             try producer.start()

@@ -21,6 +21,8 @@ package enum RadioStatus {
             w.add("skips", s.skips)
             w.add("stream_bytes", s.streamBytes)
             w.add("content_type", s.format?.contentType)
+            w.add("codec", s.format?.codecName)
+            w.add("tracks_encoded", s.tracksEncoded)
             w.add("sample_rate", s.format?.sampleRate)
             w.add("channels", s.format?.channels)
             w.add("bitrate_kbps", s.format?.kbps)
@@ -51,6 +53,8 @@ package enum RadioStatus {
             w.add("server_description", s.station.description ?? "streamd radio channel")
             w.add("server_name", s.station.name)
             w.add("server_type", format.contentType)
+            // Icecast names the codec inside an Ogg mount ("Opus", "Vorbis").
+            if let codec = format.oggCodec { w.add("subtype", codec.prefix(1).uppercased() + codec.dropFirst()) }
             w.add("server_url", s.station.url)
             w.add("stream_start", HTTPDate.format(s.createdWall))
             w.add("stream_start_iso8601", iso8601(s.createdWall))

@@ -183,9 +183,7 @@ final class TranscodeJob: @unchecked Sendable {
         if abandoned { return .cancelled }
         let pcm = try IsolatedTrackPCM(path: spec.path, hints: spec.hints, channels: spec.outputChannels,
                                        settings: workerSettings, start: spec.start)
-        var encoder: (any AudioEncoder)?
-        var resampling: SoxrResampler?
-        var inputRate = 0
+        var encoder: ResamplingEncoder?
         var samples: [Float] = []
         var bytes: [UInt8] = []
         var written = 0
@@ -203,37 +201,22 @@ final class TranscodeJob: @unchecked Sendable {
                 let outputRate = spec.outputRate(input: rate)
                 switch spec.format {
                 case .opus:
-                    encoder = try OggOpusEncoder(channels: spec.outputChannels, kbps: spec.kbps, tags: spec.tags)
+                    encoder = ResamplingEncoder(try OggOpusEncoder(channels: spec.outputChannels, kbps: spec.kbps, tags: spec.tags))
                 case .mp3:
-                    encoder = try LAMEEncoder(sampleRate: outputRate, channels: spec.outputChannels, kbps: spec.kbps,
-                                              quality: ChannelTranscoder.quality, infoFrame: spec.cachePath != nil)
+                    encoder = ResamplingEncoder(try LAMEEncoder(sampleRate: outputRate, channels: spec.outputChannels, kbps: spec.kbps,
+                                                                quality: ChannelTranscoder.quality, infoFrame: spec.cachePath != nil))
                 case .wav:
-                    encoder = try WaveFloatEncoder(sampleRate: outputRate, channels: spec.outputChannels)
+                    encoder = ResamplingEncoder(try WaveFloatEncoder(sampleRate: outputRate, channels: spec.outputChannels))
                 }
                 shared.withLock { $0.format = (outputRate, spec.outputChannels) }
             }
             guard let encoder else { break }
-            if rate != inputRate {
-                // A rate that changes mid-track (a chained Ogg): the filter's tail goes first.
-                if let resampling {
-                    var tail: [Float] = []
-                    resampling.flush(into: &tail)
-                    try encoder.encode(tail[...], appendingTo: &bytes)
-                }
-                resampling = nil
-                if rate != encoder.sampleRate {
-                    let made = SoxrResampler(outputRate: encoder.sampleRate)
-                    _ = try made.configure(input: AudioFormat(sampleRate: rate, channels: spec.outputChannels))
-                    resampling = made
-                }
-                inputRate = rate
-            }
             if spec.gain != 1 {
                 let gain = spec.gain
                 for i in samples.indices { samples[i] *= gain }
             }
-            resampling?.process(&samples)
-            try encoder.encode(samples[...], appendingTo: &bytes)
+            // A rate that changes mid-track (a chained Ogg) is resampled too, the filter's tail first.
+            try encoder.encode(&samples, rate: rate, appendingTo: &bytes)
             if spec.format == .mp3, spec.cachePath != nil, infoFrameLength == nil, bytes.count >= tagBytes + 4 {
                 infoFrameLength = Self.mpegFrameLength(bytes[tagBytes...])
                 if let length = infoFrameLength {
@@ -253,14 +236,9 @@ final class TranscodeJob: @unchecked Sendable {
             }
         }
         guard let encoder else { throw EncoderError(message: "the track has no samples from its start") }
-        if let resampling {
-            var tail: [Float] = []
-            resampling.flush(into: &tail)
-            try encoder.encode(tail[...], appendingTo: &bytes)
-        }
         try encoder.finish(appendingTo: &bytes)
         try append(&bytes, at: &written)
-        if spec.format == .mp3, spec.cachePath != nil, let lame = encoder as? LAMEEncoder, let frame = lame.infoFrame() {
+        if spec.format == .mp3, spec.cachePath != nil, let lame = encoder.encoder as? LAMEEncoder, let frame = lame.infoFrame() {
             guard frame.count == infoFrameLength else {
                 throw EncoderError(message: "the LAME tag frame (\(frame.count) bytes) does not fit its placeholder")
             }
