@@ -38,11 +38,17 @@ struct TranscodeSpec: Sendable {
     var key: String
     /// Where the completed file goes (nil: not kept, a transcode from an offset).
     var cachePath: String?
+    /// An HLS rendition's settings (see `HLSRendition`): the encoder's rate, silence encoded
+    /// before the track, and whether MP3 frames may borrow bytes from earlier ones.
+    var fixedRate: Int?
+    var leadingSilence = 0
+    var reservoir = true
 
     var outputChannels: Int { min(2, max(1, channels)) }
 
     /// The encoder's rate: Opus 48 kHz; MP3 the source's when MP3 has it, else 48 kHz or 44.1 kHz.
     func outputRate(input: Int) -> Int {
+        if let fixedRate { return fixedRate }
         switch format {
         case .opus: return OggOpusEncoder.sampleRate
         case .mp3:
@@ -193,7 +199,11 @@ final class TranscodeJob: @unchecked Sendable {
                     encoder = try OggOpusEncoder(channels: spec.outputChannels, kbps: spec.kbps, tags: spec.tags)
                 case .mp3:
                     encoder = try LAMEEncoder(sampleRate: outputRate, channels: spec.outputChannels, kbps: spec.kbps,
-                                              quality: ChannelTranscoder.quality, infoFrame: spec.cachePath != nil)
+                                              quality: ChannelTranscoder.quality, infoFrame: spec.cachePath != nil,
+                                              reservoir: spec.reservoir)
+                }
+                if spec.leadingSilence > 0, let made = encoder {
+                    try made.encode([Float](repeating: 0, count: spec.leadingSilence * spec.outputChannels)[...], appendingTo: &bytes)
                 }
                 shared.withLock { $0.format = (outputRate, spec.outputChannels) }
             }

@@ -1,0 +1,273 @@
+import StreamShared
+import StreamHTTP
+import StreamLibrary
+
+/// One transcoded variant of a track's HLS master playlist (`--hls-ladder`): Opus in fMP4 or MP3
+/// packed audio at `kbps`, served under the track's folder as `opus-128/`, `mp3-128/`.
+///
+/// Every transcoded variant is cut on one grid, so a player switches between them at a segment
+/// boundary without a gap or an offset: both codecs run at 48 kHz and a segment is 6 s of the
+/// encoder's timeline, 300 Opus packets of 20 ms or 250 MP3 frames of 1,152 samples. Their
+/// content sits at the same place on that timeline too: a decoded MP3 starts with LAME's 576
+/// samples of delay and the decoder's 529, and the Opus encode is given 793 samples of silence
+/// before the track so that, with libopus's 312 of look-ahead, its first source sample also
+/// lands at 1,105 (the fMP4 edit list and the `dOps` pre-skip say 1,105, so whole-track decoders
+/// still trim it to the exact source).
+public struct HLSRendition: Sendable, Hashable {
+    /// The codecs of the ladder.
+    public enum Codec: String, Sendable, CaseIterable {
+        case opus, mp3
+    }
+
+    public let codec: Codec
+    public let kbps: Int
+
+    public init(codec: Codec, kbps: Int) {
+        self.codec = codec
+        self.kbps = kbps
+    }
+
+    /// "opus-128" → Opus at 128 kbit/s; nil for anything else (no signs, no leading zeros).
+    public init?(folder: Substring) {
+        guard let dash = folder.firstIndex(of: "-"), let codec = Codec(rawValue: String(folder[..<dash])) else { return nil }
+        let digits = folder[folder.index(after: dash)...]
+        guard (1...3).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }), !digits.hasPrefix("0"),
+              let kbps = Int(digits) else { return nil }
+        self.init(codec: codec, kbps: kbps)
+    }
+
+    /// Its folder under the track's ("opus-128").
+    public var folder: String { "\(codec.rawValue)-\(kbps)" }
+
+    /// The rate both codecs are encoded at.
+    public static let sampleRate = 48_000
+    /// The grid every transcoded variant is cut on: 6 s at 48 kHz.
+    public static let gridSamples = 288_000
+    /// Samples before the first source sample in a decoded MP3 at 48 kHz (LAME's delay and the decoder's).
+    public static let mp3Delay = 576 + 529
+    /// libopus's look-ahead at 48 kHz: the pre-skip libopusenc writes.
+    public static let opusLookahead = 312
+    /// Silence encoded before the track in an Opus variant, so its content lines up with the MP3's.
+    public static let opusLead = mp3Delay - opusLookahead
+
+    /// RFC 6381 codec string for the master playlist.
+    public var codecs: String { codec == .opus ? "opus" : "mp4a.40.34" }
+    /// File extension of the whole encode (`rendition.opus`, `rendition.mp3`).
+    public var fileExtension: String { codec == .opus ? "opus" : "mp3" }
+    public var fileContentType: String { codec == .opus ? "audio/ogg; codecs=opus" : "audio/mpeg" }
+}
+
+/// The transcoder as renditions need it (StreamRadio's `TranscodeService`): whole-track encodes
+/// kept in its disk cache. MP3 renditions are encoded at 48 kHz without the bit reservoir (a frame
+/// never borrows bytes from the frame before, which after a switch belongs to another variant);
+/// Opus renditions after `HLSRendition.opusLead` samples of silence.
+public protocol HLSRenditionEncoder: Sendable {
+    /// The completed encode of the track at `absolute` for `rendition`, started when none is under
+    /// way; the calling thread (a blocking-pool one, never the loop) waits at most `wait` seconds for
+    /// it, then gets 503 with Retry-After.
+    func renditionFile(absolute: String, file: OpenFile, rendition: HLSRendition, wait: Double) throws(HTTPRefusal) -> OpenFile
+    /// The completed encode when the cache has it; nothing is started.
+    func cachedRendition(absolute: String, file: OpenFile, rendition: HLSRendition) -> OpenFile?
+}
+
+/// The transcoded variants offered beside each track's original (`--hls-ladder 64,128,192`).
+public struct HLSLadder: Sendable {
+    /// Bitrates in kbit/s; each is offered as Opus and as MP3.
+    public var rungs: [Int]
+    public var encoder: any HLSRenditionEncoder
+    /// How long a variant's request waits for its encode before 503 (seconds).
+    public var wait: Double
+
+    /// The bitrates `--hls-ladder` takes (MPEG-1 layer III at 48 kHz: 32...320).
+    public static let kbpsRange = 32...320
+    public static let defaultRungs = [64, 128, 192]
+
+    public init(rungs: [Int], encoder: any HLSRenditionEncoder, wait: Double = 3) {
+        self.rungs = rungs
+        self.encoder = encoder
+        self.wait = wait
+    }
+
+    /// The variants in playlist order: Opus then MP3, each from the lowest bitrate up.
+    public var renditions: [HLSRendition] {
+        HLSRendition.Codec.allCases.flatMap { codec in rungs.sorted().map { HLSRendition(codec: codec, kbps: $0) } }
+    }
+
+    /// "64,128,192" → [64, 128, 192]; "none" or "" → []; nil when a value is not a bitrate here.
+    public static func parse(_ text: String) -> [Int]? {
+        if text.isEmpty || text == "none" { return [] }
+        var rungs: [Int] = []
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let kbps = QueryValue.integer(String(part), in: kbpsRange) else { return nil }
+            if !rungs.contains(kbps) { rungs.append(kbps) }
+        }
+        return rungs
+    }
+}
+
+extension HLSTrackPlan {
+    /// The plan of a rendition's whole encode, cut on `HLSRendition`'s grid.
+    static func rendition(_ rendition: HLSRendition, file: some RandomAccessBytes, etag: String) throws -> HLSTrackPlan {
+        switch rendition.codec {
+        case .mp3: return try mp3Rendition(file: file, etag: etag)
+        case .opus: return try opusRendition(file: file, etag: etag, kbps: rendition.kbps)
+        }
+    }
+
+    /// MP3 at 48 kHz as packed audio: segment k is frames 250k..<250(k+1); the first also holds
+    /// the Info frame (a decoder playing from the start reads its delay and padding); the file's
+    /// ID3v2 tag is left out (packed segments start with their own timestamp tag).
+    static func mp3Rendition(file: some RandomAccessBytes, etag: String) throws -> HLSTrackPlan {
+        let framesPerSegment = HLSRendition.gridSamples / 1152
+        var reader = BlockReader(file: file)
+        var splitter = AudioFrameSplitter(codec: .mpeg)
+        let startsWithTag = try file.read(at: 0, count: 3) == Array("ID3".utf8)
+        var firstByte = 0
+        var frameStarts: [Int] = []
+        var audioEnd = 0
+        while reader.position < file.size {
+            let bytes = try reader.bytes(atLeast: 8192)
+            let step = try splitter.next(in: bytes, isComplete: reader.reachesEnd)
+            switch step {
+            case .needMore:
+                if reader.reachesEnd { reader.position = file.size } else { _ = try reader.bytes(atLeast: bytes.count * 2 + 8192) }
+            case .skip(let count):
+                if startsWithTag && reader.position == 0 { firstByte = count }
+                reader.position += max(1, count)
+            case .frame(let frame):
+                guard frame.sampleRate == HLSRendition.sampleRate, frame.samples == 1152 else {
+                    throw HLSError.invalid("an MP3 rendition frame of \(frame.samples) samples at \(frame.sampleRate) Hz (48 kHz wanted)")
+                }
+                frameStarts.append(reader.position)
+                reader.position += frame.length
+                audioEnd = reader.position
+            }
+        }
+        guard !frameStarts.isEmpty else { throw HLSError.invalid("the MP3 rendition holds no frame") }
+        var spans: [HLSSegmentSpan] = []
+        var first = 0
+        while first < frameStarts.count {
+            let end = min(first + framesPerSegment, frameStarts.count)
+            let start = first == 0 ? min(firstByte, frameStarts[0]) : frameStarts[first]
+            let stop = end < frameStarts.count ? frameStarts[end] : audioEnd
+            spans.append(HLSSegmentSpan(startTime: Double(first * 1152) / 48_000, duration: Double((end - first) * 1152) / 48_000,
+                                        start: start, end: stop))
+            first = end
+        }
+        return HLSTrackPlan(kind: .packedMP3, fileETag: etag, version: versionToken(etag), spans: spans,
+                            targetDuration: HLSSegmenter.targetDuration(for: spans, target: targetSeconds),
+                            codec: "mp4a.40.34", audioRange: spans[0].start..<audioEnd, initSegment: nil, framing: nil,
+                            timescale: 90_000)
+    }
+
+    /// Opus in fMP4, cut every 288,000 samples of the encoder's timeline wherever the pages fall:
+    /// each span starts at the page its first packet starts on and keeps a window of the packets.
+    static func opusRendition(file: some RandomAccessBytes, etag: String, kbps: Int) throws -> HLSTrackPlan {
+        let ogg = try OggReader.read(file)
+        guard ogg.links.count == 1, case .opus(var head) = ogg.first.codec, let lastGranule = ogg.first.lastGranule else {
+            throw HLSError.invalid("an Opus rendition must be one Ogg Opus stream with a granule position")
+        }
+        let serial = ogg.first.serial
+        // Every audio packet: the page it starts on, the end of the page it completes on, its samples.
+        var startPage: [Int] = [], endPageEnd: [Int] = [], samples: [Int] = []
+        var assembler = OggPacketAssembler(serial: serial)
+        var reader = BlockReader(file: file)
+        var inFlightStart: Int?
+        while reader.position < file.size {
+            let bytes = try reader.bytes(atLeast: OggPage.maxLength)
+            // Our own encode: a page starts right here (`next` counts from the slice's start).
+            guard let (offset, page) = OggPage.next(in: bytes, from: 0), offset == 0, bytes.count >= page.length else {
+                if reader.reachesEnd { break }
+                throw HLSError.invalid("the Opus rendition has damage at byte \(reader.position)")
+            }
+            let pageStart = reader.position
+            defer { reader.position += page.length }
+            guard page.serial == serial else { continue }
+            if !page.isContinued { inFlightStart = nil }
+            var starts: [Int] = []
+            for piece in page.pieces {
+                if inFlightStart == nil { inFlightStart = pageStart }
+                if piece.endsPacket, let start = inFlightStart {
+                    starts.append(start)
+                    inFlightStart = nil
+                }
+            }
+            let bodyStart = bytes.startIndex + page.headerLength
+            let packets = try assembler.push(page, body: bytes[bodyStart..<(bodyStart + page.bodyLength)])
+            guard packets.count == starts.count else { throw HLSError.invalid("the Opus rendition's pages do not join into packets") }
+            for (packet, start) in zip(packets, starts) {
+                let data = packet.data
+                if data.starts(with: OpusHead.magic) || data.starts(with: opusTagsMagic) { continue }
+                guard let count = OpusPacket.samples(data[...]) else { continue }   // an empty packet: nothing to play
+                startPage.append(start)
+                endPageEnd.append(pageStart + page.length)
+                samples.append(count)
+            }
+        }
+        guard !samples.isEmpty else { throw HLSError.invalid("the Opus rendition holds no packet") }
+        // The first packet starting on each page (what a fresh read from that page yields first).
+        var firstOnPage: [Int: Int] = [:]
+        for (p, page) in startPage.enumerated() where firstOnPage[page] == nil { firstOnPage[page] = p }
+        var cuts: [Int] = []       // packet numbers that start a segment
+        var sampleAt: [Int] = []   // each packet's first sample
+        var time = 0
+        for p in samples.indices {
+            if time >= cuts.count * HLSRendition.gridSamples { cuts.append(p) }
+            sampleAt.append(time)
+            time += samples[p]
+        }
+        var spans: [HLSSegmentSpan] = [], windows: [Range<Int>] = [], starts: [Int] = []
+        for (k, p) in cuts.enumerated() {
+            let next = k + 1 < cuts.count ? cuts[k + 1] : samples.count
+            let endSample = next < samples.count ? sampleAt[next] : time
+            let skip = p - (firstOnPage[startPage[p]] ?? p)
+            spans.append(HLSSegmentSpan(startTime: Double(sampleAt[p]) / 48_000, duration: Double(endSample - sampleAt[p]) / 48_000,
+                                        start: startPage[p], end: endPageEnd[next - 1]))
+            windows.append(skip..<(skip + next - p))
+            starts.append(sampleAt[p])
+        }
+        // The pre-skip covers the look-ahead and the lead of silence: whole-track players trim both.
+        let ownPreSkip = head.preSkip
+        head.preSkip += HLSRendition.opusLead
+        var track = FMP4AudioTrackInfo(timescale: 48_000, channels: head.channels, sampleRate: 48_000, audioSpecificConfig: [],
+                                       avgBitrate: kbps * 1000)
+        track.codec = .opus(head)
+        track.edit = (mediaTime: head.preSkip, duration: max(0, Int(lastGranule) - ownPreSkip - HLSRendition.opusLead))
+        track.rollDistance = -((3840 + 959) / 960)
+        return HLSTrackPlan(kind: .fmp4, fileETag: etag, version: versionToken(etag), spans: spans,
+                            targetDuration: HLSSegmenter.targetDuration(for: spans, target: targetSeconds),
+                            codec: "opus", audioRange: spans[0].start..<(spans.last?.end ?? file.size),
+                            initSegment: FMP4Writer.initSegment(track),
+                            framing: .oggOpusWindows(serial: serial, startSamples: starts, windows: windows), timescale: 48_000)
+    }
+}
+
+/// Reads a file front to back in blocks, keeping the bytes from `position` on.
+private struct BlockReader<File: RandomAccessBytes> {
+    let file: File
+    var position = 0
+    private var buffer: [UInt8] = []
+    private var bufferStart = 0
+    static var block: Int { 1 << 20 }
+
+    init(file: File) { self.file = file }
+
+    /// Whether the bytes held reach the end of the file.
+    var reachesEnd: Bool { bufferStart + buffer.count >= file.size }
+
+    /// The bytes from `position`: at least `minimum` of them unless the file ends first.
+    mutating func bytes(atLeast minimum: Int) throws -> ArraySlice<UInt8> {
+        if position < bufferStart || position > bufferStart + buffer.count {
+            buffer = []
+            bufferStart = position
+        }
+        if bufferStart + buffer.count - position < minimum, !reachesEnd {
+            buffer.removeFirst(position - bufferStart)
+            bufferStart = position
+            let more = try file.read(at: bufferStart + buffer.count, count: max(Self.block, minimum))
+            if more.isEmpty { throw HLSError.invalid("the file ends before its size") }
+            buffer += more
+        }
+        return buffer[(position - bufferStart)...]
+    }
+}
