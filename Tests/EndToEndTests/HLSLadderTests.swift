@@ -167,15 +167,19 @@ import Glibc
                     try Self.run("mpg123", ["-q", "-w", reference.path, encoded.path])
                 }
                 let ref = Array(try wavSamples(reference.path).dropFirst(lead * 2))
-                // The source's length within the codec's stated delay handling: exact.
-                #expect(ours.count / 2 == sourceFrames, "\(label): \(ours.count / 2) frames from HLS, source \(sourceFrames)")
+                // The source's length within the codec's stated delay handling: the reference decoders
+                // trim the delay and the end exactly; ffmpeg trims the delay (the Opus edit list, the
+                // MP3's Info frame) and keeps the last packet or frame whole.
                 #expect(ref.count / 2 == sourceFrames, "\(label): \(ref.count / 2) frames from the reference")
+                #expect((sourceFrames..<(sourceFrames + 1152)).contains(ours.count / 2),
+                        "\(label): \(ours.count / 2) frames from HLS, source \(sourceFrames)")
                 let snr = HLSFixtures.snr(ref, ours, frames: 0..<(sourceFrames), channels: 2)
                 #expect(snr >= 40, "\(label): SNR \(snr) dB of ffmpeg's HLS decode against the reference decode of the same encode")
                 // And it is the source (the codec's loss aside) at no offset.
                 let source = try wavSamples(source48k.path)
-                let aligned = Self.alignment(source, ours, window: 96_000..<120_000, reach: 1_200)
-                #expect(aligned.shift == 0 && aligned.snr > 10, "\(label): against the source: \(aligned)")
+                // The whole track at once (a short window of the slow sweep leaves a lossy codec a sample of doubt).
+                let aligned = Self.alignment(source, ours, window: 48_000..<620_000, reach: 48)
+                #expect(aligned.shift == 0 && aligned.snr > 8, "\(label): against the source: \(aligned)")
             }
         }
         #expect(server.process.isRunning)
@@ -197,17 +201,20 @@ import Glibc
             let decoded = root.appendingPathComponent("\(folder).wav")
             try Self.ffmpeg("\(server.baseURL)/hls/\(path)/\(folder)/index.m3u8", decoded)
             let got = try wavSamples(decoded.path)
-            #expect(abs(got.count / 2 - want.count / 2) <= 1, "\(path) \(folder): \(got.count / 2) frames vs \(want.count / 2)")
+            #expect((want.count / 2..<(want.count / 2 + 1152)).contains(got.count / 2),
+                    "\(path) \(folder): \(got.count / 2) frames vs \(want.count / 2)")
             let window = (want.count / 2 / 4)..<(want.count / 2 * 3 / 4)
             let aligned = Self.alignment(want, got, window: window, reach: 1_200)
-            #expect(aligned.shift == 0 && aligned.snr > 10, "\(path) \(folder): \(aligned)")
+            #expect(aligned.shift == 0 && aligned.snr > 8, "\(path) \(folder): \(aligned)")
         }
         #expect(server.process.isRunning)
     }
 
     /// A player that switches variant between segments 0 and 1 (and back between 1 and 2) hears no
-    /// gap and no offset: the segments are joined and decoded as one stream, and the audio after
-    /// each switch lines up with the source exactly where the unswitched variant's does.
+    /// gap and no offset. ffmpeg's HLS demuxer plays a playlist of low seg-0, high seg-1, low seg-2:
+    /// the output is the low variant's decode bit for bit up to the switch, the high one's right
+    /// after it (once the decoder's 10 ms of overlap from the other variant is past), the same
+    /// length as either variant alone, at the source's place throughout, with no dropout.
     @Test func switchingVariants_isGapless() throws {
         let root = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: root) }
@@ -215,41 +222,62 @@ import Glibc
         let source48k = root.appendingPathComponent("source48k.wav")
         try Self.run("sox", [root.appendingPathComponent("source.wav").path, "-b", "16", source48k.path, "rate", "-v", "48000"])
         let source = try wavSamples(source48k.path)
-        func bytes(_ target: String) throws -> [UInt8] {
-            let response = try Self.getReady(server, target)
-            guard response.status == 200 else { throw TestFailure("\(target): \(response.status)") }
-            return response.body
-        }
         for (codec, ext) in [("opus", "m4s"), ("mp3", "mp3")] {
-            let low = "/hls/long.flac/\(codec)-\(Self.ladder[0])/", high = "/hls/long.flac/\(codec)-\(Self.ladder[1])/"
-            _ = try bytes(low + "index.m3u8")
-            _ = try bytes(high + "index.m3u8")
-            // Low, high, low; ffmpeg decodes the joined segments as one stream (fMP4 after the low init segment).
-            var joined = codec == "opus" ? try bytes(low + "init.mp4") : []
-            joined += try bytes(low + "seg-0.\(ext)") + bytes(high + "seg-1.\(ext)") + bytes(low + "seg-2.\(ext)")
-            let file = root.appendingPathComponent("switched-\(codec).\(codec == "opus" ? "mp4" : "mp3")")
-            try Self.write(joined, file)
-            let decoded = root.appendingPathComponent("switched-\(codec).wav")
-            try Self.ffmpeg(file.path, decoded)
-            let got = try wavSamples(decoded.path)
-            // The whole length: nothing lost or doubled at the joins.
-            #expect(got.count / 2 == source.count / 2, "\(codec): \(got.count / 2) frames switched vs \(source.count / 2)")
-            // Before, right after and well after each switch: the same place in the source.
-            let delay = codec == "opus" ? 0 : 0
-            for (label, window) in [("before", 240_000..<286_000), ("after the first switch", 290_000..<330_000),
-                                    ("after the second", 578_000..<620_000)] {
-                let aligned = Self.alignment(source, got, window: window, reach: 1_200)
-                #expect(aligned.shift == delay && aligned.snr > 10, "\(codec) \(label): \(aligned)")
+            let low = "\(codec)-\(Self.ladder[0])", high = "\(codec)-\(Self.ladder[1])"
+            var decodes: [String: [Int16]] = [:]
+            var durations: [String] = []
+            for folder in [low, high] {
+                let index = try Self.getReady(server, "/hls/long.flac/\(folder)/index.m3u8")
+                #expect(index.status == 200, "\(folder)")
+                durations = HLSServerTests.text(index).split(separator: "\n").filter { $0.hasPrefix("#EXTINF:") }.map(String.init)
+                let wav = root.appendingPathComponent("\(folder).wav")
+                try Self.ffmpeg("\(server.baseURL)/hls/long.flac/\(folder)/index.m3u8", wav)
+                decodes[folder] = try wavSamples(wav.path)
             }
-            // No dropout at a switch: every 10 ms around it carries signal like its neighbours.
-            for boundary in [288_000, 576_000] {
+            #expect(durations.count == 3, "\(codec): three segments")
+            let base = "\(server.baseURL)/hls/long.flac/"
+            var lines = ["#EXTM3U", "#EXT-X-VERSION:6", "#EXT-X-TARGETDURATION:6", "#EXT-X-PLAYLIST-TYPE:VOD"]
+            if codec == "opus" { lines.append("#EXT-X-MAP:URI=\"\(base)\(low)/init.mp4\"") }
+            for (i, folder) in [low, high, low].enumerated() where i < durations.count {
+                lines += [durations[i], "\(base)\(folder)/seg-\(i).\(ext)"]
+            }
+            lines.append("#EXT-X-ENDLIST")
+            let playlist = root.appendingPathComponent("switched-\(codec).m3u8")
+            try (lines.joined(separator: "\n") + "\n").write(to: playlist, atomically: true, encoding: .utf8)
+            let decoded = root.appendingPathComponent("switched-\(codec).wav")
+            try Self.run("ffmpeg", ["-nostdin", "-v", "error", "-protocol_whitelist", "file,http,tcp", "-y", "-i", playlist.path,
+                                    "-c:a", "pcm_s16le", "-f", "wav", decoded.path])
+            let got = try wavSamples(decoded.path)
+            let lowPCM = try #require(decodes[low]), highPCM = try #require(decodes[high])
+            // Nothing lost or doubled at the joins.
+            #expect(got.count == lowPCM.count && got.count == highPCM.count, "\(codec): \(got.count / 2) frames switched, \(lowPCM.count / 2) unswitched")
+            // The switches, in ffmpeg's output: the grid (6 s, 12 s of the encoder's timeline) less the 1,105 trimmed.
+            let first = HLSRenditionGrid.segment - HLSRenditionGrid.delay, second = 2 * HLSRenditionGrid.segment - HLSRenditionGrid.delay
+            #expect(Array(got[0..<(first * 2)]) == Array(lowPCM[0..<(first * 2)]), "\(codec): the low variant, bit for bit, up to the switch")
+            let settled = HLSFixtures.snr(highPCM, got, frames: (first + 480)..<second, channels: 2)
+            let back = HLSFixtures.snr(lowPCM, got, frames: (second + 480)..<(got.count / 2), channels: 2)
+            #expect(settled >= 35 && back >= 35, "\(codec): after the switches \(settled) dB against the high variant, \(back) dB back on the low one")
+            for (label, window) in [("before", (first - 40_000)..<(first - 1_000)), ("after the first switch", first..<(first + 30_000)),
+                                    ("after the second", second..<(second + 30_000))] {
+                let aligned = Self.alignment(source, got, window: window, reach: 1_200)
+                #expect(aligned.shift == 0 && aligned.snr > 8, "\(codec) \(label): \(aligned)")
+            }
+            // No dropout at a switch: every 10 ms around it carries the signal's level.
+            for boundary in [first, second] {
                 for start in stride(from: boundary - 1_920, to: boundary + 1_920, by: 480) {
                     var energy = 0.0
                     for frame in start..<(start + 480) { energy += Double(got[frame * 2]) * Double(got[frame * 2]) }
-                    #expect(energy / 480 > 1e4, "\(codec): near-silence at frame \(start) (switch at \(boundary))")
+                    #expect((energy / 480).squareRoot() > 3_000, "\(codec): a dropout at frame \(start) (switch at \(boundary))")
                 }
             }
         }
         #expect(server.process.isRunning)
     }
+}
+
+/// The grid of `HLSRendition` as the tests see it (48 kHz samples).
+enum HLSRenditionGrid {
+    static let segment = 288_000
+    /// LAME's delay and the decoder's (the Opus lead makes Opus the same).
+    static let delay = 1_105
 }
