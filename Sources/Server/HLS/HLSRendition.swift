@@ -40,9 +40,9 @@ public struct HLSRendition: Sendable, Hashable {
     public var folder: String { "\(codec.rawValue)-\(kbps)" }
 
     /// The rate both codecs are encoded at.
-    public static let sampleRate = 48_000
+    public static let sampleRate = RenditionGrid.sampleRate
     /// The grid every transcoded variant is cut on: 6 s at 48 kHz.
-    public static let gridSamples = 288_000
+    public static let gridSamples = RenditionGrid.segmentSamples
     /// Samples before the first source sample in a decoded MP3 at 48 kHz (LAME's delay and the decoder's).
     public static let mp3Delay = 576 + 529
     /// libopus's look-ahead at 48 kHz: the pre-skip libopusenc writes.
@@ -114,160 +114,35 @@ extension HLSTrackPlan {
         }
     }
 
-    /// MP3 at 48 kHz as packed audio: segment k is frames 250k..<250(k+1); the first also holds
-    /// the Info frame (a decoder playing from the start reads its delay and padding); the file's
-    /// ID3v2 tag is left out (packed segments start with their own timestamp tag).
+    /// MP3 at 48 kHz as packed audio, cut by `RenditionGrid.mp3Cuts`.
     static func mp3Rendition(file: some RandomAccessBytes, etag: String) throws -> HLSTrackPlan {
-        let framesPerSegment = HLSRendition.gridSamples / 1152
-        var reader = BlockReader(file: file)
-        var splitter = AudioFrameSplitter(codec: .mpeg)
-        let startsWithTag = try file.read(at: 0, count: 3) == Array("ID3".utf8)
-        var firstByte = 0
-        var frameStarts: [Int] = []
-        var audioEnd = 0
-        while reader.position < file.size {
-            let bytes = try reader.bytes(atLeast: 8192)
-            let step = try splitter.next(in: bytes, isComplete: reader.reachesEnd)
-            switch step {
-            case .needMore:
-                if reader.reachesEnd { reader.position = file.size } else { _ = try reader.bytes(atLeast: bytes.count * 2 + 8192) }
-            case .skip(let count):
-                if startsWithTag && reader.position == 0 { firstByte = count }
-                reader.position += max(1, count)
-            case .frame(let frame):
-                guard frame.sampleRate == HLSRendition.sampleRate, frame.samples == 1152 else {
-                    throw HLSError.invalid("an MP3 rendition frame of \(frame.samples) samples at \(frame.sampleRate) Hz (48 kHz wanted)")
-                }
-                frameStarts.append(reader.position)
-                reader.position += frame.length
-                audioEnd = reader.position
-            }
-        }
-        guard !frameStarts.isEmpty else { throw HLSError.invalid("the MP3 rendition holds no frame") }
-        var spans: [HLSSegmentSpan] = []
-        var first = 0
-        while first < frameStarts.count {
-            let end = min(first + framesPerSegment, frameStarts.count)
-            let start = first == 0 ? min(firstByte, frameStarts[0]) : frameStarts[first]
-            let stop = end < frameStarts.count ? frameStarts[end] : audioEnd
-            spans.append(HLSSegmentSpan(startTime: Double(first * 1152) / 48_000, duration: Double((end - first) * 1152) / 48_000,
-                                        start: start, end: stop))
-            first = end
-        }
+        let cuts = try RenditionGrid.mp3Cuts(file)
+        let spans = cuts.spans
         return HLSTrackPlan(kind: .packedMP3, fileETag: etag, version: versionToken(etag), spans: spans,
                             targetDuration: HLSSegmenter.targetDuration(for: spans, target: targetSeconds),
-                            codec: "mp4a.40.34", audioRange: spans[0].start..<audioEnd, initSegment: nil, framing: nil,
+                            codec: "mp4a.40.34", audioRange: spans[0].start..<cuts.audioEnd, initSegment: nil, framing: nil,
                             timescale: 90_000)
     }
 
-    /// Opus in fMP4, cut every 288,000 samples of the encoder's timeline wherever the pages fall:
-    /// each span starts at the page its first packet starts on and keeps a window of the packets.
+    /// Opus in fMP4, cut by `RenditionGrid.opusCuts` wherever the pages fall: each span starts at
+    /// the page its first packet starts on and keeps a window of the packets.
     static func opusRendition(file: some RandomAccessBytes, etag: String, kbps: Int) throws -> HLSTrackPlan {
-        let ogg = try OggReader.read(file)
-        guard ogg.links.count == 1, case .opus(var head) = ogg.first.codec, let lastGranule = ogg.first.lastGranule else {
-            throw HLSError.invalid("an Opus rendition must be one Ogg Opus stream with a granule position")
-        }
-        let serial = ogg.first.serial
-        // Every audio packet: the page it starts on, the end of the page it completes on, its samples.
-        var startPage: [Int] = [], endPageEnd: [Int] = [], samples: [Int] = []
-        var assembler = OggPacketAssembler(serial: serial)
-        var reader = BlockReader(file: file)
-        var inFlightStart: Int?
-        while reader.position < file.size {
-            let bytes = try reader.bytes(atLeast: OggPage.maxLength)
-            // Our own encode: a page starts right here (`next` counts from the slice's start).
-            guard let (offset, page) = OggPage.next(in: bytes, from: 0), offset == 0, bytes.count >= page.length else {
-                if reader.reachesEnd { break }
-                throw HLSError.invalid("the Opus rendition has damage at byte \(reader.position)")
-            }
-            let pageStart = reader.position
-            defer { reader.position += page.length }
-            guard page.serial == serial else { continue }
-            if !page.isContinued { inFlightStart = nil }
-            var starts: [Int] = []
-            for piece in page.pieces {
-                if inFlightStart == nil { inFlightStart = pageStart }
-                if piece.endsPacket, let start = inFlightStart {
-                    starts.append(start)
-                    inFlightStart = nil
-                }
-            }
-            let bodyStart = bytes.startIndex + page.headerLength
-            let packets = try assembler.push(page, body: bytes[bodyStart..<(bodyStart + page.bodyLength)])
-            guard packets.count == starts.count else { throw HLSError.invalid("the Opus rendition's pages do not join into packets") }
-            for (packet, start) in zip(packets, starts) {
-                let data = packet.data
-                if data.starts(with: OpusHead.magic) || data.starts(with: opusTagsMagic) { continue }
-                guard let count = OpusPacket.samples(data[...]) else { continue }   // an empty packet: nothing to play
-                startPage.append(start)
-                endPageEnd.append(pageStart + page.length)
-                samples.append(count)
-            }
-        }
-        guard !samples.isEmpty else { throw HLSError.invalid("the Opus rendition holds no packet") }
-        // The first packet starting on each page (what a fresh read from that page yields first).
-        var firstOnPage: [Int: Int] = [:]
-        for (p, page) in startPage.enumerated() where firstOnPage[page] == nil { firstOnPage[page] = p }
-        var cuts: [Int] = []       // packet numbers that start a segment
-        var sampleAt: [Int] = []   // each packet's first sample
-        var time = 0
-        for p in samples.indices {
-            if time >= cuts.count * HLSRendition.gridSamples { cuts.append(p) }
-            sampleAt.append(time)
-            time += samples[p]
-        }
-        var spans: [HLSSegmentSpan] = [], windows: [Range<Int>] = [], starts: [Int] = []
-        for (k, p) in cuts.enumerated() {
-            let next = k + 1 < cuts.count ? cuts[k + 1] : samples.count
-            let endSample = next < samples.count ? sampleAt[next] : time
-            let skip = p - (firstOnPage[startPage[p]] ?? p)
-            spans.append(HLSSegmentSpan(startTime: Double(sampleAt[p]) / 48_000, duration: Double(endSample - sampleAt[p]) / 48_000,
-                                        start: startPage[p], end: endPageEnd[next - 1]))
-            windows.append(skip..<(skip + next - p))
-            starts.append(sampleAt[p])
-        }
+        let cuts = try RenditionGrid.opusCuts(file)
+        var head = cuts.head
         // The pre-skip covers the look-ahead and the lead of silence: whole-track players trim both.
         let ownPreSkip = head.preSkip
         head.preSkip += HLSRendition.opusLead
         var track = FMP4AudioTrackInfo(timescale: 48_000, channels: head.channels, sampleRate: 48_000, audioSpecificConfig: [],
                                        avgBitrate: kbps * 1000)
         track.codec = .opus(head)
-        track.edit = (mediaTime: head.preSkip, duration: max(0, Int(lastGranule) - ownPreSkip - HLSRendition.opusLead))
+        track.edit = (mediaTime: head.preSkip, duration: max(0, cuts.lastGranule - ownPreSkip - HLSRendition.opusLead))
         track.rollDistance = -((3840 + 959) / 960)
+        let spans = cuts.spans
         return HLSTrackPlan(kind: .fmp4, fileETag: etag, version: versionToken(etag), spans: spans,
                             targetDuration: HLSSegmenter.targetDuration(for: spans, target: targetSeconds),
                             codec: "opus", audioRange: spans[0].start..<(spans.last?.end ?? file.size),
                             initSegment: FMP4Writer.initSegment(track),
-                            framing: .oggOpusWindows(serial: serial, startSamples: starts, windows: windows), timescale: 48_000)
-    }
-}
-
-/// Reads a file front to back in blocks, keeping the bytes from `position` on.
-private struct BlockReader<File: RandomAccessBytes> {
-    let file: File
-    var position = 0
-    private var buffer: [UInt8] = []
-    private var bufferStart = 0
-    static var block: Int { 1 << 20 }
-
-    init(file: File) { self.file = file }
-
-    /// Whether the bytes held reach the end of the file.
-    var reachesEnd: Bool { bufferStart + buffer.count >= file.size }
-
-    /// The bytes from `position`: at least `minimum` of them unless the file ends first.
-    mutating func bytes(atLeast minimum: Int) throws -> ArraySlice<UInt8> {
-        if position < bufferStart || position > bufferStart + buffer.count {
-            buffer = []
-            bufferStart = position
-        }
-        if bufferStart + buffer.count - position < minimum, !reachesEnd {
-            buffer.removeFirst(position - bufferStart)
-            bufferStart = position
-            let more = try file.read(at: bufferStart + buffer.count, count: max(Self.block, minimum))
-            if more.isEmpty { throw HLSError.invalid("the file ends before its size") }
-            buffer += more
-        }
-        return buffer[(position - bufferStart)...]
+                            framing: .oggOpusWindows(serial: cuts.serial, startSamples: cuts.startSamples, windows: cuts.windows),
+                            timescale: 48_000)
     }
 }
