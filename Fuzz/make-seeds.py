@@ -321,6 +321,11 @@ def main():
         # oggdecode: piece-size and seek-target bytes, then the file.
         if codec != "flac":
             write(out, "oggdecode", bytes([3, 7]) + encoded)
+        if codec == "opus":
+            write(out, "rendition", encoded)
+    # rendition: what an HLS ladder variant is cut from (MP3 at 48 kHz with an Info frame, Ogg Opus).
+    write(out, "rendition", ffmpeg(["-i", wavs[0], "-t", "0.5", "-ar", "48000", "-c:a", "libmp3lame", "-b:a", "64k"] + BITEXACT
+                                   + ["-f", "mp3"], ".mp3"))
     chain = b"".join(ffmpeg(["-i", wavs[0], "-t", "0.2", "-c:a", "libopus", "-b:a", "24k"] + BITEXACT
                             + ["-serial_offset", str(serial), "-f", "ogg"], ".opus") for serial in (1, 2))
     write(out, "ogg", chain)

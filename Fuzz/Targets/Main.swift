@@ -6,7 +6,7 @@ import Glibc
 
 /// The parsers the fuzzer can drive, by the FUZZ_TARGET name `make fuzz` uses.
 enum FuzzTarget: String, CaseIterable {
-    case analyze, decode, encode, mpeg, tags, adts, wav, mp4, ts, m3u8, playlist, http, range, icy, icystream, response, url, api, flac, ogg, oggdecode, aiff, alac, flacdecode, waveform, subsonic
+    case analyze, decode, encode, mpeg, tags, adts, wav, mp4, ts, m3u8, playlist, http, range, icy, icystream, response, url, api, flac, ogg, oggdecode, aiff, alac, flacdecode, waveform, subsonic, rendition
 
     /// Feeds one input to the parser; any thrown error is a normal outcome, a trap is a finding.
     func run(_ bytes: [UInt8]) {
@@ -21,6 +21,7 @@ enum FuzzTarget: String, CaseIterable {
         case .mp4: MP4Target.run(bytes)
         case .ts: TSTarget.run(bytes)
         case .m3u8: M3U8Target.run(bytes)
+        case .rendition: RenditionTarget.run(bytes)
         case .playlist: PlaylistTarget.run(bytes)
         case .http: HTTPTarget.run(bytes)
         case .range: RangeTarget.run(bytes)

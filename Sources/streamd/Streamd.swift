@@ -64,6 +64,9 @@ struct Serve: ParsableCommand {
     @Option(help: "Memory for generated HLS segments, in MiB (least recently used go first; 0 caches nothing).")
     var hlsCacheMb: Int = 64
 
+    @Option(help: "Bitrates in kbit/s (32...320) of the transcoded HLS variants each master playlist offers, as Opus and as MP3 ('none': the original only).")
+    var hlsLadder = HLSLadder.defaultRungs.map(String.init).joined(separator: ",")
+
     @Flag(help: "Send whole files with Content-Length instead of chunked, for clients that seek only when they know the size (GStreamer's souphttpsrc).")
     var contentLength = false
 
@@ -171,6 +174,9 @@ extension Serve {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
         guard (0...65536).contains(hlsCacheMb) else { throw ValidationError("--hls-cache-mb must be 0...65536") }
+        guard HLSLadder.parse(hlsLadder) != nil else {
+            throw ValidationError("--hls-ladder must be bitrates in \(HLSLadder.kbpsRange) kbit/s separated by commas, or none")
+        }
         for (name, seconds) in [("--write-timeout", writeTimeout), ("--head-timeout", headTimeout), ("--idle-timeout", idleTimeout)]
         where !(0.1...86_400).contains(seconds) {
             throw ValidationError("\(name) must be 0.1...86400 seconds")
@@ -244,10 +250,10 @@ extension Serve {
         let logger = makeLogger()
         let library = try openLibrary(logger: logger)
         let scanner = try makeScanner(library.catalog)
-        let hlsService = try makeHLS(library.catalog)
+        let transcoder = try makeTranscoder(library.catalog)
+        let hlsService = try makeHLS(library.catalog, transcoder: transcoder)
         let radio = try makeRadio(library.catalog, logger: logger)
         let access = try makeAccess(databasePath: library.databasePath)
-        let transcoder = try makeTranscoder(library.catalog)
         let framing: WholeFileFraming = contentLength ? .contentLength : .chunked
         let subsonic = try SubsonicService(catalog: library.catalog, auth: SubsonicAuth(accounts: SubsonicAccountsAdapter(access)),
                                            framing: framing,
@@ -364,7 +370,7 @@ extension Serve {
     }
 
     /// The HLS routes and `--live` loops (started by the lifecycle); nil with `--no-hls`.
-    func makeHLS(_ catalog: Catalog) throws -> HLSService? {
+    func makeHLS(_ catalog: Catalog, transcoder: TranscodeService) throws -> HLSService? {
         var hlsService: HLSService?
         if hls {
             var sources: [HLSLiveSource] = []
@@ -378,7 +384,8 @@ extension Serve {
                     throw exitLine("--live \(name): \(path): \(error)")
                 }
             }
-            hlsService = HLSService(catalog: catalog, cacheBytes: hlsCacheMb << 20, live: sources)
+            let ladder = HLSLadder(rungs: HLSLadder.parse(hlsLadder) ?? [], encoder: transcoder)
+            hlsService = HLSService(catalog: catalog, cacheBytes: hlsCacheMb << 20, live: sources, ladder: ladder)
         }
         return hlsService
     }

@@ -10,12 +10,15 @@ public final class HLSService: Sendable {
     public let cache: LRUByteCache
     private let plans = PlanCache(limit: 128)
     private let live: [String: HLSLiveSource]
+    /// The transcoded variants beside each original (`--hls-ladder`); nil: the original only.
+    public let ladder: HLSLadder?
 
     package static let playlistType = "application/vnd.apple.mpegurl"
     package static let immutable = "public, max-age=31536000, immutable"
 
-    public init(catalog: Catalog, cacheBytes: Int, live: [HLSLiveSource] = []) {
+    public init(catalog: Catalog, cacheBytes: Int, live: [HLSLiveSource] = [], ladder: HLSLadder? = nil) {
         self.catalog = catalog
+        self.ladder = ladder.flatMap { $0.rungs.isEmpty ? nil : $0 }
         self.cache = LRUByteCache(capacityBytes: cacheBytes)
         self.live = Dictionary(live.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
@@ -25,8 +28,16 @@ public final class HLSService: Sendable {
     /// `GET /hls/<path>/<name>`: `rest` is what follows `/hls/`, still percent-encoded.
     public func vod(_ request: HTTPRequest, rest: Substring) throws(HTTPRefusal) -> HTTPResponse {
         guard let slash = rest.lastIndex(of: "/") else { throw .notFound() }
-        let trackPart = rest[..<slash]
+        var trackPart = rest[..<slash]
         let name = String(rest[rest.index(after: slash)...])
+        // `<path>/opus-128/<name>`: a transcoded variant of the ladder.
+        var rendition: HLSRendition?
+        if let ladder, let folderSlash = trackPart.lastIndex(of: "/"),
+           let wanted = HLSRendition(folder: trackPart[trackPart.index(after: folderSlash)...]) {
+            guard ladder.rungs.contains(wanted.kbps) else { throw .notFound() }
+            rendition = wanted
+            trackPart = trackPart[..<folderSlash]
+        }
         let absolute: String
         do {
             absolute = try catalog.resolver.resolve(encoded: trackPart)
@@ -39,15 +50,92 @@ public final class HLSService: Sendable {
         } catch {
             throw .notFound()
         }
-        let plan: HLSTrackPlan
+        if let rendition, let ladder { return try renditionResponse(request, rendition, ladder: ladder, name: name, absolute: absolute, file: file) }
+        let plan: HLSTrackPlan?
         do {
             plan = try self.plan(for: absolute, file: file)
         } catch HLSError.unsupported(let why) {
-            // The track is fine, its format has no HLS rendition (yet): 415 with the reason.
-            throw HTTPRefusal(415, "\(HLSError.unsupported(why))")
+            // The track is fine, its format has no HLS rendition of its own: with a ladder the
+            // master playlist offers the transcoded variants, else 415 with the reason.
+            guard name == "master.m3u8", ladder != nil, catalog.track(forAbsolutePath: absolute) != nil else {
+                throw HTTPRefusal(415, "\(HLSError.unsupported(why))")
+            }
+            plan = nil
         } catch {
             throw HTTPRefusal(422, "\(error)")
         }
+        if name == "master.m3u8" {
+            let text = masterPlaylist(original: plan, absolute: absolute, file: file).render()
+            let etag = "\"\(HLSTrackPlan.versionToken(file.etag))-\(HLSTrackPlan.versionToken(text))\""
+            return Self.respond(request, Array(text.utf8), contentType: Self.playlistType, etag: etag, cacheControl: "no-cache")
+        }
+        guard let plan else { throw .notFound() }
+        return try answer(request, name: name, plan: plan, file: file, segmentKey: "vod|\(absolute)")
+    }
+
+    /// The master playlist: the original when HLS carries it, then each variant of the ladder
+    /// (BANDWIDTH measured when its encode is cached, else what its bitrate and framing make).
+    func masterPlaylist(original: HLSTrackPlan?, absolute: String, file: OpenFile) -> HLSMasterPlaylist {
+        var variants = original?.masterPlaylist(query: "").variants ?? []
+        // A lossy original is offered only below its own bitrate: a higher rung costs bits for
+        // nothing, and the original stays the variant of the highest BANDWIDTH.
+        let lossyBitrate = original.flatMap { $0.codec == "flac" ? nil : variants.first?.averageBandwidth ?? variants.first?.bandwidth }
+        if let ladder, catalog.track(forAbsolutePath: absolute) != nil {
+            for rendition in ladder.renditions where rendition.kbps * 1000 < lossyBitrate ?? Int.max {
+                let uri = rendition.folder + "/index.m3u8"
+                if let encoded = ladder.encoder.cachedRendition(absolute: absolute, file: file, rendition: rendition),
+                   let plan = try? renditionPlan(rendition, absolute: absolute, encoded: encoded),
+                   var measured = plan.masterPlaylist(query: "").variants.first {
+                    measured.uri = uri
+                    variants.append(measured)
+                    continue
+                }
+                let bits = Double(rendition.kbps * 1000)
+                // Opus is VBR: peaks a quarter above the mean are allowed for; MP3 is CBR. Both
+                // carry a segment header (moof or ID3) per 6 s.
+                let peak = rendition.codec == .opus ? bits * 1.25 : bits
+                let header = Double(rendition.codec == .opus ? FMP4Writer.mediaHeaderSize(sampleCount: 300, sampleGroup: true)
+                                                              : ID3Writer.transportStreamTimestampTag(ticks90k: 0).count) * 8 / 6
+                variants.append(HLSVariant(bandwidth: Int((peak + header).rounded(.up)), averageBandwidth: Int((bits + header).rounded()),
+                                           codecs: [rendition.codecs], uri: uri))
+            }
+        }
+        return HLSMasterPlaylist(variants: variants)
+    }
+
+    /// A file of a transcoded variant: its encode is found in the transcoder's cache, or started
+    /// and waited for a bounded time (this runs on the blocking pool), then cut on the grid.
+    private func renditionResponse(_ request: HTTPRequest, _ rendition: HLSRendition, ladder: HLSLadder, name: String,
+                                   absolute: String, file: OpenFile) throws(HTTPRefusal) -> HTTPResponse {
+        guard name == "index.m3u8" || name == "init.mp4" || name == "rendition.\(rendition.fileExtension)"
+                || name.hasPrefix("seg-") || name.hasPrefix("packed.") else { throw .notFound() }
+        let encoded = try ladder.encoder.renditionFile(absolute: absolute, file: file, rendition: rendition, wait: ladder.wait)
+        let plan: HLSTrackPlan
+        do {
+            plan = try renditionPlan(rendition, absolute: absolute, encoded: encoded)
+        } catch {
+            throw HTTPRefusal(500, "the \(rendition.folder) encode cannot be cut: \(error)")
+        }
+        if name == "rendition.\(rendition.fileExtension)" {
+            // The whole encode, as the segments were cut from it (a download, or a reference decode).
+            return Self.respond(request, parts: [.file(encoded, offset: 0, length: encoded.size)], contentType: rendition.fileContentType,
+                                etag: "\"\(plan.version)-file\"", cacheControl: Self.immutable)
+        }
+        return try answer(request, name: name, plan: plan, file: encoded, segmentKey: "vod|\(absolute)|\(rendition.folder)")
+    }
+
+    /// The plan of a variant's encode, reused while the encode is the same file.
+    func renditionPlan(_ rendition: HLSRendition, absolute: String, encoded: OpenFile) throws -> HLSTrackPlan {
+        let key = absolute + "|" + rendition.folder
+        if let plan = plans.get(key), plan.fileETag == encoded.etag { return plan }
+        let plan = try HLSTrackPlan.rendition(rendition, file: encoded, etag: encoded.etag)
+        plans.put(key, plan)
+        return plan
+    }
+
+    /// A media playlist, init segment, segment or packed file of `plan`, cut from `file`.
+    private func answer(_ request: HTTPRequest, name: String, plan: HLSTrackPlan, file: OpenFile,
+                        segmentKey: String) throws(HTTPRefusal) -> HTTPResponse {
         let version = request.queryValue("v")
         switch name {
         case "index.m3u8":
@@ -57,8 +145,6 @@ public final class HLSService: Sendable {
                                 plan: plan)
             }
             return playlist(request, plan.mediaPlaylist(query: "?v=" + plan.version).render(), plan: plan)
-        case "master.m3u8":
-            return playlist(request, plan.masterPlaylist(query: "").render(), plan: plan)
         case plan.packedFileName where plan.supportsByteRanges:
             if let version, version != plan.version { return .error(404, "packed file of an older version of the file") }
             return Self.respond(request, parts: plan.packedParts(of: file), contentType: plan.segmentContentType,
@@ -73,7 +159,7 @@ public final class HLSService: Sendable {
                 return .error(404, "no such segment")
             }
             if let version, version != plan.version { return .error(404, "segment of an older version of the file") }
-            let key = "vod|\(absolute)|\(plan.version)|\(index)"
+            let key = "\(segmentKey)|\(plan.version)|\(index)"
             do {
                 let (bytes, hit) = try cache.value(for: key) { try plan.segment(index, from: file) }
                 var response = Self.respond(request, bytes, contentType: plan.segmentContentType,

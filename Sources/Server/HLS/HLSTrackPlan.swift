@@ -80,6 +80,10 @@ enum FMP4Framing: Sendable {
     /// Ogg Opus packets of stream `serial`: spans are byte ranges of whole pages, each starting a
     /// packet; `startSamples[i]` is span i's first sample at 48 kHz (its tfdt, pre-skip included).
     case oggOpus(serial: UInt32, startSamples: [Int])
+    /// Ogg Opus cut on a grid that need not fall on page starts (a transcoded rendition): span i
+    /// starts at the page where its first packet starts, and `windows[i]` picks its packets among
+    /// the audio packets completed in the span's bytes (a leading continued piece is dropped).
+    case oggOpusWindows(serial: UInt32, startSamples: [Int], windows: [Range<Int>])
 }
 
 /// How one track is cut into HLS segments, from its seek index (MP3, ADTS, FLAC, Ogg Opus) or
@@ -351,7 +355,7 @@ public struct HLSTrackPlan: Sendable {
             switch framing {
             case .table(let samples):
                 return FMP4Writer.mediaHeaderSize(sampleCount: span.end - span.start) + samples.sizes[span.start..<span.end].reduce(0, +)
-            case .flacFrames, .oggOpus:
+            case .flacFrames, .oggOpus, .oggOpusWindows:
                 // Without splitting the frames: the source bytes (Ogg page headers included) and a
                 // moof for a frame per 20 ms, close enough for BANDWIDTH.
                 return FMP4Writer.mediaHeaderSize(sampleCount: Int(span.duration * 50)) + span.end - span.start
@@ -377,7 +381,7 @@ public struct HLSTrackPlan: Sendable {
             case .table(let samples):
                 start = samples.times[span.start]
                 loopLength = samples.times[samples.offsets.count]
-            case .flacFrames(_, let starts), .oggOpus(_, let starts):
+            case .flacFrames(_, let starts), .oggOpus(_, let starts), .oggOpusWindows(_, let starts, _):
                 start = starts[i]
                 loopLength = Int((duration * Double(timescale)).rounded())
             case nil:
@@ -387,6 +391,7 @@ public struct HLSTrackPlan: Sendable {
             let base = loopTicks &+ UInt64(max(0, start))
             var isOpus = false
             if case .oggOpus = framing { isOpus = true }
+            if case .oggOpusWindows = framing { isOpus = true }
             return FMP4Writer.mediaSegmentHeader(sequence: sequence ?? (i + 1), trackID: 1, baseDecodeTime: base,
                                                  samples: zip(media.durations, media.sizes).map { ($0, $1) },
                                                  rollGroup: isOpus) + media.bytes
@@ -417,11 +422,16 @@ public struct HLSTrackPlan: Sendable {
                 var out: [UInt8] = []
                 for frame in frames { out += bytes[frame.offset..<(frame.offset + frame.length)] }
                 return (out, frames.map(\.length), frames.map(\.samples))
-            case .oggOpus(let serial, _):
+            case .oggOpus(let serial, _), .oggOpusWindows(let serial, _, _):
                 let bytes = try file.read(at: span.start, count: span.end - span.start)
                 guard bytes.count == span.end - span.start else { throw HLSError.invalid("the file is shorter than its index") }
                 var out: [UInt8] = [], sizes: [Int] = [], durations: [Int] = []
-                for packet in try Self.opusPackets(bytes, serial: serial) {
+                var packets = try Self.opusPackets(bytes, serial: serial)
+                if case .oggOpusWindows(_, _, let windows) = framing {
+                    let window = windows[i].clamped(to: 0..<packets.count)
+                    packets = Array(packets[window])
+                }
+                for packet in packets {
                     // An empty packet (a lost frame the encoder marked) has no TOC: nothing to play.
                     guard let samples = OpusPacket.samples(packet[...]) else { continue }
                     out += packet

@@ -34,8 +34,9 @@ public final class LAMEEncoder: AudioEncoder {
     /// `quality` is libmp3lame's 0 (best, slowest) ... 9, nil its default.
     /// `infoFrame`: the stream starts with a placeholder frame for the Xing/Info + LAME tag, whose
     /// final bytes (frame count, delay and padding) `infoFrame()` gives once the stream is flushed
-    /// (a file; a radio stream has none).
-    public init(sampleRate: Int, channels: Int, kbps: Int, quality: Int? = nil, infoFrame: Bool = false) throws(EncoderError) {
+    /// (a file; a radio stream has none). `reservoir: false`: no frame borrows bytes from earlier frames.
+    public init(sampleRate: Int, channels: Int, kbps: Int, quality: Int? = nil, infoFrame: Bool = false,
+                reservoir: Bool = true) throws(EncoderError) {
         guard Self.sampleRates.contains(sampleRate) else {
             throw EncoderError(message: "MP3 has no \(sampleRate) Hz rate")
         }
@@ -56,6 +57,9 @@ public final class LAMEEncoder: AudioEncoder {
             if let quality { lame_set_quality(flags, Int32(min(9, max(0, quality)))) }
             // A stream has no end to rewrite a header at, and listeners join anywhere.
             lame_set_bWriteVbrTag(flags, infoFrame ? 1 : 0)
+            // Without the reservoir every frame holds its own bits: an HLS rendition's segment
+            // decodes the same after a segment of another variant.
+            if !reservoir { lame_set_disable_reservoir(flags, 1) }
             lame_set_write_id3tag_automatic(flags, 0)
             guard lame_init_params(flags) >= 0 else {
                 lame_close(flags)

@@ -50,11 +50,17 @@ struct TranscodeSpec: Sendable {
     var cachePath: String?
     /// The rate `wav` is resampled to (`&rate=`: the page's AudioContext rate); nil: the source's.
     var wavRate: Int? = nil
+    /// An HLS rendition's settings (see `HLSRendition`): the encoder's rate, silence encoded
+    /// before the track, and whether MP3 frames may borrow bytes from earlier ones.
+    var fixedRate: Int?
+    var leadingSilence = 0
+    var reservoir = true
 
     var outputChannels: Int { min(2, max(1, channels)) }
 
     /// The encoder's rate: Opus 48 kHz; MP3 the source's when MP3 has it, else 48 kHz or 44.1 kHz.
     func outputRate(input: Int) -> Int {
+        if let fixedRate { return fixedRate }
         switch format {
         case .opus: return OggOpusEncoder.sampleRate
         case .wav: return wavRate ?? input
@@ -204,9 +210,14 @@ final class TranscodeJob: @unchecked Sendable {
                     encoder = ResamplingEncoder(try OggOpusEncoder(channels: spec.outputChannels, kbps: spec.kbps, tags: spec.tags))
                 case .mp3:
                     encoder = ResamplingEncoder(try LAMEEncoder(sampleRate: outputRate, channels: spec.outputChannels, kbps: spec.kbps,
-                                                                quality: ChannelTranscoder.quality, infoFrame: spec.cachePath != nil))
+                                                                quality: ChannelTranscoder.quality, infoFrame: spec.cachePath != nil,
+                                                                reservoir: spec.reservoir))
                 case .wav:
                     encoder = ResamplingEncoder(try WaveFloatEncoder(sampleRate: outputRate, channels: spec.outputChannels))
+                }
+                if spec.leadingSilence > 0, let made = encoder {
+                    // Silence at the encoder's own rate, ahead of the resampler.
+                    try made.encoder.encode([Float](repeating: 0, count: spec.leadingSilence * spec.outputChannels)[...], appendingTo: &bytes)
                 }
                 shared.withLock { $0.format = (outputRate, spec.outputChannels) }
             }

@@ -36,7 +36,7 @@ public final class TranscodeService: @unchecked Sendable {
     // @unchecked: immutable after init but for `state`, which is behind a lock.
     let settings: TranscodeSettings
     let cache: TranscodeCache
-    private let catalog: Catalog
+    let catalog: Catalog
     private let logger: Logger
 
     struct State {
@@ -160,7 +160,7 @@ public final class TranscodeService: @unchecked Sendable {
     }
 
     /// The job for `spec`: the one in progress, a new one started or queued; 503 when full.
-    private func admit(_ spec: TranscodeSpec, relative: String) throws(HTTPRefusal) -> TranscodeJob {
+    func admit(_ spec: TranscodeSpec, relative: String) throws(HTTPRefusal) -> TranscodeJob {
         enum Decision { case joined(TranscodeJob), start(TranscodeJob), queued(TranscodeJob), full, stopping, failed(String) }
         let decision: Decision = state.withLock { s in
             if s.stopping { return .stopping }

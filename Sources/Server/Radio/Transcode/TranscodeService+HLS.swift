@@ -1,0 +1,87 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import StreamAudio
+import StreamShared
+import StreamLibrary
+import StreamHTTP
+import StreamHLS
+
+/// HLS renditions (`--hls-ladder`): whole-track encodes made and cached like `/media/…?format=`
+/// transcodes, under keys of their own (MP3 at 48 kHz without the bit reservoir, Opus after a
+/// lead of silence: see `HLSRendition`), so they never stand in for a `/media/` transcode.
+extension TranscodeService: HLSRenditionEncoder {
+    /// What encoding `rendition` of the track at `absolute` means, and where its file is kept.
+    private func renditionSpec(absolute: String, file: OpenFile, rendition: HLSRendition) throws(HTTPRefusal)
+        -> (spec: TranscodeSpec, cacheName: String, relative: String) {
+        guard let track = catalog.track(forAbsolutePath: absolute), let relative = catalog.resolver.relative(absolute) else {
+            throw HTTPRefusal(404, "not a track of the library")
+        }
+        guard track.sampleRate > 0, track.channels > 0 else { throw HTTPRefusal(422, "the track has no sample rate") }
+        let format: TranscodeFormat = rendition.codec == .opus ? .opus : .mp3
+        let stamp = file.stamp
+        let key = "\(relative)|\(stamp.size)|\(stamp.mtimeNanos)|\(format.rawValue)|\(rendition.kbps)|hls"
+        let cacheName = TranscodeCache.name(key: key, ext: format.fileExtension)
+        var spec = TranscodeSpec(path: absolute, hints: TrackDecoder.Hints(audioStart: track.firstFrameOffset, audioEnd: stamp.size,
+                                                                            encoderDelay: track.encoderDelay,
+                                                                            encoderPadding: track.encoderPadding,
+                                                                            totalSamples: track.totalSamples),
+                                 channels: track.channels, sourceRate: track.sampleRate, format: format, kbps: rendition.kbps,
+                                 gain: 1, start: DecodeStart(sample: 0), tags: Self.tags(track), key: key,
+                                 cachePath: cache.path(of: cacheName))
+        spec.fixedRate = HLSRendition.sampleRate
+        if rendition.codec == .opus { spec.leadingSilence = HLSRendition.opusLead } else { spec.reservoir = false }
+        return (spec, cacheName, relative)
+    }
+
+    public func cachedRendition(absolute: String, file: OpenFile, rendition: HLSRendition) -> OpenFile? {
+        guard let made = try? renditionSpec(absolute: absolute, file: file, rendition: rendition) else { return nil }
+        return cache.open(made.cacheName)
+    }
+
+    public func renditionFile(absolute: String, file: OpenFile, rendition: HLSRendition, wait: Double) throws(HTTPRefusal) -> OpenFile {
+        let (spec, cacheName, relative) = try renditionSpec(absolute: absolute, file: file, rendition: rendition)
+        if let cached = cache.open(cacheName) {
+            state.withLock { $0.hits += 1 }
+            return cached
+        }
+        // Nobody reads a rendition's encode as it is made, so it must not wait in the queue (a
+        // queued job is dropped when it has no reader): with every slot taken, 503 at once.
+        let full = state.withLock { s in s.active[spec.key] == nil && s.running >= settings.jobs }
+        if full { throw HTTPRefusal(503, "transcoding at capacity: try again shortly", headers: [("Retry-After", "2")]) }
+        let job = try admit(spec, relative: relative)
+        let started = monotonicNanos()
+        let deadline = started + UInt64(max(0, wait) * 1e9)
+        while true {
+            let (state, published) = job.shared.withLock { ($0.state, $0.published) }
+            switch state {
+            case .complete:
+                // The spool was renamed into the cache before the state said so.
+                if let made = try? OpenFile(path: cache.path(of: cacheName)) { return made }
+                throw HTTPRefusal(503, "the \(rendition.folder) encode was evicted: try again", headers: [("Retry-After", "1")])
+            case .failed(let why):
+                throw HTTPRefusal(422, "the \(rendition.folder) encode failed: \(why)")
+            case .cancelled:
+                throw HTTPRefusal(503, "the \(rendition.folder) encode stopped: try again", headers: [("Retry-After", "1")])
+            case .queued, .running:
+                break
+            }
+            let now = monotonicNanos()
+            if now >= deadline {
+                // Retry-After from the encode's pace so far (its bytes against the bitrate's for the track).
+                let expected = Double(rendition.kbps * 125) * max(1, durationSeconds(absolute))
+                let done = min(0.99, Double(published) / expected)
+                let elapsed = Double(now - started) / 1e9 + 0.001
+                let rest = done > 0.01 ? elapsed * (1 - done) / done : 2
+                throw HTTPRefusal(503, "the \(rendition.folder) rendition is being encoded (\(Int(done * 100))%): try again shortly",
+                                  headers: [("Retry-After", String(Int(min(30, max(1, rest.rounded(.up))))))])
+            }
+            usleep(10_000)
+        }
+    }
+
+    private func durationSeconds(_ absolute: String) -> Double {
+        catalog.track(forAbsolutePath: absolute)?.durationSeconds ?? 1
+    }
+}
