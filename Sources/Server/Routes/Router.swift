@@ -233,9 +233,11 @@ public final class Router: Sendable {
         throw .notFound()
     }
 
-    /// A user's playlists hand out signed links, so a player given one can follow them.
+    /// A user's playlists hand out signed links, so a player given one can follow them; so do
+    /// HLS playlists asked for through a signed link (their segments, for the player that had it).
     private func withLinkSigner(_ request: HTTPRequest, principal: Principal) -> HTTPRequest {
-        guard let user = principal.user, request.path.hasPrefix("/playlist/"), let signer = access.signer else { return request }
+        guard let user = principal.user, let signer = access.signer,
+              request.path.hasPrefix("/playlist/") || (request.path.hasPrefix("/hls/") && principal.method == .signedURL) else { return request }
         var signed = request
         signed.linkSigner = signer.linkSigner(userID: user.id, seconds: access.settings.signedURLSeconds)
         return signed
