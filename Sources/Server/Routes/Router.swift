@@ -223,7 +223,10 @@ public final class Router: Sendable {
                 return .json(RadioStatus.channelsJSON(radio.allChannels()), for: request)
             }
             if path == "/admin/metadata" || path == "/admin/metadata.xsl" {
-                return radio.adminMetadata(request)
+                // An admin account's Basic or Bearer credentials stand for the source password
+                // (a session cookie does not: this GET changes what listeners see).
+                let admin = principal.user?.isAdmin == true && (principal.method == .basic || principal.method == .bearer)
+                return radio.adminMetadata(request, byAdmin: admin)
             }
             if path == "/status-json.xsl" {
                 let host = request.authority ?? request.header("Host") ?? "127.0.0.1"
