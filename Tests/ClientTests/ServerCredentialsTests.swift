@@ -23,6 +23,8 @@ import Testing
         // An entry without a password is no credential.
         #expect(ServerCredentials.parseNetrc("machine a login b").isEmpty)
         #expect(ServerCredentials.parseNetrc("").isEmpty)
+        // A file with CRLF line ends (edited on Windows) reads the same.
+        #expect(ServerCredentials.parseNetrc("machine a\r\nlogin b\r\npassword c\r\n").map(\.credential) == [.basic(user: "b", password: "c")])
     }
 
     @Test func headerValues() {

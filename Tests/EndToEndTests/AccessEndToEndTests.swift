@@ -98,6 +98,58 @@ import Glibc
         #expect(log.contains("failed login as 'bob'"))
     }
 
+    /// A signed link to an HLS master playlist: the media playlist it names, and every segment
+    /// in that, come signed for the same user, so ffmpeg, mpv and GStreamer play it without
+    /// logging in; the same URIs unsigned, or with a signature changed, are refused.
+    @Test(.timeLimit(.scaledMinutes(3))) func signedHLSLinks_signTheirSegments() throws {
+        let library = try LibraryAPITests.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try StreamdProcess(folder: library, accounts: Self.accounts)
+        defer { _ = server.stop() }
+        let bob = Self.basic("bob", "bob pw ü")
+        let directory = "/hls/cbr-128k-44k.mp3/"
+        #expect(try Self.get(server, directory + "master.m3u8").status == 401)
+        let signed = try Self.get(server, "/api/sign?path=\(directory)master.m3u8", headers: bob)
+        #expect(signed.status == 200)
+        let url = try #require((try JSONSerialization.jsonObject(with: Data(signed.body)) as? [String: Any])?["url"] as? String)
+        func uris(_ response: RawResponse) -> [String] {
+            String(decoding: response.body, as: UTF8.self).split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init)
+        }
+        let master = try Self.get(server, String(url.dropFirst("http://127.0.0.1".count)))
+        #expect(master.status == 200)
+        let variant = try #require(uris(master).first)
+        #expect(variant.hasPrefix("index.m3u8?exp=") && variant.contains("&sig="), "\(variant)")
+        #expect(try Self.get(server, directory + "index.m3u8").status == 401)
+        let media = try Self.get(server, directory + variant)
+        #expect(media.status == 200)
+        let segments = uris(media)
+        #expect(!segments.isEmpty && segments.allSatisfy { $0.hasPrefix("seg-") && $0.contains("?v=") && $0.contains("&sig=") }, "\(segments)")
+        let first = try #require(segments.first)
+        #expect(try Self.get(server, directory + first).status == 200)
+        #expect(try Self.get(server, directory + String(first.split(separator: "?")[0])).status == 401)
+        #expect(try Self.get(server, directory + first.replacingOccurrences(of: "sig=", with: "sig=0")).status == 401)
+        // A segment's signature is for its own path only.
+        if segments.count > 1 {
+            let other = String(segments[1].split(separator: "?")[0]) + "?" + String(first.split(separator: "?")[1])
+            #expect(try Self.get(server, directory + other).status == 401)
+        }
+        // Generic players follow the signed master through to the segments.
+        let playerURL = server.baseURL + String(url.dropFirst("http://127.0.0.1".count))
+        // ffmpeg decodes every segment: as many samples as the file itself gives it, within two
+        // frames (the segments keep the encoder delay and padding the file's LAME header trims).
+        let ffmpegPath = try #require(which("ffmpeg"))
+        let pcm = ["-nostdin", "-v", "error", "-f", "s16le", "-ac", "2", "-ar", "44100", "-"]
+        let overHLS = try runCommand(ffmpegPath, ["-i", playerURL] + pcm, timeout: 60)
+        let local = try runCommand(ffmpegPath, ["-i", library.appendingPathComponent("cbr-128k-44k.mp3").path] + pcm, timeout: 60)
+        #expect(overHLS.status == 0 && !local.stdout.isEmpty && abs(overHLS.stdout.count - local.stdout.count) <= 2 * 1152 * 4,
+                "\(overHLS.stdout.count) bytes over HLS, \(local.stdout.count) from the file: \(String(decoding: overHLS.stderr, as: UTF8.self).suffix(800))")
+        let mpv = try PlaylistPlayers.mpv(playerURL)
+        #expect(mpv.status == 0 && mpv.played.count == 1, "\(mpv.output.suffix(2000))")
+        let gst = try runCommand(try #require(which("gst-launch-1.0")),
+                                 ["-q", "playbin", "uri=\(playerURL)", "audio-sink=fakesink", "video-sink=fakesink"], timeout: 60)
+        #expect(gst.status == 0, "\(String(decoding: gst.stderr, as: UTF8.self).suffix(800))")
+    }
+
     @Test func withoutAccounts_aNetworkAddressNeedsPublic() throws {
         let library = try ServerEndToEndTests.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }

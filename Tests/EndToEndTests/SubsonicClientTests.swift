@@ -128,4 +128,85 @@ import Glibc
         #expect(result.output.contains("ok   apart: the second user sees none of them"), "\(result.output)")
         #expect(result.output.contains("ok   py-opensonic (apiKey): ping"), "\(result.output)")
     }
+
+    /// Kept answers (search3, getAlbum, getAlbumList2: by the call without its credentials) are
+    /// each user's own: two users asking the same things with new salts and tokens each call see
+    /// only their own stars, ratings and play counts, before and after each change, in JSON and XML.
+    @Test(.timeLimit(.scaledMinutes(3))) func keptAnswers_showEachUserOnlyTheirOwnMarks() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-subsonic-kept-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let db = scratch.appendingPathComponent("catalog.db").path
+        for name in ["ann", "bob"] {
+            _ = try Self.userCommand(["add", name], db: db, input: "\(name) web password\n")
+            _ = try Self.userCommand(["passwd", name, "--subsonic"], db: db, input: "\(name)-app\n")
+        }
+        // Two salts a user, taken in turn: every call's credentials differ from the last one's.
+        var tokens: [String: [(salt: String, token: String)]] = [:]
+        for name in ["ann", "bob"] {
+            tokens[name] = try ["k1", "k2"].map { salt in (salt, try LoopNeverBlocksTests.md5Hex("\(name)-app" + salt)) }
+        }
+        var calls = 0
+        let server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--db", db], waitForScan: false)
+        defer { _ = server.stop() }
+        func rest(_ user: String, _ call: String, _ query: String = "", format: String = "json") throws -> String {
+            calls += 1
+            let (salt, token) = tokens[user]![calls % 2]
+            let response = try RawConnection(port: server.port).request(
+                "GET", "/rest/\(call)?u=\(user)&t=\(token)&s=\(salt)&v=1.16.1&c=test-\(calls)&f=\(format)" + (query.isEmpty ? "" : "&" + query))
+            #expect(response.status == 200)
+            let text = String(decoding: response.body, as: UTF8.self)
+            #expect(text.contains("status\":\"ok") || text.contains("status=\"ok\""), "\(call): \(text)")
+            return text
+        }
+        let deadline = Date().addingTimeInterval(TestTiming.seconds(60))
+        func scanned() throws -> Bool {
+            try rest("ann", "getScanStatus").contains("\"scanning\":false") && rest("ann", "search3", "query=xenops").contains("First Xenops")
+        }
+        while try !scanned() {
+            guard Date() < deadline else { throw TestFailure("the scan did not finish") }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        let found = try #require(try JSONSerialization.jsonObject(with: Data(try rest("ann", "search3", "query=xenops").utf8)) as? [String: Any])
+        let result = try #require((found["subsonic-response"] as? [String: Any])?["searchResult3"] as? [String: Any])
+        let song = try #require((result["song"] as? [[String: Any]])?.first)
+        let songID = try #require(song["id"] as? String), albumID = try #require(song["albumId"] as? String)
+        let asked = [("search3", "query=xenops"), ("getAlbum", "id=\(albumID)"), ("getAlbumList2", "type=alphabeticalByName&size=500")]
+
+        // Each question three times a user (the second is kept, the third answered from what was kept).
+        func marks(_ user: String, format: String = "json") throws -> [String] {
+            var seen: [String] = []
+            for (call, query) in asked {
+                let answers = try (0..<3).map { _ in try rest(user, call, query, format: format) }
+                #expect(answers[1] == answers[2], "\(user) \(call): the kept answer differs from the one made")
+                seen.append(answers[2])
+            }
+            return seen
+        }
+        func has(_ answers: [String], _ text: String) -> Bool { answers.contains { $0.contains(text) } }
+        for user in ["ann", "bob"] {
+            let answers = try marks(user)
+            #expect(!has(answers, "\"starred\"") && !has(answers, "\"userRating\""), "\(user) before any mark: \(answers)")
+        }
+        _ = try rest("ann", "star", "id=\(songID)&albumId=\(albumID)")
+        _ = try rest("bob", "setRating", "id=\(songID)&rating=4")
+        var ann = try marks("ann"), bob = try marks("bob")
+        #expect(ann.allSatisfy { $0.contains("\"starred\":\"") }, "ann's star in every answer: \(ann)")
+        #expect(!has(ann, "\"userRating\""), "ann sees bob's rating: \(ann)")
+        #expect(!has(bob, "\"starred\""), "bob sees ann's star: \(bob)")
+        #expect(has(bob, "\"userRating\":4"), "bob's rating: \(bob)")
+        let annXML = try marks("ann", format: "xml"), bobXML = try marks("bob", format: "xml")
+        #expect(has(annXML, " starred=\"") && !has(annXML, "userRating="), "\(annXML)")
+        #expect(!has(bobXML, " starred=\"") && has(bobXML, "userRating=\"4\""), "\(bobXML)")
+        // A play counts for the one who played; an unstar takes the star out of ann's kept answers.
+        _ = try rest("ann", "scrobble", "id=\(songID)")
+        _ = try rest("ann", "unstar", "id=\(songID)&albumId=\(albumID)")
+        ann = try marks("ann")
+        bob = try marks("bob")
+        #expect(!has(ann, "\"starred\""), "ann unstarred: \(ann)")
+        #expect(has(ann, "\"playCount\":1"), "ann's play: \(ann)")
+        #expect(!has(bob, "\"playCount\":1"), "bob sees ann's play: \(bob)")
+    }
 }

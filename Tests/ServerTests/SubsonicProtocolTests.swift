@@ -139,6 +139,17 @@ import StreamHTTP
         #expect(failed.contains("\"status\":\"failed\"") && failed.contains("\"error\":{\"code\":70,\"message\":\"Album not found\"}"), "\(failed)")
     }
 
+    @Test func nameIndex_everyWordAPrefix_foldedAndInIDOrder() {
+        let index = SubsonicNameIndex([(7, "Silver River"), (3, "River Deep"), (9, "Café Noël"), (4, "riverside"), (12, "The Rivers")])
+        func ids(_ query: String) -> [Int] { index.ids(matching: SubsonicNameIndex.words(query)) }
+        #expect(ids("ri") == [3, 4, 7, 12])
+        #expect(ids("RIV sil") == [7])
+        #expect(ids("sil riv") == [7])
+        #expect(ids("cafe") == [9] && ids("NOEL") == [9] && ids("café noë") == [9])
+        #expect(ids("river deeper").isEmpty && ids("x").isEmpty && ids("").isEmpty && ids("!!").isEmpty)
+        #expect(SubsonicNameIndex([]).ids(matching: SubsonicNameIndex.words("a")).isEmpty)
+    }
+
     @Test func lrc_syncedRepeatedAndPlain() {
         let synced = LRCLyrics(Array("\u{FEFF}[ar:Someone]\n[ti:Song]\n[offset:+250]\n[00:01.50][00:10.00]Chorus\n[00:05.1]Verse\r\n[00:07:250]x\n".utf8))
         #expect(synced.synced && synced.artist == "Someone" && synced.title == "Song" && synced.offsetMilliseconds == 250)

@@ -185,12 +185,25 @@ public final class AccessControl: Sendable {
         return response
     }
 
+    /// Whether a radio-source request's credentials are an account's: a metadata update with a
+    /// Bearer token or with Basic credentials whose name is an account's (Icecast's `source`
+    /// user, and any other name that is no account, goes on to the source password).
+    static func namesAccount(_ request: HTTPRequest, users: UserStore) -> Bool {
+        guard request.path.hasPrefix("/admin/metadata"), let authorization = request.header("Authorization") else { return false }
+        let trimmed = authorization.trimmingCharacters(in: " \t")
+        if trimmed.utf8.count > 7, trimmed.prefix(7).lowercased() == "bearer " { return true }
+        guard let credentials = BasicCredentials.parse(authorization) else { return false }
+        return users.cachedUser(named: credentials.user) != nil
+    }
+
     /// Who the request says it is. A credential that fails is a refusal (401), never anonymous.
     func identify(_ request: HTTPRequest, access: RouteAccess) -> AccessDecision {
         guard let users else { return .allow(.anonymous) }
         // A radio source's `source:<password>` is the source password, not an account; an open
         // route (the login page, its script, /api/login itself) judges no credential here.
-        let judgesAuthorization = access != .radioSource && access != .open
+        // `/admin/metadata` also takes an admin account's Basic (a name of an account) or Bearer
+        // credentials in place of the source password.
+        let judgesAuthorization = access == .radioSource ? Self.namesAccount(request, users: users) : access != .open
         if judgesAuthorization, let authorization = request.header("Authorization") {
             let trimmed = authorization.trimmingCharacters(in: " \t")
             if trimmed.utf8.count > 7, trimmed.prefix(7).lowercased() == "bearer " {
@@ -287,15 +300,7 @@ public final class AccessControl: Sendable {
 
     /// The value of cookie `name` in the request's Cookie headers.
     static func cookie(_ name: String, in request: HTTPRequest) -> String? {
-        for header in request.headerValues("Cookie") {
-            for pair in header.split(separator: ";") {
-                let parts = pair.split(separator: "=", maxSplits: 1)
-                if parts.count == 2, parts[0].trimmingCharacters(in: " \t") == name {
-                    return parts[1].trimmingCharacters(in: " \t\"")
-                }
-            }
-        }
-        return nil
+        HTTPCookies.value(named: name, in: request.headerValues("Cookie"))
     }
 
     // MARK: Sessions (the page's login)

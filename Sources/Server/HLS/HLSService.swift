@@ -184,6 +184,10 @@ public final class HLSService: Sendable {
     }
 
     private func playlist(_ request: HTTPRequest, _ text: String, plan: HLSTrackPlan) -> HTTPResponse {
+        var text = text
+        if let signer = request.linkSigner, let slash = request.path.lastIndex(of: "/") {
+            text = HLSSignedPlaylist.sign(text, directory: request.path[...slash], signer: signer)
+        }
         let bytes = Array(text.utf8)
         let etag = "\"\(plan.version)-\(HLSTrackPlan.versionToken(text))\""
         return Self.respond(request, bytes, contentType: Self.playlistType, etag: etag, cacheControl: "no-cache")

@@ -180,10 +180,9 @@ public enum LoggedTarget {
         var changed = false
         let subsonic = target.hasPrefix("/rest/")
         let redacted = pairs.map { pair -> Substring in
-            let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-            let lowered = name.lowercased()
-            guard pair.contains("="),
-                  secretParameters.contains(lowered) || (subsonic && subsonicSecretParameters.contains(String(name))) else { return pair }
+            guard let equals = pair.firstIndex(of: "=") else { return pair }
+            let name = pair[..<equals]
+            guard secretParameters.contains(name.lowercased()) || (subsonic && subsonicSecretParameters.contains(String(name))) else { return pair }
             changed = true
             return name + "=-"
         }

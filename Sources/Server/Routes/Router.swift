@@ -223,7 +223,10 @@ public final class Router: Sendable {
                 return .json(RadioStatus.channelsJSON(radio.allChannels()), for: request)
             }
             if path == "/admin/metadata" || path == "/admin/metadata.xsl" {
-                return radio.adminMetadata(request)
+                // An admin account's Basic or Bearer credentials stand for the source password
+                // (a session cookie does not: this GET changes what listeners see).
+                let admin = principal.user?.isAdmin == true && (principal.method == .basic || principal.method == .bearer)
+                return radio.adminMetadata(request, byAdmin: admin)
             }
             if path == "/status-json.xsl" {
                 let host = request.authority ?? request.header("Host") ?? "127.0.0.1"
@@ -233,9 +236,11 @@ public final class Router: Sendable {
         throw .notFound()
     }
 
-    /// A user's playlists hand out signed links, so a player given one can follow them.
+    /// A user's playlists hand out signed links, so a player given one can follow them; so do
+    /// HLS playlists asked for through a signed link (their segments, for the player that had it).
     private func withLinkSigner(_ request: HTTPRequest, principal: Principal) -> HTTPRequest {
-        guard let user = principal.user, request.path.hasPrefix("/playlist/"), let signer = access.signer else { return request }
+        guard let user = principal.user, let signer = access.signer,
+              request.path.hasPrefix("/playlist/") || (request.path.hasPrefix("/hls/") && principal.method == .signedURL) else { return request }
         var signed = request
         signed.linkSigner = signer.linkSigner(userID: user.id, seconds: access.settings.signedURLSeconds)
         return signed

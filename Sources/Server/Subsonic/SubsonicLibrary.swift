@@ -1,8 +1,14 @@
 import StreamShared
 import StreamLibrary
 
+/// A song, album or artist of an answer, with one user's marks on it.
+protocol SubsonicMarked {
+    var sid: String { get }
+    var marks: SubsonicMarks { get set }
+}
+
 /// A song as a Subsonic answer shows it: the catalog's track, its ids, and one user's marks.
-struct SubsonicSong {
+struct SubsonicSong: SubsonicMarked {
     var track: Track
     var sid: String
     var albumSid: String?
@@ -19,7 +25,7 @@ struct SubsonicMarks {
 }
 
 /// An album (AlbumID3) as the answers show it.
-struct SubsonicAlbum {
+struct SubsonicAlbum: SubsonicMarked {
     var id: Int
     var sid: String
     var title: String
@@ -34,7 +40,7 @@ struct SubsonicAlbum {
 }
 
 /// An artist (ArtistID3) as the answers show it.
-struct SubsonicArtist {
+struct SubsonicArtist: SubsonicMarked {
     var id: Int
     var sid: String
     var name: String
@@ -123,15 +129,40 @@ struct SubsonicLibrary {
         }
     }
 
-    static func marks(_ sid: String, user: Int, _ db: SQLiteDatabase) throws(SQLiteError) -> SubsonicMarks {
-        try db.queryOne("SELECT starred_at, rating, play_count, played_at FROM subsonic_annotations WHERE user_id = ? AND sid = ?",
-                        [.int(Int64(user)), .text(sid)]) {
-            SubsonicMarks(starredAt: $0.optionalInt(0), rating: $0.optionalInt(1), playCount: $0.int(2), playedAt: $0.optionalInt(3))
-        } ?? SubsonicMarks()
+    /// The user's marks on each of `sids` that has any, in one statement (the sids as a JSON
+    /// array for `json_each`, so the statement's text and its prepared copy stay the same for
+    /// every list): a point lookup per item was most of a search's reads.
+    static func marks(_ sids: [String], user: Int, _ db: SQLiteDatabase) throws(SQLiteError) -> [String: SubsonicMarks] {
+        guard !sids.isEmpty else { return [:] }
+        var list = "["
+        for (index, sid) in sids.enumerated() {
+            if index > 0 { list += "," }
+            list += "\""
+            // Subsonic ids are ASCII letters, digits and `-`; anything else is escaped all the same.
+            for scalar in sid.unicodeScalars {
+                if scalar == "\"" || scalar == "\\" { list += "\\" }
+                if scalar.value < 0x20 { continue }
+                list.unicodeScalars.append(scalar)
+            }
+            list += "\""
+        }
+        list += "]"
+        var found: [String: SubsonicMarks] = [:]
+        try db.each("""
+            SELECT sid, starred_at, rating, play_count, played_at FROM subsonic_annotations
+            WHERE user_id = ?1 AND sid IN (SELECT value FROM json_each(?2))
+            """, [.int(Int64(user)), .text(list)]) {
+            found[$0.text(0)] = SubsonicMarks(starredAt: $0.optionalInt(1), rating: $0.optionalInt(2), playCount: $0.int(3),
+                                              playedAt: $0.optionalInt(4))
+        }
+        return found
     }
 
-    static func mark(_ songs: inout [SubsonicSong], user: Int, _ db: SQLiteDatabase) throws(SQLiteError) {
-        for i in songs.indices { songs[i].marks = try marks(songs[i].sid, user: user, db) }
+    /// Sets each item's marks to the user's (items without any keep none).
+    static func mark<Item: SubsonicMarked>(_ items: inout [Item], user: Int, _ db: SQLiteDatabase) throws(SQLiteError) {
+        let found = try marks(items.map(\.sid), user: user, db)
+        guard !found.isEmpty else { return }
+        for i in items.indices { items[i].marks = found[items[i].sid] ?? SubsonicMarks() }
     }
 
     // MARK: Albums and artists
@@ -140,7 +171,7 @@ struct SubsonicLibrary {
         try store.read { db throws(SQLiteError) in
             try db.reading { () throws(SQLiteError) in
                 var albums = try db.query(Self.albumSelect + " " + whereAndOrder, values, row: Self.album)
-                for i in albums.indices { albums[i].marks = try Self.marks(albums[i].sid, user: user, db) }
+                try Self.mark(&albums, user: user, db)
                 return albums
             }
         }
@@ -150,7 +181,7 @@ struct SubsonicLibrary {
         try store.read { db throws(SQLiteError) in
             try db.reading { () throws(SQLiteError) in
                 var artists = try db.query(Self.artistSelect + " " + whereAndOrder, values, row: Self.artist)
-                for i in artists.indices { artists[i].marks = try Self.marks(artists[i].sid, user: user, db) }
+                try Self.mark(&artists, user: user, db)
                 return artists
             }
         }
@@ -164,7 +195,7 @@ struct SubsonicLibrary {
                 var albums: [SubsonicAlbum] = []
                 albums.reserveCapacity(ids.count)
                 try db.each(Self.albumSelect + " WHERE a.id = ?", keys: ids) { albums.append(Self.album($0)) }
-                for i in albums.indices { albums[i].marks = try Self.marks(albums[i].sid, user: user, db) }
+                try Self.mark(&albums, user: user, db)
                 return albums
             }
         }
@@ -177,7 +208,7 @@ struct SubsonicLibrary {
             try db.reading { () throws(SQLiteError) in
                 var artists: [SubsonicArtist] = []
                 try db.each(Self.artistSelect + " WHERE r.id = ?", keys: ids) { artists.append(Self.artist($0)) }
-                for i in artists.indices { artists[i].marks = try Self.marks(artists[i].sid, user: user, db) }
+                try Self.mark(&artists, user: user, db)
                 return artists
             }
         }

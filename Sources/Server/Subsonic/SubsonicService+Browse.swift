@@ -233,28 +233,23 @@ extension SubsonicService {
                 songs = try library.songs(trackIDs: SubsonicOrderCache.page(ids, offset: songOffset, count: songCount), user: user)
             }
         } else {
-            let words = query.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
-            // Albums and artists whose name holds every word as a prefix, from the catalog's
-            // search index (its album and artist columns), as songs are found: a LIKE over
-            // every album was a few milliseconds a search.
-            if artistCount > 0, let match = Self.columnMatch(words, column: "artist") {
-                let ids = try store.read { db throws(SQLiteError) in
-                    try db.query("""
-                        SELECT DISTINCT a.artist_id FROM (SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ?1 LIMIT ?2) f
-                        JOIN tracks t ON t.id = f.rowid JOIN albums a ON a.id = t.album_id
-                        """, [.text(match), .int(Int64(Self.matchRows(artistOffset + artistCount)))]) { $0.int(0) }
-                }
-                let page = SubsonicOrderCache.page(ids, offset: artistOffset, count: artistCount)
+            // Albums and artists whose name holds every word as a prefix, from the in-memory
+            // name indexes (one per catalog generation), in id order.
+            let terms = SubsonicNameIndex.words(query).prefix(8).map { $0 }
+            if artistCount > 0 {
+                let index = try names.index("artists", store: store, sql: """
+                    SELECT r.id, r.name FROM artists r JOIN subsonic_artist_ids ar ON ar.artist_id = r.id
+                    WHERE EXISTS (SELECT 1 FROM albums WHERE artist_id = r.id)
+                    """)
+                let page = SubsonicOrderCache.page(index.ids(matching: Array(terms)), offset: artistOffset, count: artistCount)
                 artists = try library.artists(ids: page, user: user)
             }
-            if albumCount > 0, let match = Self.columnMatch(words, column: "album") {
-                let ids = try store.read { db throws(SQLiteError) in
-                    try db.query("""
-                        SELECT DISTINCT t.album_id FROM (SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ?1 LIMIT ?2) f
-                        JOIN tracks t ON t.id = f.rowid WHERE t.album_id IS NOT NULL
-                        """, [.text(match), .int(Int64(Self.matchRows(albumOffset + albumCount)))]) { $0.int(0) }
-                }
-                albums = try library.albums(ids: SubsonicOrderCache.page(ids, offset: albumOffset, count: albumCount), user: user)
+            if albumCount > 0 {
+                let index = try names.index("albums", store: store, sql: """
+                    SELECT a.id, a.title FROM albums a JOIN subsonic_album_ids al ON al.album_id = a.id
+                    """)
+                let page = SubsonicOrderCache.page(index.ids(matching: Array(terms)), offset: albumOffset, count: albumCount)
+                albums = try library.albums(ids: page, user: user)
             }
             if songCount > 0, songOffset < 1000 {
                 let ids = try store.search.trackIDs(query: query, limit: min(1000, songOffset + songCount))
@@ -263,18 +258,5 @@ extension SubsonicService {
         }
         let result = SubsonicItems.artistsAlbumsSongs(artists, albums, songs, id3: id3)
         return Self.body(id3 ? "searchResult3" : "searchResult2", result)
-    }
-
-    /// Matching tracks read to find `wanted` albums or artists: 16 tracks for each (an album
-    /// has about ten), at most 4,000; a short prefix matches tens of thousands of tracks, and
-    /// each read is a join.
-    static func matchRows(_ wanted: Int) -> Int { min(4000, max(64, wanted * 16)) }
-
-    /// An FTS5 query for `words` as prefixes in one column of the catalog's search index
-    /// (`{album} : "riv"* "sil"*`); nil when no word has a letter or digit.
-    static func columnMatch(_ words: [String], column: String) -> String? {
-        let terms = words.prefix(8).map { word in word.filter { $0.isLetter || $0.isNumber } }.filter { !$0.isEmpty }
-        guard !terms.isEmpty else { return nil }
-        return "{\(column)} : (" + terms.map { "\"\($0)\"*" }.joined(separator: " ") + ")"
     }
 }

@@ -27,6 +27,7 @@ extension SubsonicService {
             try db.run("INSERT OR IGNORE INTO subsonic_annotations(user_id, sid) VALUES (?, ?)", [.int(Int64(user)), .text(sid)])
             try db.run("UPDATE subsonic_annotations SET \(assignment) = ?3 WHERE user_id = ?1 AND sid = ?2", [.int(Int64(user)), .text(sid), value])
         }
+        marksChanged(of: user)
     }
 
     func star(_ call: SubsonicCall, on: Bool) throws -> SubsonicAnswer {
@@ -91,6 +92,7 @@ extension SubsonicService {
                 }
             }
         }
+        marksChanged(of: call.user.id)
         return .empty
     }
 

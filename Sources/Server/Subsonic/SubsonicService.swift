@@ -35,9 +35,20 @@ public final class SubsonicService: Sendable {
     let covers = SubsonicCoverCache()
     /// The lists' orders (albums by name, artist, date; songs, albums and artists by id).
     let orders = SubsonicOrderCache()
+    /// Album titles' and album artists' words, for search's albums and artists.
+    let names = SubsonicNameIndexes()
     /// `stream`'s transcodes: `/media/`'s transcoder (streamd passes `TranscodeService.respond`);
     /// nil: `stream` always sends the original.
     let transcode: SubsonicTranscode?
+    /// The documents of the calls that only read the catalog and the caller's marks (search,
+    /// album lists, albums, artists), by the call's parameters without its credentials, its
+    /// format and its user with the version of that user's marks; each valid for the catalog
+    /// generation it was built from. Kept from a key's second request on (16 MiB).
+    let answers = JSONResponseCache(capacityBytes: 16 << 20, admitOnSecondRequest: true)
+    /// Each user's marks version (a number from one counter, taken anew by every write to the
+    /// user's stars, ratings or plays): part of a kept answer's key, so no answer shows marks
+    /// older than the user's last change.
+    let marksVersions = Lock<(next: UInt64, byUser: [Int: UInt64])>((1, [:]))
 
     public static let prefix = "/rest/"
 
@@ -62,6 +73,9 @@ public final class SubsonicService: Sendable {
         var isPublic = false
         /// Answered on the event loop: no database, no file.
         var onLoop = false
+        /// Its document depends only on its parameters, the catalog and the caller's marks: kept
+        /// in `answers` (getAlbumList's `random` is not: `cacheKey` leaves it out).
+        var cacheable = false
         var run: @Sendable (SubsonicService, SubsonicCall) throws -> SubsonicAnswer
     }
 
@@ -79,18 +93,18 @@ public final class SubsonicService: Sendable {
         table["getUser"] = Endpoint(onLoop: true) { service, call in try service.getUser(call) }
         table["getScanStatus"] = Endpoint { service, _ in try service.scanStatus() }
         table["getIndexes"] = Endpoint { service, call in try service.getIndexes(call) }
-        table["getMusicDirectory"] = Endpoint { service, call in try service.getMusicDirectory(call) }
-        table["getArtists"] = Endpoint { service, call in try service.getArtists(call) }
-        table["getArtist"] = Endpoint { service, call in try service.getArtist(call) }
-        table["getAlbum"] = Endpoint { service, call in try service.getAlbum(call) }
-        table["getSong"] = Endpoint { service, call in try service.getSong(call) }
-        table["getGenres"] = Endpoint { service, call in try service.getGenres(call) }
-        table["getAlbumList"] = Endpoint { service, call in try service.getAlbumList(call, id3: false) }
-        table["getAlbumList2"] = Endpoint { service, call in try service.getAlbumList(call, id3: true) }
+        table["getMusicDirectory"] = Endpoint(cacheable: true) { service, call in try service.getMusicDirectory(call) }
+        table["getArtists"] = Endpoint(cacheable: true) { service, call in try service.getArtists(call) }
+        table["getArtist"] = Endpoint(cacheable: true) { service, call in try service.getArtist(call) }
+        table["getAlbum"] = Endpoint(cacheable: true) { service, call in try service.getAlbum(call) }
+        table["getSong"] = Endpoint(cacheable: true) { service, call in try service.getSong(call) }
+        table["getGenres"] = Endpoint(cacheable: true) { service, call in try service.getGenres(call) }
+        table["getAlbumList"] = Endpoint(cacheable: true) { service, call in try service.getAlbumList(call, id3: false) }
+        table["getAlbumList2"] = Endpoint(cacheable: true) { service, call in try service.getAlbumList(call, id3: true) }
         table["getRandomSongs"] = Endpoint { service, call in try service.getRandomSongs(call) }
         table["getSongsByGenre"] = Endpoint { service, call in try service.getSongsByGenre(call) }
-        table["search2"] = Endpoint { service, call in try service.search(call, id3: false) }
-        table["search3"] = Endpoint { service, call in try service.search(call, id3: true) }
+        table["search2"] = Endpoint(cacheable: true) { service, call in try service.search(call, id3: false) }
+        table["search3"] = Endpoint(cacheable: true) { service, call in try service.search(call, id3: true) }
         table["stream"] = Endpoint { service, call in try service.stream(call, download: false) }
         table["download"] = Endpoint { service, call in try service.stream(call, download: true) }
         table["getCoverArt"] = Endpoint { service, call in try service.getCoverArt(call) }
@@ -147,25 +161,93 @@ public final class SubsonicService: Sendable {
         guard let endpoint = Self.endpoints[name] else {
             return Self.render(.failure(.generic("\(name) is not implemented by streamd")), format: format, request: request)
         }
-        // With accounts, credentials are checked against the store (a database read, the
-        // back-off's bookkeeping): off the loop, like the call itself.
-        let checksAccounts = !principal.openServer && (auth.accounts?.hasUsers ?? false)
-        if endpoint.onLoop && !checksAccounts {
+        // Credentials are judged from memory (the accounts' snapshot, the back-off's counts), so
+        // a call that reads nothing else is answered on the loop, without a trip to the pool.
+        if endpoint.onLoop {
             return Self.render(authenticated(endpoint, request, name: name, parameters: parameters, principal: principal),
                                format: format, request: request)
         }
+        if endpoint.cacheable {
+            return cached(endpoint, request, name: name, parameters: parameters, format: format, principal: principal)
+        }
         return .offLoop { [self] in
-            if !endpoint.onLoop {
-                do {
-                    try ids.ensureCurrent()
-                } catch {
-                    logger.warning("subsonic: ids: \(error)")
-                    return Self.render(.failure(.generic("library database: \(error)")), format: format, request: request)
-                }
+            do {
+                try ids.ensureCurrent()
+            } catch {
+                logger.warning("subsonic: ids: \(error)")
+                return Self.render(.failure(.generic("library database: \(error)")), format: format, request: request)
             }
             return Self.render(authenticated(endpoint, request, name: name, parameters: parameters, principal: principal),
                                format: format, request: request)
         }
+    }
+
+    /// A call whose document may be kept: credentials judged and a kept document sent on the
+    /// loop; otherwise built on the pool and kept under the catalog generation and the user's
+    /// marks version read before it was built (a change meanwhile leaves it under the old ones).
+    private func cached(_ endpoint: Endpoint, _ request: HTTPRequest, name: String, parameters: SubsonicParameters,
+                        format: SubsonicFormat, principal: SubsonicPrincipal) -> HTTPResponse {
+        let user: SubsonicUser
+        switch auth.authenticate(parameters, request: request, principal: principal) {
+        case .success(let who): user = who
+        case .failure(let error):
+            logger.info("subsonic: \(name) refused: \(error.message)")
+            return Self.render(.failure(error), format: format, request: request)
+        }
+        let key = Self.cacheKey(name: name, parameters: parameters, format: format, user: user, marks: marksVersion(of: user.id))
+        if let key, let hit = answers.lookup(key, generation: store.generation) {
+            return Self.document(hit.body, format: format)
+        }
+        let call = SubsonicCall(request: request, parameters: parameters, user: user)
+        return .offLoop { [self] in
+            let generation = store.generation
+            do {
+                try ids.ensureCurrent()
+            } catch {
+                logger.warning("subsonic: ids: \(error)")
+                return Self.render(.failure(.generic("library database: \(error)")), format: format, request: request)
+            }
+            let outcome = run(endpoint, call)
+            guard let key, case .success(.element(let body)) = outcome else { return Self.render(outcome, format: format, request: request) }
+            let bytes = Self.bytes(ok: true, body: body, format: format)
+            answers.insert(key, generation: generation, JSONResponseCache.Entry(body: bytes, headers: []))
+            return Self.document(bytes, format: format)
+        }
+    }
+
+    /// The version of `user`'s marks now (0 before their first change in this process).
+    func marksVersion(of user: Int) -> UInt64 {
+        marksVersions.withLock { $0.byUser[user] ?? 0 }
+    }
+
+    /// Called after every write to `user`'s marks: their kept answers are not used again.
+    func marksChanged(of user: Int) {
+        marksVersions.withLock { versions in
+            versions.byUser[user] = versions.next
+            versions.next += 1
+        }
+    }
+
+    /// Parameters that say who asks, not what: they are left out of a kept answer's key (the
+    /// user is in it by id and name).
+    static let credentialParameters: Set<String> = ["u", "p", "t", "s", "apiKey", "c", "f", "callback"]
+
+    /// The key a call's document is kept under: the call, the format, the user and their marks
+    /// version, and the other parameters in order; nil for a call whose answer must be made anew
+    /// each time (getAlbumList's `random`).
+    static func cacheKey(name: String, parameters: SubsonicParameters, format: SubsonicFormat, user: SubsonicUser,
+                         marks: UInt64) -> String? {
+        if name.hasPrefix("getAlbumList"), parameters.string("type") == "random" { return nil }
+        var key = name + "\u{0}" + String(user.id) + "\u{0}" + user.name + "\u{0}" + String(marks) + "\u{0}"
+        switch format {
+        case .xml: key += "xml"
+        case .json: key += "json"
+        case .jsonp(let callback): key += "jsonp:" + callback
+        }
+        for (parameter, value) in parameters.pairs where !credentialParameters.contains(parameter) {
+            key += "\u{0}" + parameter + "=" + value
+        }
+        return key
     }
 
     /// The call's answer once its credentials are judged (first, before anything else about it).
@@ -204,17 +286,25 @@ public final class SubsonicService: Sendable {
         case .success(.element(let element)): ok = true; body = element
         case .failure(let error): ok = false; body = error.element
         }
-        let bytes: [UInt8], contentType: String
+        return document(bytes(ok: ok, body: body, format: format), format: format)
+    }
+
+    /// The envelope around `body` in the wire form asked for.
+    static func bytes(ok: Bool, body: SubsonicElement, format: SubsonicFormat) -> [UInt8] {
         switch format {
-        case .xml:
-            bytes = SubsonicWriter.xmlBytes(ok: ok, body: body)
-            contentType = "text/xml; charset=utf-8"
-        case .json:
-            bytes = SubsonicWriter.jsonBytes(ok: ok, body: body)
-            contentType = "application/json"
-        case .jsonp(let callback):
-            bytes = Array((callback + "(").utf8) + SubsonicWriter.jsonBytes(ok: ok, body: body) + Array(");".utf8)
-            contentType = "application/javascript"
+        case .xml: return SubsonicWriter.xmlBytes(ok: ok, body: body)
+        case .json: return SubsonicWriter.jsonBytes(ok: ok, body: body)
+        case .jsonp(let callback): return Array((callback + "(").utf8) + SubsonicWriter.jsonBytes(ok: ok, body: body) + Array(");".utf8)
+        }
+    }
+
+    /// A written document as the response: HTTP 200, its format's type.
+    static func document(_ bytes: [UInt8], format: SubsonicFormat) -> HTTPResponse {
+        let contentType: String
+        switch format {
+        case .xml: contentType = "text/xml; charset=utf-8"
+        case .json: contentType = "application/json"
+        case .jsonp: contentType = "application/javascript"
         }
         return .bytes(200, bytes, contentType: contentType,
                       extraHeaders: [("Cache-Control", "no-cache"), ("X-Content-Type-Options", "nosniff")])

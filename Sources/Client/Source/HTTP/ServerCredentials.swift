@@ -80,48 +80,9 @@ public enum ServerCredentials {
         return found
     }
 
-    /// `machine HOST login USER password PASS` entries of a netrc file (whitespace-separated
-    /// tokens, `macdef` bodies skipped; `default` is not used: its password would go to any host).
+    /// The `machine` entries of a netrc file with a login and a password (`Netrc.entries`).
     public static func parseNetrc(_ text: String) -> [(host: String, credential: Credential)] {
-        var entries: [(String, Credential)] = []
-        var tokens: [Substring] = []
-        var inMacro = false
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            if inMacro {
-                if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { inMacro = false }
-                continue
-            }
-            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" })
-            if words.first == "macdef" {
-                inMacro = true
-                continue
-            }
-            tokens += words
-        }
-        var i = 0
-        var machine: String?, login: String?, password: String?
-        func flush() {
-            if let machine, let login, let password { entries.append((machine, .basic(user: login, password: password))) }
-            machine = nil; login = nil; password = nil
-        }
-        while i < tokens.count {
-            let word = tokens[i]
-            // curl 7.84+ takes "quoted" values (without spaces in them here).
-            var value = i + 1 < tokens.count ? String(tokens[i + 1]) : nil
-            if let quoted = value, quoted.count >= 2, quoted.hasPrefix("\""), quoted.hasSuffix("\"") {
-                value = String(quoted.dropFirst().dropLast())
-            }
-            switch word {
-            case "machine": flush(); machine = value?.lowercased(); i += 2
-            case "default": flush(); i += 1
-            case "login": login = value; i += 2
-            case "password": password = value; i += 2
-            case "account": i += 2
-            default: i += 1
-            }
-        }
-        flush()
-        return entries
+        Netrc.entries(text).map { ($0.host, .basic(user: $0.login, password: $0.password)) }
     }
 
     private static func read(_ path: String) -> String? {

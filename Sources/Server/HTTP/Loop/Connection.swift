@@ -64,7 +64,7 @@ final class Connection {
         var partSent = 0
         var headSent = 0
         var keepAlive: Bool
-        // For the access log.
+        // For the access log (the target as requested: its secrets are redacted only when a line is written).
         var method: String
         var target: String
         var status: Int

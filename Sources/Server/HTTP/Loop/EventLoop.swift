@@ -397,7 +397,7 @@ final class EventLoop: @unchecked Sendable {
         connection.deliveredCheckpoint = acknowledgedBytes(connection)
         connection.outgoing = Connection.Outgoing(
             head: response.head(keepAlive: keepAlive, date: currentDate()), body: response.body,
-            keepAlive: keepAlive, method: request?.method ?? "-", target: request?.loggedTarget ?? "-",
+            keepAlive: keepAlive, method: request?.method ?? "-", target: request?.target ?? "-",
             status: response.status, started: now, pace: response.pacingBytesPerSecond, live: response.live)
     }
 
@@ -428,7 +428,7 @@ final class EventLoop: @unchecked Sendable {
     func logAccess(_ connection: Connection, _ out: Connection.Outgoing, now: UInt64, cutShort: Bool = false) {
         guard settings.accessLog else { return }
         let ms = Double(now - out.started) / 1e6
-        logger.info("\(connection.peer) \(out.method) \(out.target) \(out.status) \(out.bytesSent) \(Int(ms.rounded()))ms\(cutShort ? " cut short" : "")")
+        logger.info("\(connection.peer) \(out.method) \(LoggedTarget.redact(out.target)) \(out.status) \(out.bytesSent) \(Int(ms.rounded()))ms\(cutShort ? " cut short" : "")")
     }
 
     /// Wake times of the connections (pacing, a live exchange's timer); see `TimerHeap`.

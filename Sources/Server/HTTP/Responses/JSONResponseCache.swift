@@ -1,24 +1,20 @@
-import Foundation
-import StreamHTTP
-import StreamLibrary
-import StreamHLS
-import StreamRadio
 import StreamShared
 
-/// Recent JSON answers of the library API by request target, each valid only for the catalog
+/// Recent generated answers by a key (the library API's request target; a Subsonic call's
+/// parameters without its credentials, with its user), each valid only for the catalog
 /// generation it was built from (`LibraryStore.generation`), least recently used evicted first
 /// beyond `capacityBytes` (counted with each target and a fixed overhead: an answer of three
 /// bytes under an 8 KB target must not count as three). A page the library page or a client asks again (the first albums,
 /// a prefix typed by several listeners) is then sent without reading the database or writing
 /// JSON again; a change to the catalog makes every entry stale at once.
-final class JSONResponseCache: @unchecked Sendable {
+package final class JSONResponseCache: @unchecked Sendable {
     // @unchecked: every property is read and written under `lock`.
-    struct Entry {
-        var body: [UInt8]
-        var headers: [(String, String)]
+    package struct Entry {
+        package var body: [UInt8]
+        package var headers: [(String, String)]
         package var etag: String
 
-        init(body: [UInt8], headers: [(String, String)]) {
+        package init(body: [UInt8], headers: [(String, String)]) {
             self.body = body
             self.headers = headers
             etag = JSONResponse.etag(of: body, headers: headers)
@@ -40,7 +36,7 @@ final class JSONResponseCache: @unchecked Sendable {
     /// (and not kept): pages at random offsets and queries nobody repeats would otherwise fill
     /// the cache and push out the answers that are asked again (the first pages, the common
     /// prefixes typed into the search box), each such answer costing its copy for nothing.
-    init(capacityBytes: Int, admitOnSecondRequest: Bool = false) {
+    package init(capacityBytes: Int, admitOnSecondRequest: Bool = false) {
         self.capacityBytes = capacityBytes
         self.admitOnSecondRequest = admitOnSecondRequest
     }
@@ -54,7 +50,7 @@ final class JSONResponseCache: @unchecked Sendable {
         entry.body.count + target.utf8.count + entryOverhead
     }
 
-    func lookup(_ target: String, generation: UInt64) -> Entry? {
+    package func lookup(_ target: String, generation: UInt64) -> Entry? {
         lock.withLock { _ in
             guard let found = entries[target] else { return nil }
             guard found.generation == generation else {
@@ -77,7 +73,7 @@ final class JSONResponseCache: @unchecked Sendable {
 
     /// Keeps `entry` unless it alone is more than an eighth of the capacity (or, with
     /// `admitOnSecondRequest`, its target is new).
-    func insert(_ target: String, generation: UInt64, _ entry: Entry) {
+    package func insert(_ target: String, generation: UInt64, _ entry: Entry) {
         let cost = Self.cost(target, entry)
         guard cost <= capacityBytes / 8 else { return }
         lock.withLock { _ in
