@@ -1,4 +1,5 @@
 import Foundation
+import StreamShared
 import Testing
 import TestSupport
 #if canImport(Glibc)
@@ -12,8 +13,9 @@ import Glibc
 /// worker, a crashing worker costing its one response, and ffmpeg and mpv playing and seeking.
 @Suite(.ownThreads, .serialized) struct TranscodeEndToEndTests {
     /// tone.flac: 3 s stereo 44.1 kHz 440/660 Hz, tagged, ReplayGain -6 dB; marker.flac: 48 kHz
-    /// mono, silence to 2.5 s then 1 kHz for 1 s; slow.flac and crash.flac: 8 s, decoded slowly /
-    /// trapping by the worker's fault drill.
+    /// mono, silence to 2.5 s then 1 kHz for 1 s; slow.flac: 20 s, decoded slowly by the worker's
+    /// fault drill (20 ms per unit: an encode of at least 4 s); crash.flac, hang.flac, garbage.flac:
+    /// 8 s, trapping, hanging, speaking nonsense.
     static func makeLibrary() throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-tc-\(getpid())-\(UUID().uuidString.prefix(8))")
         let music = dir.appendingPathComponent("music")
@@ -29,7 +31,8 @@ import Glibc
                                "-metadata", "REPLAYGAIN_TRACK_GAIN=-6.00 dB", "-c:a", "flac"])
         try make("marker.flac", ["-f", "lavfi", "-i", "aevalsrc='if(gte(n,120000),0.5*sin(2*PI*1000*(n-120000)/48000),0)':s=48000:d=3.5",
                                  "-c:a", "flac"])
-        for name in ["slow.flac", "crash.flac", "hang.flac", "garbage.flac"] {
+        try make("slow.flac", ["-f", "lavfi", "-i", "sine=frequency=550:sample_rate=44100:duration=20", "-c:a", "flac"])
+        for name in ["crash.flac", "hang.flac", "garbage.flac"] {
             try make(name, ["-f", "lavfi", "-i", "sine=frequency=550:sample_rate=44100:duration=8", "-c:a", "flac"])
         }
         return dir
@@ -95,6 +98,25 @@ import Glibc
     }
 
     static func count(_ text: String, in log: String) -> Int { log.components(separatedBy: text).count - 1 }
+
+    /// The transcode counters of `/api/status`.
+    static func counters(_ server: StreamdProcess) throws -> StatusDocument.Transcodes {
+        let answer = try curl(server.baseURL + "/api/status")
+        guard answer.status == 200 else { throw TestFailure("/api/status: \(answer.status)") }
+        return try #require(try StatusDocument.decode(Array(answer.body)).transcodes, "no transcode counters")
+    }
+
+    /// The counters once `done` holds for them (each change is an event the server reports at
+    /// once; the deadline only ends a test whose event never comes).
+    static func counters(_ server: StreamdProcess, until done: (StatusDocument.Transcodes) -> Bool) throws -> StatusDocument.Transcodes {
+        let deadline = Date().addingTimeInterval(TestTiming.seconds(10))
+        var last = try counters(server)
+        while !done(last), Date() < deadline {
+            usleep(20_000)
+            last = try counters(server)
+        }
+        return last
+    }
 
     @Test(.timeLimit(.scaledMinutes(4))) func opusAndMP3_streamThenCache_exactLengthTagsRanges() throws {
         let library = try Self.makeLibrary()
@@ -202,13 +224,34 @@ import Glibc
         usleep(300_000)
         let refused = try Self.curl(server.baseURL + "/media/slow.flac?format=opus&bitrate=112")
         #expect(refused.status == 503 && refused.headers["retry-after"] != nil, "\(refused.status) \(refused.headers)")
-        // The queued ones leave: their jobs never start.
+        let full = try Self.counters(server)
+        #expect(full.active == 1 && full.queued == 2 && full.started == 1 && full.joined == 1 && full.refused == 1
+                && full.cacheMisses == 5 && full.cacheHits == 0, "\(full)")
+        // The queued ones leave: their jobs are dropped from the queue as their connections close,
+        // while the slow encode still runs (it takes at least 4 s; this waits for the two closes only).
         c.close(); d.close()
+        let left = try Self.counters(server) { $0.queued == 0 }
+        #expect(left.queued == 0 && left.droppedFromQueue == 2 && left.started == 1, "\(left)")
+        // So the queue has room again: two new requests wait in it (or start), neither is refused.
+        let f = try RawConnection(port: server.port), g = try RawConnection(port: server.port)
+        f.send("GET /media/tone.flac?format=opus&bitrate=72 HTTP/1.1\r\nHost: x\r\n\r\n")
+        g.send("GET /media/tone.flac?format=opus&bitrate=88 HTTP/1.1\r\nHost: x\r\n\r\n")
         let whole = try a.readResponse(), joined = try b.readResponse()
         #expect(whole.status == 200 && joined.status == 200 && whole.body == joined.body && !whole.body.isEmpty,
                 "\(whole.body.count) and \(joined.body.count) bytes")
+        let waited = try f.readResponse(), alsoWaited = try g.readResponse()
+        #expect(waited.status == 200 && alsoWaited.status == 200 && waited.body.count > 10_000 && alsoWaited.body.count > 10_000,
+                "\(waited.status) \(alsoWaited.status)")
+        // One slow encode (the dropped jobs never started), then the two waiting ones; and each
+        // response ended only after its job's slot was given back: nothing runs or waits now.
+        let settled = try Self.counters(server)
+        #expect(settled.active == 0 && settled.queued == 0 && settled.started == 3 && settled.refused == 1, "\(settled)")
         #expect(Self.count("encoding slow.flac", in: server.log) == 1, "\(server.log)")
         #expect(Self.count("joined by another request", in: server.log) == 1, "\(server.log)")
+        #expect(Self.count("dropped from the queue", in: server.log) == 2, "\(server.log)")
+        // A cached transcode is a hit.
+        _ = try Self.cached(server, "/media/tone.flac?format=opus&bitrate=72")
+        #expect(try Self.counters(server).cacheHits == 1)
 
         // A client that leaves mid-encode stops it (nobody else reads): the worker is killed.
         let e = try RawConnection(port: server.port)
@@ -241,6 +284,42 @@ import Glibc
         }
         #expect(server.log.contains("decoding timed out"), "\(server.log)")
         #expect(server.log.contains("sent a frame of kind 127"), "\(server.log)")
+    }
+
+    /// SIGTERM while an encode runs and another waits: the server's stop hook drops the queued
+    /// one, stops the running one (its decode worker killed and reaped by its own thread, not by
+    /// the last-resort kill of leftover workers) and streamd exits 0 within its 5 s budget.
+    @Test(.timeLimit(.scaledMinutes(2))) func sigterm_stopsTheEncodes_reapsTheirWorkers() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let server = try Self.server(library, extra: ["--transcode-jobs", "1"])
+        defer { server.stop() }
+        let a = try RawConnection(port: server.port), b = try RawConnection(port: server.port)
+        a.send("GET /media/slow.flac?format=opus HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = a.readSome(upTo: 100)
+        b.send("GET /media/slow.flac?format=mp3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        let busy = try Self.counters(server) { $0.active == 1 && $0.queued == 1 }
+        #expect(busy.active == 1 && busy.queued == 1, "\(busy)")
+        let pid = server.process.processIdentifier
+        var children = ShutdownTests.children(of: pid)
+        #expect(!children.isEmpty, "the encode's decode worker runs")
+        let started = Date()
+        kill(pid, SIGTERM)
+        while server.process.isRunning {
+            children.formUnion(ShutdownTests.children(of: pid))
+            usleep(10_000)
+        }
+        server.process.waitUntilExit()
+        let took = Date().timeIntervalSince(started)
+        #expect(server.process.terminationReason == .exit && server.process.terminationStatus == 0,
+                "exit status \(server.process.terminationStatus)")
+        #expect(took <= 5.0, "SIGTERM took \(took) s")
+        let alive = children.filter { ShutdownTests.isAlive($0) }
+        #expect(alive.isEmpty, "child processes left running after streamd exited: \(alive)")
+        server.stop()
+        #expect(server.log.contains("transcode 1: stopped ") && server.log.contains("/slow.flac: "), "\(server.log)")
+        #expect(!server.log.contains("encoding slow.flac to mp3"), "the queued encode never started: \(server.log)")
+        #expect(!server.log.contains("did not stop") && !server.log.contains("killing"), "\(server.log)")
     }
 
     @Test(.timeLimit(.scaledMinutes(4))) func ffmpegAndMPV_playAndSeek_theCachedTranscodes() throws {

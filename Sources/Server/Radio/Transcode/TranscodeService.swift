@@ -45,8 +45,10 @@ public final class TranscodeService: @unchecked Sendable {
         var queue: [TranscodeJob] = []
         var nextNumber = 1
         var stopping = false
-        /// Encodes started, requests that joined one, cache hits, 503s: the log says them.
-        var started = 0, joined = 0, hits = 0, refused = 0
+        /// Encodes started, requests that joined one, cache hits and misses, 503s (`/api/status`).
+        var started = 0, joined = 0, hits = 0, misses = 0, refused = 0
+        /// Queued jobs dropped because their last reader left before they started.
+        var droppedFromQueue = 0
     }
     let state = Lock(State())
 
@@ -60,8 +62,41 @@ public final class TranscodeService: @unchecked Sendable {
     /// Encodes started so far (for tests and the status line).
     public var encodesStarted: Int { state.withLock { $0.started } }
 
-    /// No encode starts from now on; the running ones stop (their workers killed within 250 ms).
-    public func stop() { state.withLock { $0.stopping = true } }
+    /// The counters `/api/status` shows (`transcodes_*`).
+    public var counters: StatusDocument.Transcodes {
+        state.withLock { s in
+            StatusDocument.Transcodes(active: s.running, queued: s.queue.count, started: s.started, joined: s.joined,
+                                      cacheHits: s.hits, cacheMisses: s.misses, refused: s.refused,
+                                      droppedFromQueue: s.droppedFromQueue)
+        }
+    }
+
+    /// No encode starts from now on (requests get 503); those running go on until `stop`.
+    public func refuseNew() { state.withLock { $0.stopping = true } }
+
+    /// No encode starts from now on; the running ones are told to stop, without waiting.
+    public func stop() { _ = stop(deadline: Monotonic.now) }
+
+    /// The server's stop hook (`ServerLifecycle.stop`): no encode starts from now on, queued ones
+    /// are dropped and running ones are told to stop (each kills its decode worker and ends its
+    /// readers' responses cut short); waits until `deadline` for their threads to end. Returns
+    /// the numbers of the encodes still running then (named in the log by the caller).
+    public func stop(deadline: Monotonic) -> [Int] {
+        let (running, queued): ([TranscodeJob], [TranscodeJob]) = state.withLock { s in
+            s.stopping = true
+            let queued = s.queue
+            s.queue.removeAll()
+            for job in queued where s.active[job.spec.key] === job { s.active[job.spec.key] = nil }
+            return (Array(s.active.values), queued)
+        }
+        for job in queued {
+            job.shared.withLock { $0.state = .cancelled }
+            job.requestStop()
+        }
+        for job in running { job.requestStop() }
+        while state.withLock({ $0.running > 0 }), Monotonic.now < deadline { Monotonic.sleep(seconds: 0.005) }
+        return state.withLock { s in s.active.values.map(\.number).sorted() }
+    }
 
     /// The response to `request` for the file at `absolute`; made on the blocking pool (it reads
     /// the catalog, may wait for a seek index, and opens files).
@@ -142,6 +177,7 @@ public final class TranscodeService: @unchecked Sendable {
                                  channels: track.channels, sourceRate: track.sampleRate, format: format, kbps: kbps,
                                  gain: factor, start: start, tags: Self.tags(track), key: key,
                                  cachePath: cacheName.map(cache.path(of:)))
+        if cacheName != nil, !estimate { state.withLock { $0.misses += 1 } }
         let job = try admit(spec, relative: relative)
         let framing: TranscodeReader.Framing = estimated.map { .length($0) } ?? (request.minorVersion >= 1 ? .chunked : .closeDelimited)
         var response = HTTPResponse(status: 200, headers: headers)
@@ -157,8 +193,10 @@ public final class TranscodeService: @unchecked Sendable {
         enum Decision { case joined(TranscodeJob), start(TranscodeJob), queued(TranscodeJob), full, stopping, failed(String) }
         let decision: Decision = state.withLock { s in
             if s.stopping { return .stopping }
-            if let job = s.active[spec.key], job.shared.withLock({ !$0.state.isOver }) {
+            if let job = s.active[spec.key], job.shared.withLock({ !$0.state.isOver && !$0.stopRequested }) {
                 s.joined += 1
+                // Counted here, under the lock: the job cannot be dropped before the reader starts.
+                job.addReader()
                 return .joined(job)
             }
             guard s.running < settings.jobs || s.queue.count < settings.queueLength else {
@@ -170,10 +208,12 @@ public final class TranscodeService: @unchecked Sendable {
             let job: TranscodeJob
             do {
                 job = try TranscodeJob(spec: spec, number: number, spoolDirectory: cache.directory, settings: settings.decodeWorker,
-                                       logger: logger, onEnd: { [weak self] job in self?.ended(job) })
+                                       logger: logger, onEnd: { [weak self] job, end in self?.ended(job, end) },
+                                       onQueuedAbandoned: { [weak self] job in self?.dropQueued(job) })
             } catch {
                 return .failed("\(error)")
             }
+            job.addReader()
             s.active[spec.key] = job
             if s.running < settings.jobs {
                 s.running += 1
@@ -208,15 +248,32 @@ public final class TranscodeService: @unchecked Sendable {
             try NativeThread.detach(name: "transcode-\(job.number)") { job.run() }
         } catch {
             logger.warning("transcode \(job.number): \(error)")
+            ended(job, .failed("\(error)"))
             job.shared.withLock { $0.state = .failed("\(error)") }
-            ended(job)
         }
     }
 
-    /// A job is over: its slot goes to the next queued job somebody still waits for.
-    private func ended(_ job: TranscodeJob) {
-        let (complete, size) = job.shared.withLock { ($0.state == .complete, $0.published) }
-        if complete, let path = job.spec.cachePath {
+    /// The last reader of a queued job left: the job leaves the queue now, so its place is free
+    /// for the next request (a job that started meanwhile stops by itself, having no reader).
+    private func dropQueued(_ job: TranscodeJob) {
+        let dropped: Bool = state.withLock { s in
+            // Readers are counted under this lock (`admit`): one that joined since is seen here.
+            guard job.shared.withLock({ $0.readers <= 0 && $0.state == .queued }),
+                  let place = s.queue.firstIndex(where: { $0 === job }) else { return false }
+            s.queue.remove(at: place)
+            if s.active[job.spec.key] === job { s.active[job.spec.key] = nil }
+            s.droppedFromQueue += 1
+            job.shared.withLock { $0.state = .cancelled }
+            return true
+        }
+        if dropped { logger.info("transcode \(job.number): dropped from the queue: no listener left") }
+    }
+
+    /// A job is over (`end`, not yet shown to its readers): its slot goes to the next queued job
+    /// somebody still waits for.
+    private func ended(_ job: TranscodeJob, _ end: TranscodeState) {
+        let size = job.shared.withLock { $0.published }
+        if end == .complete, let path = job.spec.cachePath {
             cache.added(String(path.split(separator: "/").last ?? ""), size: size)
         }
         let next: TranscodeJob? = state.withLock { s in
@@ -230,10 +287,12 @@ public final class TranscodeService: @unchecked Sendable {
                     return candidate
                 }
                 if s.active[candidate.spec.key] === candidate { s.active[candidate.spec.key] = nil }
+                candidate.shared.withLock { $0.state = .cancelled }
+                candidate.requestStop()
             }
             return nil
         }
-        if let next { launch(next, relative: next.spec.path) }
+        if let next { launch(next, relative: catalog.resolver.relative(next.spec.path) ?? next.spec.path) }
     }
 
     /// The track's title, artist and album as Vorbis comment names.
