@@ -166,9 +166,9 @@ public final class TranscodeService: @unchecked Sendable {
         }
         var start = DecodeStart(sample: startSample)
         if startSample > 0, case .success(let index) = catalog.seekIndex(forAbsolutePath: absolute),
-           let point = index.points.last(where: { ($0.sample ?? Int.max) <= startSample }), let sample = point.sample {
+           let point = Self.startPoint(index.points, offset: Double(startSample) / Double(track.sampleRate), sampleRate: track.sampleRate) {
             start.pointByte = point.byte
-            start.pointSample = sample
+            start.pointSample = point.sample
         }
         let spec = TranscodeSpec(path: absolute, hints: TrackDecoder.Hints(audioStart: track.firstFrameOffset, audioEnd: stamp.size,
                                                                             encoderDelay: track.encoderDelay,
@@ -293,6 +293,23 @@ public final class TranscodeService: @unchecked Sendable {
             return nil
         }
         if let next { launch(next, relative: catalog.resolver.relative(next.spec.path) ?? next.spec.path) }
+    }
+
+    /// Where the decode worker starts for `offset` seconds (`TrackDecoder.start`): the index
+    /// point with its sample as the container counts it. FLAC and AIFF points carry their exact
+    /// sample and are taken up to the offset; Ogg (first link: a granule) and the points that carry
+    /// only a time (MP3 and AAC frames, WAV: the untrimmed sample is the time by the rate) are
+    /// taken a second early, so the decoder warms up (bit reservoir, Opus pre-roll) before the
+    /// samples kept. nil: decode from the start.
+    static func startPoint(_ points: [SeekPoint], offset: Double, sampleRate: Int) -> (byte: Int, sample: Int)? {
+        let early = offset - 1
+        let point = points.last { point in
+            if let sample = point.sample, point.link == nil { return Double(sample) <= offset * Double(sampleRate) }
+            if point.link != nil { return point.link == 0 && point.sample != nil && point.t <= early }
+            return point.t <= early
+        }
+        guard let point else { return nil }
+        return (point.byte, point.sample ?? Int((point.t * Double(sampleRate)).rounded()))
     }
 
     /// The track's title, artist and album as Vorbis comment names.
