@@ -190,6 +190,55 @@ import Glibc
         #expect(abs(difference + 6) < 0.3, "gain: \(difference) dB")
     }
 
+    /// `offset` on lossy sources (MP3, AAC in MP4 and ADTS, Opus, Vorbis), which the decoder
+    /// starts at their seek index point: the transcode from 5 s of a 6.5 s file whose tone starts
+    /// at 5.5 s has it at 0.5 s, as ffmpeg's decode of the source has it 5 s later, and as many
+    /// samples as the source's decode from 5 s on.
+    @Test(.timeLimit(.scaledMinutes(3))) func offset_onLossySources_landsOnTheReferenceSample() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let music = library.appendingPathComponent("music")
+        let ffmpeg = try #require(which("ffmpeg"))
+        let tone = ["-f", "lavfi", "-i", "aevalsrc='if(gte(n,264000),0.5*sin(2*PI*1000*(n-264000)/48000),0)':s=48000:d=6.5"]
+        for (name, codec) in [("lossy.mp3", ["-c:a", "libmp3lame", "-b:a", "128k"]), ("lossy.m4a", ["-c:a", "aac", "-b:a", "128k"]),
+                              ("lossy.aac", ["-c:a", "aac", "-b:a", "128k", "-f", "adts"]), ("lossy.opus", ["-c:a", "libopus"]),
+                              ("lossy.ogg", ["-c:a", "libvorbis"])] {
+            let made = try runCommand(ffmpeg, ["-v", "error", "-y"] + tone + codec + [music.appendingPathComponent(name).path])
+            #expect(made.status == 0, "\(name): \(String(decoding: made.stderr, as: UTF8.self))")
+        }
+        let server = try Self.server(library)
+        defer { server.stop() }
+        func onset(_ samples: [Float]) -> Int? { samples.firstIndex { abs($0) > 0.25 } }
+        for name in ["lossy.mp3", "lossy.m4a", "lossy.aac", "lossy.opus", "lossy.ogg"] {
+            // AAC: ffmpeg's decode less the priming and padding it keeps (FFmpegAACReference).
+            var referenceOnset: Int, referenceLength: Int
+            if name.hasSuffix(".m4a") || name.hasSuffix(".aac") {
+                let wav = library.appendingPathComponent("\(name).ref.wav").path
+                let aac = try FFmpegAACReference(file: music.appendingPathComponent(name).path, wav: wav)
+                referenceOnset = try #require(onset(aac.samples), "\(name): no tone in ffmpeg's decode") - aac.offset
+                referenceLength = aac.expectedFrames
+            } else {
+                let reference = try Self.decode(music.appendingPathComponent(name), with: "ffmpeg")
+                #expect(reference.sampleRate == 48_000 && reference.channels == 1)
+                let samples = try reference.samples()
+                referenceOnset = try #require(onset(samples), "\(name): no tone in ffmpeg's decode")
+                referenceLength = samples.count
+            }
+            // The catalog may still be reading the folder: asked until the track is listed.
+            var answer = try Self.curl(server.baseURL + "/media/\(name)?format=opus&offset=5")
+            let deadline = Date().addingTimeInterval(TestTiming.seconds(20))
+            while answer.status == 404, Date() < deadline {
+                usleep(100_000)
+                answer = try Self.curl(server.baseURL + "/media/\(name)?format=opus&offset=5")
+            }
+            #expect(answer.status == 200 && answer.exit == 0, "\(name): \(answer.status) curl \(answer.exit)")
+            let decoded = try Self.decode(try Self.file(answer.body, ext: "opus"), with: "opusdec").samples()
+            let heard = try #require(onset(decoded), "\(name): no tone from offset 5")
+            #expect(abs(heard - (referenceOnset - 240_000)) <= 24, "\(name): the tone at \(heard), ffmpeg's decode has it at \(referenceOnset - 240_000) from 5 s")
+            #expect(decoded.count == referenceLength - 240_000, "\(name): \(decoded.count) samples from 5 s, ffmpeg's decode \(referenceLength - 240_000)")
+        }
+    }
+
     @Test(.timeLimit(.scaledMinutes(3))) func estimate_isNeverShort_andPlays() throws {
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }
