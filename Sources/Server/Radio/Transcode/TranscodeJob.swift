@@ -38,6 +38,9 @@ struct TranscodeSpec: Sendable {
     var key: String
     /// Where the completed file goes (nil: not kept, a transcode from an offset).
     var cachePath: String?
+    /// Opus with `estimate=1`: the exact length to make (hard CBR, padded inside the last
+    /// `holdPages` pages: `OggOpusTail`).
+    var opusLength: (bytes: Int, holdPages: Int)? = nil
 
     var outputChannels: Int { min(2, max(1, channels)) }
 
@@ -205,6 +208,8 @@ final class TranscodeJob: @unchecked Sendable {
         if spec.format == .mp3 { bytes = ID3v2Writer.tag(spec.tags) }
         let tagBytes = bytes.count
         var infoFrameLength: Int?
+        var tail = spec.opusLength.map { OggOpusTail(holdPages: $0.holdPages) }
+        var released: [UInt8] = []
         while true {
             if abandoned { return .cancelled }
             samples.removeAll(keepingCapacity: true)
@@ -213,7 +218,8 @@ final class TranscodeJob: @unchecked Sendable {
                 let outputRate = spec.outputRate(input: rate)
                 switch spec.format {
                 case .opus:
-                    encoder = try OggOpusEncoder(channels: spec.outputChannels, kbps: spec.kbps, tags: spec.tags)
+                    encoder = try OggOpusEncoder(channels: spec.outputChannels, kbps: spec.kbps, tags: spec.tags,
+                                                 constantBitrate: spec.opusLength != nil)
                 case .mp3:
                     encoder = try LAMEEncoder(sampleRate: outputRate, channels: spec.outputChannels, kbps: spec.kbps,
                                               quality: ChannelTranscoder.quality, infoFrame: spec.cachePath != nil)
@@ -250,7 +256,13 @@ final class TranscodeJob: @unchecked Sendable {
             }
             // Until the placeholder frame's length is known, nothing of an MP3 goes out.
             if spec.format == .mp3, spec.cachePath != nil, infoFrameLength == nil { continue }
-            try append(&bytes, at: &written)
+            if tail != nil {
+                // The last pages wait: the padding that meets the estimate goes into them.
+                try tail?.take(&bytes, release: &released)
+                try append(&released, at: &written)
+            } else {
+                try append(&bytes, at: &written)
+            }
             unpublished += 1
             let now = monotonicNanos()
             if now - lastWake > 20_000_000 || unpublished > 16 {
@@ -267,6 +279,15 @@ final class TranscodeJob: @unchecked Sendable {
             try encoder.encode(tail[...], appendingTo: &bytes)
         }
         try encoder.finish(appendingTo: &bytes)
+        if var last = tail, let target = spec.opusLength?.bytes {
+            try last.take(&bytes, release: &released)
+            let missing = target - written - released.count - last.heldBytes
+            let added = try last.finish(padding: missing, release: &released)
+            if missing < 0 || added < missing {
+                logger.warning("transcode \(number): the estimated length \(target) is \(missing < 0 ? "short by \(-missing)" : "\(missing - added) bytes more than the padding room") bytes")
+            }
+        }
+        try append(&released, at: &written)
         try append(&bytes, at: &written)
         if spec.format == .mp3, spec.cachePath != nil, let lame = encoder as? LAMEEncoder, let frame = lame.infoFrame() {
             guard frame.count == infoFrameLength else {

@@ -126,7 +126,6 @@ public final class TranscodeService: @unchecked Sendable {
             }
             pace = value * 1000 / 8
         }
-        if estimate && format != .mp3 { throw .badRequest("estimate=1 is available for format=mp3") }
         guard let track = catalog.track(forAbsolutePath: absolute), let relative = catalog.resolver.relative(absolute) else {
             throw HTTPRefusal(404, "not a track of the library")
         }
@@ -140,8 +139,12 @@ public final class TranscodeService: @unchecked Sendable {
         let startSample = Int((offset * Double(track.sampleRate)).rounded())
         let duration = max(0, track.durationSeconds - Double(startSample) / Double(track.sampleRate))
         guard offset == 0 || duration > 0 else { throw HTTPRefusal(416, "offset is past the end of the track (\(track.durationSeconds) s)") }
+        // An Opus estimate is an encode of its own (hard CBR, padded to the length said): never
+        // joined by, nor cached for, other requests.
+        let opusEstimate = estimate && format == .opus
         let key = "\(relative)|\(stamp.size)|\(stamp.mtimeNanos)|\(format.rawValue)|\(kbps)|\(gainMode)|\(startSample)"
-        let cacheName = startSample == 0 ? TranscodeCache.name(key: key, ext: format.fileExtension) : nil
+            + (opusEstimate ? "|estimate" : "")
+        let cacheName = startSample == 0 && !opusEstimate ? TranscodeCache.name(key: key, ext: format.fileExtension) : nil
         let durationHeader = ("X-Content-Duration", String(format: "%.3f", duration))
         if let cacheName, !estimate, let cached = cache.open(cacheName) {
             state.withLock { $0.hits += 1 }
@@ -153,9 +156,25 @@ public final class TranscodeService: @unchecked Sendable {
                                            ("Cache-Control", "no-cache"), durationHeader]
         let outputChannels = min(2, track.channels)
         var estimated: Int?
+        var opusLength: (bytes: Int, holdPages: Int)?
         if estimate {
-            let length = Self.estimateMP3(samples: Int((duration * Double(track.sampleRate)).rounded(.up)), inputRate: track.sampleRate,
-                                          kbps: kbps, tags: Self.tags(track))
+            let samples = Int((duration * Double(track.sampleRate)).rounded(.up))
+            let length: Int
+            if format == .opus {
+                // The header pages as this encoder writes them (tags, and what else it carries).
+                var header: [UInt8] = []
+                do {
+                    let probe = try OggOpusEncoder(channels: outputChannels, kbps: kbps, tags: Self.tags(track), constantBitrate: true)
+                    try probe.encode([][...], appendingTo: &header)
+                } catch {
+                    throw HTTPRefusal(500, "cannot start a transcode: \(error)")
+                }
+                let bound = Self.estimateOpus(samples: samples, inputRate: track.sampleRate, kbps: kbps, headerBytes: header.count)
+                length = bound.bytes
+                opusLength = (bound.bytes, bound.holdPages)
+            } else {
+                length = Self.estimateMP3(samples: samples, inputRate: track.sampleRate, kbps: kbps, tags: Self.tags(track))
+            }
             estimated = length
             headers.append(("Content-Length", String(length)))
         } else if request.minorVersion >= 1 {
@@ -176,14 +195,15 @@ public final class TranscodeService: @unchecked Sendable {
                                                                             totalSamples: track.totalSamples),
                                  channels: track.channels, sourceRate: track.sampleRate, format: format, kbps: kbps,
                                  gain: factor, start: start, tags: Self.tags(track), key: key,
-                                 cachePath: cacheName.map(cache.path(of:)))
+                                 cachePath: cacheName.map(cache.path(of:)), opusLength: opusLength)
         if cacheName != nil, !estimate { state.withLock { $0.misses += 1 } }
         let job = try admit(spec, relative: relative)
         let framing: TranscodeReader.Framing = estimated.map { .length($0) } ?? (request.minorVersion >= 1 ? .chunked : .closeDelimited)
         var response = HTTPResponse(status: 200, headers: headers)
         let rate = spec.outputRate(input: track.sampleRate)
+        // MP3 is filled after its last frame by silent frames; Opus is made to the length by the job.
         response.live = TranscodeReader(job: job, framing: framing, pace: pace, padding: { count in
-            MP3Silence.fill(count, sampleRate: rate, channels: outputChannels)
+            format == .mp3 ? MP3Silence.fill(count, sampleRate: rate, channels: outputChannels) : nil
         })
         return response
     }
@@ -329,6 +349,24 @@ public final class TranscodeService: @unchecked Sendable {
         let frameBytes = samplesPerFrame / 8 * kbps * 1000 / rate + 1
         // The rest is filled with silent frames: `fillableFrom` more makes every rest fillable.
         return ID3v2Writer.tag(tags).count + frames * frameBytes + MP3Silence.fillableFrom
+    }
+}
+
+extension TranscodeService {
+    /// A length no hard-CBR Opus encode of `samples` at `inputRate` exceeds: 20 ms packets of
+    /// `kbps` × 2.5 bytes (one more for rounding) for the samples resampled to 48 kHz, the
+    /// pre-skip and the encoder's flush, with their lacing, a page header every 4 packets (the
+    /// encoders page every 10) and the header pages `headerBytes`. Also how many pages the job
+    /// holds back so their packets can take the padding that meets it (about 50 KB a page).
+    static func estimateOpus(samples: Int, inputRate: Int, kbps: Int, headerBytes: Int) -> (bytes: Int, holdPages: Int) {
+        let output = Int((Double(samples) * 48_000 / Double(max(1, inputRate))).rounded(.up)) + 1
+        let packets = (output + 312 + 2 * 960) / 960 + 2
+        let packetBytes = kbps * 1000 * 960 / (8 * 48_000) + 1
+        let pages = packets / 4 + 4
+        let bytes = headerBytes + packets * (packetBytes + packetBytes / 255 + 1) + pages * 27
+        // What is left over when the encode is as the bound's model expects, less the pages' 27s.
+        let slack = packets * (1 + 1) + (pages - packets / 10) * 27 + 3 * packetBytes
+        return (bytes, 8 + slack / 40_000)
     }
 }
 
