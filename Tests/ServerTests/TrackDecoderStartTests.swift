@@ -24,7 +24,7 @@ import StreamShared
 
     @Test(arguments: ["out/vbr-v2.mp3", "out/cbr-128k-44k.mp3", "out/speech-22k.mp3", "out/adts.aac", "out/adts-8k-mono.aac",
                       "out/track.m4a", "ogg/vorbis-stereo-44k.ogg", "ogg/vorbis-mono-22k.ogg", "ogg/opus-20s.opus",
-                      "ogg/opus-stereo-48k.opus"])
+                      "ogg/opus-stereo-48k.opus", "out/pcm16.wav", "out/pcm24-96k.wav"])
     func offset_startsAtTheIndexPoint_andEqualsTheWholeDecode(name: String) throws {
         let path = URL(fileURLWithPath: Self.media).deletingLastPathComponent().appendingPathComponent(name).path
         let analysis = try TrackAnalyzer.analyze(try OpenFile(path: path))
