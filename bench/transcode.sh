@@ -85,6 +85,23 @@ for b in 96 100 104 108 112; do
   curl -s -o /dev/null -w '%{time_starttransfer}\n' --max-time 5 "$URL/media/long.mp3?format=opus&bitrate=$b&offset=1800" || true
 done | median > "$TMP/seek_mp3"
 echo "ttfb offset=1800 of a 1 h MP3: $(python3 -c "print('%.1f' % (1000 * $(cat "$TMP/seek_mp3")))") ms, $(ratio "$(cat "$TMP/seek_mp3")" "$(cat "$TMP/seek")")x the FLAC's (goal <= 80 ms)"
+# The first byte above is the response head; the first audio (4 KiB past the head: the header
+# pages and the first audio page) shows where the decoder started.
+first_audio() { python3 - "$URL" "$1" <<'PY'
+import socket, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1]); s = socket.create_connection((u.hostname, u.port)); t = time.perf_counter()
+s.sendall(("GET %s HTTP/1.0\r\nHost: x\r\n\r\n" % sys.argv[2]).encode()); data = b""
+while b"\r\n\r\n" not in data or len(data.split(b"\r\n\r\n", 1)[1]) < 4096:
+    chunk = s.recv(65536)
+    if not chunk: break
+    data += chunk
+print(time.perf_counter() - t)
+PY
+}
+for src in long.flac long.mp3; do
+  for b in 97 101 105 109 113; do first_audio "/media/$src?format=opus&bitrate=$b&offset=1800"; done | median > "$TMP/audio_$src"
+done
+echo "first audio offset=1800 of 1 h: FLAC $(python3 -c "print('%.1f' % (1000 * $(cat "$TMP/audio_long.flac")))") ms, MP3 $(python3 -c "print('%.1f' % (1000 * $(cat "$TMP/audio_long.mp3")))") ms: $(ratio "$(cat "$TMP/audio_long.mp3")" "$(cat "$TMP/audio_long.flac")")x the FLAC's"
 
 # Concurrent encodes held at real time: each listener must have its 20 s within 20 s.
 held=0; b=127
