@@ -417,8 +417,12 @@ import Glibc
         let alive = children.filter { ShutdownTests.isAlive($0) }
         #expect(alive.isEmpty, "child processes left running after streamd exited: \(alive)")
         server.stop()
-        #expect(server.log.contains("transcode 1: stopped ") && server.log.contains("/slow.flac: "), "\(server.log)")
-        #expect(!server.log.contains("encoding slow.flac to mp3"), "the queued encode never started: \(server.log)")
+        // (Which of the two the pool admitted first is not fixed: one ran, the other waited.)
+        #expect(Self.count("encoding slow.flac", in: server.log) == 1 && Self.count("queued slow.flac", in: server.log) == 1,
+                "the queued encode never started: \(server.log)")
+        // Its listener's connection closes in the drain, so it may stop for that before the hook says why.
+        #expect(server.log.contains("slow.flac: the server is stopping") || server.log.contains("slow.flac: no listener left"),
+                "\(server.log)")
         let shutdownLines = server.log.split(separator: "\n").filter { $0.contains("shutdown") || $0.contains("warning") }
         #expect(!server.log.contains("did not stop") && !server.log.contains("killing"), "\(shutdownLines.joined(separator: "\n"))")
     }
