@@ -288,8 +288,14 @@ struct TrimWindow {
 
     var isPastEnd: Bool { position >= keepUntil }
 
+    /// Where a restart placed `position` (before any sample came).
+    private var movedTo: Int?
+
     /// The next samples decoded are those from `sample` on (a restart at a seek point).
-    mutating func moved(to sample: Int) { position = sample }
+    mutating func moved(to sample: Int) {
+        position = sample
+        movedTo = sample
+    }
 
     /// Appends the part of `samples` (interleaved, in `format`) inside the window to `output`.
     mutating func keep(_ samples: UnsafeBufferPointer<Float>, format: AudioFormat, declaredRate: Int,
@@ -300,8 +306,9 @@ struct TrimWindow {
             let ratio = Double(format.sampleRate) / Double(declaredRate)
             keepFrom = Int(Double(keepFrom) * ratio)
             if keepUntil != Int.max { keepUntil = Int(Double(keepUntil) * ratio) }
-            // A start point's sample was counted at the declared rate too.
-            position = Int(Double(position) * ratio)
+            // A start point's sample was counted at the declared rate too (only a restart's: the
+            // whole decode's position stays as it always was).
+            if let movedTo, position == movedTo { position = Int(Double(position) * ratio) }
         }
         let channels = max(1, format.channels)
         let frames = samples.count / channels
