@@ -45,6 +45,13 @@ public struct TrackDecoder {
     /// and Vorbis' orders as the converters put them out); nil: mono, stereo or none declared.
     public private(set) var wavChannelMask: UInt32?
     static let blockSize = 64 * 1024
+    /// Samples decoded before a start point's target so the decoder is warm when the kept output
+    /// begins (MP3: 4 frames, the bit reservoir and overlap; AAC: 3 access units, libfaad2's
+    /// first output is the second; Opus: 80 ms of pre-roll, RFC 7845 §4.6, plus a 120 ms packet;
+    /// Vorbis: two long blocks); 0: the container restarts exactly (FLAC, AIFF, WAV, ALAC).
+    private var warmUp = 0
+    /// Ogg: the first link's codec (its header packets are read again at a start point).
+    private var oggCodec: OggCodec?
 
     /// Plans the decoding of `source`; throws `FormatError` (the bytes are not what the catalog
     /// saw, or not audio at all), `DecoderError`, or what the source's reads throw.
@@ -61,6 +68,7 @@ public struct TrackDecoder {
             converter = try MP3Converter()
             readOffset = first.offset + (stream.vbrHeader != nil ? first.length : 0)
             declared = AudioFormat(sampleRate: first.header.sampleRate, channels: first.header.channels)
+            warmUp = 4 * first.header.samplesPerFrame
             // The trim only when the LAME tag says (as mpg123 and streamplay do), counted from the
             // file's own Xing frame count (the file as it is now, not as the catalog saw it).
             if let gapless = stream.vbrHeader?.gapless, let frames = stream.vbrHeader?.frameCount, frames > 0 {
@@ -74,6 +82,7 @@ public struct TrackDecoder {
             }
             converter = try ADTSConverter(first: header)
             readOffset = stream.firstFrameOffset
+            warmUp = 3 * 1024
             declared = AudioFormat(sampleRate: header.sampleRate, channels: header.audioSpecificConfig.channels)
         case .mp4:
             let moovRange = try MP4Locator.moovRange(source)
@@ -101,6 +110,7 @@ public struct TrackDecoder {
             converter = try MP4Converter(track: audio, declaredChannels: asc.channels)
             try converter.restart(at: readOffset)
             declared = AudioFormat(sampleRate: asc.outputSampleRate, channels: asc.channels)
+            warmUp = 3 * asc.samplesPerFrame
             // libfaad2 outputs nothing for the first access unit: that frame is the usual priming.
             window.keepFrom = max(0, hints.encoderDelay - asc.samplesPerFrame)
             window.keepUntil = window.keepFrom + max(0, hints.totalSamples - hints.encoderDelay - hints.encoderPadding)
@@ -136,6 +146,11 @@ public struct TrackDecoder {
             // The converter cuts the pre-skip and each link's end by the granules itself.
             guard let codec = stream.oggCodec else { throw FormatError.invalid(component: "ogg", reason: "no codec header", offset: 0) }
             converter = OggConverter()
+            oggCodec = codec
+            switch codec {
+            case .vorbis(let id): warmUp = 2 * id.blockSizes.long
+            default: warmUp = 3840 + 5760
+            }
             wavChannelMask = VorbisChannelOrder.channelMask(channels: codec.channels)
             readOffset = stream.firstFrameOffset
             declared = AudioFormat(sampleRate: codec.sampleRate, channels: codec.channels)
@@ -178,18 +193,77 @@ public struct TrackDecoder {
     }
 
     /// Starts the output at `sample` (per channel, counted in the trimmed track, as `decode`
-    /// gives it): from `point` (a seek-index point at a frame start, with its exact sample) where
-    /// the container restarts there (FLAC, AIFF, WAV), else by decoding from the start and
-    /// dropping what comes before (exact in every container, only slower). Call before `decode`.
+    /// gives it): from `point` (a seek-index point at a frame start) where it lies far enough
+    /// before the target for the decoder to warm up (`warmUp`), else by decoding from the start
+    /// and dropping what comes before (exact in every container, only slower). The point's
+    /// sample is counted as the container counts it: FLAC, AIFF, WAV, MP3 and AAC the untrimmed
+    /// sample its frame starts at (MP3 and AAC: the index's time by the declared rate); Ogg the
+    /// granule of the page before it (first link only). Output after a start point is the same
+    /// as the whole decode's from the warm-up on. Call before `decode`.
     public mutating func start(atSample sample: Int, from point: (byte: Int, sample: Int)?) throws {
         guard sample > 0 else { return }
-        if let point, (0...sample).contains(point.sample), point.byte >= readOffset, point.byte < end,
-           [Container.flac, .aiff, .wav].contains(container), window.keepFrom == 0 {
-            readOffset = point.byte
-            try converter.restart(at: point.byte)
-            window.moved(to: point.sample)
+        let target = window.keepFrom > Int.max - sample ? Int.max : window.keepFrom + sample
+        if let point, point.sample >= 0, point.byte >= readOffset, point.byte < end {
+            switch container {
+            case .flac, .aiff, .wav, .mp3, .adts, .mp4:
+                if point.sample <= target - warmUp {
+                    readOffset = point.byte
+                    try converter.restart(at: point.byte)
+                    window.moved(to: point.sample)
+                }
+            case .ogg:
+                try startOgg(at: point, target: target)
+            }
         }
-        window.keepFrom = window.keepFrom > Int.max - sample ? Int.max : window.keepFrom + sample
+        window.keepFrom = target
+    }
+
+    /// An Ogg start point: the first link's header pages are read again (its serial and header
+    /// packets), then the converter restarts at the point's page, its output placed at the
+    /// point's sample on the trimmed timeline (the granule less Opus's pre-skip).
+    private mutating func startOgg(at point: (byte: Int, sample: Int), target: Int) throws {
+        guard let codec = oggCodec, window.keepFrom == 0 else { return }
+        let origin = codec.preSkip
+        let timeline = point.sample - origin
+        guard timeline >= 0, timeline <= target - warmUp else { return }
+        let headerPackets: Int
+        switch codec {
+        case .opus: headerPackets = 2
+        case .vorbis: headerPackets = 3
+        default: return
+        }
+        guard let (serial, headerEnd) = try Self.oggHeaderPages(source, from: readOffset, packets: headerPackets, limit: end),
+              point.byte >= headerEnd else { return }
+        let headers = try source.read(at: readOffset, count: headerEnd - readOffset)
+        var seeking = OggConverter(links: [OggConverter.Link(serial: serial, headers: headers, firstSample: 0)])
+        try seeking.restart(at: point.byte, sample: timeline)
+        converter = seeking
+        readOffset = point.byte
+        window.moved(to: timeline)
+    }
+
+    /// The first page's serial and where the page completing the stream's `packets` header
+    /// packets ends (page headers only are read); nil when the pages are not that.
+    static func oggHeaderPages(_ source: any RandomAccessBytes, from start: Int, packets: Int, limit: Int) throws -> (UInt32, Int)? {
+        var offset = start
+        var serial: UInt32?
+        var completed = 0
+        var pages = 0
+        while completed < packets {
+            pages += 1
+            guard pages <= 4096, offset + 27 <= limit else { return nil }
+            let head = try source.read(at: offset, count: 27)
+            guard head.count == 27, head[0] == 0x4F, head[1] == 0x67, head[2] == 0x67, head[3] == 0x53 else { return nil }
+            let pageSerial = UInt32(head[14]) | UInt32(head[15]) << 8 | UInt32(head[16]) << 16 | UInt32(head[17]) << 24
+            if serial == nil { serial = pageSerial }
+            let segments = Int(head[26])
+            let lacing = try source.read(at: offset + 27, count: segments)
+            guard lacing.count == segments else { return nil }
+            if pageSerial == serial { completed += lacing.reduce(0) { $0 + ($1 < 255 ? 1 : 0) } }
+            offset += 27 + segments + lacing.reduce(0) { $0 + Int($1) }
+        }
+        guard let serial else { return nil }
+        return (serial, offset)
     }
 
     private mutating func read() throws {
@@ -214,8 +288,14 @@ struct TrimWindow {
 
     var isPastEnd: Bool { position >= keepUntil }
 
+    /// Where a restart placed `position` (before any sample came).
+    private var movedTo: Int?
+
     /// The next samples decoded are those from `sample` on (a restart at a seek point).
-    mutating func moved(to sample: Int) { position = sample }
+    mutating func moved(to sample: Int) {
+        position = sample
+        movedTo = sample
+    }
 
     /// Appends the part of `samples` (interleaved, in `format`) inside the window to `output`.
     mutating func keep(_ samples: UnsafeBufferPointer<Float>, format: AudioFormat, declaredRate: Int,
@@ -226,6 +306,9 @@ struct TrimWindow {
             let ratio = Double(format.sampleRate) / Double(declaredRate)
             keepFrom = Int(Double(keepFrom) * ratio)
             if keepUntil != Int.max { keepUntil = Int(Double(keepUntil) * ratio) }
+            // A start point's sample was counted at the declared rate too (only a restart's: the
+            // whole decode's position stays as it always was).
+            if let movedTo, position == movedTo { position = Int(Double(position) * ratio) }
         }
         let channels = max(1, format.channels)
         let frames = samples.count / channels

@@ -18,4 +18,8 @@ static inline int copusenc_set_comment_padding(OggOpusEnc *enc, opus_int32 bytes
 static inline int copusenc_set_serialno(OggOpusEnc *enc, opus_int32 serial) {
     return ope_encoder_ctl(enc, OPE_SET_SERIALNO(serial));
 }
+/* 0: hard CBR, every packet the same size (an estimated Content-Length, transcodes with estimate=1). */
+static inline int copusenc_set_vbr(OggOpusEnc *enc, opus_int32 vbr) {
+    return ope_encoder_ctl(enc, OPUS_SET_VBR(vbr));
+}
 #endif

@@ -266,7 +266,8 @@ extension Serve {
         router.playlistFolder.logger = Logger(label: "streamd.library")
         let server = makeServer(router, logger: logger)
         let lifecycle = ServerLifecycle(server: server, scanner: scanner, radio: radio, hls: hlsService,
-                                        store: library.store, logger: logger, waveforms: router.waveforms)
+                                        store: library.store, logger: logger, waveforms: router.waveforms,
+                                        transcoder: transcoder)
         // Signals are taken synchronously by this thread: blocked before any thread starts.
         var signals = Self.blockedSignals()
         let bound: Int

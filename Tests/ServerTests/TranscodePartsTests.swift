@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import StreamRadio
 import StreamShared
+import TestSupport
 
 /// The transcoder's own parts without a server: silence that fills an estimate exactly, the
 /// cache's LRU by bytes, the ID3v2 tag, the Opus encoder's stream as opusdec reads it.
@@ -83,5 +84,86 @@ struct TranscodePartsTests {
         }
         let preSkip = Int(out[28 + 10]) | Int(out[28 + 11]) << 8
         #expect(last - preSkip == 4_801, "granule \(last), pre-skip \(preSkip)")
+    }
+}
+
+/// `OggOpusTail`: an Opus estimate's padding inside the last pages' packets.
+struct OggOpusPaddingTests {
+    /// A hard-CBR encode of 10 s, its pages held back (40 of 52) and padded by 300,000 bytes:
+    /// exactly that much longer, every page's CRC right (opusdec and ffmpeg read it without a
+    /// complaint), no packet past 61,440 bytes, and opusdec's samples the very ones of the same
+    /// encode unpadded.
+    @Test func padding_growsTheStreamExactly_andDecodesToTheSameSamples() throws {
+        func encode(padding: Int) throws -> (bytes: [UInt8], added: Int) {
+            let encoder = try OggOpusEncoder(channels: 2, kbps: 64, tags: [("TITLE", "padding")], constantBitrate: true)
+            var tail = OggOpusTail(holdPages: 40)
+            var out: [UInt8] = [], bytes: [UInt8] = []
+            var samples: [Float] = []
+            for second in 0..<10 {
+                samples.removeAll(keepingCapacity: true)
+                for n in 0..<48_000 {
+                    let t = Double(second * 48_000 + n) / 48_000
+                    samples.append(Float(0.3 * sin(2 * Double.pi * 440 * t) + 0.1 * sin(2 * Double.pi * 3_000 * t * t)))
+                    samples.append(Float(0.3 * sin(2 * Double.pi * 660 * t)))
+                }
+                try encoder.encode(samples[...], appendingTo: &bytes)
+                try tail.take(&bytes, release: &out)
+            }
+            try encoder.finish(appendingTo: &bytes)
+            try tail.take(&bytes, release: &out)
+            let added = try tail.finish(padding: padding, release: &out)
+            return (out, added)
+        }
+        let plain = try encode(padding: 0), padded = try encode(padding: 300_000)
+        #expect(plain.added == 0 && padded.added == 300_000)
+        #expect(padded.bytes.count == plain.bytes.count + 300_000, "\(padded.bytes.count) bytes, unpadded \(plain.bytes.count)")
+        // Page by page: CRCs, and the packets' sizes.
+        var at = 0, largest = 0
+        while at < padded.bytes.count {
+            let length = try #require(try OggOpusTail.pageLength(padded.bytes[at...]))
+            var page = Array(padded.bytes[at..<(at + length)])
+            let crc = page[22..<26].enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) }
+            for i in 22..<26 { page[i] = 0 }
+            #expect(OggCRC.crc32(page[...]) == crc, "the page at \(at)")
+            var size = 0
+            for k in 0..<Int(page[26]) {
+                size += Int(page[27 + k])
+                if page[27 + k] < 255 { largest = max(largest, size); size = 0 }
+            }
+            at += length
+        }
+        #expect(largest <= 61_440 && largest > 20_000, "largest packet \(largest) bytes")
+        func opusdec(_ bytes: [UInt8]) throws -> Data {
+            let dir = FileManager.default.temporaryDirectory
+            let input = dir.appendingPathComponent("pad-\(UUID().uuidString.prefix(8)).opus")
+            let output = input.deletingPathExtension().appendingPathExtension("raw")
+            defer { try? FileManager.default.removeItem(at: input); try? FileManager.default.removeItem(at: output) }
+            try Data(bytes).write(to: input)
+            let run = try runCommand(try #require(which("opusdec")), ["--quiet", "--float", "--rate", "48000", input.path, output.path])
+            #expect(run.status == 0 && run.stderr.isEmpty, "opusdec: \(String(decoding: run.stderr, as: UTF8.self))")
+            return try Data(contentsOf: output)
+        }
+        let plainPCM = try opusdec(plain.bytes), paddedPCM = try opusdec(padded.bytes)
+        #expect(paddedPCM.count == 480_000 * 8 + 44 || paddedPCM.count == 480_000 * 8, "\(paddedPCM.count) bytes decoded")
+        #expect(paddedPCM == plainPCM, "the padded stream decodes to other samples")
+    }
+
+    /// Every packet code grows by exactly the bytes asked (1 to 600), its TOC's frames kept.
+    @Test func packets_ofEveryCode_growByExactlyTheExtra() {
+        let packets: [[UInt8]] = [[0xFC] + [UInt8](repeating: 7, count: 100),           // code 0
+                                  [0xFD] + [UInt8](repeating: 7, count: 100),           // code 1
+                                  [0xFE, 40] + [UInt8](repeating: 7, count: 100),       // code 2
+                                  [0xFF, 0x03] + [UInt8](repeating: 7, count: 99),      // code 3, CBR, 3 frames
+                                  [0xFF, 0x41, 3] + [UInt8](repeating: 7, count: 50) + [0, 0, 0]]  // code 3, padded
+        for packet in packets {
+            for extra in [1, 2, 3, 254, 255, 256, 257, 509, 510, 600] {
+                guard let grown = OggOpusTail.paddedPacket(packet, by: extra) else {
+                    Issue.record("no padding for \(packet.prefix(2)) + \(extra)")
+                    continue
+                }
+                #expect(grown.count == packet.count + extra, "\(packet.prefix(2)) + \(extra): \(grown.count)")
+                #expect(grown[0] == packet[0] | 0x03)
+            }
+        }
     }
 }

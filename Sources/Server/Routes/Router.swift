@@ -68,13 +68,15 @@ public final class Router: Sendable {
         countedServer.withLock { $0.server = server }
     }
 
-    /// The `/api/status` document: the catalog's, the scanner's watches and the connections.
+    /// The `/api/status` document: the catalog's, the scanner's watches, the connections and the
+    /// transcoder's counters.
     public func status() -> StatusDocument {
         var status = catalog.status()
         status.watcher = scanner?.watcherStatus
         if let server = countedServer.withLock({ $0.server }) {
             status.connections = StatusDocument.Connections(total: server.connectionCount, perLoop: server.loopConnectionCounts)
         }
+        status.transcodes = transcoder?.counters
         return status
     }
 

@@ -17,6 +17,8 @@ public final class ServerLifecycle: Sendable {
     public let store: LibraryStore
     /// The waveform builders, stopped with the radio (their decode workers are killed).
     public let waveforms: WaveformService?
+    /// The `/media/...?format=` encodes, stopped with the radio (their decode workers are killed).
+    public let transcoder: TranscodeService?
     private let logger: Logger
 
     /// Seconds a whole stop may take; the HTTP server's drain (`shutdownGrace`) is part of it.
@@ -26,7 +28,8 @@ public final class ServerLifecycle: Sendable {
     static let closingReserve = 0.4
 
     public init(server: HTTPServer, scanner: CatalogScanner, radio: RadioService?, hls: HLSService? = nil,
-                store: LibraryStore, logger: Logger, waveforms: WaveformService? = nil) {
+                store: LibraryStore, logger: Logger, waveforms: WaveformService? = nil, transcoder: TranscodeService? = nil) {
+        self.transcoder = transcoder
         self.server = server
         self.scanner = scanner
         self.radio = radio
@@ -63,6 +66,7 @@ public final class ServerLifecycle: Sendable {
     /// Stops, in order, each against one deadline on the monotonic clock: the HTTP server
     /// (connections drain, the loops are joined, the blocking pool takes no new job and its
     /// running ones get the drain's time: those still running are named in the log and left), the
+    /// transcodes (queued ones dropped, running ones stopped, their workers killed), the
     /// radio's threads (relays, producers and their decode workers), the `--live` loops, the
     /// scanner and indexer threads (their analyzer workers stop and are reaped with them); then
     /// any worker process still running (one a job left behind) is killed and reaped, the thread
@@ -73,6 +77,8 @@ public final class ServerLifecycle: Sendable {
         let started = Monotonic.now
         let deadline = started.adding(seconds: Self.stopBudget)
         let partsDeadline = started.adding(seconds: Self.stopBudget - Self.closingReserve)
+        // No transcode starts once the drain begins (a request then gets 503); those running stop below.
+        transcoder?.refuseNew()
         let report = server.shutdown(joinDeadline: partsDeadline.nanoseconds)
         if report.loopsLeft > 0 { logger.warning("shutdown: \(report.loopsLeft) event loops did not stop in time; leaving them") }
         if !report.pool.dropped.isEmpty {
@@ -86,6 +92,10 @@ public final class ServerLifecycle: Sendable {
             logger.warning("shutdown: radio \(name) did not stop in time; leaving it")
         }
         logger.debug("shutdown: radio producers and relays joined after \(Int(started.elapsed * 1000)) ms")
+        for number in transcoder?.stop(deadline: partsDeadline) ?? [] {
+            logger.warning("shutdown: transcode \(number) did not stop in time; leaving it")
+        }
+        logger.debug("shutdown: transcodes stopped after \(Int(started.elapsed * 1000)) ms")
         if waveforms?.stop(deadline: partsDeadline) == false {
             logger.warning("shutdown: a waveform build did not stop in time; leaving it")
         }

@@ -28,6 +28,8 @@ public struct StatusDocument: Sendable, Equatable {
     public var watcher: Watcher?
     /// The server's connections; nil (its members left out) when no server runs.
     public var connections: Connections?
+    /// The transcoder's counters; nil (its members left out) when streamd runs without one.
+    public var transcodes: Transcodes?
     /// The first skipped files, by path.
     public var skipped: [SkippedFile]
 
@@ -54,6 +56,33 @@ public struct StatusDocument: Sendable, Equatable {
         public init(total: Int, perLoop: [Int]) {
             self.total = total
             self.perLoop = perLoop
+        }
+    }
+
+    /// `/media/...?format=` transcodes (`transcodes_active`, `transcodes_queued`, ...): encodes
+    /// running and waiting now; since the start, encodes started, requests that joined one in
+    /// progress, whole-track requests answered from the cache or not, 503s for a full queue, and
+    /// queued encodes dropped because their listeners left first.
+    public struct Transcodes: Sendable, Equatable {
+        public var active: Int
+        public var queued: Int
+        public var started: Int
+        public var joined: Int
+        public var cacheHits: Int
+        public var cacheMisses: Int
+        public var refused: Int
+        public var droppedFromQueue: Int
+
+        public init(active: Int = 0, queued: Int = 0, started: Int = 0, joined: Int = 0, cacheHits: Int = 0, cacheMisses: Int = 0,
+                    refused: Int = 0, droppedFromQueue: Int = 0) {
+            self.active = active
+            self.queued = queued
+            self.started = started
+            self.joined = joined
+            self.cacheHits = cacheHits
+            self.cacheMisses = cacheMisses
+            self.refused = refused
+            self.droppedFromQueue = droppedFromQueue
         }
     }
 
@@ -131,6 +160,16 @@ public struct StatusDocument: Sendable, Equatable {
             w.add("connections", connections.total)
             w.addRaw("connections_per_loop", "[" + connections.perLoop.map { String($0) }.joined(separator: ",") + "]")
         }
+        if let transcodes {
+            w.add("transcodes_active", transcodes.active)
+            w.add("transcodes_queued", transcodes.queued)
+            w.add("transcodes_started", transcodes.started)
+            w.add("transcodes_joined", transcodes.joined)
+            w.add("transcode_cache_hits", transcodes.cacheHits)
+            w.add("transcode_cache_misses", transcodes.cacheMisses)
+            w.add("transcodes_refused", transcodes.refused)
+            w.add("transcodes_dropped_from_queue", transcodes.droppedFromQueue)
+        }
         let items = skipped.map { file -> String in
             var item = JSONObjectWriter()
             item.add("path", file.path)
@@ -143,7 +182,7 @@ public struct StatusDocument: Sendable, Equatable {
     }
 
     /// Reads a document as `encoded()` writes it (members in any order, unknown ones ignored;
-    /// the watcher's and the connections' members all present or all absent). Anything else
+    /// the watcher's, the connections' and the transcodes' members all present or all absent). Anything else
     /// is a typed error.
     public static func decode(_ bytes: [UInt8]) throws(APIDocumentError) -> StatusDocument {
         let r = try APIObjectReader(APIObjectReader.parse(bytes, maxValues: 8 * maxListCount + 4096), context: "")
@@ -170,6 +209,14 @@ public struct StatusDocument: Sendable, Equatable {
                 perLoop.append(number)
             }
             status.connections = Connections(total: try r.int("connections"), perLoop: perLoop)
+        }
+        if r.members["transcodes_active"] != nil {
+            status.transcodes = Transcodes(active: try r.int("transcodes_active"), queued: try r.int("transcodes_queued"),
+                                           started: try r.int("transcodes_started"), joined: try r.int("transcodes_joined"),
+                                           cacheHits: try r.int("transcode_cache_hits"),
+                                           cacheMisses: try r.int("transcode_cache_misses"),
+                                           refused: try r.int("transcodes_refused"),
+                                           droppedFromQueue: try r.int("transcodes_dropped_from_queue"))
         }
         for (i, item) in try r.array("skipped", limit: maxListCount).enumerated() {
             let file = try APIObjectReader(item, context: "skipped[\(i)]")

@@ -17,8 +17,9 @@ public final class OggOpusEncoder: AudioEncoder {
     private var clean: [Float] = []
 
     /// An encoder for `channels` (1 or 2) at `kbps` (6...510) with the Vorbis comments `tags`
-    /// (`TITLE`, `ARTIST`...), empty values left out.
-    public init(channels: Int, kbps: Int, tags: [(String, String)]) throws(EncoderError) {
+    /// (`TITLE`, `ARTIST`...), empty values left out; `constantBitrate`: hard CBR, every 20 ms
+    /// packet `kbps` × 2.5 bytes (a length known ahead: `estimate=1`).
+    public init(channels: Int, kbps: Int, tags: [(String, String)], constantBitrate: Bool = false) throws(EncoderError) {
         guard channels == 1 || channels == 2 else { throw EncoderError(message: "Opus here carries 1 or 2 channels, not \(channels)") }
         guard (6...510).contains(kbps) else { throw EncoderError(message: "bitrate \(kbps) kbit/s is outside 6...510") }
         self.channels = channels
@@ -46,6 +47,7 @@ public final class OggOpusEncoder: AudioEncoder {
         guard copusenc_set_bitrate(made, Int32(kbps * 1000)) == OPE_OK else {
             throw EncoderError(message: "libopus refused \(kbps) kbit/s")
         }
+        if constantBitrate, copusenc_set_vbr(made, 0) != OPE_OK { throw EncoderError(message: "libopus refused hard CBR") }
         // Pages out at least every 200 ms (libopusenc's default is a second): a listener of the
         // encode in progress gets audio as it is made.
         _ = copusenc_set_muxing_delay(made, 9_600)

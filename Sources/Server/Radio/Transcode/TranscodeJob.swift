@@ -55,6 +55,9 @@ struct TranscodeSpec: Sendable {
     var fixedRate: Int?
     var leadingSilence = 0
     var reservoir = true
+    /// Opus with `estimate=1`: the exact length to make (hard CBR, padded inside the last
+    /// `holdPages` pages: `OggOpusTail`).
+    var opusLength: (bytes: Int, holdPages: Int)? = nil
 
     var outputChannels: Int { min(2, max(1, channels)) }
 
@@ -93,8 +96,11 @@ final class TranscodeJob: @unchecked Sendable {
     private let spoolPath: String
     private let settings: DecodeWorker.Settings
     private let logger: Logger
-    /// Called once, on the job thread, when the encode is over (the service starts the next).
-    private let onEnd: @Sendable (TranscodeJob) -> Void
+    /// Called once, on the job thread, when the encode is over and before its readers see the
+    /// end (so a reader that saw it finds the job's slot free and a complete file in the cache).
+    private let onEnd: @Sendable (TranscodeJob, TranscodeState) -> Void
+    /// Called when the last reader of a job still queued leaves (the service drops the job).
+    private let onQueuedAbandoned: @Sendable (TranscodeJob) -> Void
 
     struct Shared {
         var state = TranscodeState.queued
@@ -107,16 +113,23 @@ final class TranscodeJob: @unchecked Sendable {
         var everRead = false
         var wakers: [ObjectIdentifier: LoopWaker] = [:]
         var format: (rate: Int, channels: Int)?
+        /// The server is stopping: the encode ends as if abandoned.
+        var stopRequested = false
+        /// Where the spool's last Ogg page starts (Opus, once complete): an estimated length's
+        /// padding goes into it (`OggOpusPadding`).
+        var lastPageStart: Int?
     }
     let shared = Lock(Shared())
 
     init(spec: TranscodeSpec, number: Int, spoolDirectory: String, settings: DecodeWorker.Settings, logger: Logger,
-         onEnd: @escaping @Sendable (TranscodeJob) -> Void) throws(SystemError) {
+         onEnd: @escaping @Sendable (TranscodeJob, TranscodeState) -> Void,
+         onQueuedAbandoned: @escaping @Sendable (TranscodeJob) -> Void = { _ in }) throws(SystemError) {
         self.spec = spec
         self.number = number
         self.settings = settings
         self.logger = logger
         self.onEnd = onEnd
+        self.onQueuedAbandoned = onQueuedAbandoned
         let path = spoolDirectory + "/.partial-\(getpid())-\(number)"
         spoolPath = path
         fd = try syscallChecked("open") { open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
@@ -137,16 +150,27 @@ final class TranscodeJob: @unchecked Sendable {
         shared.withLock { $0.wakers[ObjectIdentifier(reader)] = waker }
     }
 
-    /// A reader left (its connection closed): with none left, an encode not over stops.
+    /// A reader left (its connection closed): with none left, an encode not over stops, and a
+    /// job still queued is dropped from the queue at once (its place goes to the next request).
     func removeReader(_ reader: AnyObject) {
-        shared.withLock {
+        let queuedAndIdle = shared.withLock {
             $0.readers -= 1
             $0.wakers[ObjectIdentifier(reader)] = nil
+            return $0.readers <= 0 && $0.state == .queued
         }
+        if queuedAndIdle { onQueuedAbandoned(self) }
     }
 
-    /// True when nobody reads the encode any more (nor a request that is on its way).
-    private var abandoned: Bool { shared.withLock { $0.readers <= 0 && $0.everRead } }
+    /// The server is stopping: the encode stops at its next step (its worker killed within the
+    /// worker's cancel poll); readers see it cut short.
+    func requestStop() {
+        shared.withLock { $0.stopRequested = true }
+        wakeReaders()
+    }
+
+    /// True when nobody reads the encode any more (nor a request that is on its way), or the
+    /// server is stopping.
+    private var abandoned: Bool { shared.withLock { ($0.readers <= 0 && $0.everRead) || $0.stopRequested } }
 
     private func wakeReaders() {
         let wakers = shared.withLock { Set($0.wakers.values) }
@@ -171,15 +195,17 @@ final class TranscodeJob: @unchecked Sendable {
                 logger.warning("transcode: cannot keep \(cachePath): \(String(cString: strerror(errno)))")
             }
         }
+        onEnd(self, end)
         shared.withLock { $0.state = end }
         let seconds = Double(monotonicNanos() - started) / 1e9
         switch end {
         case .failed(let why): logger.warning("transcode \(number): \(spec.path): \(why)")
-        case .cancelled: logger.info("transcode \(number): stopped \(spec.path): no listener left")
+        case .cancelled:
+            let why = shared.withLock { $0.stopRequested } ? "the server is stopping" : "no listener left"
+            logger.info("transcode \(number): stopped \(spec.path): \(why)")
         default: logger.info("transcode \(number): done \(spec.path) in \(String(format: "%.2f", seconds)) s")
         }
         wakeReaders()
-        onEnd(self)
     }
 
     private func encode() throws -> TranscodeState {
@@ -199,6 +225,8 @@ final class TranscodeJob: @unchecked Sendable {
         if spec.format == .mp3 { bytes = ID3v2Writer.tag(spec.tags) }
         let tagBytes = bytes.count
         var infoFrameLength: Int?
+        var tail = spec.opusLength.map { OggOpusTail(holdPages: $0.holdPages) }
+        var released: [UInt8] = []
         while true {
             if abandoned { return .cancelled }
             samples.removeAll(keepingCapacity: true)
@@ -207,7 +235,8 @@ final class TranscodeJob: @unchecked Sendable {
                 let outputRate = spec.outputRate(input: rate)
                 switch spec.format {
                 case .opus:
-                    encoder = ResamplingEncoder(try OggOpusEncoder(channels: spec.outputChannels, kbps: spec.kbps, tags: spec.tags))
+                    encoder = ResamplingEncoder(try OggOpusEncoder(channels: spec.outputChannels, kbps: spec.kbps, tags: spec.tags,
+                                                                   constantBitrate: spec.opusLength != nil))
                 case .mp3:
                     encoder = ResamplingEncoder(try LAMEEncoder(sampleRate: outputRate, channels: spec.outputChannels, kbps: spec.kbps,
                                                                 quality: ChannelTranscoder.quality, infoFrame: spec.cachePath != nil,
@@ -236,7 +265,13 @@ final class TranscodeJob: @unchecked Sendable {
             }
             // Until the placeholder frame's length is known, nothing of an MP3 goes out.
             if spec.format == .mp3, spec.cachePath != nil, infoFrameLength == nil { continue }
-            try append(&bytes, at: &written)
+            if tail != nil {
+                // The last pages wait: the padding that meets the estimate goes into them.
+                try tail?.take(&bytes, release: &released)
+                try append(&released, at: &written)
+            } else {
+                try append(&bytes, at: &written)
+            }
             unpublished += 1
             let now = monotonicNanos()
             if now - lastWake > 20_000_000 || unpublished > 16 {
@@ -248,6 +283,15 @@ final class TranscodeJob: @unchecked Sendable {
         }
         guard let encoder else { throw EncoderError(message: "the track has no samples from its start") }
         try encoder.finish(appendingTo: &bytes)
+        if var last = tail, let target = spec.opusLength?.bytes {
+            try last.take(&bytes, release: &released)
+            let missing = target - written - released.count - last.heldBytes
+            let added = try last.finish(padding: missing, release: &released)
+            if missing < 0 || added < missing {
+                logger.warning("transcode \(number): the estimated length \(target) is \(missing < 0 ? "short by \(-missing)" : "\(missing - added) bytes more than the padding room") bytes")
+            }
+        }
+        try append(&released, at: &written)
         try append(&bytes, at: &written)
         if spec.format == .mp3, spec.cachePath != nil, let lame = encoder.encoder as? LAMEEncoder, let frame = lame.infoFrame() {
             guard frame.count == infoFrameLength else {

@@ -34,12 +34,13 @@ final class TranscodeReader: LiveExchange, @unchecked Sendable {
     private var started: UInt64 = 0
     static let paceBurst = 16 * 1024
 
+    /// `job` has already counted this reader (`TranscodeService.admit`, under its lock, so a job
+    /// is never dropped between a request joining it and its reader starting).
     init(job: TranscodeJob, framing: Framing, pace: Int? = nil, padding: @escaping @Sendable (Int) -> [UInt8]? = { _ in nil }) {
         self.job = job
         self.framing = framing
         self.pace = pace
         self.padding = padding
-        job.addReader()
     }
 
     deinit { if !stopped { job.removeReader(self) } }

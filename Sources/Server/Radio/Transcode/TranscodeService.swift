@@ -45,8 +45,10 @@ public final class TranscodeService: @unchecked Sendable {
         var queue: [TranscodeJob] = []
         var nextNumber = 1
         var stopping = false
-        /// Encodes started, requests that joined one, cache hits, 503s: the log says them.
-        var started = 0, joined = 0, hits = 0, refused = 0
+        /// Encodes started, requests that joined one, cache hits and misses, 503s (`/api/status`).
+        var started = 0, joined = 0, hits = 0, misses = 0, refused = 0
+        /// Queued jobs dropped because their last reader left before they started.
+        var droppedFromQueue = 0
     }
     let state = Lock(State())
 
@@ -60,8 +62,41 @@ public final class TranscodeService: @unchecked Sendable {
     /// Encodes started so far (for tests and the status line).
     public var encodesStarted: Int { state.withLock { $0.started } }
 
-    /// No encode starts from now on; the running ones stop (their workers killed within 250 ms).
-    public func stop() { state.withLock { $0.stopping = true } }
+    /// The counters `/api/status` shows (`transcodes_*`).
+    public var counters: StatusDocument.Transcodes {
+        state.withLock { s in
+            StatusDocument.Transcodes(active: s.running, queued: s.queue.count, started: s.started, joined: s.joined,
+                                      cacheHits: s.hits, cacheMisses: s.misses, refused: s.refused,
+                                      droppedFromQueue: s.droppedFromQueue)
+        }
+    }
+
+    /// No encode starts from now on (requests get 503); those running go on until `stop`.
+    public func refuseNew() { state.withLock { $0.stopping = true } }
+
+    /// No encode starts from now on; the running ones are told to stop, without waiting.
+    public func stop() { _ = stop(deadline: Monotonic.now) }
+
+    /// The server's stop hook (`ServerLifecycle.stop`): no encode starts from now on, queued ones
+    /// are dropped and running ones are told to stop (each kills its decode worker and ends its
+    /// readers' responses cut short); waits until `deadline` for their threads to end. Returns
+    /// the numbers of the encodes still running then (named in the log by the caller).
+    public func stop(deadline: Monotonic) -> [Int] {
+        let (running, queued): ([TranscodeJob], [TranscodeJob]) = state.withLock { s in
+            s.stopping = true
+            let queued = s.queue
+            s.queue.removeAll()
+            for job in queued where s.active[job.spec.key] === job { s.active[job.spec.key] = nil }
+            return (Array(s.active.values), queued)
+        }
+        for job in queued {
+            job.shared.withLock { $0.state = .cancelled }
+            job.requestStop()
+        }
+        for job in running { job.requestStop() }
+        while state.withLock({ $0.running > 0 }), Monotonic.now < deadline { Monotonic.sleep(seconds: 0.005) }
+        return state.withLock { s in s.active.values.map(\.number).sorted() }
+    }
 
     /// The response to `request` for the file at `absolute`; made on the blocking pool (it reads
     /// the catalog, may wait for a seek index, and opens files).
@@ -91,7 +126,7 @@ public final class TranscodeService: @unchecked Sendable {
             }
             pace = value * 1000 / 8
         }
-        if estimate && format != .mp3 { throw .badRequest("estimate=1 is available for format=mp3") }
+        if estimate && format == .wav { throw .badRequest("estimate=1 is available for format=mp3 and format=opus") }
         var wavRate: Int?
         if let text = request.queryValue("rate") {
             guard format == .wav, let value = QueryValue.integer(text, in: 8_000...384_000) else {
@@ -112,8 +147,12 @@ public final class TranscodeService: @unchecked Sendable {
         let startSample = Int((offset * Double(track.sampleRate)).rounded())
         let duration = max(0, track.durationSeconds - Double(startSample) / Double(track.sampleRate))
         guard offset == 0 || duration > 0 else { throw HTTPRefusal(416, "offset is past the end of the track (\(track.durationSeconds) s)") }
+        // An Opus estimate is an encode of its own (hard CBR, padded to the length said): never
+        // joined by, nor cached for, other requests.
+        let opusEstimate = estimate && format == .opus
         let key = "\(relative)|\(stamp.size)|\(stamp.mtimeNanos)|\(format.rawValue)|\(kbps)|\(gainMode)|\(startSample)\(wavRate.map { "|\($0)" } ?? "")"
-        let cacheName = startSample == 0 && format.isCached ? TranscodeCache.name(key: key, ext: format.fileExtension) : nil
+            + (opusEstimate ? "|estimate" : "")
+        let cacheName = startSample == 0 && format.isCached && !opusEstimate ? TranscodeCache.name(key: key, ext: format.fileExtension) : nil
         let durationHeader = ("X-Content-Duration", String(format: "%.3f", duration))
         if let cacheName, !estimate, let cached = cache.open(cacheName) {
             state.withLock { $0.hits += 1 }
@@ -125,9 +164,25 @@ public final class TranscodeService: @unchecked Sendable {
                                            ("Cache-Control", "no-cache"), durationHeader]
         let outputChannels = min(2, track.channels)
         var estimated: Int?
+        var opusLength: (bytes: Int, holdPages: Int)?
         if estimate {
-            let length = Self.estimateMP3(samples: Int((duration * Double(track.sampleRate)).rounded(.up)), inputRate: track.sampleRate,
-                                          kbps: kbps, tags: Self.tags(track))
+            let samples = Int((duration * Double(track.sampleRate)).rounded(.up))
+            let length: Int
+            if format == .opus {
+                // The header pages as this encoder writes them (tags, and what else it carries).
+                var header: [UInt8] = []
+                do {
+                    let probe = try OggOpusEncoder(channels: outputChannels, kbps: kbps, tags: Self.tags(track), constantBitrate: true)
+                    try probe.encode([][...], appendingTo: &header)
+                } catch {
+                    throw HTTPRefusal(500, "cannot start a transcode: \(error)")
+                }
+                let bound = Self.estimateOpus(samples: samples, inputRate: track.sampleRate, kbps: kbps, headerBytes: header.count)
+                length = bound.bytes
+                opusLength = (bound.bytes, bound.holdPages)
+            } else {
+                length = Self.estimateMP3(samples: samples, inputRate: track.sampleRate, kbps: kbps, tags: Self.tags(track))
+            }
             estimated = length
             headers.append(("Content-Length", String(length)))
         } else if request.minorVersion >= 1 {
@@ -138,9 +193,9 @@ public final class TranscodeService: @unchecked Sendable {
         }
         var start = DecodeStart(sample: startSample)
         if startSample > 0, case .success(let index) = catalog.seekIndex(forAbsolutePath: absolute),
-           let point = index.points.last(where: { ($0.sample ?? Int.max) <= startSample }), let sample = point.sample {
+           let point = Self.startPoint(index.points, offset: Double(startSample) / Double(track.sampleRate), sampleRate: track.sampleRate) {
             start.pointByte = point.byte
-            start.pointSample = sample
+            start.pointSample = point.sample
         }
         let spec = TranscodeSpec(path: absolute, hints: TrackDecoder.Hints(audioStart: track.firstFrameOffset, audioEnd: stamp.size,
                                                                             encoderDelay: track.encoderDelay,
@@ -148,13 +203,15 @@ public final class TranscodeService: @unchecked Sendable {
                                                                             totalSamples: track.totalSamples),
                                  channels: track.channels, sourceRate: track.sampleRate, format: format, kbps: kbps,
                                  gain: factor, start: start, tags: Self.tags(track), key: key,
-                                 cachePath: cacheName.map(cache.path(of:)), wavRate: wavRate)
+                                 cachePath: cacheName.map(cache.path(of:)), wavRate: wavRate, opusLength: opusLength)
+        if cacheName != nil, !estimate { state.withLock { $0.misses += 1 } }
         let job = try admit(spec, relative: relative)
         let framing: TranscodeReader.Framing = estimated.map { .length($0) } ?? (request.minorVersion >= 1 ? .chunked : .closeDelimited)
         var response = HTTPResponse(status: 200, headers: headers)
         let rate = spec.outputRate(input: track.sampleRate)
+        // MP3 is filled after its last frame by silent frames; Opus is made to the length by the job.
         response.live = TranscodeReader(job: job, framing: framing, pace: pace, padding: { count in
-            MP3Silence.fill(count, sampleRate: rate, channels: outputChannels)
+            format == .mp3 ? MP3Silence.fill(count, sampleRate: rate, channels: outputChannels) : nil
         })
         return response
     }
@@ -164,8 +221,10 @@ public final class TranscodeService: @unchecked Sendable {
         enum Decision { case joined(TranscodeJob), start(TranscodeJob), queued(TranscodeJob), full, stopping, failed(String) }
         let decision: Decision = state.withLock { s in
             if s.stopping { return .stopping }
-            if let job = s.active[spec.key], job.shared.withLock({ !$0.state.isOver }) {
+            if let job = s.active[spec.key], job.shared.withLock({ !$0.state.isOver && !$0.stopRequested }) {
                 s.joined += 1
+                // Counted here, under the lock: the job cannot be dropped before the reader starts.
+                job.addReader()
                 return .joined(job)
             }
             guard s.running < settings.jobs || s.queue.count < settings.queueLength else {
@@ -177,10 +236,12 @@ public final class TranscodeService: @unchecked Sendable {
             let job: TranscodeJob
             do {
                 job = try TranscodeJob(spec: spec, number: number, spoolDirectory: cache.directory, settings: settings.decodeWorker,
-                                       logger: logger, onEnd: { [weak self] job in self?.ended(job) })
+                                       logger: logger, onEnd: { [weak self] job, end in self?.ended(job, end) },
+                                       onQueuedAbandoned: { [weak self] job in self?.dropQueued(job) })
             } catch {
                 return .failed("\(error)")
             }
+            job.addReader()
             s.active[spec.key] = job
             if s.running < settings.jobs {
                 s.running += 1
@@ -215,15 +276,32 @@ public final class TranscodeService: @unchecked Sendable {
             try NativeThread.detach(name: "transcode-\(job.number)") { job.run() }
         } catch {
             logger.warning("transcode \(job.number): \(error)")
+            ended(job, .failed("\(error)"))
             job.shared.withLock { $0.state = .failed("\(error)") }
-            ended(job)
         }
     }
 
-    /// A job is over: its slot goes to the next queued job somebody still waits for.
-    private func ended(_ job: TranscodeJob) {
-        let (complete, size) = job.shared.withLock { ($0.state == .complete, $0.published) }
-        if complete, let path = job.spec.cachePath {
+    /// The last reader of a queued job left: the job leaves the queue now, so its place is free
+    /// for the next request (a job that started meanwhile stops by itself, having no reader).
+    private func dropQueued(_ job: TranscodeJob) {
+        let dropped: Bool = state.withLock { s in
+            // Readers are counted under this lock (`admit`): one that joined since is seen here.
+            guard job.shared.withLock({ $0.readers <= 0 && $0.state == .queued }),
+                  let place = s.queue.firstIndex(where: { $0 === job }) else { return false }
+            s.queue.remove(at: place)
+            if s.active[job.spec.key] === job { s.active[job.spec.key] = nil }
+            s.droppedFromQueue += 1
+            job.shared.withLock { $0.state = .cancelled }
+            return true
+        }
+        if dropped { logger.info("transcode \(job.number): dropped from the queue: no listener left") }
+    }
+
+    /// A job is over (`end`, not yet shown to its readers): its slot goes to the next queued job
+    /// somebody still waits for.
+    private func ended(_ job: TranscodeJob, _ end: TranscodeState) {
+        let size = job.shared.withLock { $0.published }
+        if end == .complete, let path = job.spec.cachePath {
             cache.added(String(path.split(separator: "/").last ?? ""), size: size)
         }
         let next: TranscodeJob? = state.withLock { s in
@@ -237,10 +315,29 @@ public final class TranscodeService: @unchecked Sendable {
                     return candidate
                 }
                 if s.active[candidate.spec.key] === candidate { s.active[candidate.spec.key] = nil }
+                candidate.shared.withLock { $0.state = .cancelled }
+                candidate.requestStop()
             }
             return nil
         }
-        if let next { launch(next, relative: next.spec.path) }
+        if let next { launch(next, relative: catalog.resolver.relative(next.spec.path) ?? next.spec.path) }
+    }
+
+    /// Where the decode worker starts for `offset` seconds (`TrackDecoder.start`): the index
+    /// point with its sample as the container counts it. FLAC and AIFF points carry their exact
+    /// sample and are taken up to the offset; Ogg (first link: a granule) and the points that carry
+    /// only a time (MP3 and AAC frames, WAV: the untrimmed sample is the time by the rate) are
+    /// taken a second early, so the decoder warms up (bit reservoir, Opus pre-roll) before the
+    /// samples kept. nil: decode from the start.
+    static func startPoint(_ points: [SeekPoint], offset: Double, sampleRate: Int) -> (byte: Int, sample: Int)? {
+        let early = offset - 1
+        let point = points.last { point in
+            if let sample = point.sample, point.link == nil { return Double(sample) <= offset * Double(sampleRate) }
+            if point.link != nil { return point.link == 0 && point.sample != nil && point.t <= early }
+            return point.t <= early
+        }
+        guard let point else { return nil }
+        return (point.byte, point.sample ?? Int((point.t * Double(sampleRate)).rounded()))
     }
 
     /// The track's title, artist and album as Vorbis comment names.
@@ -260,6 +357,24 @@ public final class TranscodeService: @unchecked Sendable {
         let frameBytes = samplesPerFrame / 8 * kbps * 1000 / rate + 1
         // The rest is filled with silent frames: `fillableFrom` more makes every rest fillable.
         return ID3v2Writer.tag(tags).count + frames * frameBytes + MP3Silence.fillableFrom
+    }
+}
+
+extension TranscodeService {
+    /// A length no hard-CBR Opus encode of `samples` at `inputRate` exceeds: 20 ms packets of
+    /// `kbps` × 2.5 bytes (one more for rounding) for the samples resampled to 48 kHz, the
+    /// pre-skip and the encoder's flush, with their lacing, a page header every 4 packets (the
+    /// encoders page every 10) and the header pages `headerBytes`. Also how many pages the job
+    /// holds back so their packets can take the padding that meets it (about 50 KB a page).
+    static func estimateOpus(samples: Int, inputRate: Int, kbps: Int, headerBytes: Int) -> (bytes: Int, holdPages: Int) {
+        let output = Int((Double(samples) * 48_000 / Double(max(1, inputRate))).rounded(.up)) + 1
+        let packets = (output + 312 + 2 * 960) / 960 + 2
+        let packetBytes = kbps * 1000 * 960 / (8 * 48_000) + 1
+        let pages = packets / 4 + 4
+        let bytes = headerBytes + packets * (packetBytes + packetBytes / 255 + 1) + pages * 27
+        // What is left over when the encode is as the bound's model expects, less the pages' 27s.
+        let slack = packets * (1 + 1) + (pages - packets / 10) * 27 + 3 * packetBytes
+        return (bytes, 8 + slack / 40_000)
     }
 }
 
