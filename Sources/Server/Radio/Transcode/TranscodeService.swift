@@ -118,9 +118,10 @@ public final class TranscodeService: @unchecked Sendable {
                                            ("Cache-Control", "no-cache"), durationHeader]
         let outputChannels = min(2, track.channels)
         var estimated: Int?
+        let cover = CoverArt.picture(forTrack: track, relative: relative, in: catalog)
         if estimate {
             let length = Self.estimateMP3(samples: Int((duration * Double(track.sampleRate)).rounded(.up)), inputRate: track.sampleRate,
-                                          kbps: kbps, tags: Self.tags(track))
+                                          kbps: kbps, tags: Self.tags(track), cover: cover)
             estimated = length
             headers.append(("Content-Length", String(length)))
         } else if request.minorVersion >= 1 {
@@ -141,7 +142,7 @@ public final class TranscodeService: @unchecked Sendable {
                                                                             totalSamples: track.totalSamples),
                                  channels: track.channels, sourceRate: track.sampleRate, format: format, kbps: kbps,
                                  gain: factor, start: start, tags: Self.tags(track), key: key,
-                                 cachePath: cacheName.map(cache.path(of:)))
+                                 cachePath: cacheName.map(cache.path(of:)), cover: cover)
         let job = try admit(spec, relative: relative)
         let framing: TranscodeReader.Framing = estimated.map { .length($0) } ?? (request.minorVersion >= 1 ? .chunked : .closeDelimited)
         var response = HTTPResponse(status: 200, headers: headers)
@@ -243,7 +244,7 @@ public final class TranscodeService: @unchecked Sendable {
 
     /// A length no MP3 encode of `samples` can exceed (CBR frames at their largest, the encoder's
     /// delay and flush, the tag), plus room enough that silence frames can always fill the rest.
-    static func estimateMP3(samples: Int, inputRate: Int, kbps: Int, tags: [(String, String)]) -> Int {
+    static func estimateMP3(samples: Int, inputRate: Int, kbps: Int, tags: [(String, String)], cover: EmbeddedPicture? = nil) -> Int {
         let spec = TranscodeSpec(path: "", hints: .init(), channels: 2, sourceRate: inputRate, format: .mp3, kbps: kbps, gain: 1,
                                  start: .init(), tags: [], key: "", cachePath: nil)
         let rate = spec.outputRate(input: inputRate)
@@ -252,7 +253,7 @@ public final class TranscodeService: @unchecked Sendable {
         let frames = (output + 576 + 3 * samplesPerFrame) / samplesPerFrame + 2
         let frameBytes = samplesPerFrame / 8 * kbps * 1000 / rate + 1
         // The rest is filled with silent frames: `fillableFrom` more makes every rest fillable.
-        return ID3v2Writer.tag(tags).count + frames * frameBytes + MP3Silence.fillableFrom
+        return ID3v2Writer.tag(tags, cover: cover).count + frames * frameBytes + MP3Silence.fillableFrom
     }
 }
 
