@@ -26,7 +26,8 @@ public final class OpusEncoder {
     /// The library's version, e.g. "libopus 1.3.1" (the vendor string of OpusTags).
     public static var version: String { String(cString: opus_get_version_string()) }
 
-    /// An encoder for `channels` (1 or 2) at `bitsPerSecond` (6,000...510,000).
+    /// An encoder for `channels` (1 or 2) at `bitsPerSecond` (6,000...510,000). libopus's own
+    /// default VBR is constrained, which spent 14 % more bytes than ffmpeg on the same 10 s.
     public init(channels: Int, bitsPerSecond: Int) throws(OpusEncoderError) {
         guard channels == 1 || channels == 2 else { throw OpusEncoderError(message: "\(channels) channels (1 or 2 here)") }
         guard (6_000...510_000).contains(bitsPerSecond) else {
@@ -39,10 +40,11 @@ public final class OpusEncoder {
         }
         var samples: Int32 = 0
         guard copus_encoder_set_bitrate(made, Int32(bitsPerSecond)) == OPUS_OK, copus_encoder_set_vbr(made, 1) == OPUS_OK,
+              copus_encoder_set_vbr_constraint(made, 0) == OPUS_OK,
               copus_encoder_set_complexity(made, 10) == OPUS_OK, copus_encoder_get_lookahead(made, &samples) == OPUS_OK,
               samples >= 0 else {
             opus_encoder_destroy(made)
-            throw OpusEncoderError(message: "libopus refused its settings (\(bitsPerSecond) bit/s, VBR, complexity 10)")
+            throw OpusEncoderError(message: "libopus refused its settings (\(bitsPerSecond) bit/s, unconstrained VBR, complexity 10)")
         }
         handle = made
         self.channels = channels

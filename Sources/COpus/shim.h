@@ -20,6 +20,10 @@ static inline int copus_encoder_set_vbr(OpusEncoder *encoder, opus_int32 on) {
     return opus_encoder_ctl(encoder, OPUS_SET_VBR(on));
 }
 
+static inline int copus_encoder_set_vbr_constraint(OpusEncoder *encoder, opus_int32 on) {
+    return opus_encoder_ctl(encoder, OPUS_SET_VBR_CONSTRAINT(on));
+}
+
 static inline int copus_encoder_set_complexity(OpusEncoder *encoder, opus_int32 complexity) {
     return opus_encoder_ctl(encoder, OPUS_SET_COMPLEXITY(complexity));
 }
