@@ -43,9 +43,6 @@ let package = Package(
         // Server only (radio channels that transcode): streamplay never links it.
         .systemLibrary(name: "CLAME", path: "Sources/CLAME", pkgConfig: "lame",
                        providers: [.apt(["libmp3lame-dev"])]),
-        // Server only (transcodes to Ogg Opus): libopusenc pages the Opus stream, with pre-skip and end trim.
-        .systemLibrary(name: "COpusEnc", path: "Sources/COpusEnc", pkgConfig: "libopusenc",
-                       providers: [.apt(["libopusenc-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
         // Accounts: argon2id password hashes, secretbox, HMAC-SHA-256, BLAKE2b (StreamAuth's `Sodium`).
@@ -74,7 +71,7 @@ let package = Package(
         .target(name: "StreamHLS", dependencies: ["StreamHTTP", "StreamLibrary", "StreamShared", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Server/HLS"),
         .target(name: "StreamRadio",
-                dependencies: ["StreamHTTP", "StreamLibrary", "StreamHLS", "StreamShared", "StreamAudio", "CLinux", "CLAME", "COpusEnc",
+                dependencies: ["StreamHTTP", "StreamLibrary", "StreamHLS", "StreamShared", "StreamAudio", "CLinux", "CLAME",
                                .product(name: "Atomics", package: "swift-atomics"), .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Server/Radio"),
         // Accounts, sessions, signed URLs and the failed-login back-off (docs/DESIGN.md, "Access").

@@ -7,8 +7,7 @@ PACKAGES=(
   libsodium-dev                                                               # streamd accounts: argon2id password hashes, secretbox, HMAC (CSodium)
   libflac-dev flac                                                            # streamplay's FLAC decoder; flac -d: the tests' reference
   libmp3lame-dev                                                              # streamd: radio channels of mixed formats are encoded to MP3
-  libopusenc-dev                                                              # streamd: /media/...?format=opus transcodes (Ogg Opus pages)
-  libopus-dev libvorbis-dev libogg-dev                                         # Ogg Opus and Vorbis decoders (libogg: only vorbis's ogg_packet)
+  libopus-dev libvorbis-dev libogg-dev                                         # Ogg Opus and Vorbis decoders (libogg: only vorbis's ogg_packet); libopus also encodes streamd's Opus transcodes
   opus-tools vorbis-tools                                                     # make media (opusenc, oggenc) and the reference decoders (opusdec, oggdec)
   libsoxr-dev libsonic-dev librubberband-dev                                  # DSP (rubberband: bench program only)
   sox libsox-fmt-mp3 espeak-ng lame ffmpeg                                    # media/make-media.sh

@@ -457,6 +457,70 @@ import Glibc
         #expect(!server.log.contains("did not stop") && !server.log.contains("killing"), "\(shutdownLines.joined(separator: "\n"))")
     }
 
+    /// The picture mutagen reads from a transcode: OpusTags' METADATA_BLOCK_PICTURE, or an ID3v2 APIC.
+    static let mutagenPicture = """
+        import sys, base64, mutagen
+        from mutagen.flac import Picture
+        f = mutagen.File(sys.argv[1])
+        if sys.argv[1].endswith(".mp3"):
+            frames = f.tags.getall("APIC")
+            assert len(frames) == 1 and frames[0].type == 3, frames
+            data, mime = frames[0].data, frames[0].mime
+        else:
+            values = f.tags["metadata_block_picture"]
+            assert len(values) == 1, len(values)
+            picture = Picture(base64.b64decode(values[0]))
+            assert picture.type == 3, picture.type
+            data, mime = picture.data, picture.mime
+        open(sys.argv[2], "wb").write(data)
+        print(mime)
+        """
+
+    /// A transcode carries the cover: the track's own picture (covered.flac, a PNG in its PICTURE
+    /// block), else the album's image beside it (art/plain.flac and art/cover.png). mutagen reads
+    /// the same bytes back, ffprobe sees an attached picture.
+    @Test(.timeLimit(.scaledMinutes(3))) func covers_carriedIntoOpusAndMP3_bytesAsTheSource() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-tc-cover-\(getpid())-\(UUID().uuidString.prefix(8))")
+        let art = dir.appendingPathComponent("music/art")
+        try FileManager.default.createDirectory(at: art, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ffmpeg = try #require(which("ffmpeg")), metaflac = try #require(which("metaflac"))
+        let python = try #require(which("python3")), ffprobe = try #require(which("ffprobe"))
+        func run(_ tool: String, _ arguments: [String]) throws {
+            let result = try runCommand(tool, arguments)
+            guard result.status == 0 else { throw TestFailure("\(tool): \(String(decoding: result.stderr, as: UTF8.self))") }
+        }
+        let embedded = dir.appendingPathComponent("embedded.png"), beside = art.appendingPathComponent("cover.png")
+        try run(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=48x32", "-frames:v", "1", embedded.path])
+        try run(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "color=c=red:size=40x40", "-frames:v", "1", beside.path])
+        let covered = dir.appendingPathComponent("music/covered.flac")
+        try run(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100:duration=2",
+                         "-metadata", "title=Covered", "-metadata", "album=Covered Album", "-c:a", "flac", covered.path])
+        try run(metaflac, ["--import-picture-from=\(embedded.path)", covered.path])
+        try run(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=330:sample_rate=44100:duration=2",
+                         "-metadata", "title=Plain", "-metadata", "album=Folder Album", "-c:a", "flac",
+                         art.appendingPathComponent("plain.flac").path])
+        let server = try Self.server(dir)
+        defer { server.stop() }
+        for (path, source) in [("covered.flac", embedded), ("art/plain.flac", beside)] {
+            let expected = try Data(contentsOf: source)
+            for format in ["opus", "mp3"] {
+                let (_, body) = try Self.cached(server, "/media/\(path)?format=\(format)")
+                let file = try Self.file(body, ext: format)
+                let picture = file.appendingPathExtension("picture")
+                defer { try? FileManager.default.removeItem(at: file); try? FileManager.default.removeItem(at: picture) }
+                let read = try runCommand(python, ["-c", Self.mutagenPicture, file.path, picture.path])
+                #expect(read.status == 0, "\(path) \(format): mutagen: \(String(decoding: read.stderr, as: UTF8.self))")
+                #expect(String(decoding: read.stdout, as: UTF8.self).hasPrefix("image/png"), "\(path) \(format)")
+                #expect((try? Data(contentsOf: picture)) == expected, "\(path) \(format): the picture's bytes are the source cover's")
+                let probe = try runCommand(ffprobe, ["-v", "error", "-show_entries", "stream=codec_type,codec_name:stream_disposition=attached_pic",
+                                                     "-of", "flat", file.path])
+                let probed = String(decoding: probe.stdout, as: UTF8.self)
+                #expect(probed.contains("codec_name=\"png\"") && probed.contains("attached_pic=1"), "\(path) \(format): \(probed)")
+            }
+        }
+    }
+
     @Test(.timeLimit(.scaledMinutes(4))) func ffmpegAndMPV_playAndSeek_theCachedTranscodes() throws {
         let library = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: library) }

@@ -42,6 +42,31 @@ public enum CoverArt {
         return (picture.data, picture.mimeType, "\"cover-" + file.etag.filter { $0 != "\"" } + "\"")
     }
 
+    /// The largest cover a transcode carries (an OpusTags packet or ID3v2 tag of that size is
+    /// still one a phone's player reads); a larger one is left out.
+    public static let maxCarriedBytes = 4 << 20
+
+    /// The cover a transcode of `track` (at `relative`) carries: the picture the track embeds,
+    /// else its album's cover (the cover track's picture or the image beside the tracks); nil when
+    /// there is none or it is larger than `maxCarriedBytes`. Reads files: off the event loop.
+    public static func picture(forTrack track: Track, relative: String, in catalog: Catalog) -> EmbeddedPicture? {
+        var found: EmbeddedPicture?
+        if (track.coverArtBytes ?? 0) > 0, let own = try? embeddedPicture(relative, in: catalog) {
+            found = EmbeddedPicture(mimeType: own.mimeType, data: own.data)
+        } else if let album = track.albumID, case .success(let cover?)? = try? find(albumID: album, in: catalog) {
+            switch cover {
+            case .embedded(let data, let mimeType, _):
+                found = EmbeddedPicture(mimeType: mimeType, data: data)
+            case .file(let path, let mimeType):
+                guard let file = try? OpenFile(path: path), file.size <= maxCarriedBytes,
+                      let data = try? PositionalRead.bytes(file.fd, at: 0, count: file.size) else { return nil }
+                found = EmbeddedPicture(mimeType: mimeType, data: data)
+            }
+        }
+        guard let found, !found.data.isEmpty, found.data.count <= maxCarriedBytes else { return nil }
+        return found
+    }
+
     /// cover.jpg, folder.png, Front.jpeg ... in the album's folder: a regular, non-hidden file inside the library.
     public static func folderImage(_ folder: String, resolver: PathResolver) -> (path: String, type: String)? {
         let absolute = folder.isEmpty ? resolver.root : resolver.root + "/" + folder

@@ -13,6 +13,34 @@ public struct FLACPicture: Sendable, Equatable {
 
     static let component = "flac-picture"
 
+    public init(pictureType: UInt32, mimeType: String, description: String = "", width: UInt32 = 0, height: UInt32 = 0,
+                colorDepth: UInt32 = 0, colorCount: UInt32 = 0, data: [UInt8]) {
+        self.pictureType = pictureType
+        self.mimeType = mimeType
+        self.description = description
+        self.width = width
+        self.height = height
+        self.colorDepth = colorDepth
+        self.colorCount = colorCount
+        self.data = data
+    }
+
+    /// The PICTURE block body `parse` reads: big-endian lengths and sizes (0 for a size not known).
+    public var bytes: [UInt8] {
+        var out: [UInt8] = []
+        func appendU32(_ value: UInt32) { for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) } }
+        let mime = Array(mimeType.utf8), text = Array(description.utf8)
+        appendU32(pictureType)
+        appendU32(UInt32(clamping: mime.count))
+        out += mime
+        appendU32(UInt32(clamping: text.count))
+        out += text
+        for value in [width, height, colorDepth, colorCount] { appendU32(value) }
+        appendU32(UInt32(clamping: data.count))
+        out += data
+        return out
+    }
+
     /// Parses a PICTURE block body; every length must fit inside `bytes`.
     public static func parse(_ bytes: ArraySlice<UInt8>) throws(FormatError) -> FLACPicture {
         var reader = ByteReader(bytes, component: component)

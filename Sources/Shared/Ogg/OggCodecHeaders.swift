@@ -21,6 +21,36 @@ public struct OpusHead: Sendable, Equatable {
     /// The output gain in dB.
     public var outputGainDB: Double { Double(outputGainQ78) / 256 }
 
+    public init(version: UInt8 = 1, channels: Int, preSkip: Int, inputSampleRate: Int, outputGainQ78: Int16 = 0,
+                mappingFamily: UInt8 = 0, streamCount: Int = 1, coupledCount: Int, channelMapping: [UInt8]) {
+        self.version = version
+        self.channels = channels
+        self.preSkip = preSkip
+        self.inputSampleRate = inputSampleRate
+        self.outputGainQ78 = outputGainQ78
+        self.mappingFamily = mappingFamily
+        self.streamCount = streamCount
+        self.coupledCount = coupledCount
+        self.channelMapping = channelMapping
+    }
+
+    /// The header packet (RFC 7845 §5.1): version 1, little-endian fields, the stream counts and
+    /// mapping only for a family other than 0.
+    public var bytes: [UInt8] {
+        var out = Self.magic
+        out.append(1)
+        out.append(UInt8(clamping: channels))
+        out += [UInt8(truncatingIfNeeded: preSkip), UInt8(truncatingIfNeeded: preSkip >> 8)]
+        for i in 0..<4 { out.append(UInt8(truncatingIfNeeded: UInt32(clamping: inputSampleRate) >> (8 * UInt32(i)))) }
+        let gain = UInt16(bitPattern: outputGainQ78)
+        out += [UInt8(truncatingIfNeeded: gain), UInt8(truncatingIfNeeded: gain >> 8)]
+        out.append(mappingFamily)
+        if mappingFamily != 0 {
+            out += [UInt8(clamping: streamCount), UInt8(clamping: coupledCount)] + channelMapping
+        }
+        return out
+    }
+
     public static func parse(_ packet: ArraySlice<UInt8>) throws(FormatError) -> OpusHead {
         var reader = ByteReader(packet, component: component)
         guard try reader.readBytes(8).elementsEqual(magic) else {

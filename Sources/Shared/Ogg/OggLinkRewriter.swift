@@ -80,9 +80,7 @@ public struct OggLinkRewriter: Sendable {
         var bytes = Array(page)
         guard bytes.count >= OggPage.minHeaderLength else { return bytes }
         for i in 0..<4 { bytes[14 + i] = UInt8(truncatingIfNeeded: serial >> (8 * UInt32(i))) }
-        for i in 22..<26 { bytes[i] = 0 }
-        let crc = OggCRC.crc32(bytes[...])
-        for i in 0..<4 { bytes[22 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
+        OggPage.stampCRC(&bytes, pageAt: 0)
         return bytes
     }
 }

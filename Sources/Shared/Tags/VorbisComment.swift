@@ -57,6 +57,30 @@ public struct VorbisComment: Sendable, Equatable {
         return VorbisComment(vendor: vendor, fields: fields, pictures: pictures)
     }
 
+    /// The comment block's bytes (no framing bit): the vendor, then the fields, then each picture
+    /// as a METADATA_BLOCK_PICTURE field (base64 of its FLAC PICTURE block), as `parse` reads them.
+    public var bytes: [UInt8] {
+        var out: [UInt8] = []
+        func appendU32(_ value: Int) {
+            for i in 0..<4 { out.append(UInt8(truncatingIfNeeded: UInt32(clamping: value) >> (8 * UInt32(i)))) }
+        }
+        let vendorBytes = Array(vendor.utf8)
+        appendU32(vendorBytes.count)
+        out += vendorBytes
+        appendU32(fields.count + pictures.count)
+        for field in fields {
+            let text = Array(field.name.utf8) + [UInt8(ascii: "=")] + Array(field.value.utf8)
+            appendU32(text.count)
+            out += text
+        }
+        for picture in pictures {
+            let text = Array("METADATA_BLOCK_PICTURE=".utf8) + Array(Base64.encode(picture.bytes).utf8)
+            appendU32(text.count)
+            out += text
+        }
+        return out
+    }
+
     /// The first value of field `name` (any case), nil when absent or empty.
     public func value(_ name: String) -> String? {
         fields.first { Self.sameName($0.name, name) && !$0.value.isEmpty }?.value

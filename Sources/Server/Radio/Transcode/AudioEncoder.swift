@@ -1,5 +1,5 @@
 /// An encoder of interleaved float PCM into a file format's bytes: libmp3lame (`LAMEEncoder`: radio
-/// channels, MP3 transcodes) and libopusenc (`OggOpusEncoder`: Opus transcodes), so a transcode, a
+/// channels, MP3 transcodes) and libopus paged as Ogg (`OggOpusEncoder`: Opus transcodes), so a transcode, a
 /// channel or an HLS rendition takes either. (A file of its own: the fuzz build compiles
 /// LAMEEncoder.swift with it alone.)
 public protocol AudioEncoder: AnyObject {

@@ -58,6 +58,8 @@ struct TranscodeSpec: Sendable {
     /// Opus with `estimate=1`: the exact length to make (hard CBR, padded inside the last
     /// `holdPages` pages: `OggOpusTail`).
     var opusLength: (bytes: Int, holdPages: Int)? = nil
+    /// The cover the file carries (OpusTags' METADATA_BLOCK_PICTURE, an ID3v2 APIC frame).
+    var cover: EmbeddedPicture? = nil
 
     var outputChannels: Int { min(2, max(1, channels)) }
 
@@ -82,7 +84,7 @@ enum TranscodeState: Equatable {
 
 /// One encode in progress and its readers: a thread takes samples from a decode worker
 /// (`IsolatedTrackPCM`: a decoder crash costs this encode only), applies the gain, resamples with
-/// libsoxr, encodes (libopusenc or libmp3lame) and appends the bytes to a spool file, which every
+/// libsoxr, encodes (libopus or libmp3lame) and appends the bytes to a spool file, which every
 /// reader (`TranscodeReader`, on the event loops) reads from its own offset. Identical requests
 /// join the one job. When the last reader goes before the end, the encode stops. A complete
 /// encode of a whole track becomes a cache file (MP3: its Xing/Info + LAME frame written over
@@ -222,7 +224,7 @@ final class TranscodeJob: @unchecked Sendable {
         var lastWake: UInt64 = 0
         var unpublished = 0
         // MP3 files start with an ID3v2 tag (title, artist, album), then the tag frame.
-        if spec.format == .mp3 { bytes = ID3v2Writer.tag(spec.tags) }
+        if spec.format == .mp3 { bytes = ID3v2Writer.tag(spec.tags, cover: spec.cover) }
         let tagBytes = bytes.count
         var infoFrameLength: Int?
         var tail = spec.opusLength.map { OggOpusTail(holdPages: $0.holdPages) }
@@ -236,7 +238,7 @@ final class TranscodeJob: @unchecked Sendable {
                 switch spec.format {
                 case .opus:
                     encoder = ResamplingEncoder(try OggOpusEncoder(channels: spec.outputChannels, kbps: spec.kbps, tags: spec.tags,
-                                                                   constantBitrate: spec.opusLength != nil))
+                                                                   cover: spec.cover, constantBitrate: spec.opusLength != nil))
                 case .mp3:
                     encoder = ResamplingEncoder(try LAMEEncoder(sampleRate: outputRate, channels: spec.outputChannels, kbps: spec.kbps,
                                                                 quality: ChannelTranscoder.quality, infoFrame: spec.cachePath != nil,
@@ -325,17 +327,24 @@ final class TranscodeJob: @unchecked Sendable {
     }
 }
 
-/// A small ID3v2.4 tag (UTF-8 text frames) for the head of an MP3 transcode.
+/// A small ID3v2.4 tag (UTF-8 text frames, and the cover as an APIC frame) for the head of an MP3 transcode.
 enum ID3v2Writer {
     /// Vorbis comment names → ID3v2.4 frame ids.
     static let frames = ["TITLE": "TIT2", "ARTIST": "TPE1", "ALBUM": "TALB"]
 
-    static func tag(_ tags: [(String, String)]) -> [UInt8] {
+    static func tag(_ tags: [(String, String)], cover: EmbeddedPicture? = nil) -> [UInt8] {
         var body: [UInt8] = []
         for (name, value) in tags where !value.isEmpty {
             guard let id = frames[name] else { continue }
             let text = [0x03] + Array(value.utf8.prefix(4096))
             body += Array(id.utf8) + synchsafe(text.count) + [0, 0] + text
+        }
+        if let cover {
+            // APIC (ID3v2.4 §4.14): encoding (UTF-8), MIME type and its NUL, picture type 3 (front
+            // cover), an empty description and its NUL, then the image bytes as they are.
+            let mime = Array(cover.mimeType.utf8.filter { $0 >= 0x20 && $0 < 0x7F }.prefix(64))
+            let content = [0x03] + mime + [0, 3, 0] + cover.data
+            body += Array("APIC".utf8) + synchsafe(content.count) + [0, 0] + content
         }
         guard !body.isEmpty else { return [] }
         return Array("ID3".utf8) + [4, 0, 0] + synchsafe(body.count) + body

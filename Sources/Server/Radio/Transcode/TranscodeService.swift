@@ -165,14 +165,16 @@ public final class TranscodeService: @unchecked Sendable {
         let outputChannels = min(2, track.channels)
         var estimated: Int?
         var opusLength: (bytes: Int, holdPages: Int)?
+        let cover = CoverArt.picture(forTrack: track, relative: relative, in: catalog)
         if estimate {
             let samples = Int((duration * Double(track.sampleRate)).rounded(.up))
             let length: Int
             if format == .opus {
-                // The header pages as this encoder writes them (tags, and what else it carries).
+                // The header pages as this encoder writes them (tags, the cover, and what else it carries).
                 var header: [UInt8] = []
                 do {
-                    let probe = try OggOpusEncoder(channels: outputChannels, kbps: kbps, tags: Self.tags(track), constantBitrate: true)
+                    let probe = try OggOpusEncoder(channels: outputChannels, kbps: kbps, tags: Self.tags(track), cover: cover,
+                                                   constantBitrate: true)
                     try probe.encode([][...], appendingTo: &header)
                 } catch {
                     throw HTTPRefusal(500, "cannot start a transcode: \(error)")
@@ -181,7 +183,7 @@ public final class TranscodeService: @unchecked Sendable {
                 length = bound.bytes
                 opusLength = (bound.bytes, bound.holdPages)
             } else {
-                length = Self.estimateMP3(samples: samples, inputRate: track.sampleRate, kbps: kbps, tags: Self.tags(track))
+                length = Self.estimateMP3(samples: samples, inputRate: track.sampleRate, kbps: kbps, tags: Self.tags(track), cover: cover)
             }
             estimated = length
             headers.append(("Content-Length", String(length)))
@@ -203,7 +205,7 @@ public final class TranscodeService: @unchecked Sendable {
                                                                             totalSamples: track.totalSamples),
                                  channels: track.channels, sourceRate: track.sampleRate, format: format, kbps: kbps,
                                  gain: factor, start: start, tags: Self.tags(track), key: key,
-                                 cachePath: cacheName.map(cache.path(of:)), wavRate: wavRate, opusLength: opusLength)
+                                 cachePath: cacheName.map(cache.path(of:)), wavRate: wavRate, opusLength: opusLength, cover: cover)
         if cacheName != nil, !estimate { state.withLock { $0.misses += 1 } }
         let job = try admit(spec, relative: relative)
         let framing: TranscodeReader.Framing = estimated.map { .length($0) } ?? (request.minorVersion >= 1 ? .chunked : .closeDelimited)
@@ -347,7 +349,7 @@ public final class TranscodeService: @unchecked Sendable {
 
     /// A length no MP3 encode of `samples` can exceed (CBR frames at their largest, the encoder's
     /// delay and flush, the tag), plus room enough that silence frames can always fill the rest.
-    static func estimateMP3(samples: Int, inputRate: Int, kbps: Int, tags: [(String, String)]) -> Int {
+    static func estimateMP3(samples: Int, inputRate: Int, kbps: Int, tags: [(String, String)], cover: EmbeddedPicture? = nil) -> Int {
         let spec = TranscodeSpec(path: "", hints: .init(), channels: 2, sourceRate: inputRate, format: .mp3, kbps: kbps, gain: 1,
                                  start: .init(), tags: [], key: "", cachePath: nil)
         let rate = spec.outputRate(input: inputRate)
@@ -356,7 +358,7 @@ public final class TranscodeService: @unchecked Sendable {
         let frames = (output + 576 + 3 * samplesPerFrame) / samplesPerFrame + 2
         let frameBytes = samplesPerFrame / 8 * kbps * 1000 / rate + 1
         // The rest is filled with silent frames: `fillableFrom` more makes every rest fillable.
-        return ID3v2Writer.tag(tags).count + frames * frameBytes + MP3Silence.fillableFrom
+        return ID3v2Writer.tag(tags, cover: cover).count + frames * frameBytes + MP3Silence.fillableFrom
     }
 }
 
