@@ -163,4 +163,6 @@ if cold:
 else:
     print(f"getCoverArt?size=300: no resized cover ({originals} originals sent: this build has no resizer)")
 PY
+# Resizing at size 300 (the library above has 48x48 covers): bench/subsonic-covers.sh, with its peers.
+[ -n "${NO_COVER_BENCH:-}" ] || STREAMD="$BIN" bench/subsonic-covers.sh
 echo "streamd peak RSS: $(awk '/^VmHWM/ { print $2 / 1024 " MB" }' "/proc/$PID/status"); $(uptime)"
