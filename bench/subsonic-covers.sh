@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 25's getCoverArt?size=300 figure, cold (resized now, in a `streamd cover-worker`) and
 # cached (memory, then the disk cache after a restart), on COVERS (default 40) albums whose
-# cover.jpg is a 1200x1200 photo-like JPEG (the generated 100,000-track library's covers are
+# cover.jpg is a 1200x1200 JPEG (~230 KB, grainy like a photo) (the generated 100,000-track library's covers are
 # 48x48: nothing to shrink). Peers in the same run, on the same pictures:
 #   - cold: the vipsthumbnail command (libvips, the same library streamd's worker loads), one
 #     process per picture as streamd starts one worker per resize;
@@ -18,15 +18,18 @@ fi
 command -v vipsthumbnail >/dev/null || { echo "no vipsthumbnail (Debian libvips-tools)" >&2; exit 1; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/streamd-covers-bench.XXXXXX")
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$WORK"' EXIT
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; rm -rf "$WORK"; true; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM
 ffmpeg -nostdin -v error -y -f lavfi -i sine=frequency=440:duration=0.2 -c:a libmp3lame "$WORK/tone.mp3"
 for i in $(seq 1 "$COVERS"); do
   album="$WORK/library/Cover Bench/Album $i"
   mkdir -p "$album"
   ffmpeg -nostdin -v error -y -i "$WORK/tone.mp3" -c copy -metadata title="Song $i" -metadata artist="Cover Bench" \
     -metadata album="Album $i" "$album/01 Song.mp3"
-  # A different picture per album (mandelbrot zooms): each resize is its own work.
-  ffmpeg -nostdin -v error -y -f lavfi -i "mandelbrot=size=1200x1200:start_scale=$((i + 2))" -frames:v 1 -q:v 3 "$album/cover.jpg"
+  # A different picture per album (another hue, grain like a photo's): each resize is its own work.
+  ffmpeg -nostdin -v error -y -f lavfi -i "testsrc2=size=1200x1200:rate=1" -vf "hue=h=$((i * 9)),noise=alls=12:allf=u" \
+    -frames:v 1 -q:v 3 "$album/cover.jpg"
 done
 
 start_streamd() {

@@ -71,18 +71,8 @@ final class SubsonicCoverCache: Sendable {
     func respond(_ request: HTTPRequest, source: [UInt8], mimeType: String, etag: String, size: Int?) -> HTTPResponse {
         guard let size else { return .generated(source, contentType: mimeType, etag: etag, for: request) }
         let key = Self.key(etag: etag, size: size)
-        let tag = "\"" + etag.filter { $0 != "\"" } + "-s\(size)\""
-        if let hit = lookup(key) {
-            var response = HTTPResponse.generated(hit.bytes, contentType: hit.mimeType, etag: hit.etag, for: request)
-            response.headers.append(("X-Cache", "HIT"))
-            return response
-        }
-        if let stored = disk?.load(key: key) {
-            insert(key, Entry(bytes: stored, mimeType: "image/jpeg", etag: tag, lastUse: 0))
-            var response = HTTPResponse.generated(stored, contentType: "image/jpeg", etag: tag, for: request)
-            response.headers.append(("X-Cache", "HIT"))
-            return response
-        }
+        let tag = Self.thumbnailTag(etag: etag, size: size)
+        if let hit = cached(request, etag: etag, size: size) { return hit }
         guard let resizer, !recentlyFailed(key) else {
             return .generated(source, contentType: mimeType, etag: etag, for: request)
         }
@@ -103,6 +93,25 @@ final class SubsonicCoverCache: Sendable {
         if let disk, let why = disk.store(resized, key: key) { logger.warning("cover cache: \(why)") }
         var response = HTTPResponse.generated(resized, contentType: "image/jpeg", etag: tag, for: request)
         response.headers.append(("X-Cache", "MISS"))
+        return response
+    }
+
+    static func thumbnailTag(etag: String, size: Int) -> String { "\"" + etag.filter { $0 != "\"" } + "-s\(size)\"" }
+
+    /// The thumbnail of `size` of the picture whose validator is `etag` when it is in memory or
+    /// on disk (`X-Cache: HIT`), without the picture itself: a cover file need not be read.
+    func cached(_ request: HTTPRequest, etag: String, size: Int) -> HTTPResponse? {
+        let key = Self.key(etag: etag, size: size)
+        let tag = Self.thumbnailTag(etag: etag, size: size)
+        var found = lookup(key)
+        if found == nil, let stored = disk?.load(key: key) {
+            let entry = Entry(bytes: stored, mimeType: "image/jpeg", etag: tag, lastUse: 0)
+            insert(key, entry)
+            found = entry
+        }
+        guard let found else { return nil }
+        var response = HTTPResponse.generated(found.bytes, contentType: found.mimeType, etag: found.etag, for: request)
+        response.headers.append(("X-Cache", "HIT"))
         return response
     }
 
