@@ -18,7 +18,7 @@ fi
 command -v vipsthumbnail >/dev/null || { echo "no vipsthumbnail (Debian libvips-tools)" >&2; exit 1; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/streamd-covers-bench.XXXXXX")
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; rm -rf "$WORK"; true; }
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 ffmpeg -nostdin -v error -y -f lavfi -i sine=frequency=440:duration=0.2 -c:a libmp3lame "$WORK/tone.mp3"

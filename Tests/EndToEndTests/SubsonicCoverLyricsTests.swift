@@ -33,11 +33,9 @@ import Glibc
         try #require(made.status == 0, "\(made.output)")
         let db = scratch.appendingPathComponent("catalog.db").path
         let digest = scratch.appendingPathComponent("thumbnail.sha256").path
-        setenv("SUBSONIC_OPEN", "1", 1)
-        setenv("COVERS_LIBRARY", library.path, 1)
 
         var server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--db", db])
-        let checked = try Self.run(["check", server.baseURL, "--digest-file", digest])
+        let checked = try Self.run(["check", server.baseURL, "--digest-file", digest, "--library", library.path])
         print(checked.output)
         #expect(checked.status == 0, "\(checked.output)")
         #expect(checked.output.contains(" passed, 0 failed"), "\(checked.output)")

@@ -6,7 +6,7 @@
       USLT and SYLT in an MP3, a FLAC LYRICS comment in LRC, an Ogg Opus UNSYNCEDLYRICS comment,
       an MP4 (c)lyr item), and album covers made by ffmpeg (640x480 PNG, 200x100 JPEG) plus a
       damaged JPEG.
-  check_covers_lyrics.py check BASE_URL --digest-file F
+  check_covers_lyrics.py check BASE_URL --digest-file F --library DIR
       getLyricsBySongId (validated against the OpenSubsonic schema, read back typed by
       py-opensonic) and getLyrics; getCoverArt sizes measured by ffprobe, the cache's second
       answer the same bytes, the damaged cover answered with the original while the server keeps
@@ -146,7 +146,7 @@ def check_lyrics(raw, spec, host, port, songs):
     cs.check("getLyrics: the FLAC comment's lines as text", answer.get("lyrics", {}).get("value") == "Flac one\nFlac two", answer)
 
 
-def check_covers(raw, songs, digest_file):
+def check_covers(raw, songs, digest_file, library):
     big, small, broken = songs.get("Big"), songs.get("Small"), songs.get("Broken")
     if not (big and small and broken):
         cs.check("covers: the songs are listed", False, list(songs))
@@ -168,7 +168,7 @@ def check_covers(raw, songs, digest_file):
     headers, kept = cover(raw, small["coverArt"], 300)
     cs.check("getCoverArt size=300 of a 200x100 cover: not enlarged", dimensions(kept) == ("mjpeg", 200, 100), dimensions(kept))
     headers, damaged = cover(raw, broken["coverArt"], 300)
-    source = open(os.path.join(os.environ["COVERS_LIBRARY"], "Cover Artist", "Broken Cover", "cover.jpg"), "rb").read()
+    source = open(os.path.join(library, "Cover Artist", "Broken Cover", "cover.jpg"), "rb").read()
     cs.check("getCoverArt of a damaged JPEG: the original, marked", damaged == source and headers.get("X-Resize-Failed") == "1",
              (len(damaged), dict(headers)))
     status, answer, _ = raw.json("ping")
@@ -180,6 +180,7 @@ def main():
     parser.add_argument("mode", choices=["make", "check", "cached"])
     parser.add_argument("target")
     parser.add_argument("--digest-file")
+    parser.add_argument("--library", help="the folder made by `make` (check: the damaged cover's bytes)")
     options = parser.parse_args()
     if options.mode == "make":
         return make(options.target)
@@ -190,7 +191,7 @@ def main():
     songs = songs_by_title(raw)
     if options.mode == "check":
         check_lyrics(raw, cs.Spec(cs.SPEC), f"{parsed.scheme}://{parsed.hostname}", parsed.port, songs)
-        check_covers(raw, songs, options.digest_file)
+        check_covers(raw, songs, options.digest_file, options.library)
     else:
         headers, body = cover(raw, songs["Big"]["coverArt"], 300)
         wanted = open(options.digest_file).read().strip()
