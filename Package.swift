@@ -47,6 +47,8 @@ let package = Package(
                        providers: [.apt(["libsqlite3-dev"])]),
         // Accounts: argon2id password hashes, secretbox, HMAC-SHA-256, BLAKE2b (StreamAuth's `Sodium`).
         .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        // Declarations only: libvips is loaded with dlopen by `streamd cover-worker` alone (VipsLibrary).
+        .systemLibrary(name: "CVips", path: "Sources/CVips", providers: [.apt(["libvips-dev"])]),
         // Linux headers (epoll, eventfd, sendfile) that the Glibc module does not expose.
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
 
@@ -81,7 +83,7 @@ let package = Package(
         // The Subsonic/OpenSubsonic API at /rest/ over the catalog (docs/DESIGN.md, "Subsonic"); the
         // accounts come in through its `SubsonicAccounts` (StreamServer adapts StreamAuth's store).
         .target(name: "StreamSubsonic",
-                dependencies: ["StreamHTTP", "StreamLibrary", "StreamShared", .product(name: "Logging", package: "swift-log")],
+                dependencies: ["StreamHTTP", "StreamLibrary", "StreamShared", "CVips", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Server/Subsonic"),
         .target(name: "StreamServer",
                 dependencies: ["StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamAuth", "StreamSubsonic", "StreamShared", "StreamAudio", "CLinux",

@@ -339,6 +339,24 @@ def main():
     surround = ffmpeg(["-i", wavs[0], "-t", "0.2", "-ac", "6", "-c:a", "libopus", "-b:a", "96k"] + BITEXACT + ["-f", "ogg"], ".opus")
     write(out, "oggdecode", bytes([1, 1]) + surround)
     write(out, "ogg", comment)
+    # lyrics: an ID3v2.3 tag with USLT (UTF-16) and SYLT (milliseconds), a Vorbis comment with
+    # LYRICS in LRC, and the tagged FLAC and Ogg files above.
+    def frame(name, body):
+        return name + struct.pack(">I", len(body)) + b"\0\0" + body
+    uslt = frame(b"USLT", b"\x01eng\xff\xfe\0\0" + "Line one\nLine two".encode("utf-16-le"))
+    sylt = frame(b"SYLT", b"\x00deu\x02\x01desc\0" + b"Synced one\0" + struct.pack(">I", 500) + b"\nSynced two\0" + struct.pack(">I", 1500))
+    body = uslt + sylt
+    tag = b"ID3\x03\0\0" + bytes([(len(body) >> 21) & 127, (len(body) >> 14) & 127, (len(body) >> 7) & 127, len(body) & 127]) + body
+    write(out, "lyrics", tag)
+    write(out, "lyrics", tag + flac)
+    lyric_comment = struct.pack("<I", 6) + b"vendor" + struct.pack("<I", 2)
+    for field in [b"LYRICS=[00:01.00]Flac one\n[00:02.50]Flac two", b"UNSYNCEDLYRICS=plain words"]:
+        lyric_comment += struct.pack("<I", len(field)) + field
+    write(out, "lyrics", lyric_comment)
+    write(out, "lyrics", ffmpeg(["-i", wavs[0], "-t", "0.1", "-c:a", "aac", "-metadata", "lyrics=M4A line\nanother",
+                                 "-fflags", "+bitexact", "-movflags", "+faststart"], ".m4a"))
+    for name in sorted(os.listdir(os.path.join(out, "ogg")))[:2]:
+        write(out, "lyrics", read(os.path.join(out, "ogg", name)))
 
     # decode: a transcoding channel reads the same whole files the analyzer does.
     shutil.copytree(os.path.join(out, "analyze"), os.path.join(out, "decode"))

@@ -12,7 +12,7 @@ SECONDS_EACH=${FUZZ_SECONDS:-60}
 JOBS=${FUZZ_JOBS:-2}
 NICE=${FUZZ_NICE:-10}
 MEDIA=${STREAM_MEDIA_DIR:-media/out}
-ALL=(analyze decode encode mpeg tags adts wav mp4 ts m3u8 playlist http range icy icystream response url api flac ogg oggdecode aiff alac flacdecode waveform subsonic rendition credentials)
+ALL=(analyze decode encode mpeg tags adts wav mp4 ts m3u8 playlist http range icy icystream response url api flac ogg oggdecode aiff alac flacdecode waveform subsonic rendition credentials lyrics)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${ALL[@]}")
 

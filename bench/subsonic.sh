@@ -8,7 +8,9 @@
 #     search) and <= 2 ms (ping);
 #   - a full sync as clients do it: search3 with the empty query, songs in pages of 500 until
 #     the library is listed (target <= 10 s for 100,000);
-#   - getCoverArt?size=300 for albums with covers: cold (resized now) and cached, per request;
+#   - getCoverArt?size=300 for albums with covers: cold (resized now) and cached, per request (this
+#     library's covers are 48x48, so then bench/subsonic-covers.sh on 1200x1200 covers with its
+#     peers, vipsthumbnail and nginx; NO_COVER_BENCH=1 skips it);
 #   - the first /rest/ call after the scan, which maps the catalog to Subsonic ids.
 # usage: bench/subsonic.sh [TRACKS]   (LIBRARY=DIR reuses the library; STREAMD=binary; USER/PASSWORD
 # for a server with accounts: SUBSONIC_USER, SUBSONIC_PASSWORD (the app password))
@@ -163,4 +165,6 @@ if cold:
 else:
     print(f"getCoverArt?size=300: no resized cover ({originals} originals sent: this build has no resizer)")
 PY
+# Resizing at size 300 (the library above has 48x48 covers): bench/subsonic-covers.sh, with its peers.
+[ -n "${NO_COVER_BENCH:-}" ] || STREAMD="$BIN" bench/subsonic-covers.sh
 echo "streamd peak RSS: $(awk '/^VmHWM/ { print $2 / 1024 " MB" }' "/proc/$PID/status"); $(uptime)"

@@ -4,6 +4,7 @@ set -euo pipefail
 PACKAGES=(
   pkg-config libmpg123-dev libfaad-dev libasound2-dev libcurl4-openssl-dev   # build
   libsqlite3-dev                                                              # streamd's library catalog
+  libvips-dev libvips-tools                                                   # getCoverArt?size= (libvips, dlopen'd by streamd cover-worker); vipsthumbnail: the bench's peer
   libsodium-dev                                                               # streamd accounts: argon2id password hashes, secretbox, HMAC (CSodium)
   libflac-dev flac                                                            # streamplay's FLAC decoder; flac -d: the tests' reference
   libmp3lame-dev                                                              # streamd: radio channels of mixed formats are encoded to MP3

@@ -6,7 +6,7 @@ import Glibc
 
 /// The parsers the fuzzer can drive, by the FUZZ_TARGET name `make fuzz` uses.
 enum FuzzTarget: String, CaseIterable {
-    case analyze, decode, encode, mpeg, tags, adts, wav, mp4, ts, m3u8, playlist, http, range, icy, icystream, response, url, api, flac, ogg, oggdecode, aiff, alac, flacdecode, waveform, subsonic, rendition, credentials
+    case analyze, decode, encode, mpeg, tags, adts, wav, mp4, ts, m3u8, playlist, http, range, icy, icystream, response, url, api, flac, ogg, oggdecode, aiff, alac, flacdecode, waveform, subsonic, rendition, credentials, lyrics
 
     /// Feeds one input to the parser; any thrown error is a normal outcome, a trap is a finding.
     func run(_ bytes: [UInt8]) {
@@ -39,6 +39,7 @@ enum FuzzTarget: String, CaseIterable {
         case .waveform: WaveformTarget.run(bytes)
         case .subsonic: SubsonicTarget.run(bytes)
         case .credentials: CredentialsTarget.run(bytes)
+        case .lyrics: LyricsTarget.run(bytes)
         }
     }
 

@@ -18,7 +18,7 @@ struct Streamd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "streamd",
         abstract: "Serve a music folder over HTTP: files with Range support, a catalog, seek indexes, HLS and a web player.",
-        subcommands: [Serve.self, Package.self, UserCommand.self, AnalyzeWorker.self, DecodeWorkerCommand.self],
+        subcommands: [Serve.self, Package.self, UserCommand.self, AnalyzeWorker.self, DecodeWorkerCommand.self, CoverWorkerCommand.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -160,6 +160,13 @@ struct Serve: ParsableCommand {
                                valueName: "SECONDS", visibility: .hidden))
     var decodeTimeout: Double?
 
+    @Option(help: ArgumentHelp("The program started for each Subsonic cover resize, with `cover-worker` as its first argument (default: streamd itself); see --analyze-worker.",
+                               valueName: "PROGRAM", visibility: .hidden))
+    var coverWorker: String?
+    @Option(help: ArgumentHelp("Seconds a cover resize (getCoverArt?size=) may take before its worker is killed and the original sent (default 10).",
+                               valueName: "SECONDS", visibility: .hidden))
+    var coverTimeout: Double?
+
     @Option(help: ArgumentHelp("Files the scan reads and writes to the database per chunk (default 2048).",
                                valueName: "FILES", visibility: .hidden))
     var scanChunk: Int?
@@ -229,6 +236,10 @@ extension Serve {
         }
         if let analyzeWorker, analyzeWorker.isEmpty { throw ValidationError("--analyze-worker needs a program") }
         if let decodeWorker, decodeWorker.isEmpty { throw ValidationError("--decode-worker needs a program") }
+        if let coverWorker, coverWorker.isEmpty { throw ValidationError("--cover-worker needs a program") }
+        if let coverTimeout, !(coverTimeout.isFinite && (0.1...3600).contains(coverTimeout)) {
+            throw ValidationError("--cover-timeout must be between 0.1 and 3600 seconds")
+        }
         if let waveformTimeout, !(waveformTimeout.isFinite && (0.1...3600).contains(waveformTimeout)) {
             throw ValidationError("--waveform-timeout must be 0.1...3600 seconds")
         }
@@ -259,7 +270,7 @@ extension Serve {
                                            framing: framing,
                                            transcode: { request, absolute, file throws(HTTPRefusal) in
                                                try transcoder.respond(request, absolute: absolute, file: file)
-                                           })
+                                           }, coverResizer: coverResizerSettings())
         let router = Router(resolver: library.catalog.resolver, catalog: library.catalog, hls: hlsService,
                             framing: framing, radio: radio, scanner: scanner, access: access,
                             waveforms: waveformSettings(), transcoder: transcoder, subsonic: subsonic)
@@ -478,6 +489,14 @@ extension Serve {
         return settings
     }
 
+    /// How Subsonic cover resizes run (`--cover-worker`, `--cover-timeout`).
+    func coverResizerSettings() -> CoverResizerSettings {
+        var settings = CoverResizerSettings()
+        if let coverWorker { settings.executable = coverWorker }
+        if let coverTimeout { settings.timeoutSeconds = coverTimeout }
+        return settings
+    }
+
     /// The HTTP server over the router, configured from the options.
     func makeServer(_ router: Router, logger: Logger) -> HTTPServer {
         var config = HTTPServerConfiguration()
@@ -607,6 +626,26 @@ struct DecodeWorkerCommand: ParsableCommand {
 extension DecodeWorkerCommand {
     func run() throws {
         let status = DecodeWorker.run(faultSpec: fault)
+        if status != 0 { throw ExitCode(status) }
+    }
+}
+
+/// `streamd cover-worker`: the child process that resizes one cover picture for Subsonic's
+/// getCoverArt (hidden; streamd starts it through /proc/self/exe and talks to it over pipes).
+struct CoverWorkerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: CoverWorker.subcommand,
+        abstract: "Internal: resize the picture given on stdin for a streamd server.",
+        shouldDisplay: false)
+
+    @Option(name: .customLong(String(CoverWorker.faultOption.dropFirst(2))),
+            help: ArgumentHelp("Fault drill: trap, hang or garbage.", valueName: "SPEC", visibility: .hidden))
+    var fault = ""
+}
+
+extension CoverWorkerCommand {
+    func run() throws {
+        let status = CoverWorker.run(fault: fault)
         if status != 0 { throw ExitCode(status) }
     }
 }

@@ -68,6 +68,8 @@ extension SubsonicService {
             return .http(covers.respond(call.request, source: data, mimeType: mimeType, etag: etag, size: size))
         case .success(.file(let path, let mimeType)?):
             guard let file = try? OpenFile(path: path) else { throw SubsonicError.notFound("Cover art") }
+            // A thumbnail already made is answered without reading the cover file.
+            if let size, let hit = covers.cached(call.request, etag: file.etag, size: size) { return .http(hit) }
             if let size, let bytes = SubsonicCoverCache.readWhole(file) {
                 return .http(covers.respond(call.request, source: bytes, mimeType: mimeType, etag: file.etag, size: size))
             }

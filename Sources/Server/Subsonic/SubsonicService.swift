@@ -31,8 +31,8 @@ public final class SubsonicService: Sendable {
     let logger: Logger
     /// How whole files go out (`streamd --content-length`).
     let framing: WholeFileFraming
-    /// Resized covers (`getCoverArt?size=`), kept by album id, size and the source's validator.
-    let covers = SubsonicCoverCache()
+    /// Resized covers (`getCoverArt?size=`), kept by the source's validator and size.
+    let covers: SubsonicCoverCache
     /// The lists' orders (albums by name, artist, date; songs, albums and artists by id).
     let orders = SubsonicOrderCache()
     /// Album titles' and album artists' words, for search's albums and artists.
@@ -53,7 +53,7 @@ public final class SubsonicService: Sendable {
     public static let prefix = "/rest/"
 
     public init(catalog: Catalog, auth: SubsonicAuth = .open, framing: WholeFileFraming = .chunked,
-                transcode: SubsonicTranscode? = nil,
+                transcode: SubsonicTranscode? = nil, coverResizer: CoverResizerSettings? = nil,
                 logger: Logger = Logger(label: "streamd.subsonic")) throws(SQLiteError) {
         self.catalog = catalog
         self.transcode = transcode
@@ -61,6 +61,9 @@ public final class SubsonicService: Sendable {
         self.framing = framing
         self.logger = logger
         self.ids = SubsonicIDs(store: catalog.store)
+        // nil: no resizer (the original is sent); resized covers are kept beside the database.
+        let disk = catalog.store.path == ":memory:" ? nil : SubsonicCoverDiskCache(directory: catalog.store.path + ".covers")
+        self.covers = SubsonicCoverCache(resizer: coverResizer.map { CoverResizer(settings: $0) }, disk: disk, logger: logger)
         try SubsonicSchema.migrate(catalog.store)
     }
 

@@ -7,6 +7,11 @@ public struct LRCLyrics: Sendable, Equatable {
     public struct Line: Sendable, Equatable {
         public var startMilliseconds: Int?
         public var text: String
+
+        public init(startMilliseconds: Int?, text: String) {
+            self.startMilliseconds = startMilliseconds
+            self.text = text
+        }
     }
 
     public var lines: [Line]
@@ -19,6 +24,15 @@ public struct LRCLyrics: Sendable, Equatable {
 
     public static let maxLines = 10_000
     public static let maxLineBytes = 4096
+
+    /// Lines already timed (or not): an ID3 SYLT frame's.
+    public init(lines: [Line], synced: Bool, artist: String? = nil, title: String? = nil, offsetMilliseconds: Int = 0) {
+        self.lines = lines
+        self.synced = synced
+        self.artist = artist
+        self.title = title
+        self.offsetMilliseconds = offsetMilliseconds
+    }
 
     /// Reads `bytes` as UTF-8 (a BOM skipped; invalid bytes replaced).
     public init(_ bytes: some Collection<UInt8>) {
