@@ -119,6 +119,9 @@ import Glibc
         #expect(master.status == 200)
         let variant = try #require(uris(master).first)
         #expect(variant.hasPrefix("index.m3u8?exp=") && variant.contains("&sig="), "\(variant)")
+        // The transcoded variants of the ladder come signed too.
+        let ladder = uris(master).dropFirst()
+        #expect(!ladder.isEmpty && ladder.allSatisfy { $0.contains("/index.m3u8?exp=") && $0.contains("&sig=") }, "\(ladder)")
         #expect(try Self.get(server, directory + "index.m3u8").status == 401)
         let media = try Self.get(server, directory + variant)
         #expect(media.status == 200)

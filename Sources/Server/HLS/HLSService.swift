@@ -65,7 +65,7 @@ public final class HLSService: Sendable {
             throw HTTPRefusal(422, "\(error)")
         }
         if name == "master.m3u8" {
-            let text = masterPlaylist(original: plan, absolute: absolute, file: file).render()
+            let text = Self.signed(masterPlaylist(original: plan, absolute: absolute, file: file).render(), for: request)
             let etag = "\"\(HLSTrackPlan.versionToken(file.etag))-\(HLSTrackPlan.versionToken(text))\""
             return Self.respond(request, Array(text.utf8), contentType: Self.playlistType, etag: etag, cacheControl: "no-cache")
         }
@@ -184,13 +184,16 @@ public final class HLSService: Sendable {
     }
 
     private func playlist(_ request: HTTPRequest, _ text: String, plan: HLSTrackPlan) -> HTTPResponse {
-        var text = text
-        if let signer = request.linkSigner, let slash = request.path.lastIndex(of: "/") {
-            text = HLSSignedPlaylist.sign(text, directory: request.path[...slash], signer: signer)
-        }
+        let text = Self.signed(text, for: request)
         let bytes = Array(text.utf8)
         let etag = "\"\(plan.version)-\(HLSTrackPlan.versionToken(text))\""
         return Self.respond(request, bytes, contentType: Self.playlistType, etag: etag, cacheControl: "no-cache")
+    }
+
+    /// A playlist asked for through a signed link names its URIs signed for the same user.
+    private static func signed(_ text: String, for request: HTTPRequest) -> String {
+        guard let signer = request.linkSigner, let slash = request.path.lastIndex(of: "/") else { return text }
+        return HLSSignedPlaylist.sign(text, directory: request.path[...slash], signer: signer)
     }
 
     /// "seg-12.mp3" → 12; nil for anything else (signs, leading zeros, huge numbers, other extensions).

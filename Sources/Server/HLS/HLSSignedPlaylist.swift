@@ -34,8 +34,12 @@ enum HLSSignedPlaylist {
     /// One relative URI (a name and maybe a query) with the signing query of its path added.
     static func signed(_ uri: Substring, directory: Substring, signer: LinkSigner) -> String {
         let name = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? uri
-        // Only the playlist's own names (no scheme, no other folder): nothing else is signed.
-        guard !name.isEmpty, name.firstIndex(of: "/") == nil, name.firstIndex(of: ":") == nil else { return String(uri) }
+        // Only the playlist's own names and those of the folders below it (a ladder's variants:
+        // `opus-64/index.m3u8`); no scheme, no absolute path, no way up: nothing else is signed.
+        let parts = name.split(separator: "/", omittingEmptySubsequences: false)
+        guard !name.isEmpty, name.firstIndex(of: ":") == nil, parts.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }) else {
+            return String(uri)
+        }
         return uri + (uri.firstIndex(of: "?") != nil ? "&" : "?") + signer.query(String(directory) + name)
     }
 }
