@@ -259,6 +259,28 @@ public final class RawConnection {
         return (bytes, .open)
     }
 
+    /// Reads until a whole response head has come (or the connection ends), at most `limit`
+    /// seconds: the bytes read, which may run past the head. (A loaded server may take more than
+    /// a quiet spell to answer; this waits for the answer, not for silence.)
+    public func readHead(limit: Double = 10) -> (bytes: [UInt8], end: End) {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        let deadline = Date().addingTimeInterval(limit)
+        while Date() < deadline, bytes.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, 100) <= 0 { continue }
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 {
+                bytes += chunk[0..<n]
+            } else if n == 0 {
+                return (bytes, .eof)
+            } else if errno != EAGAIN && errno != EINTR {
+                return (bytes, .reset)
+            }
+        }
+        return (bytes, .open)
+    }
+
     /// Reads one whole response (head and a Content-Length body) within `timeout` seconds,
     /// polling; nil when the connection ended first or the response was cut.
     public func readSizedResponse(timeout: Double = 10) -> (status: Int, head: String, body: [UInt8])? {
