@@ -3,6 +3,7 @@ import Testing
 @testable import StreamHTTP
 @testable import StreamLibrary
 @testable import StreamAuth
+@testable import StreamSubsonic
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -101,6 +102,35 @@ import Glibc
         try store.delete(name: "carol")
         #expect(try store.users().isEmpty)
         #expect(try db.queryOne("SELECT count(*) FROM api_keys") { $0.int(0) } == 0)
+    }
+
+    /// A deleted account takes what it kept through Subsonic with it, and its id is never given
+    /// again (the row id was: the next account after the newest one's deletion got its id, and
+    /// with it the stars, playlists, play queue, sessions and signed links of the deleted one).
+    @Test func deletedUsersDataGoes_andTheirIDIsNeverGivenAgain() throws {
+        let (store, path, folder) = try Self.makeStore()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (dave, _) = try store.add(name: "dave", password: "pw", role: .user)
+        let db = try SQLiteDatabase(path: path)
+        try db.execute(SubsonicSchema.migrations[0])
+        try db.run("INSERT INTO subsonic_annotations(user_id, sid, starred_at, rating, play_count) VALUES (?, 'tr-1', 1, 5, 3)", [.int(dave.id)])
+        try db.run("INSERT INTO subsonic_playlists(id, user_id, name, created, changed) VALUES (7, ?, 'mine', 1, 1)", [.int(dave.id)])
+        try db.run("INSERT INTO subsonic_playlist_entries(playlist_id, position, sid) VALUES (7, 0, 'tr-1')")
+        try db.run("INSERT INTO subsonic_play_queues(user_id, changed, changed_by, entries) VALUES (?, 1, 'app', '[]')", [.int(dave.id)])
+        try store.delete(name: "dave")
+        for table in ["subsonic_annotations", "subsonic_playlists", "subsonic_playlist_entries", "subsonic_play_queues"] {
+            #expect(try db.queryOne("SELECT count(*) FROM \(table)") { $0.int(0) } == 0, "\(table) keeps the deleted user's rows")
+        }
+        let (erin, _) = try store.add(name: "erin", password: "pw", role: .user)
+        #expect(erin.id > dave.id, "erin got id \(erin.id), dave had \(dave.id)")
+        try store.delete(name: "erin")
+        let (again, _) = try store.add(name: "dave", password: "pw", role: .user)
+        #expect(again.id > erin.id, "a new dave got id \(again.id), erin had \(erin.id)")
+        // A store opened afresh (another `streamd user` process) knows the ids given too.
+        let other = try UserStore(databasePath: path, keyFile: UserStore.keyFilePath(forDatabase: path))
+        try other.delete(name: "dave")
+        let (frank, _) = try other.add(name: "frank", password: "pw", role: .admin)
+        #expect(frank.id > again.id)
     }
 
     /// A clock the test moves.

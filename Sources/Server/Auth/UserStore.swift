@@ -288,8 +288,14 @@ public final class UserStore: Sendable {
             throw .sodium(error)
         }
         try withDatabase { db throws(SQLiteError) in
-            try db.run("INSERT INTO users(name, admin, password_hash, subsonic_password, created_s) VALUES (?, ?, ?, ?, ?)",
-                       [.text(name), .int(role == .admin ? 1 : 0), .text(hash), .blob(sealed), .int(Int64(time(nil)))])
+            try db.transaction { () throws(SQLiteError) in
+                // An id no account ever had: a deleted user's stars, playlists, sessions and
+                // signed links name its id, and must never pass to a newcomer.
+                let id = try Self.highestUserID(db) + 1
+                try db.run("INSERT INTO users(id, name, admin, password_hash, subsonic_password, created_s) VALUES (?, ?, ?, ?, ?, ?)",
+                           [.int(id), .text(name), .int(role == .admin ? 1 : 0), .text(hash), .blob(sealed), .int(Int64(time(nil)))])
+                try Self.recordUserID(id, db)
+            }
         }
         try reloadSnapshot()
         guard let user = try user(named: name) else { throw .noSuchUser(name) }
@@ -332,16 +338,40 @@ public final class UserStore: Sendable {
         try reloadSnapshot()
     }
 
-    /// Deletes `name` and its API keys.
+    /// Deletes `name`, its API keys and what it kept through Subsonic (stars, ratings, plays,
+    /// playlists, play queue); its id is never given again.
     public func delete(name: String) throws(UserStoreError) {
         guard let user = try user(named: name) else { throw .noSuchUser(name) }
         try withDatabase { db throws(SQLiteError) in
             try db.transaction { () throws(SQLiteError) in
+                try Self.recordUserID(user.id, db)
                 try db.run("DELETE FROM api_keys WHERE user_id = ?", [.int(user.id)])
+                // The Subsonic tables exist once /rest/ has been served from this database.
+                let subsonic = try db.queryOne("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'subsonic_annotations'") { _ in true } ?? false
+                if subsonic {
+                    try db.run("DELETE FROM subsonic_annotations WHERE user_id = ?", [.int(user.id)])
+                    try db.run("DELETE FROM subsonic_playlist_entries WHERE playlist_id IN (SELECT id FROM subsonic_playlists WHERE user_id = ?)",
+                               [.int(user.id)])
+                    try db.run("DELETE FROM subsonic_playlists WHERE user_id = ?", [.int(user.id)])
+                    try db.run("DELETE FROM subsonic_play_queues WHERE user_id = ?", [.int(user.id)])
+                }
                 try db.run("DELETE FROM users WHERE id = ?", [.int(user.id)])
             }
         }
         try reloadSnapshot()
+    }
+
+    /// The highest user id ever given: the table's, or a deleted one's kept in `meta`.
+    private static func highestUserID(_ db: SQLiteDatabase) throws(SQLiteError) -> Int64 {
+        let kept = try db.queryOne("SELECT value FROM meta WHERE key = 'user_id_high_water'") { Int64($0.text(0)) ?? 0 } ?? 0
+        let present = try db.queryOne("SELECT COALESCE(MAX(id), 0) FROM users") { Int64($0.int(0)) } ?? 0
+        return max(kept, present)
+    }
+
+    /// Remembers `id` as given, so it is never given again.
+    private static func recordUserID(_ id: Int64, _ db: SQLiteDatabase) throws(SQLiteError) {
+        let high = max(id, try highestUserID(db))
+        try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('user_id_high_water', ?)", [.text(String(high))])
     }
 
     /// A new API key for `name`: the key (shown once, stored only as its hash) and its record.
