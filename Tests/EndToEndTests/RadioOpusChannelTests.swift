@@ -343,7 +343,10 @@ import StreamShared
                 "\(server.log)")
         #expect(RadioTranscodeTests.logShows("02 beta.flac: skipped: its decoder crashed or stalled on it before", server), "\(server.log)")
         let listener = try Listener(port: server.port)
-        let pages = try listener.read { pages in pages.filter(\.isFirst).count >= 4 }
+        // Six link starts: the 128 KiB burst may begin before the crash, so the crashed link and
+        // a partial one can come first (under load only two whole links followed, one of them
+        // the crashed one); after the skip only Alpha plays.
+        let pages = try listener.read { pages in pages.filter(\.isFirst).count >= 6 }
         let links = Self.links(pages)
         let complete = links.dropFirst().prefix { $0.last?.isLast == true }
         try #require(complete.count >= 2, "\(links.count) links heard")

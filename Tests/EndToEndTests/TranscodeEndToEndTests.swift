@@ -549,9 +549,12 @@ import Glibc
             #expect(abs(seconds - 1.0) < 0.1, "\(format): mpv played \(seconds) s from 2 s of 3 s")
             // GStreamer (souphttpsrc): the cached file has a length, so a duration and seeking.
             if let discoverer = which("gst-discoverer-1.0") {
-                // Over HTTP GStreamer sees a length, so the file is seekable.
+                // Over HTTP GStreamer sees a length, so the MP3 is seekable. For Ogg Opus its
+                // answer is a coin toss whoever serves it: nginx-light serving opusenc's own file
+                // of the same FLAC got "Seekable: no" and no duration 6 times of 6, the cached
+                // transcode from nginx or streamd about half the time, so only MP3 is held to it.
                 let remote = String(decoding: try runCommand(discoverer, [server.baseURL + target]).stdout, as: UTF8.self)
-                #expect(remote.contains("Seekable: yes"), "\(format): \(remote)")
+                #expect(format != "mp3" || remote.contains("Seekable: yes"), "\(format): \(remote)")
                 // Its duration is read from the bytes themselves: GStreamer 1.22's Ogg demuxer gives
                 // 0.39 s for these 3 s over HTTP from nginx as from streamd (its end probe is off; from a
                 // local file it says 3 s), so the duration is checked on the bytes streamd served.
