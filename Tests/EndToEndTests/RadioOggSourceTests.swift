@@ -30,7 +30,10 @@ import StreamShared
         try chain.write(to: chainFile)
 
         // A 4 KiB burst: the join point lies inside the first link, well after its header pages.
-        try RadioSourceTests.withServer(["--burst-kb", "4"]) { server, _ in
+        // The source goes quiet once its 6 s are sent but stays connected; streamplay comes after
+        // opusdec and the status checks, which on a loaded machine took longer than the default
+        // 10 s source timeout (the mount was gone: 404), so the timeout here is a minute.
+        try RadioSourceTests.withServer(["--burst-kb", "4", "--source-timeout", "60"]) { server, _ in
             let source = try PacedSource(port: server.port, mount: "/radio/oggy", password: RadioSourceTests.password, file: chainFile,
                                          headers: ["Content-Type: audio/ogg", "ice-name: Ogg Live"], bytesPerSecond: 9_000)
             defer { source.drop() }
