@@ -90,8 +90,8 @@ public typealias SubsonicTranscode = @Sendable (HTTPRequest, String, OpenFile) t
 /// - no (or another) format: the original when `maxBitRate` is 0/absent or the file's bitrate is
 ///   within it, and no `timeOffset`; else MP3 (what most clients expect; Navidrome's default is
 ///   configurable, gonic's per client).
-/// - `estimateContentLength=true`: a Content-Length for MP3 (the transcoder's `estimate=1`);
-///   Opus has no estimate and is answered without one.
+/// - `estimateContentLength=true`: a Content-Length the transcode fills exactly (the transcoder's
+///   `estimate=1`: MP3 padded with silent frames, Opus in hard CBR padded inside its last packets).
 enum SubsonicStreamChoice: Equatable {
     case original
     case transcode(format: String, kbps: Int, offset: Double, estimate: Bool)
@@ -138,6 +138,6 @@ enum SubsonicStreamChoice: Equatable {
             return
         }
         let kbps = maxKbps == 0 ? known.defaultKbps : min(max(maxKbps, known.range.lowerBound), known.range.upperBound)
-        self = .transcode(format: format, kbps: kbps, offset: offset, estimate: estimate && format == "mp3")
+        self = .transcode(format: format, kbps: kbps, offset: offset, estimate: estimate)
     }
 }
