@@ -10,7 +10,9 @@ enum CredentialsTarget {
     static func run(_ bytes: [UInt8]) {
         guard let first = bytes.first else { return }
         let text = String(decoding: bytes.dropFirst(), as: UTF8.self)
-        let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }).count
+        // Words by Unicode scalar, as the netrc reader splits them: by Character, a blank followed
+        // by a combining mark is one grapheme with the word after it (the fuzzer found that).
+        let words = text.unicodeScalars.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }).count
         let entries = Netrc.entries(text)
         // Each entry takes at least six words (machine, login, password and their values).
         require(entries.count * 6 <= words, "\(entries.count) entries from \(words) words")
