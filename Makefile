@@ -5,22 +5,17 @@ BUILD_FLAGS ?=
 MEDIA_DIR := media/out
 LOSSLESS_DIR := media/lossless
 
-.PHONY: all deps web build release media media-long demo test fuzz fuzz-smoke sanitize bench clean
+.PHONY: all deps build release media media-long demo test fuzz fuzz-smoke sanitize bench clean
 
 all: build
 
 deps:
 	@scripts/deps.sh
 
-# The page's files (Sources/Web) into Sources/Server/Routes/WebAssets.swift (committed; a test
-# fails when it is stale).
-web:
-	@scripts/embed-web.sh
-
-build: deps web
+build: deps
 	$(SWIFT) build $(BUILD_FLAGS)
 
-release: deps web
+release: deps
 	$(SWIFT) build -c release $(BUILD_FLAGS)
 
 media: deps
@@ -39,7 +34,7 @@ demo: deps media release
 # Expected time after the build: within 240 s on 2 idle cores (about 330 s of CPU), plus the
 # fuzz smoke run. Tests that wait (the end-to-end ones) run on threads of their own, six at a time
 # (STREAM_TEST_WIDTH=N to change); STREAM_TEST_TIMES=1 prints each one's own time ("test-time").
-test: deps media web
+test: deps media
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	@mkdir -p .build
 	set -o pipefail; STREAM_MEDIA_DIR=$(CURDIR)/$(MEDIA_DIR) STREAM_LOSSLESS_DIR=$(CURDIR)/$(LOSSLESS_DIR) \

@@ -86,7 +86,7 @@ let package = Package(
                 dependencies: ["StreamHTTP", "StreamLibrary", "StreamShared", "CVips", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/Server/Subsonic"),
         .target(name: "StreamServer",
-                dependencies: ["StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamAuth", "StreamSubsonic", "StreamShared", "StreamAudio", "CLinux",
+                dependencies: ["StreamWebPage", "StreamHTTP", "StreamLibrary", "StreamHLS", "StreamRadio", "StreamAuth", "StreamSubsonic", "StreamShared", "StreamAudio", "CLinux",
                                .product(name: "Logging", package: "swift-log"), .product(name: "Atomics", package: "swift-atomics")],
                 path: "Sources/Server/Routes"),
         .target(name: "StreamClient",
@@ -101,6 +101,12 @@ let package = Package(
         // No ArgumentParser: on Linux it links FoundationEssentials (2.4 MB of RSS in every run).
         .executableTarget(name: "streamplay", dependencies: ["StreamClient", "StreamLog", .product(name: "Logging", package: "swift-log")],
                           path: "Sources/streamplay"),
+
+        // The library page's files (Sources/Web), embedded at build time: the plugin runs embedweb,
+        // which writes WebAssets.swift into the build's work directory (docs/DESIGN.md, "The page").
+        .target(name: "StreamWebPage", path: "Sources/Web", plugins: ["WebAssetsPlugin"]),
+        .executableTarget(name: "embedweb", path: "Sources/embedweb"),
+        .plugin(name: "WebAssetsPlugin", capability: .buildTool(), dependencies: ["embedweb"], path: "Plugins/WebAssetsPlugin"),
 
         // Bench only: the GPL peer (rubberband) and the program bench/dsp.sh drives.
         .target(name: "DSPPeers", dependencies: ["CRubberBand", "StreamClient", "StreamAudio"], path: "Sources/DSPPeers"),

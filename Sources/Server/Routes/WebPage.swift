@@ -1,7 +1,8 @@
 import StreamHTTP
+import StreamWebPage
 /// The library page: `index.html` at `/` and its script and style at `/web/<name>`, written as
-/// real files in Sources/Web and carried in the binary (`WebAssets`, made by
-/// scripts/embed-web.sh). Each is one constant document (strong ETag, no-cache), so its size does
+/// real files in Sources/Web and carried in the binary (`WebPageFiles`, generated from them at
+/// build time by WebAssetsPlugin). Each is one constant document (strong ETag, no-cache), so its size does
 /// not grow with the library; the page makes no request to any other origin.
 public enum WebPage {
     /// The prefix of the page's own files.
@@ -17,9 +18,8 @@ public enum WebPage {
     /// Every file by name.
     static let files: [String: File] = {
         var files: [String: File] = [:]
-        for file in WebAssets.files {
-            // The literal drops the file's last newline: put it back, so the bytes are the file's.
-            let bytes = Array((file.text + "\n").utf8)
+        for file in WebPageFiles.all {
+            let bytes = Array(file.text.utf8)
             files[file.name] = File(bytes: bytes, contentType: file.contentType, etag: JSONResponse.etag(of: bytes))
         }
         return files
