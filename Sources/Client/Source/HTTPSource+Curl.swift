@@ -62,22 +62,13 @@ extension HTTPSource {
 
     func curlFetch(limit: Int) throws -> [UInt8] {
         let easy = try easyHandle(for: name)
-        var bytes: [UInt8] = []
-        var overflowed = false
-        easy.onData = { data in
-            guard bytes.count + data.count <= limit else {
-                overflowed = true
-                return 0
-            }
-            bytes += data
-            return data.count
-        }
+        let body = CappedBody(easy, limit: limit)
         let code = easy.perform()
         let status = easy.responseCode
-        if overflowed && status == 200 { throw SourceError.tooLarge(url: name, limit: limit) }
+        if body.overflowed && status == 200 { throw SourceError.tooLarge(url: name, limit: limit) }
         guard code == CURLE_OK else { throw failure(code, easy, url: name) }
         guard status == 200 else { throw SourceError.httpStatus(status, url: name) }
-        return bytes
+        return body.bytes
     }
 
     /// `get` for https://, on the kept easy handle (one connection for a run of HLS requests).
@@ -87,23 +78,14 @@ extension HTTPSource {
         easy.reset()
         setCommonOptions(easy, url: url)
         if let range { setRange(easy, from: range.lowerBound, to: range.upperBound - 1) }
-        var collected: [UInt8] = []
-        var overflowed = false
-        easy.onData = { data in
-            guard collected.count + data.count <= limit else {
-                overflowed = true
-                return 0
-            }
-            collected += data
-            return data.count
-        }
+        let body = CappedBody(easy, limit: limit)
         let code = easy.perform()
         let status = easy.responseCode
         let finalURL = easy.effectiveURL ?? url
-        if overflowed { throw SourceError.tooLarge(url: url, limit: limit) }
+        if body.overflowed { throw SourceError.tooLarge(url: url, limit: limit) }
         guard code == CURLE_OK else { throw failure(code, easy, url: url) }
         guard status == 200 || status == 206 else { throw SourceError.httpStatus(status, url: url) }
-        var bytes = collected
+        var bytes = body.bytes
         if let range, status == 200 {
             // The server ignored Range: cut the piece out of the whole body.
             guard range.upperBound <= bytes.count else {
@@ -207,5 +189,24 @@ extension HTTPSource.Transfer {
             return CurlEasy.pause    // curl hands the same bytes again on resume
         }
         return deliver(data) ? data.count : 0
+    }
+}
+
+/// A transfer's body gathered in memory up to `limit` bytes: past it the data callback refuses the
+/// chunk, which makes curl stop the transfer (CURLE_WRITE_ERROR), and `overflowed` says so.
+private final class CappedBody {
+    private(set) var bytes: [UInt8] = []
+    private(set) var overflowed = false
+
+    /// Sets `easy`'s data callback to gather into this body.
+    init(_ easy: CurlEasy, limit: Int) {
+        easy.onData = { data in
+            guard self.bytes.count + data.count <= limit else {
+                self.overflowed = true
+                return 0
+            }
+            self.bytes += data
+            return data.count
+        }
     }
 }
