@@ -86,19 +86,16 @@ public enum DecodeWorker {
     public static func run(faultSpec: String = "") -> Int32 {
         WorkerSide.becomeExpendable()
         guard WorkerSide.writeAll(AnalyzerProtocol.frame(hello)) else { return 1 }
-        var frames = FrameAssembler()
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        var request: [UInt8]?
-        while request == nil {
-            do { request = try frames.next() } catch { return 2 }
-            if request != nil { break }
-            let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return 0 }   // the server went away before asking
-            frames.append(chunk[0..<n])
+        var requests = WorkerRequests(chunkBytes: 4096)
+        let payload: [UInt8]
+        do {
+            guard let request = try requests.next() else { return 0 }   // the server went away before asking
+            payload = request
+        } catch {
+            return 2
         }
-        if let payload = request, payload.first == waveformRequestTag { return runWaveform(payload, faultSpec: faultSpec) }
-        guard let payload = request, let parsed = try? parseRequest(payload) else { return 2 }
+        if payload.first == waveformRequestTag { return runWaveform(payload, faultSpec: faultSpec) }
+        guard let parsed = try? parseRequest(payload) else { return 2 }
         let (path, hints, channels, start) = parsed
         let fault = Fault(faultSpec, path: path)
         var samples: [Float] = []

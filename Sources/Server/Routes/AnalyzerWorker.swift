@@ -30,25 +30,20 @@ public enum AnalyzerWorker {
         WorkerSide.becomeExpendable()
         let faults = Faults(faultSpec)
         guard WorkerSide.writeAll(AnalyzerProtocol.frame(AnalyzerProtocol.hello)) else { return 1 }
-        var frames = FrameAssembler()
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        var requests = WorkerRequests(chunkBytes: 64 * 1024)
         var armed = false
         while true {
             let payload: [UInt8]
             do {
-                guard let next = try frames.next() else {
-                    // Idle until the next request: no alarm meanwhile (a worker kept for a scan
-                    // may wait long). Between the requests of a batch, the next one re-arms it.
+                // Idle until the next request: no alarm meanwhile (a worker kept for a scan may
+                // wait long). Between the requests of a batch, the next one re-arms it.
+                let next = try requests.next(beforeWaiting: {
                     if armed {
                         alarm(0)
                         armed = false
                     }
-                    let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-                    if n < 0 && errno == EINTR { continue }
-                    guard n > 0 else { return 0 }   // the server closed the pipe (or went away)
-                    frames.append(chunk[0..<n])
-                    continue
-                }
+                })
+                guard let next else { return 0 }   // the server closed the pipe (or went away)
                 payload = next
             } catch {
                 return 2

@@ -95,18 +95,10 @@ public enum CoverWorker {
         setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit)
         // A second line of defence: a decoder that loops ends even if the server is gone.
         alarm(alarmSeconds)
-        var frames = FrameAssembler()
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        var request: [UInt8]?
-        while request == nil {
-            do { request = try frames.next() } catch { return 2 }
-            if request != nil { break }
-            let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return 2 }   // the server went away before asking
-            frames.append(chunk[0..<n])
-        }
-        guard let payload = request, let (size, image) = try? parseRequest(payload) else { return 2 }
+        var requests = WorkerRequests(chunkBytes: 64 * 1024)
+        // A bad frame, or the server gone before asking: nothing to resize.
+        guard let payload = try? requests.next() else { return 2 }
+        guard let (size, image) = try? parseRequest(payload) else { return 2 }
         switch fault {
         case "trap":
             // A trap as a decoder bug would make one: a Double too large for Int.

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import StreamHTTP
+import StreamShared
 
 /// What a worker process (`streamd analyze-worker`, `streamd decode-worker`) does for itself:
 /// the kernel should take it, not the server, when memory runs out, and its crashes (which a
@@ -26,6 +27,31 @@ package enum WorkerSide {
             done += n
         }
         return true
+    }
+}
+
+/// A worker's requests as they come on stdin: each frame's payload once it has all arrived.
+package struct WorkerRequests {
+    private var frames = FrameAssembler()
+    private var chunk: [UInt8]
+
+    /// Reads stdin `chunkBytes` at a time.
+    package init(chunkBytes: Int) {
+        chunk = [UInt8](repeating: 0, count: chunkBytes)
+    }
+
+    /// The next request's payload; nil once stdin has ended (the server closed the pipe or went
+    /// away). Throws when a frame's length is past the limit. `beforeWaiting` runs before each
+    /// read that may block (a worker disarms its alarm while idle).
+    package mutating func next(beforeWaiting: () -> Void = {}) throws(FormatError) -> [UInt8]? {
+        while true {
+            if let payload = try frames.next() { return payload }
+            beforeWaiting()
+            let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return nil }
+            frames.append(chunk[0..<n])
+        }
     }
 }
 
