@@ -213,15 +213,8 @@ final class IsolatedTrackPCM: TrackPCM {
          start: DecodeStart = DecodeStart()) throws {
         self.settings = settings
         self.channels = max(1, channels)
-        // A worker that dies leaves its stdin without a reader: the request's write must fail
-        // with EPIPE, not kill this process (streamd ignores SIGPIPE anyway).
-        signal(SIGPIPE, SIG_IGN)
-        var environment = ProcessInfo.processInfo.environment
-        // A trapping worker should die at once: the backtracer would spend seconds symbolicating.
-        environment["SWIFT_BACKTRACE"] = "enable=no"
-        environment.merge(settings.environment) { _, new in new }
-        child = try ChildProcess(executable: settings.executable, arguments: settings.arguments,
-                                 environment: environment.map { "\($0.key)=\($0.value)" })
+        child = try ChildProcess.worker(executable: settings.executable, arguments: settings.arguments,
+                                        overrides: settings.environment)
         let deadline = monotonicNanos() + UInt64(settings.startSeconds * 1e9)
         let hello: [UInt8]
         do {

@@ -62,16 +62,10 @@ final class CoverResizer: Sendable {
     }
 
     private func run(_ source: [UInt8], size: Int, deadline: UInt64) throws(CoverResizeError) -> (jpeg: [UInt8], width: Int, height: Int) {
-        // A worker that dies leaves its stdin without a reader: the write must fail with EPIPE.
-        signal(SIGPIPE, SIG_IGN)
-        var environment = ProcessInfo.processInfo.environment
-        // A trapping worker should die at once: the backtracer would spend seconds symbolicating.
-        environment["SWIFT_BACKTRACE"] = "enable=no"
-        environment.merge(settings.environment) { _, new in new }
         let child: ChildProcess
         do {
-            child = try ChildProcess(executable: settings.executable, arguments: settings.arguments,
-                                     environment: environment.map { "\($0.key)=\($0.value)" })
+            child = try ChildProcess.worker(executable: settings.executable, arguments: settings.arguments,
+                                            overrides: settings.environment)
         } catch {
             throw .worker("cannot start \(settings.executable): \(error)")
         }

@@ -208,12 +208,8 @@ package final class WorkerHandle {
 
     /// Starts a worker and waits for its hello.
     init(settings: IsolatedAnalyzer.Settings) throws {
-        var environment = ProcessInfo.processInfo.environment
-        // A trapping worker should die at once: the backtracer would spend seconds symbolicating.
-        environment["SWIFT_BACKTRACE"] = "enable=no"
-        environment.merge(settings.environment) { _, new in new }
-        child = try ChildProcess(executable: settings.executable, arguments: settings.arguments,
-                                 environment: environment.map { "\($0.key)=\($0.value)" })
+        child = try ChildProcess.worker(executable: settings.executable, arguments: settings.arguments,
+                                        overrides: settings.environment)
         switch receive(deadline: monotonicNanos() + UInt64(settings.startSeconds * 1e9)) {
         case .frame(let payload) where payload == AnalyzerProtocol.hello:
             return

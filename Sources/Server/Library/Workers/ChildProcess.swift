@@ -36,6 +36,19 @@ package final class ChildProcess {
     package let errors: Int32
     private(set) var termination: Termination?
 
+    /// Starts one of streamd's workers (analysis, decoding, cover resizing): `executable` with
+    /// `arguments`, this process's environment with `overrides` on top and the backtracer off,
+    /// since a trapping worker should die at once (symbolicating would take seconds). SIGPIPE is
+    /// ignored first: a worker that dies leaves its stdin without a reader, and a write to it must
+    /// fail with EPIPE, not kill this process (streamd ignores it anyway; tests may not).
+    package static func worker(executable: String, arguments: [String], overrides: [String: String]) throws(SystemError) -> ChildProcess {
+        signal(SIGPIPE, SIG_IGN)
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment.merge(overrides) { _, new in new }
+        return try ChildProcess(executable: executable, arguments: arguments, environment: environment.map { "\($0.key)=\($0.value)" })
+    }
+
     /// Starts `executable` with `arguments` (argv[0] excluded) and `environment` ("NAME=value").
     package init(executable: String, arguments: [String], environment: [String]) throws(SystemError) {
         let stdinPipe = try Self.pipe()

@@ -31,17 +31,10 @@ struct WaveformWorkerRun {
     mutating func run(path: String, hints: TrackDecoder.Hints,
                       received: (_ rate: Int, _ pairs: [Int16]) throws(WaveformBuildError) -> Void)
         throws(WaveformBuildError) -> (rate: Int, frames: Int, last: [Int16]) {
-        // A worker that dies leaves its stdin without a reader: the request's write must fail
-        // with EPIPE, not kill this process (streamd ignores SIGPIPE anyway).
-        signal(SIGPIPE, SIG_IGN)
-        var environment = ProcessInfo.processInfo.environment
-        // A trapping worker should die at once: the backtracer would spend seconds symbolicating.
-        environment["SWIFT_BACKTRACE"] = "enable=no"
-        environment.merge(settings.environment) { _, new in new }
         let child: ChildProcess
         do {
-            child = try ChildProcess(executable: settings.executable, arguments: settings.arguments,
-                                     environment: environment.map { "\($0.key)=\($0.value)" })
+            child = try ChildProcess.worker(executable: settings.executable, arguments: settings.arguments,
+                                            overrides: settings.environment)
         } catch {
             throw WaveformBuildError(description: "cannot start the decoder: \(error)")
         }
