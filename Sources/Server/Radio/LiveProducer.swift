@@ -67,12 +67,7 @@ final class LiveProducer: @unchecked Sendable {
         lock.withLock { _ in
             stopped = true
         }
-        guard let thread else { return true }
-        guard let deadline else {
-            thread.join()
-            return true
-        }
-        return thread.join(until: Monotonic(nanoseconds: deadline))
+        return thread?.join(deadline: deadline) ?? true
     }
 
     /// Takes a new source unless one is connected (then false: the mount is in use).

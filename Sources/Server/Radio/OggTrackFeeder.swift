@@ -58,12 +58,7 @@ final class OggTrackFeeder: @unchecked Sendable {
     @discardableResult
     package func stop(deadline: UInt64?) -> Bool {
         lock.withLock { _ in stopped = true }
-        guard let thread else { return true }
-        guard let deadline else {
-            thread.join()
-            return true
-        }
-        return thread.join(until: Monotonic(nanoseconds: deadline))
+        return thread?.join(deadline: deadline) ?? true
     }
 
     private var isStopped: Bool { lock.withLock { _ in stopped } }

@@ -66,12 +66,7 @@ final class PlaylistProducer: @unchecked Sendable {
         lock.withLock { _ in
             stopped = true
         }
-        guard let thread else { return true }
-        guard let deadline else {
-            thread.join()
-            return true
-        }
-        return thread.join(until: Monotonic(nanoseconds: deadline))
+        return thread?.join(deadline: deadline) ?? true
     }
 
     /// How late the channel may fall (the thread starved, the process stopped) and still catch

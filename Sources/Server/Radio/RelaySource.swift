@@ -54,12 +54,7 @@ final class RelaySource: @unchecked Sendable {
     /// it has (a second join returns at once). A connect under way ends with its own timeout.
     @discardableResult
     package func join(deadline: UInt64?) -> Bool {
-        guard let thread else { return true }
-        guard let deadline else {
-            thread.join()
-            return true
-        }
-        return thread.join(until: Monotonic(nanoseconds: deadline))
+        return thread?.join(deadline: deadline) ?? true
     }
 
     package func stop() {

@@ -71,6 +71,17 @@ public final class NativeThread: @unchecked Sendable {
         return true
     }
 
+    /// Waits for the thread to end: until `deadline` (monotonic ns) when given, else for as long
+    /// as it takes; true once it has ended (and is joined).
+    @discardableResult
+    public func join(deadline: UInt64?) -> Bool {
+        guard let deadline else {
+            join()
+            return true
+        }
+        return join(until: Monotonic(nanoseconds: deadline))
+    }
+
     /// Whether the thread has run its closure to the end.
     public var hasFinished: Bool { state.condition.withLock { state.finished } }
 
