@@ -18,7 +18,8 @@ struct Streamd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "streamd",
         abstract: "Serve a music folder over HTTP: files with Range support, a catalog, seek indexes, HLS and a web player.",
-        subcommands: [Serve.self, Package.self, UserCommand.self, AnalyzeWorker.self, DecodeWorkerCommand.self, CoverWorkerCommand.self],
+        subcommands: [Serve.self, Package.self, UserCommand.self,
+                      WorkerCommand<AnalyzerWorker>.self, WorkerCommand<DecodeWorker>.self, WorkerCommand<CoverWorker>.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -178,15 +179,14 @@ struct Serve: ParsableCommand {
 
 extension Serve {
     func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
-        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
-        guard (0...65536).contains(hlsCacheMb) else { throw ValidationError("--hls-cache-mb must be 0...65536") }
+        try OptionCheck.range("--port", port, 0...65535)
+        try OptionCheck.atLeast("--threads", threads, 1)
+        try OptionCheck.range("--hls-cache-mb", hlsCacheMb, 0...65536)
         guard HLSLadder.parse(hlsLadder) != nil else {
             throw ValidationError("--hls-ladder must be bitrates in \(HLSLadder.kbpsRange) kbit/s separated by commas, or none")
         }
-        for (name, seconds) in [("--write-timeout", writeTimeout), ("--head-timeout", headTimeout), ("--idle-timeout", idleTimeout)]
-        where !(0.1...86_400).contains(seconds) {
-            throw ValidationError("\(name) must be 0.1...86400 seconds")
+        for (name, seconds) in [("--write-timeout", writeTimeout), ("--head-timeout", headTimeout), ("--idle-timeout", idleTimeout)] {
+            try OptionCheck.range(name, seconds, 0.1...86_400, unit: "seconds")
         }
         for spec in live {
             guard let eq = spec.firstIndex(of: "="), HLSLiveSource.isValidName(String(spec[..<eq])),
@@ -214,44 +214,28 @@ extension Serve {
         if sourcePassword != nil && sourcePasswordFile != nil {
             throw ValidationError("give --source-password or --source-password-file, not both")
         }
-        guard sourceTimeout.isFinite, (0.1...86_400).contains(sourceTimeout) else {
-            throw ValidationError("--source-timeout must be 0.1...86400 seconds")
-        }
-        guard (0...4096).contains(burstKb) else { throw ValidationError("--burst-kb must be 0...4096") }
-        guard listenerLag.isFinite, (0...3600).contains(listenerLag) else {
-            throw ValidationError("--listener-lag must be 0...3600 seconds")
-        }
-        guard analyzeTimeout.isFinite, (0.1...3600).contains(analyzeTimeout) else {
-            throw ValidationError("--analyze-timeout must be 0.1...3600 seconds")
-        }
-        guard indexAhead.isFinite, (0...604_800).contains(indexAhead) else {
-            throw ValidationError("--index-ahead must be 0...604800 seconds (a week)")
-        }
-        guard rescanInterval.isFinite, (0.5...86_400).contains(rescanInterval) else {
-            throw ValidationError("--rescan-interval must be 0.5...86400 seconds")
-        }
-        if let db, db.isEmpty { throw ValidationError("--db needs a path") }
+        try OptionCheck.range("--source-timeout", sourceTimeout, 0.1...86_400, unit: "seconds")
+        try OptionCheck.range("--burst-kb", burstKb, 0...4096)
+        try OptionCheck.range("--listener-lag", listenerLag, 0...3600, unit: "seconds")
+        try OptionCheck.range("--analyze-timeout", analyzeTimeout, 0.1...3600, unit: "seconds")
+        try OptionCheck.range("--index-ahead", indexAhead, 0...604_800, unit: "seconds (a week)")
+        try OptionCheck.range("--rescan-interval", rescanInterval, 0.5...86_400, unit: "seconds")
+        try OptionCheck.notEmpty("--db", db, "a path")
         for name in privateChannel where !RadioChannel.isValidName(name) {
             throw ValidationError("--private-channel: '\(name)' is not a channel name")
         }
-        if let analyzeWorker, analyzeWorker.isEmpty { throw ValidationError("--analyze-worker needs a program") }
-        if let decodeWorker, decodeWorker.isEmpty { throw ValidationError("--decode-worker needs a program") }
-        if let coverWorker, coverWorker.isEmpty { throw ValidationError("--cover-worker needs a program") }
-        if let coverTimeout, !(coverTimeout.isFinite && (0.1...3600).contains(coverTimeout)) {
-            throw ValidationError("--cover-timeout must be between 0.1 and 3600 seconds")
-        }
-        if let waveformTimeout, !(waveformTimeout.isFinite && (0.1...3600).contains(waveformTimeout)) {
-            throw ValidationError("--waveform-timeout must be 0.1...3600 seconds")
-        }
-        if let decodeTimeout, !(decodeTimeout.isFinite && (0.1...3600).contains(decodeTimeout)) {
-            throw ValidationError("--decode-timeout must be 0.1...3600 seconds")
-        }
-        if let scanChunk, !(1...1_000_000).contains(scanChunk) { throw ValidationError("--scan-chunk must be 1...1000000") }
-        if let maxWatches, maxWatches < 1 { throw ValidationError("--max-watches must be at least 1") }
+        try OptionCheck.notEmpty("--analyze-worker", analyzeWorker, "a program")
+        try OptionCheck.notEmpty("--decode-worker", decodeWorker, "a program")
+        try OptionCheck.notEmpty("--cover-worker", coverWorker, "a program")
+        try OptionCheck.range("--cover-timeout", coverTimeout, 0.1...3600, message: "--cover-timeout must be between 0.1 and 3600 seconds")
+        try OptionCheck.range("--waveform-timeout", waveformTimeout, 0.1...3600, unit: "seconds")
+        try OptionCheck.range("--decode-timeout", decodeTimeout, 0.1...3600, unit: "seconds")
+        try OptionCheck.range("--scan-chunk", scanChunk, 1...1_000_000)
+        try OptionCheck.atLeast("--max-watches", maxWatches, 1)
         if quiet && verbose { throw ValidationError("--quiet and --verbose exclude each other") }
-        guard (0...1_048_576).contains(transcodeCacheMb) else { throw ValidationError("--transcode-cache-mb must be 0...1048576") }
-        if let transcodeJobs, !(1...1024).contains(transcodeJobs) { throw ValidationError("--transcode-jobs must be 1...1024") }
-        if let transcodeCache, transcodeCache.isEmpty { throw ValidationError("--transcode-cache needs a folder") }
+        try OptionCheck.range("--transcode-cache-mb", transcodeCacheMb, 0...1_048_576)
+        try OptionCheck.range("--transcode-jobs", transcodeJobs, 1...1024)
+        try OptionCheck.notEmpty("--transcode-cache", transcodeCache, "a folder")
     }
 
     func run() throws {
@@ -410,8 +394,7 @@ extension Serve {
         settings.cacheBytes = transcodeCacheMb << 20
         if let transcodeJobs { settings.jobs = transcodeJobs }
         settings.queueLength = max(2, settings.jobs)
-        if let decodeWorker { settings.decodeWorker.executable = decodeWorker }
-        if let decodeTimeout { settings.decodeWorker.unitSeconds = decodeTimeout }
+        settings.decodeWorker = decodeWorkerSettings(settings.decodeWorker, seconds: decodeTimeout)
         do {
             return try TranscodeService(settings: settings, catalog: catalog, logger: Logger(label: "streamd.transcode"))
         } catch {
@@ -438,8 +421,7 @@ extension Serve {
             settings.burstBytes = burstKb * 1024
             settings.ringBytes = max(settings.ringBytes, settings.burstBytes * 2)
             settings.listenerLagSeconds = listenerLag
-            if let decodeWorker { settings.decodeWorker.executable = decodeWorker }
-            if let decodeTimeout { settings.decodeWorker.unitSeconds = decodeTimeout }
+            settings.decodeWorker = decodeWorkerSettings(settings.decodeWorker, seconds: decodeTimeout)
             let service = RadioService(settings: settings, logger: radioLogger)
             for text in channel {
                 do {
@@ -484,8 +466,16 @@ extension Serve {
     /// a silent one is given; they are kept beside the catalog database.
     func waveformSettings() -> WaveformSettings {
         var settings = WaveformSettings()
-        if let decodeWorker { settings.worker.executable = decodeWorker }
-        if let waveformTimeout { settings.worker.unitSeconds = waveformTimeout }
+        settings.worker = decodeWorkerSettings(settings.worker, seconds: waveformTimeout)
+        return settings
+    }
+
+    /// A decode worker's `settings` (transcodes, radio channels, waveforms) with the program
+    /// `--decode-worker` names and, when given, the `seconds` it may stay silent.
+    func decodeWorkerSettings(_ settings: DecodeWorker.Settings, seconds: Double?) -> DecodeWorker.Settings {
+        var settings = settings
+        if let decodeWorker { settings.executable = decodeWorker }
+        if let seconds { settings.unitSeconds = seconds }
         return settings
     }
 
@@ -589,64 +579,84 @@ extension Package {
     }
 }
 
-/// `streamd analyze-worker`: the child process that analyzes files for the catalog (hidden;
-/// streamd starts it through /proc/self/exe and talks to it over pipes).
-struct AnalyzeWorker: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: AnalyzerWorker.subcommand,
-        abstract: "Internal: analyze files named on stdin for a streamd server.",
-        shouldDisplay: false)
+/// A worker program streamd starts as itself (through /proc/self/exe) with a hidden subcommand,
+/// and talks to over pipes: its subcommand, its fault-drill option, and its entry point.
+protocol WorkerProgram {
+    /// The subcommand (`analyze-worker`, ...).
+    static var subcommand: String { get }
+    /// The fault-drill option (`--fault`).
+    static var faultOption: String { get }
+    /// What the hidden help says the worker does.
+    static var abstract: String { get }
+    /// The fault drills its option takes.
+    static var faultHelp: String { get }
+    /// Runs the worker with the drill `fault` (empty: none); returns the exit status.
+    static func runWorker(fault: String) -> Int32
+}
 
-    @Option(name: .customLong(String(AnalyzerWorker.faultOption.dropFirst(2))),
-            help: ArgumentHelp("Fault drill: trap:NAME, hang:NAME, walktrap:NAME, walkhang:NAME, delay:MS (comma-separated).",
-                               valueName: "SPEC", visibility: .hidden))
+extension AnalyzerWorker: WorkerProgram {
+    static let abstract = "Internal: analyze files named on stdin for a streamd server."
+    static let faultHelp = "Fault drill: trap:NAME, hang:NAME, walktrap:NAME, walkhang:NAME, delay:MS (comma-separated)."
+    static func runWorker(fault: String) -> Int32 { run(faultSpec: fault) }
+}
+
+extension DecodeWorker: WorkerProgram {
+    static let abstract = "Internal: decode the track named on stdin for a streamd radio channel."
+    static let faultHelp = "Fault drill: trap:NAME, hang:NAME, slow:NAME (waveforms; comma-separated)."
+    static func runWorker(fault: String) -> Int32 { run(faultSpec: fault) }
+}
+
+extension CoverWorker: WorkerProgram {
+    static let abstract = "Internal: resize the picture given on stdin for a streamd server."
+    static let faultHelp = "Fault drill: trap, hang or garbage."
+    static func runWorker(fault: String) -> Int32 { run(fault: fault) }
+}
+
+/// `streamd analyze-worker`, `decode-worker`, `cover-worker`: a worker's child process (hidden).
+struct WorkerCommand<Worker: WorkerProgram>: ParsableCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(commandName: Worker.subcommand, abstract: Worker.abstract, shouldDisplay: false)
+    }
+
+    @Option(name: .customLong(String(Worker.faultOption.dropFirst(2))),
+            help: ArgumentHelp(Worker.faultHelp, valueName: "SPEC", visibility: .hidden))
     var fault = ""
 }
 
-extension AnalyzeWorker {
+extension WorkerCommand {
     func run() throws {
-        let status = AnalyzerWorker.run(faultSpec: fault)
+        let status = Worker.runWorker(fault: fault)
         if status != 0 { throw ExitCode(status) }
     }
 }
 
-/// `streamd decode-worker`: the child process that decodes one track for a transcoding radio
-/// channel (hidden; streamd starts it through /proc/self/exe and reads its samples from a pipe).
-struct DecodeWorkerCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: DecodeWorker.subcommand,
-        abstract: "Internal: decode the track named on stdin for a streamd radio channel.",
-        shouldDisplay: false)
-
-    @Option(name: .customLong(String(DecodeWorker.faultOption.dropFirst(2))),
-            help: ArgumentHelp("Fault drill: trap:NAME, hang:NAME, slow:NAME (waveforms; comma-separated).", valueName: "SPEC", visibility: .hidden))
-    var fault = ""
-}
-
-extension DecodeWorkerCommand {
-    func run() throws {
-        let status = DecodeWorker.run(faultSpec: fault)
-        if status != 0 { throw ExitCode(status) }
+/// How an option's value is checked: one line per option in `validate()`, the error naming the
+/// option and what it takes.
+enum OptionCheck {
+    /// Throws "NAME must be LOW...HIGH[ UNIT]" (or `message`) unless `value` is nil or within
+    /// `bounds` (NaN and infinities never are).
+    static func range<Value: Comparable>(_ name: String, _ value: Value?, _ bounds: ClosedRange<Value>,
+                                         unit: String = "", message: String? = nil) throws {
+        guard let value, !bounds.contains(value) else { return }
+        throw ValidationError(message ?? "\(name) must be \(shown(bounds.lowerBound))...\(shown(bounds.upperBound))"
+                              + (unit.isEmpty ? "" : " \(unit)"))
     }
-}
 
-/// `streamd cover-worker`: the child process that resizes one cover picture for Subsonic's
-/// getCoverArt (hidden; streamd starts it through /proc/self/exe and talks to it over pipes).
-struct CoverWorkerCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: CoverWorker.subcommand,
-        abstract: "Internal: resize the picture given on stdin for a streamd server.",
-        shouldDisplay: false)
+    /// Throws "NAME must be at least LOW" unless `value` is nil or at least `low`.
+    static func atLeast<Value: Comparable>(_ name: String, _ value: Value?, _ low: Value) throws {
+        guard let value, value < low else { return }
+        throw ValidationError("\(name) must be at least \(shown(low))")
+    }
 
-    @Option(name: .customLong(String(CoverWorker.faultOption.dropFirst(2))),
-            help: ArgumentHelp("Fault drill: trap, hang or garbage.", valueName: "SPEC", visibility: .hidden))
-    var fault = ""
-}
+    /// Throws "NAME needs WHAT" when `value` is given but empty.
+    static func notEmpty(_ name: String, _ value: String?, _ what: String) throws {
+        if let value, value.isEmpty { throw ValidationError("\(name) needs \(what)") }
+    }
 
-extension CoverWorkerCommand {
-    func run() throws {
-        let status = CoverWorker.run(fault: fault)
-        if status != 0 { throw ExitCode(status) }
+    /// A bound as the help text writes it: whole numbers without a decimal point (86400, not 86400.0).
+    static func shown<Value>(_ bound: Value) -> String {
+        let text = "\(bound)"
+        return text.hasSuffix(".0") ? String(text.dropLast(2)) : text
     }
 }
 
