@@ -12,7 +12,9 @@ import TestSupport
 ///
 /// What the players do (measured, see docs/DESIGN.md "HLS renditions"):
 /// - GStreamer's hlsdemux2 switches at a segment boundary, gapless: one offset over the whole
-///   output (its 1,105 frames of MP3 priming, which packed audio has no way to trim).
+///   output (its 1,105 frames of MP3 priming, which packed audio has no way to trim). Only within
+///   one codec: from Opus (fMP4) to MP3 it stalls, on ffmpeg's own ladders too (not tested here:
+///   a stall is only seen as a timeout).
 /// - mpv switching `aid` between MP3 variants refresh-seeks the new stream to its playback position,
 ///   which lags what it has already written out by a few tenths of a second: that much is heard twice,
 ///   nothing is lost. ffmpeg's own `-f hls` MP3 ladder does the same.
