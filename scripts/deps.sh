@@ -19,6 +19,7 @@ PACKAGES=(
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good      # gst-launch-1.0, souphttpsrc against streamd
   gstreamer1.0-plugins-bad                                                    # hlsdemux2/faad: a strict HLS client in tests
   gstreamer1.0-plugins-base-apps                                              # gst-discoverer-1.0
+  python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0               # Tests/hls/gst_switch.py: drives hlsdemux2's connection-speed mid-track
   chromium chromium-driver fonts-dejavu-core                                  # the web page, tested in a real browser
   mpv vlc-bin vlc-plugin-base                                                 # players that open streamd's playlists in tests
   wrk                                                                         # HTTP load generator: bench/library-api.sh
