@@ -530,6 +530,7 @@ public struct HLSTrackPlan: Sendable {
     /// `growing`: an EVENT playlist without ENDLIST, for an encode under way (its whole segments so far).
     public func mediaPlaylist(query: String, growing: Bool = false) -> HLSMediaPlaylist {
         var playlist = HLSMediaPlaylist(targetDuration: targetDuration, playlistType: growing ? .event : .vod, endList: !growing)
+        if growing { playlist.startOffset = 0 }
         if kind == .fmp4 { playlist.mapURI = "init.mp4" + query }
         playlist.segments = spans.indices.map { HLSSegmentEntry(duration: spans[$0].duration, uri: segmentName($0) + query) }
         return playlist
