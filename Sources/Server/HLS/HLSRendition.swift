@@ -160,7 +160,9 @@ extension HLSTrackPlan {
     static func rendition(_ rendition: HLSRendition, file: some RandomAccessBytes, etag: String, version: String,
                           expectedSamples: Int?, complete: Bool) throws -> HLSTrackPlan {
         switch rendition.codec {
-        case .mp3: return try mp3Rendition(file: file, etag: etag, version: version, kbps: rendition.kbps, complete: complete)
+        case .mp3:
+            return try mp3Rendition(file: file, etag: etag, version: version, kbps: rendition.kbps, expectedSamples: expectedSamples,
+                                    complete: complete)
         case .opus:
             return try opusRendition(file: file, etag: etag, version: version, kbps: rendition.kbps, expectedSamples: expectedSamples,
                                      complete: complete)
@@ -169,7 +171,8 @@ extension HLSTrackPlan {
 
     /// MP3 at 48 kHz as packed audio, cut by `RenditionGrid.mp3Cuts`. Segment 0 carries
     /// `MP3InfoFrame.startOnly` in place of the file's Info frame (see `headFrame`).
-    static func mp3Rendition(file: some RandomAccessBytes, etag: String, version: String, kbps: Int, complete: Bool) throws -> HLSTrackPlan {
+    static func mp3Rendition(file: some RandomAccessBytes, etag: String, version: String, kbps: Int, expectedSamples: Int?,
+                             complete: Bool) throws -> HLSTrackPlan {
         let cuts = try RenditionGrid.mp3Cuts(file)
         var spans = cuts.spans
         if !complete { spans.removeLast() }
@@ -178,10 +181,11 @@ extension HLSTrackPlan {
                                 targetDuration: targetSeconds, codec: "mp4a.40.34",
                                 audioRange: first.start..<(complete ? cuts.audioEnd : first.end), initSegment: nil, framing: nil,
                                 timescale: 90_000)
+        // The Info frame's own header and length (a frame splitter would skip an Info frame).
         let header = try file.read(at: first.start, count: 4)
-        var splitter = AudioFrameSplitter(codec: .mpeg)
-        guard header.count == 4, case .frame(let frame)? = try? splitter.next(in: try file.read(at: first.start, count: 2048)[...], isComplete: true),
-              let head = MP3InfoFrame.startOnly(header: header, length: frame.length, encoderDelay: HLSRendition.lameDelay, kbps: kbps) else {
+        guard let length = MP3InfoFrame.frameLength(header),
+              let head = MP3InfoFrame.startOnly(header: header, length: length, encoderDelay: HLSRendition.lameDelay, kbps: kbps,
+                                                expectedSamples: expectedSamples ?? 0) else {
             throw HLSError.invalid("the MP3 rendition does not start with a frame")
         }
         plan.headFrame = head
@@ -231,16 +235,22 @@ extension HLSTrackPlan {
 /// encode ends: LAME writes a placeholder frame first and its real Info + LAME tag (frame count,
 /// byte count, end padding) only at the end, so a segment 0 served while the encode runs would
 /// differ from the one served after. This frame says only what is known at the start: "Info"
-/// (CBR), no counts, and a LAME tag with the encoder's delay and no end padding, so players trim
-/// the delay (1,105 samples with the decoder's) exactly as before and keep the last frame whole.
+/// (CBR), the byte count the track's length predicts (without a count, ffmpeg takes the frame
+/// for audio: a frame of silence in front), no frame count, and a LAME tag with the encoder's
+/// delay and no end padding. Players trim the delay (1,105 samples with the decoder's) exactly as
+/// before and keep the last frame whole.
 enum MP3InfoFrame {
     /// A frame of `length` bytes with `header` (MPEG-1 layer III, no CRC); nil for another header.
-    static func startOnly(header: [UInt8], length: Int, encoderDelay: Int, kbps: Int) -> [UInt8]? {
+    static func startOnly(header: [UInt8], length: Int, encoderDelay: Int, kbps: Int, expectedSamples: Int) -> [UInt8]? {
         guard header.count == 4, header[0] == 0xFF, header[1] & 0xFE == 0xFA, header[1] & 0x01 == 1 else { return nil }
         let mono = header[3] >> 6 == 3
         var frame = header
         frame += [UInt8](repeating: 0, count: mono ? 17 : 32)       // side information: nothing to decode
-        frame += Array("Info".utf8) + [0, 0, 0, 0]                  // CBR; no frame count, byte count, TOC or quality
+        // The frames the encode will have (the delay and the encoder's flush frame included), in bytes.
+        let frames = (max(0, expectedSamples) + encoderDelay + 1151) / 1152 + 2
+        let bytes = UInt32(clamping: max(1, frames * length))
+        frame += Array("Info".utf8) + [0, 0, 0, 2]                  // CBR; the byte count only (no frames, TOC or quality)
+        frame += [UInt8(bytes >> 24), UInt8((bytes >> 16) & 0xFF), UInt8((bytes >> 8) & 0xFF), UInt8(bytes & 0xFF)]
         frame += Array("LAME3.100".utf8)
         frame += [0x01, 0]                                          // tag revision 0, CBR; no lowpass given
         frame += [0, 0, 0, 0, 0, 0, 0, 0, 0]                        // peak, radio and audiophile gain, flags and ATH
@@ -252,6 +262,16 @@ enum MP3InfoFrame {
         frame += [UInt8(crc >> 8), UInt8(crc & 0xFF)]
         guard frame.count <= length else { return nil }
         return frame + [UInt8](repeating: 0, count: length - frame.count)
+    }
+
+    /// The length of the MPEG-1 layer III frame `header` starts (nil for anything else).
+    static func frameLength(_ header: [UInt8]) -> Int? {
+        guard header.count == 4, header[0] == 0xFF, header[1] & 0xFE == 0xFA else { return nil }
+        let kbpsTable = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 0]
+        let rates = [44_100, 48_000, 32_000, 0]
+        let kbps = kbpsTable[Int(header[2] >> 4)], rate = rates[Int((header[2] >> 2) & 3)]
+        guard kbps > 0, rate > 0 else { return nil }
+        return 144_000 * kbps / rate + Int((header[2] >> 1) & 1)
     }
 
     /// CRC-16 of the LAME tag (polynomial 0x8005, bits reflected, from 0): over the frame before it.

@@ -29,6 +29,13 @@ public enum RenditionGrid {
                     throw FormatError.invalid(component: "MP3 rendition", reason: "a frame of \(frame.samples) samples at \(frame.sampleRate) Hz (48 kHz wanted)",
                                               offset: reader.position)
                 }
+                // An encode in progress holds LAME's blank placeholder (a header, then zeros) where
+                // the finished file has its Info frame, which the splitter skips: so is this.
+                if frameStarts.isEmpty, reader.position == firstByte, frame.length <= bytes.count,
+                   bytes.dropFirst(4).prefix(frame.length - 4).allSatisfy({ $0 == 0 }) {
+                    reader.position += frame.length
+                    continue
+                }
                 frameStarts.append(reader.position)
                 reader.position += frame.length
                 audioEnd = reader.position
