@@ -225,4 +225,45 @@ import Glibc
         #expect(try Self.fetch(server, "/hls/slow.flac/mp3-64/index.m3u8").status == 200)
         #expect(server.process.isRunning)
     }
+
+    /// Parked requests hold no thread: 48 requests for a segment of a slow encode that is seconds
+    /// away (more than the blocking pool's threads) wait, while `/api/status` (made on that pool)
+    /// and a segment already encoded keep answering at once on the server's one event loop; then
+    /// every parked request gets its segment.
+    @Test func parkedRequests_holdNoThread() throws {
+        let root = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let server = try StreamdProcess(folder: root.appendingPathComponent("music"),
+                                        extraArguments: ["--quiet", "--threads", "1", "--transcode-cache", root.appendingPathComponent("cache").path,
+                                                         "--hls-ladder", "64"],
+                                        decoderFault: "slow:slow.flac")
+        defer { _ = server.stop() }
+        let base = "/hls/slow.flac/mp3-64/"
+        let first = try Self.fetch(server, base + "index.m3u8")
+        let text = HLSServerTests.text(first)
+        #expect(first.status == 200 && text.contains("EVENT"), "\(text)")
+        let seg0 = try #require(Self.segments(text).first?.uri)
+        let last = seg0.replacingOccurrences(of: "seg-0.", with: "seg-2.")
+        var parked: [RawConnection] = []
+        for _ in 0..<48 {
+            let connection = try RawConnection(port: server.port, timeout: 30)
+            try connection.sendAll("GET \(base)\(last) HTTP/1.1\r\nHost: x\r\n\r\n")
+            parked.append(connection)
+        }
+        var slowest = 0.0
+        for _ in 0..<20 {
+            let start = Date()
+            #expect(try Self.fetch(server, "/api/status").status == 200)
+            #expect(try Self.fetch(server, base + seg0).status == 200)
+            slowest = max(slowest, Date().timeIntervalSince(start))
+        }
+        // The slow encode reaches segment 3 seconds later: nothing above waited for it.
+        let still = try Self.fetch(server, base + "index.m3u8")
+        #expect(!HLSServerTests.text(still).contains("ENDLIST"), "the encode was still running while the loop answered")
+        #expect(slowest < TestTiming.seconds(1), "a request behind 48 parked ones took \(slowest) s")
+        for connection in parked {
+            let answer = try connection.readResponse()
+            #expect(answer.status == 200 && answer.body.count > 1000, "a parked request: \(answer.statusLine)")
+        }
+    }
 }
