@@ -173,7 +173,7 @@ extension HLSTrackPlan {
     /// `MP3InfoFrame.startOnly` in place of the file's Info frame (see `headFrame`).
     static func mp3Rendition(file: some RandomAccessBytes, etag: String, version: String, kbps: Int, expectedSamples: Int?,
                              complete: Bool) throws -> HLSTrackPlan {
-        let cuts = try RenditionGrid.mp3Cuts(file)
+        let cuts = try RenditionGrid.mp3Cuts(file, inProgress: !complete)
         var spans = cuts.spans
         if !complete { spans.removeLast() }
         guard let first = spans.first else { throw HLSError.invalid("no whole segment yet") }
