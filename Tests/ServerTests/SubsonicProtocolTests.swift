@@ -139,6 +139,52 @@ import StreamHTTP
         #expect(failed.contains("\"status\":\"failed\"") && failed.contains("\"error\":{\"code\":70,\"message\":\"Album not found\"}"), "\(failed)")
     }
 
+    @Test func writtenAlbumItems_byteForByteTheElements() {
+        let plain = SubsonicAlbum(id: 5, sid: "al-0123456789abcdef", title: "Tab\there & \"quoted\" <x>", artist: "Ünïcode Ärtist",
+                                  artistSid: "ar-1", songCount: 3, duration: 181.6, year: 1999, created: 1_700_000_000, genre: "Rock")
+        var bare = SubsonicAlbum(id: 6, sid: "al-2", title: "Bare", artist: "", artistSid: nil, songCount: 0, duration: 0,
+                                 year: nil, created: 0, genre: nil)
+        bare.marks = SubsonicMarks(starredAt: 1_700_000_100, rating: 4, playCount: 7, playedAt: 1_700_000_200)
+        var starred = plain
+        starred.marks = SubsonicMarks(starredAt: 1_700_000_000, rating: nil, playCount: 2, playedAt: nil)
+        let albums = [plain, bare, starred, plain]
+        let table = SubsonicAlbumTable()
+        for id3 in [true, false] {
+            var expected = SubsonicElement(), written = SubsonicElement()
+            expected.add("album", list: albums.map { id3 ? SubsonicItems.album($0) : SubsonicItems.albumChild($0) })
+            written.add("album", written: table.items(albums, id3: id3))
+            // Twice: the second time from the kept bytes.
+            var again = SubsonicElement()
+            again.add("album", written: table.items(albums, id3: id3))
+            for body in [written, again] {
+                #expect(SubsonicWriter.jsonBytes(ok: true, body: body) == SubsonicWriter.jsonBytes(ok: true, body: expected), "id3 \(id3)")
+                #expect(SubsonicWriter.xmlBytes(ok: true, body: body) == SubsonicWriter.xmlBytes(ok: true, body: expected), "id3 \(id3)")
+            }
+        }
+        // An element with no fixed attributes: the marks are its first members, and nothing else moves.
+        var children = SubsonicElement(text: "t")
+        children.add("genres", list: [SubsonicElement([("name", .string("x"))])])
+        let fixed = SubsonicWrittenElement(name: "album", children)
+        for extra in [[], [("playCount", SubsonicValue.int(1))]] {
+            var expected = children
+            expected.attributes = extra
+            var a = SubsonicElement(), b = SubsonicElement()
+            a.add("album", list: [expected])
+            b.add("album", written: [SubsonicWrittenItem(fixed, attributes: extra)])
+            #expect(SubsonicWriter.json(ok: true, body: a) == SubsonicWriter.json(ok: true, body: b))
+            #expect(SubsonicWriter.xml(ok: true, body: a) == SubsonicWriter.xml(ok: true, body: b))
+        }
+    }
+
+    @Test func jsonStrings_escapedAsBefore() {
+        var out: [UInt8] = []
+        SubsonicWriter.writeJSONString("a\"b\\c\n\r\t\u{1}é\u{1F}z", to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == #""a\"b\\c\n\r\t\u0001é\u001fz""#)
+        out = []
+        SubsonicWriter.writeJSONString("", to: &out)
+        #expect(out == Array(#""""#.utf8))
+    }
+
     @Test func nameIndex_everyWordAPrefix_foldedAndInIDOrder() {
         let index = SubsonicNameIndex([(7, "Silver River"), (3, "River Deep"), (9, "Café Noël"), (4, "riverside"), (12, "The Rivers")])
         func ids(_ query: String) -> [Int] { index.ids(matching: SubsonicNameIndex.words(query)) }

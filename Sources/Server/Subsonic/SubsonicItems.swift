@@ -81,6 +81,15 @@ enum SubsonicItems {
 
     /// An album (AlbumID3), with `songs` when given (AlbumID3WithSongs).
     static func album(_ album: SubsonicAlbum, songs: [SubsonicSong]? = nil) -> SubsonicElement {
+        var e = albumFixed(album)
+        marks(album.marks, into: &e)
+        if let songs { e.add("song", list: songs.map(song)) }
+        return e
+    }
+
+    /// An album (AlbumID3) without anyone's marks or songs: the same for every user (what
+    /// `SubsonicAlbumTable` writes once). Its attributes come before the marks', its children after.
+    static func albumFixed(_ album: SubsonicAlbum) -> SubsonicElement {
         var e = SubsonicElement([
             ("id", .string(album.sid)), ("name", .string(album.title)), ("artist", .string(album.artist)),
             ("artistId", .optional(album.artistSid)), ("coverArt", .string(album.sid)), ("songCount", .int(album.songCount)),
@@ -88,15 +97,20 @@ enum SubsonicItems {
             ("year", .optional(album.year)), ("genre", .optional(album.genre)), ("displayArtist", .string(album.artist)),
             ("sortName", .string(album.title)), ("isCompilation", .bool(false)),
         ])
-        marks(album.marks, into: &e)
         e.add("genres", list: album.genre.map { [SubsonicElement([("name", .string($0))])] } ?? [])
-        if let songs { e.add("song", list: songs.map(song)) }
         return e
     }
 
     /// An album as a directory entry (Child with isDir), for the folder-based calls.
     static func albumChild(_ album: SubsonicAlbum) -> SubsonicElement {
-        var e = SubsonicElement([
+        var e = albumChildFixed(album)
+        marks(album.marks, into: &e)
+        return e
+    }
+
+    /// `albumChild` without anyone's marks.
+    static func albumChildFixed(_ album: SubsonicAlbum) -> SubsonicElement {
+        SubsonicElement([
             ("id", .string(album.sid)), ("parent", .optional(album.artistSid)), ("isDir", .bool(true)),
             ("title", .string(album.title)), ("name", .string(album.title)), ("album", .string(album.title)),
             ("artist", .string(album.artist)), ("year", .optional(album.year)), ("genre", .optional(album.genre)),
@@ -104,8 +118,13 @@ enum SubsonicItems {
             ("created", .string(date(album.created))), ("albumId", .string(album.sid)), ("artistId", .optional(album.artistSid)),
             ("songCount", .int(album.songCount)), ("mediaType", .string("album")),
         ])
-        marks(album.marks, into: &e)
-        return e
+    }
+
+    /// The attributes `marks(_:into:)` adds, in its order.
+    static func markAttributes(_ marks: SubsonicMarks) -> [(String, SubsonicValue)] {
+        var e = SubsonicElement()
+        self.marks(marks, into: &e)
+        return e.attributes
     }
 
     /// An artist (ArtistID3).
