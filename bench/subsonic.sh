@@ -5,7 +5,8 @@
 #     getAlbumList2 (50 albums at random offsets, alphabeticalByName and newest), search3 with a new
 #     query each request, and beside them /api/search with a new query (the peer in the same run);
 #     ping with token auth (md5(password + salt) on every request); target p99 <= 20 ms (lists,
-#     search) and <= 2 ms (ping);
+#     search) and <= 2 ms (ping); and ping's peer, nginx serving a static 200-byte file with the
+#     same wrk setup (what 64 connections on these cores allow at all), with the ratios;
 #   - a full sync as clients do it: search3 with the empty query, songs in pages of 500 until
 #     the library is listed (target <= 10 s for 100,000);
 #   - getCoverArt?size=300 for albums with covers: cold (resized now) and cached, per request (this

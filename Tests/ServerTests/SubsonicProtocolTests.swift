@@ -176,6 +176,15 @@ import StreamHTTP
         }
     }
 
+    @Test func dates_asISO8601InUTC() {
+        let reference = ISO8601DateFormatter()
+        reference.timeZone = TimeZone(identifier: "UTC")
+        for seconds in [0, 59, 86_399, 951_782_400, 1_700_000_000, 4_102_444_799, -1] {
+            #expect(SubsonicItems.date(seconds) == reference.string(from: Date(timeIntervalSince1970: TimeInterval(seconds))), "\(seconds)")
+        }
+        #expect(SubsonicItems.date(-62_135_596_801).hasPrefix("0-12-31T23:59:59Z"))
+    }
+
     @Test func jsonStrings_escapedAsBefore() {
         var out: [UInt8] = []
         SubsonicWriter.writeJSONString("a\"b\\c\n\r\t\u{1}é\u{1F}z", to: &out)
@@ -186,9 +195,11 @@ import StreamHTTP
     }
 
     @Test func nameIndex_everyWordAPrefix_foldedAndInIDOrder() {
-        let index = SubsonicNameIndex([(7, "Silver River"), (3, "River Deep"), (9, "Café Noël"), (4, "riverside"), (12, "The Rivers")])
+        let index = SubsonicNameIndex([(7, "Silver River"), (3, "River Deep"), (9, "Café Noël"), (4, "riverside"), (12, "The Rivers"),
+                                       (13, "Rio Rivers river")])
         func ids(_ query: String) -> [Int] { index.ids(matching: SubsonicNameIndex.words(query)) }
-        #expect(ids("ri") == [3, 4, 7, 12])
+        #expect(ids("ri") == [3, 4, 7, 12, 13], "each id once, however many of its words match")
+        #expect(ids("rio riv") == [13])
         #expect(ids("RIV sil") == [7])
         #expect(ids("sil riv") == [7])
         #expect(ids("cafe") == [9] && ids("NOEL") == [9] && ids("café noë") == [9])

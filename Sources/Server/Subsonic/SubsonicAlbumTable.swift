@@ -6,10 +6,13 @@ import StreamLibrary
 /// each album's list item written once, in both wire forms, the first time an answer shows it
 /// (`SubsonicWrittenElement`, about 1 KB an album). A page of getAlbumList2 was 50 point
 /// lookups of three joined rows and 50 elements built and written afresh, most of its 440 µs;
-/// now it is 50 dictionary reads, the page's marks (one statement) and bytes copied.
+/// now it is 50 dictionary reads, the page's marks (one statement) and bytes copied. While the
+/// catalog changes (a scan writes several times a second) the table is read again at most once
+/// a second (tens of ms at 100,000 tracks); calls in between read their albums by id.
 final class SubsonicAlbumTable: Sendable {
     private struct Table {
         var generation: UInt64
+        var readAt: Monotonic
         var byID: [Int: SubsonicAlbum]
         /// Written items by album id and form (AlbumID3, or Child for the folder calls), each
         /// beside the album it was written from: used only for that same album.
@@ -23,23 +26,36 @@ final class SubsonicAlbumTable: Sendable {
 
     private let table = Lock<Table?>(nil)
 
-    /// The albums of `ids` in that order, without marks (ids without an album left out).
-    func albums(ids: [Int], store: LibraryStore) throws(SQLiteError) -> [SubsonicAlbum] {
-        let byID = try current(store)
-        return ids.compactMap { byID[$0] }
+    /// Least time between two reads of the table.
+    static let rereadNanos: UInt64 = 1_000_000_000
+
+    /// The albums of `ids` in that order, with `user`'s marks (ids without an album left out).
+    func albums(ids: [Int], user: Int, store: LibraryStore) throws(SQLiteError) -> [SubsonicAlbum] {
+        let library = SubsonicLibrary(store: store)
+        guard !ids.isEmpty else { return [] }
+        guard let byID = try current(store) else { return try library.albums(ids: ids, user: user) }
+        return try library.marked(ids.compactMap { byID[$0] }, user: user)
     }
 
-    /// The albums read for this generation of the catalog, read now if it moved.
-    private func current(_ store: LibraryStore) throws(SQLiteError) -> [Int: SubsonicAlbum] {
+    /// The albums read for this generation of the catalog, read now if it moved (nil: it moved
+    /// again less than `rereadNanos` after the last read).
+    private func current(_ store: LibraryStore) throws(SQLiteError) -> [Int: SubsonicAlbum]? {
         let generation = store.generation
-        if let byID = table.withLock({ $0?.generation == generation ? $0?.byID : nil }) { return byID }
-        // Read outside the lock (tens of ms at 100,000 tracks): calls meanwhile read their own.
+        let now = Monotonic.now
+        let kept: (byID: [Int: SubsonicAlbum]?, recent: Bool) = table.withLock { table in
+            guard let table else { return (nil, false) }
+            if table.generation == generation { return (table.byID, true) }
+            return (nil, now.nanoseconds &- table.readAt.nanoseconds < Self.rereadNanos)
+        }
+        if let byID = kept.byID { return byID }
+        if kept.recent { return nil }
+        // Read outside the lock: calls meanwhile read their own.
         let rows = try store.read { db throws(SQLiteError) in try db.query(SubsonicLibrary.albumSelect, row: SubsonicLibrary.album) }
         var byID: [Int: SubsonicAlbum] = [:]
         byID.reserveCapacity(rows.count)
         for album in rows { byID[album.id] = album }
         table.withLock { table in
-            if table == nil || table?.generation != generation { table = Table(generation: generation, byID: byID) }
+            if table?.generation != generation { table = Table(generation: generation, readAt: now, byID: byID) }
         }
         return byID
     }

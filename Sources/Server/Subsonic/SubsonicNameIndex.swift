@@ -33,6 +33,20 @@ struct SubsonicNameIndex: Sendable {
     /// The ids whose name has a word beginning with each of `terms`, ascending; empty for no terms.
     func ids(matching terms: [[UInt8]]) -> [Int] {
         guard !terms.isEmpty else { return [] }
+        // One word (most searches): its ids gathered, sorted and made unique, no set.
+        if terms.count == 1 {
+            var matching: [Int] = []
+            var i = lowerBound(terms[0])
+            while i < words.count, words[i].starts(with: terms[0]) {
+                matching.append(ids[i])
+                i += 1
+            }
+            matching.sort()
+            var unique: [Int] = []
+            unique.reserveCapacity(matching.count)
+            for id in matching where id != unique.last { unique.append(id) }
+            return unique
+        }
         var found: Set<Int>?
         // The longest term first: it begins the fewest words.
         for term in terms.sorted(by: { $0.count > $1.count }) {

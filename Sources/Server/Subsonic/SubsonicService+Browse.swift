@@ -122,8 +122,7 @@ extension SubsonicService {
                 : type == "alphabeticalByName" ? "a.title COLLATE NOCASE, a.id" : "a.artist_name COLLATE NOCASE, a.title COLLATE NOCASE, a.id"
             let ids = try orders.ids("albums " + type, store: store,
                                      sql: "SELECT a.id FROM albums a JOIN subsonic_album_ids al ON al.album_id = a.id ORDER BY " + order)
-            albums = try library.marked(albumTable.albums(ids: SubsonicOrderCache.page(ids, offset: offset, count: size), store: store),
-                                        user: call.user.id)
+            albums = try albumTable.albums(ids: SubsonicOrderCache.page(ids, offset: offset, count: size), user: call.user.id, store: store)
         case "frequent":
             albums = try library.albums(marked + " WHERE n.play_count > 0 ORDER BY n.play_count DESC, a.id" + limit, [.int(user)], user: call.user.id)
         case "recent":
@@ -227,8 +226,7 @@ extension SubsonicService {
             }
             if albumCount > 0 {
                 let ids = try orders.ids("albums", store: store, sql: "SELECT album_id FROM subsonic_album_ids ORDER BY album_id")
-                albums = try library.marked(albumTable.albums(ids: SubsonicOrderCache.page(ids, offset: albumOffset, count: albumCount), store: store),
-                                            user: user)
+                albums = try albumTable.albums(ids: SubsonicOrderCache.page(ids, offset: albumOffset, count: albumCount), user: user, store: store)
             }
             if songCount > 0 {
                 let ids = try orders.ids("songs", store: store, sql: "SELECT track_id FROM subsonic_track_ids ORDER BY track_id")
@@ -251,7 +249,7 @@ extension SubsonicService {
                     SELECT a.id, a.title FROM albums a JOIN subsonic_album_ids al ON al.album_id = a.id
                     """)
                 let page = SubsonicOrderCache.page(index.ids(matching: Array(terms)), offset: albumOffset, count: albumCount)
-                albums = try library.marked(albumTable.albums(ids: page, store: store), user: user)
+                albums = try albumTable.albums(ids: page, user: user, store: store)
             }
             if songCount > 0, songOffset < 1000 {
                 let ids = try store.search.trackIDs(query: query, limit: min(1000, songOffset + songCount))
