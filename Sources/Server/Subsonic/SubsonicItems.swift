@@ -122,7 +122,7 @@ enum SubsonicItems {
     }
 
     /// An album (AlbumID3) without anyone's marks or songs: the same for every user (what
-    /// `SubsonicAlbumTable` writes once). Its attributes come before the marks', its children after.
+    /// `SubsonicTables` writes once). Its attributes come before the marks', its children after.
     static func albumFixed(_ album: SubsonicAlbum) -> SubsonicElement {
         var e = SubsonicElement([
             ("id", .string(album.sid)), ("name", .string(album.title)), ("artist", .string(album.artist)),

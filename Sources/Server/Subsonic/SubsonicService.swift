@@ -35,8 +35,8 @@ public final class SubsonicService: Sendable {
     let covers: SubsonicCoverCache
     /// The lists' orders (albums by name, artist, date; songs, albums and artists by id).
     let orders = SubsonicOrderCache()
-    /// Every album without marks, and album list items written once (getAlbumList/2, search).
-    let albumTable = SubsonicAlbumTable()
+    /// Every album and artist without marks, and album list items written once (getAlbumList/2, search).
+    let tables = SubsonicTables()
     /// Album titles' and album artists' words, for search's albums and artists.
     let names = SubsonicNameIndexes()
     /// `stream`'s transcodes: `/media/`'s transcoder (streamd passes `TranscodeService.respond`);
