@@ -2,14 +2,19 @@ import StreamShared
 import StreamLibrary
 
 /// Rows of one statement (every album, every artist) by id, as the answers show them without
-/// marks, read once per catalog generation. While the catalog changes (a scan writes several
-/// times a second) it is read again at most once a second (tens of ms at 100,000 tracks); calls
-/// in between are told to read their rows by id (`current` answers nil).
+/// marks, read once per catalog generation by one call while the others read their rows by id
+/// (`current` answers nil). While the catalog changes (a scan writes several times a second) it
+/// is read again at most once a second (tens of ms at 100,000 tracks).
 final class SubsonicRowTable<Row: Sendable>: Sendable {
     private let sql: String
     private let row: @Sendable (SQLiteDatabase.Statement) -> Row
     private let id: @Sendable (Row) -> Int
-    private let table = Lock<(generation: UInt64, readAt: Monotonic, byID: [Int: Row])?>(nil)
+    private struct State {
+        var kept: (generation: UInt64, readAt: Monotonic, byID: [Int: Row])?
+        /// A call is reading the table now.
+        var reading = false
+    }
+    private let state = Lock(State())
 
     /// Least time between two reads.
     static var rereadNanos: UInt64 { 1_000_000_000 }
@@ -20,25 +25,37 @@ final class SubsonicRowTable<Row: Sendable>: Sendable {
         self.id = id
     }
 
-    /// The rows of this generation of the catalog with the generation, read now if it moved
-    /// (nil: it moved again less than `rereadNanos` after the last read).
+    /// The rows of this generation of the catalog with the generation, read now if it moved;
+    /// nil while another call reads them, or when it moved again less than `rereadNanos` after
+    /// the last read.
     func current(_ store: LibraryStore) throws(SQLiteError) -> (generation: UInt64, byID: [Int: Row])? {
         let generation = store.generation
         let now = Monotonic.now
-        let kept: (byID: [Int: Row]?, recent: Bool) = table.withLock { table in
-            guard let table else { return (nil, false) }
-            if table.generation == generation { return (table.byID, true) }
-            return (nil, now.nanoseconds &- table.readAt.nanoseconds < Self.rereadNanos)
+        let kept: (byID: [Int: Row]?, read: Bool) = state.withLock { state in
+            if let kept = state.kept {
+                if kept.generation == generation { return (kept.byID, false) }
+                if now.nanoseconds &- kept.readAt.nanoseconds < Self.rereadNanos { return (nil, false) }
+            }
+            if state.reading { return (nil, false) }
+            state.reading = true
+            return (nil, true)
         }
         if let byID = kept.byID { return (generation, byID) }
-        if kept.recent { return nil }
-        // Read outside the lock: calls meanwhile read their own.
-        let rows = try store.read { db throws(SQLiteError) in try db.query(sql, row: row) }
+        guard kept.read else { return nil }
+        // Read outside the lock (tens of ms): the calls meanwhile read their rows by id.
+        let rows: [Row]
+        do {
+            rows = try store.read { db throws(SQLiteError) in try db.query(sql, row: row) }
+        } catch {
+            state.withLock { $0.reading = false }
+            throw error
+        }
         var byID: [Int: Row] = [:]
         byID.reserveCapacity(rows.count)
         for item in rows { byID[id(item)] = item }
-        table.withLock { table in
-            if table?.generation != generation { table = (generation, now, byID) }
+        state.withLock { state in
+            state.reading = false
+            state.kept = (generation, now, byID)
         }
         return (generation, byID)
     }
