@@ -207,6 +207,27 @@ import StreamHTTP
         #expect(SubsonicNameIndex([]).ids(matching: SubsonicNameIndex.words("a")).isEmpty)
     }
 
+    @Test func nameIndex_sameAnswersAsEveryNameRead() {
+        let vocabulary = ["river", "rivers", "rio", "riverside", "silver", "sil", "é", "ab", "a", "abc", "zz", "12", "123"]
+        var generator = SystemRandomNumberGenerator()
+        let rows = (0..<400).map { id in
+            (id * 3 + 1, (0..<Int.random(in: 1...4, using: &generator)).map { _ in vocabulary.randomElement(using: &generator) ?? "" }.joined(separator: " "))
+        }
+        let index = SubsonicNameIndex(rows)
+        for _ in 0..<200 {
+            let query = (0..<Int.random(in: 1...3, using: &generator)).map { _ in
+                let word = vocabulary.randomElement(using: &generator) ?? "a"
+                return String(word.prefix(Int.random(in: 1...word.count, using: &generator)))
+            }
+            let terms = query.flatMap { SubsonicNameIndex.words($0) }
+            let expected = rows.filter { row in
+                let words = SubsonicNameIndex.words(row.1)
+                return terms.allSatisfy { term in words.contains { $0.starts(with: term) } }
+            }.map(\.0).sorted()
+            #expect(index.ids(matching: terms) == (terms.isEmpty ? [] : expected), "\(query)")
+        }
+    }
+
     @Test func lrc_syncedRepeatedAndPlain() {
         let synced = LRCLyrics(Array("\u{FEFF}[ar:Someone]\n[ti:Song]\n[offset:+250]\n[00:01.50][00:10.00]Chorus\n[00:05.1]Verse\r\n[00:07:250]x\n".utf8))
         #expect(synced.synced && synced.artist == "Someone" && synced.title == "Song" && synced.offsetMilliseconds == 250)
