@@ -185,6 +185,18 @@ import StreamHTTP
         #expect(SubsonicItems.date(-62_135_596_801).hasPrefix("0-12-31T23:59:59Z"))
     }
 
+    @Test func queryPairs_splitOnBytesDecodedInOrder() throws {
+        let pairs = try QueryValue.pairs("a=1&&b=two+words&a=%33&c&=x&d=&e=caf%C3%A9&", maxValueBytes: 64).get()
+        #expect(pairs.map(\.0) == ["a", "b", "a", "c", "", "d", "e"])
+        #expect(pairs.map(\.1) == ["1", "two words", "3", "", "x", "", "café"])
+        #expect(try QueryValue.pairs("", maxValueBytes: 8).get().isEmpty)
+        // A combining mark after `&` does not hide it: the form encoding is bytes.
+        #expect(try QueryValue.pairs("a=1&\u{301}b=2", maxValueBytes: 8).get().map(\.1) == ["1", "2"])
+        for bad in ["a=%zz", "a=%4", "a=%00", "n=123456789", String(repeating: "x", count: 65) + "=1"] {
+            #expect(throws: FormPairError.self, "\(bad)") { try QueryValue.pairs(Substring(bad), maxValueBytes: 8).get() }
+        }
+    }
+
     @Test func jsonStrings_escapedAsBefore() {
         var out: [UInt8] = []
         SubsonicWriter.writeJSONString("a\"b\\c\n\r\t\u{1}é\u{1F}z", to: &out)
