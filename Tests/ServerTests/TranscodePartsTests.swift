@@ -39,7 +39,7 @@ struct TranscodePartsTests {
         let cache = try TranscodeCache(directory: dir, capacity: 2_500)
         for name in ["a", "b", "c"] {
             try Data(repeating: 1, count: 1_000).write(to: URL(fileURLWithPath: cache.path(of: name)))
-            cache.added(name, size: 1_000)
+            cache.added(name)
             if name == "b" { #expect(cache.open("a") != nil) }   // a served again: b is now the oldest
         }
         #expect(cache.total == 2_000)

@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// A folder of files kept under `maxBytes`, least recently used out first: the one place the
-/// server's disk caches (waveforms, cover thumbnails) write, read and trim their files. A file is
+/// server's disk caches (waveforms, cover thumbnails, transcodes) write, read and trim their files. A file is
 /// written whole under a temporary name and renamed into place, so readers need no lock; a read
 /// that counts renews the file's modification time, which is its last use; after each write the
 /// least recently used files go until the folder fits. It touches the disk: off the event loops only.
@@ -66,6 +66,35 @@ public final class BoundedFileFolder: Sendable {
         }
     }
 
+    /// A file whose maker moved it in whole as `name` (a completed transcode renamed from its
+    /// spool): the folder is trimmed as after a `write`, keeping it.
+    public func added(_ name: String) {
+        writeLock.withLock { _ in trim(keeping: name, removing: { _ in false }) }
+    }
+
+    /// Trims the folder to `maxBytes` (the least recently used files first): what a new server
+    /// finds there from an earlier run, under a smaller bound.
+    public func trim() {
+        writeLock.withLock { _ in trim(keeping: "", removing: { _ in false }) }
+    }
+
+    /// The bytes the folder's own files hold now (a walk of the folder).
+    public var totalBytes: Int {
+        guard let folder = opendir(directory) else { return 0 }
+        defer { closedir(folder) }
+        var total = 0
+        while let entry = readdir(folder) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name.hasSuffix(suffix), !name.hasPrefix(".") else { continue }
+            var info = stat()
+            if stat(path(name), &info) == 0, info.st_mode & S_IFMT == S_IFREG { total += Int(info.st_size) }
+        }
+        return total
+    }
+
+    /// Where `name` is (or would be) on disk.
+    public func path(of name: String) -> String { path(name) }
+
     private func path(_ name: String) -> String { directory + "/" + name }
 
     /// The folder, and any missing above it, created private (0700).
@@ -90,7 +119,7 @@ public final class BoundedFileFolder: Sendable {
                 continue
             }
             var info = stat()
-            guard stat(path(name), &info) == 0 else { continue }
+            guard stat(path(name), &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
             files.append((name, Int(info.st_size), Int(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int(info.st_mtim.tv_nsec)))
         }
         closedir(folder)
