@@ -50,6 +50,10 @@ struct TranscodePartsTests {
         let again = try TranscodeCache(directory: dir, capacity: 2_500)
         #expect(again.total == 2_000 && !FileManager.default.fileExists(atPath: dir + "/.partial-1-1"))
         #expect(TranscodeCache.name(key: "x|1", ext: "mp3") != TranscodeCache.name(key: "x|2", ext: "mp3"))
+        // A hit renews the access time only: the file's ETag (inode, size, mtime) stays as clients hold it.
+        let etag = try #require(again.open("a")).etag
+        usleep(20_000)
+        #expect(try #require(again.open("a")).etag == etag, "a hit changed the cached file's ETag")
     }
 
     @Test func id3v2Tag_carriesTitleArtistAlbum_inUTF8() throws {

@@ -14,11 +14,21 @@ public final class BoundedFileFolder: Sendable {
     public let suffix: String
     /// Serializes the writes and the trimming.
     private let writeLock = Lock(())
+    /// Which of a file's times marks its last use.
+    public enum UseMark: Sendable {
+        /// The modification time (the waveform and cover caches, whose files carry no validator).
+        case modification
+        /// The access time: a file served as it is (a transcode) keeps the modification time its
+        /// ETag is made from, so a hit does not change the validator clients hold.
+        case access
+    }
+    public let useMark: UseMark
 
-    public init(directory: String, maxBytes: Int, suffix: String) {
+    public init(directory: String, maxBytes: Int, suffix: String, useMark: UseMark = .modification) {
         self.directory = directory
         self.maxBytes = maxBytes
         self.suffix = suffix
+        self.useMark = useMark
     }
 
     /// The whole file `name` if it exists and holds at most `limit` bytes.
@@ -40,7 +50,16 @@ public final class BoundedFileFolder: Sendable {
     }
 
     /// Marks `name` as just used, so the trimming keeps it longest.
-    public func renew(_ name: String) { utimensat(AT_FDCWD, path(name), nil, 0) }
+    public func renew(_ name: String) {
+        switch useMark {
+        case .modification: utimensat(AT_FDCWD, path(name), nil, 0)
+        case .access:
+            // utimensat's `UTIME_NOW` and `UTIME_OMIT` (bits/stat.h macros Swift does not import).
+            let now = (1 << 30) - 1, omit = (1 << 30) - 2
+            var times = [timespec(tv_sec: 0, tv_nsec: now), timespec(tv_sec: 0, tv_nsec: omit)]
+            utimensat(AT_FDCWD, path(name), &times, 0)
+        }
+    }
 
     /// Removes `name` (a file that did not decode).
     public func remove(_ name: String) { unlink(path(name)) }
@@ -120,7 +139,8 @@ public final class BoundedFileFolder: Sendable {
             }
             var info = stat()
             guard stat(path(name), &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
-            files.append((name, Int(info.st_size), Int(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int(info.st_mtim.tv_nsec)))
+            let used = useMark == .modification ? info.st_mtim : info.st_atim
+            files.append((name, Int(info.st_size), Int(used.tv_sec) &* 1_000_000_000 &+ Int(used.tv_nsec)))
         }
         closedir(folder)
         var total = files.reduce(0) { $0 + $1.size }

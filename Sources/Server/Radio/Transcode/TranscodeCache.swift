@@ -7,7 +7,8 @@ import StreamHTTP
 
 /// Completed transcodes on disk (`--transcode-cache DIR`), at most `capacity` bytes: a
 /// `BoundedFileFolder`, as the waveform and cover caches, so the least recently served file goes
-/// first (a hit renews its modification time; each file moved in trims the folder). Files are
+/// first (a hit renews its access time, not its modification time, which the file's ETag is
+/// made from; each file moved in trims the folder). Files are
 /// named by a hash of their key; what the folder held at start is taken over, trimmed to the
 /// bound, and partial spools of a dead run (`.partial-*`, which the folder leaves alone) removed.
 final class TranscodeCache: Sendable {
@@ -19,7 +20,7 @@ final class TranscodeCache: Sendable {
         self.directory = directory
         self.capacity = capacity
         // Every transcode's file (`.opus`, `.mp3`, HLS renditions): no one ending.
-        folder = BoundedFileFolder(directory: directory, maxBytes: capacity, suffix: "")
+        folder = BoundedFileFolder(directory: directory, maxBytes: capacity, suffix: "", useMark: .access)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix(".partial-") {
             unlink(directory + "/" + name)
