@@ -57,6 +57,14 @@ import Glibc
         return String(said.prefix(32))
     }
 
+    /// Whether a p99 measured beside a fault keeps up with the control's: within `limit`, twice the
+    /// control's, or 20 ms over it. A loop that waits on any fault here stalls 50 ms or more (a
+    /// held spool read; a hung walk or a locked database for seconds), while a full suite on 2 cores
+    /// has put one server's p99 of 200 probes 7 ms past twice the other's with neither waiting.
+    static func keepsUp(_ p99: Double, control: Double, limit: Double) -> Bool {
+        p99 <= max(limit, 2 * control, control + TestTiming.seconds(0.02))
+    }
+
     static func p99(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         return sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.99).rounded(.up)) - 1)]
@@ -64,7 +72,7 @@ import Glibc
 
     /// Two servers, one loop each: one with a request waiting on a hung walk, one without (the
     /// control). The same requests go to both in turn, so both see the same machine; the waiting
-    /// one must answer as fast: p99 within 5 ms, or within twice the control's when other work
+    /// one must answer as fast: p99 within 5 ms, or within twice the control's (or 20 ms over it) when other work
     /// on the machine (the rest of the suite) slows both.
     @Test func hungAnalysis_leavesTheLoopServingOthers() throws {
         let library = try Self.makeLibrary()
@@ -108,7 +116,7 @@ import Glibc
         let limit = TestTiming.seconds(0.005)
         for (name, waiting, calm) in [("/api/status", hungStatus, calmStatus), ("Range GET", hungRange, calmRange)] {
             let (p99, calmP99) = (Self.p99(waiting.seconds), Self.p99(calm.seconds))
-            #expect(p99 <= max(limit, 2 * calmP99), "\(name) p99 \(p99 * 1000) ms behind a hung analysis, \(calmP99 * 1000) ms on the control")
+            #expect(Self.keepsUp(p99, control: calmP99, limit: limit), "\(name) p99 \(p99 * 1000) ms behind a hung analysis, \(calmP99 * 1000) ms on the control")
             print("LoopNeverBlocksTests: \(name) p99 \(p99 * 1000) ms while a walk hangs, \(calmP99 * 1000) ms on the control")
         }
 
@@ -177,7 +185,7 @@ import Glibc
         let limit = TestTiming.seconds(0.005)
         for (name, waiting, calm) in [("/api/status", slowStatus, calmStatus), ("Range GET", slowRange, calmRange)] {
             let (p99, calmP99) = (Self.p99(waiting.seconds), Self.p99(calm.seconds))
-            #expect(p99 <= max(limit, 2 * calmP99), "\(name) p99 \(p99 * 1000) ms beside slow spool reads, \(calmP99 * 1000) ms on the control")
+            #expect(Self.keepsUp(p99, control: calmP99, limit: limit), "\(name) p99 \(p99 * 1000) ms beside slow spool reads, \(calmP99 * 1000) ms on the control")
             print("LoopNeverBlocksTests: \(name) p99 \(p99 * 1000) ms beside slow spool reads, \(calmP99 * 1000) ms on the control")
         }
 
@@ -253,7 +261,7 @@ import Glibc
                 let (p99, calmP99) = (Self.p99(waiting.seconds), Self.p99(control.seconds))
                 // A ping's credentials are judged from memory and it is answered on the loop, with
                 // accounts too (it waited 5 s before the accounts were kept in memory): the loop's bound.
-                #expect(p99 <= max(limit, 2 * calmP99), "\(phase): \(name) p99 \(p99 * 1000) ms, \(calmP99 * 1000) ms on the control")
+                #expect(Self.keepsUp(p99, control: calmP99, limit: limit), "\(phase): \(name) p99 \(p99 * 1000) ms, \(calmP99 * 1000) ms on the control")
                 print("LoopNeverBlocksTests: \(phase): \(name) p99 \(p99 * 1000) ms, \(calmP99 * 1000) ms on the control")
             }
         }

@@ -116,7 +116,11 @@ import TestSupport
 
     static func runScript(_ server: StreamdProcess, _ arguments: [String], timeout: TimeInterval) throws -> String {
         let script = TestPaths.packageRoot.appendingPathComponent("Tests/browser/check_player.py").path
-        let result = try runCommand(try #require(which("python3")), [script, server.baseURL] + arguments, timeout: timeout)
+        // First sound is a figure with its 300 ms goal in bench/page.sh; here the bound only catches
+        // a page that never sounds (a full run on 2 cores has put a warm click at 330 ms).
+        let budget = ["--first-sound-ms", String(Int(TestTiming.seconds(2) * 1000))]
+        let result = try runCommand(try #require(which("python3")), [script, server.baseURL] + arguments + budget,
+                                    timeout: timeout)
         let output = String(decoding: result.stdout, as: UTF8.self) + String(decoding: result.stderr, as: UTF8.self)
         print(output)
         #expect(result.status == 0, "\(output)")

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// A test's own failure with a message (setup that did not work, an answer that made no sense).
 public struct TestFailure: Error, CustomStringConvertible {
@@ -51,7 +52,12 @@ public func runCommand(_ executable: String, _ arguments: [String], timeout: Tim
     }
     if group.wait(timeout: .now() + TestTiming.seconds(timeout)) == .timedOut {
         process.terminate()
-        group.wait()
+        // A hung player may not die of SIGTERM (gst-launch stuck in a stalled pipeline did not,
+        // and held a full suite for 14 minutes): it gets 5 s, then SIGKILL.
+        if group.wait(timeout: .now() + 5) == .timedOut {
+            kill(process.processIdentifier, SIGKILL)
+            group.wait()
+        }
     }
     process.waitUntilExit()
     return (process.terminationStatus, outData.withLock { $0 }, errData.withLock { $0 })
