@@ -249,6 +249,62 @@ import TestSupport
         #expect(server.process.isRunning)
     }
 
+    /// ffmpeg's decoded frames with their timestamps (ffprobe -show_frames, after the trim of
+    /// encoder delay and pre-skip): (pts in seconds, samples) of the first `count`.
+    static func presentedFrames(_ url: String, count: Int) throws -> [(pts: Double, samples: Int)] {
+        let ffprobe = try #require(which("ffprobe"), "ffprobe comes with ffmpeg (scripts/deps.sh)")
+        let run = try runCommand(ffprobe, ["-v", "error", "-select_streams", "a:0", "-show_frames", "-read_intervals", "%+#\(count)",
+                                           "-show_entries", "frame=pts_time,nb_samples", "-of", "csv=p=0", url], timeout: 60)
+        guard run.status == 0 else { throw TestFailure("ffprobe \(url): \(String(decoding: run.stderr, as: UTF8.self))") }
+        return String(decoding: run.stdout, as: UTF8.self).split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: ",")
+            guard fields.count >= 2, let pts = Double(fields[0]), let samples = Int(fields[1]) else { return nil }
+            return (pts, samples)
+        }
+    }
+
+    /// One presentation timeline for the whole ladder: in ffmpeg, which places what it decodes by
+    /// the segments' timestamps (fMP4 `tfdt` less the edit list, the MP3 ID3 timestamp less the
+    /// delay its Info frame says), every variant's first decoded sample, which is source sample 0
+    /// (their decodes are at offset 0 against the source), is presented at the same time, within
+    /// a sample: so a switch by timestamp from the original into an MP3 variant, or from MP3 into
+    /// Opus, lands on the same source sample. So do the segments after the first (segment 1 of
+    /// each transcoded variant starts at source frame 288,000 less the delay it trims).
+    @Test func everyVariant_presentsSourceSampleZero_atTheSameTime() throws {
+        let root = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let server = try Self.start(root)
+        let folders = try Self.variants(server)
+        _ = try Self.warm(server, root, decode: [])
+        #expect(folders.contains("index.m3u8") && folders.contains("mp3-192") && folders.contains("opus-64"), "\(folders)")
+        var starts: [String: Double] = [:]
+        for folder in folders {
+            let url = folder == "index.m3u8" ? "\(server.baseURL)/hls/noise.flac/index.m3u8"
+                                              : "\(server.baseURL)/hls/noise.flac/\(folder)/index.m3u8"
+            let frames = try Self.presentedFrames(url, count: 400)
+            let first = try #require(frames.first, "\(folder): frames")
+            starts[folder] = first.pts
+            // One sample at 48 kHz is 20.8 us; ffprobe prints microseconds.
+            #expect(abs(first.pts - HLSRenditionGrid.origin) <= 2.0 / Double(Self.rate),
+                    "\(folder): source sample 0 presented at \(first.pts) s, the origin is \(HLSRenditionGrid.origin) s")
+            // The timestamps run on without a step: each frame starts where the one before ended.
+            if folder != "index.m3u8" {
+                var expected = first.pts
+                for (i, frame) in frames.enumerated() {
+                    #expect(abs(frame.pts - expected) <= 2.0 / Double(Self.rate), "\(folder) frame \(i): \(frame.pts) s, expected \(expected) s")
+                    if abs(frame.pts - expected) > 2.0 / Double(Self.rate) { break }
+                    expected = frame.pts + Double(frame.samples) / Double(Self.rate)
+                }
+                let last = try #require(frames.last)
+                #expect(last.pts + Double(last.samples) / Double(Self.rate) > HLSRenditionGrid.origin + 6.5,
+                        "\(folder): the frames reach into segment 1 (\(last.pts) s)")
+            }
+        }
+        let spread = (starts.values.max() ?? 0) - (starts.values.min() ?? 0)
+        #expect(spread * Double(Self.rate) <= 2, "every variant within two samples: \(starts)")
+        #expect(server.process.isRunning)
+    }
+
     /// GStreamer (uridecodebin3 -> hlsdemux2) told a new `connection-speed` 8 s into the track
     /// switches variant at the next segment boundary, both ways: the output holds one offset from
     /// start to end (no gap, nothing repeated), the old variant's decode up to a segment boundary on
