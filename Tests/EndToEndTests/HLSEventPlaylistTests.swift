@@ -187,8 +187,19 @@ import Glibc
             #expect(ref.count / 2 == sourceFrames, "\(label): \(ref.count / 2) frames from the reference")
             #expect((sourceFrames..<(sourceFrames + 1152 + 1105)).contains(got.count / 2),
                     "\(label): \(got.count / 2) frames from HLS, source \(sourceFrames)")
-            let snr = HLSFixtures.snr(ref, got, frames: 0..<sourceFrames, channels: 2)
-            #expect(snr >= 40, "\(label): SNR \(snr) dB against the reference decode of the same encode")
+            if player == "gst" && codec == "opus" {
+                // GStreamer's opusdec turns intensity stereo's phase inversion off (its
+                // `phase-inversion` defaults to false), so its right channel is not opusdec's
+                // (66 dB left, 7 dB right at 64 kbit/s): its reference is its own decode of the
+                // variant once cached (VOD), which the cold playback must equal sample for sample.
+                let warm = root.appendingPathComponent("\(player)-\(folder)-cached.wav")
+                try HLSGStreamerTests.gstDecode(url, to: warm)
+                let cached = Array(try wavSamples(warm.path).dropFirst(1_105 * 2))
+                #expect(cached == got, "\(label): the cold playback is the cached variant's, sample for sample")
+            } else {
+                let snr = HLSFixtures.snr(ref, got, frames: 0..<sourceFrames, channels: 2)
+                #expect(snr >= 40, "\(label): SNR \(snr) dB against the reference decode of the same encode")
+            }
             let aligned = HLSLadderTests.alignment(source, got, window: 48_000..<620_000, reach: 48)
             #expect(aligned.shift == 0 && aligned.snr > 8, "\(label): against the source: \(aligned)")
         }
@@ -221,7 +232,8 @@ import Glibc
         }
         let counters = try TranscodeEndToEndTests.counters(server) { $0.active == 0 }
         #expect(counters.active == 0, "no encode left running: \(counters)")
-        #expect(try Self.fetch(server, "/hls/slow.flac/mp3-64/index.m3u8").status == 200)
+        let slow = try Self.fetch(server, "/hls/slow.flac/mp3-64/index.m3u8")
+        #expect(slow.status == 200, "slow.flac mp3-64: \(slow.status) \(HLSServerTests.text(slow))")
         #expect(server.process.isRunning)
     }
 
