@@ -77,11 +77,14 @@ import TestSupport
     struct Timeline: Decodable {
         struct Run: Decodable { let start: Int, end: Int, shift: Int }
         struct ReferenceRun: Decodable { let start: Int, end: Int, reference: Int, windows: Int, median_snr: Double }
+        /// A change of shift to the frame: output frame `at` is source frame `source` of the new stretch.
+        struct Join: Decodable { let at: Int, source: Int }
         let frames: Int, source_frames: Int, window: Int
         let runs: [Run]
         let reference_runs: [ReferenceRun]
         let silent: [Int]
         let unmatched: [Int]
+        let joins: [Join]
     }
 
     static func script(_ name: String) -> String {
@@ -121,11 +124,11 @@ import TestSupport
 
     /// mpv driven through its JSON IPC (`Tests/hls/mpv_switch.py`), from `fromAid` to `toAid` once
     /// time-pos reaches `at`; returns the output and mpv's log.
-    static func mpvSwitch(_ url: String, _ output: URL, from fromAid: Int, to toAid: Int, at: Double) throws -> String {
+    static func mpvSwitch(_ url: String, _ output: URL, from fromAid: Int, to toAid: Int, at: Double, options: [String] = []) throws -> String {
         _ = try #require(which("mpv"), "mpv is installed by scripts/deps.sh")
         let log = output.deletingPathExtension().appendingPathExtension("log")
         let run = try runCommand("/usr/bin/env", ["python3", script("mpv_switch.py"), url, output.path, log.path,
-                                                  String(fromAid), String(toAid), String(at)], timeout: 180)
+                                                  String(fromAid), String(toAid), String(at)] + options, timeout: 180)
         let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
         guard run.status == 0 else {
             throw TestFailure("mpv_switch.py: \(run.status) \(String(decoding: run.stdout + run.stderr, as: UTF8.self))\n\(text.suffix(2000))")
@@ -199,6 +202,33 @@ import TestSupport
             let step = peer.runs[0].shift - peer.runs[1].shift
             #expect((1...Self.rate).contains(step), "ffmpeg's ladder: \(step) frames repeated at the switch: \(peer)")
         }
+        #expect(server.process.isRunning)
+    }
+
+    /// mpv from the FLAC original (44.1 kHz, output resampled to 48 kHz) into mp3-192 at 8 s: its
+    /// refresh seek resumes the MP3 variant at the source sample its target names (the target
+    /// less the 1 s origin) or within that MP3 frame, not 1,106 frames early as before the
+    /// shared timeline.
+    @Test func mpv_switchFromOriginalIntoMP3_resumesAtItsTarget() throws {
+        let root = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let server = try Self.start(root)
+        let folders = try Self.variants(server)
+        let fromAid = try #require(folders.firstIndex(of: "index.m3u8")) + 1, toAid = try #require(folders.firstIndex(of: "mp3-192")) + 1
+        _ = try Self.warm(server, root, decode: [])
+        let output = root.appendingPathComponent("mpv-original-mp3.wav")
+        let mpvLog = try Self.mpvSwitch("\(server.baseURL)/hls/noise.flac/master.m3u8", output, from: fromAid, to: toAid, at: 8,
+                                        options: ["--audio-samplerate=48000"])
+        let target = try #require(Self.refreshTarget(mpvLog), "mpv's refresh seek")
+        let timeline = try Self.timeline(root, output, [])
+        try #require(timeline.runs.count == 2 && timeline.joins.count == 1, "one switch: \(timeline)")
+        #expect(timeline.runs[0].start == 0 && timeline.runs[0].shift == 0, "the original from the start: \(timeline)")
+        let wanted = (target - HLSRenditionGrid.origin) * Double(Self.rate)
+        let resumed = timeline.joins[0].source
+        // Never early (before the shared timeline: 1,106 frames early), and within the MP3 frame
+        // the target falls in: 0 and 298 frames after it were measured, not explained yet.
+        #expect((-2.0..<1_152.0).contains(Double(resumed) - wanted),
+                "resumed at source frame \(resumed), target \(target) s is frame \(wanted): \(timeline)")
         #expect(server.process.isRunning)
     }
 
