@@ -18,6 +18,7 @@ const CHUNK = 512 << 10;
 // start 529 samples late (the synthesis filterbank's delay), which the LAME tag does not count.
 const DECODER_DELAY = {};
 const PREROLL_NUDGE_S = 2e-6;
+const HLS_ORIGIN_S = 1;        // streamd's fMP4 fragments present a track's first sample at 1 s (HLSTrackPlan.timelineOrigin)
 
 const PCM_AHEAD_S = 20;       // Web Audio: decoded audio scheduled past the playhead (bounded memory)
 const PCM_FIRST_S = 0.1;      // the first block of a session is short, the first sound comes sooner,
@@ -255,7 +256,9 @@ class Session {
       // In sequence mode (MP3, ADTS) the first appended frame lands at timestampOffset: a
       // mid-track start begins at its segment's time.
       const first = desc.mode === 'sequence' && next > 0 && desc.chunks[next].t !== undefined ? desc.chunks[next].t : 0;
-      this.sb.timestampOffset = start + first - desc.delay / desc.rate - (desc.delay ? PREROLL_NUDGE_S : 0);
+      // fMP4 (segments mode) carries its own times, which start at the HLS variants' shared origin.
+      const origin = desc.mode === 'segments' ? HLS_ORIGIN_S : 0;
+      this.sb.timestampOffset = start + first - origin - desc.delay / desc.rate - (desc.delay ? PREROLL_NUDGE_S : 0);
       this.sb.appendWindowEnd = Infinity;
       this.sb.appendWindowStart = start;
       this.sb.appendWindowEnd = start + seconds;

@@ -133,15 +133,13 @@ import Glibc
         #expect(server.process.isRunning)
     }
 
-    /// ffmpeg and mpv each play a cold variant (its encode started by their own first request, so
-    /// they load an EVENT playlist and reload it) from the start to the end: the source's length
-    /// at offset 0, as the reference decoder of the finished encode hears it.
-    ///
-    /// NOT GStreamer yet: gst-launch (hlsdemux2, 1.22) through uridecodebin3 ! wavenc writes no
-    /// audio for any playlist that starts without ENDLIST and gains it on a reload ("data flow
-    /// before segment event" at the sink), whatever the playlist type or EXT-X-START; the same
-    /// variant once cached plays whole. Its case is left out until that is understood.
-    @Test(arguments: ["ffmpeg", "mpv"])
+    /// ffmpeg, mpv and GStreamer each play a cold variant (its encode started by their own first
+    /// request, so they load an EVENT playlist and reload it) from the start to the end: the
+    /// source's length at offset 0, as the reference decoder of the finished encode hears it.
+    /// GStreamer (hlsdemux2, 1.22) needs the first playlist to list two segments: it cannot match a
+    /// reload to a one-segment playlist, resets with a flushing seek and writes nothing (the same
+    /// with ffmpeg's own segments; see `HLSService.firstEventSegments`).
+    @Test(arguments: ["ffmpeg", "mpv", "gst"])
     func playersPlayAColdVariantWhole(player: String) throws {
         let root = try Self.makeLibrary()
         defer { try? FileManager.default.removeItem(at: root) }
@@ -180,16 +178,28 @@ import Glibc
             }
             let ref = Array(try wavSamples(reference.path).dropFirst(lead * 2))
             var got = try wavSamples(decoded.path)
-            if player == "gst" && codec == "opus" {
+            if player == "gst" {
                 // qtdemux ignores a fragmented file's edit list and passes no pre-skip to opusdec
-                // (see HLSLosslessTests): the whole pre-skip, 1,105 samples, plays in front.
+                // (see HLSLosslessTests), and GStreamer keeps the MP3 delay of packed audio (see
+                // HLSVariantSwitchTests): either way 1,105 samples play in front.
                 got = Array(got.dropFirst(1_105 * 2))
             }
             #expect(ref.count / 2 == sourceFrames, "\(label): \(ref.count / 2) frames from the reference")
             #expect((sourceFrames..<(sourceFrames + 1152 + 1105)).contains(got.count / 2),
                     "\(label): \(got.count / 2) frames from HLS, source \(sourceFrames)")
-            let snr = HLSFixtures.snr(ref, got, frames: 0..<sourceFrames, channels: 2)
-            #expect(snr >= 40, "\(label): SNR \(snr) dB against the reference decode of the same encode")
+            if player == "gst" && codec == "opus" {
+                // GStreamer's opusdec turns intensity stereo's phase inversion off (its
+                // `phase-inversion` defaults to false), so its right channel is not opusdec's
+                // (66 dB left, 7 dB right at 64 kbit/s): its reference is its own decode of the
+                // variant once cached (VOD), which the cold playback must equal sample for sample.
+                let warm = root.appendingPathComponent("\(player)-\(folder)-cached.wav")
+                try HLSGStreamerTests.gstDecode(url, to: warm)
+                let cached = Array(try wavSamples(warm.path).dropFirst(1_105 * 2))
+                #expect(cached == got, "\(label): the cold playback is the cached variant's, sample for sample")
+            } else {
+                let snr = HLSFixtures.snr(ref, got, frames: 0..<sourceFrames, channels: 2)
+                #expect(snr >= 40, "\(label): SNR \(snr) dB against the reference decode of the same encode")
+            }
             let aligned = HLSLadderTests.alignment(source, got, window: 48_000..<620_000, reach: 48)
             #expect(aligned.shift == 0 && aligned.snr > 8, "\(label): against the source: \(aligned)")
         }
@@ -222,7 +232,8 @@ import Glibc
         }
         let counters = try TranscodeEndToEndTests.counters(server) { $0.active == 0 }
         #expect(counters.active == 0, "no encode left running: \(counters)")
-        #expect(try Self.fetch(server, "/hls/slow.flac/mp3-64/index.m3u8").status == 200)
+        let slow = try Self.fetch(server, "/hls/slow.flac/mp3-64/index.m3u8")
+        #expect(slow.status == 200, "slow.flac mp3-64: \(slow.status) \(HLSServerTests.text(slow))")
         #expect(server.process.isRunning)
     }
 

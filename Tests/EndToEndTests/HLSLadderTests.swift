@@ -282,4 +282,6 @@ enum HLSRenditionGrid {
     static let segment = 288_000
     /// LAME's delay and the decoder's (the Opus lead makes Opus the same).
     static let delay = 1_105
+    /// Where source sample 0 is presented in every VOD variant (streamd's `HLSTrackPlan.timelineOrigin`).
+    static let origin = 1.0
 }

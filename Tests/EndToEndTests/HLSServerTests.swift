@@ -174,7 +174,8 @@ import Glibc
                 let owner = Array("com.apple.streaming.transportStreamTimestamp".utf8)
                 #expect(Array(body[10..<14]) == Array("PRIV".utf8) && Array(body[20..<(20 + owner.count)]) == owner)
                 let stamp = body[(tagSize - 8)..<tagSize].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-                #expect(abs(Double(stamp) - elapsed * 90_000) <= 1, "\(segment.uri): PTS \(stamp) at \(elapsed) s")
+                let presented = 1 + elapsed // HLSTrackPlan.timelineOrigin: source sample 0 at 1 s
+                #expect(abs(Double(stamp) - presented * 90_000) <= 1, "\(segment.uri): PTS \(stamp) at \(elapsed) s after the origin")
                 // Right after the tag: a frame sync (MPEG 0xFFE, ADTS 0xFFF).
                 #expect(body[tagSize] == 0xFF && body[tagSize + 1] & 0xE0 == 0xE0, "\(segment.uri) starts on a frame")
                 joined += body[tagSize...]
@@ -221,7 +222,8 @@ import Glibc
                 return body[start..<(start + width)].reduce(0) { $0 << 8 | Int($1) }
             }
             #expect(try field("mfhd", 4) == i + 1, "sequence numbers count up from 1")
-            #expect(try field("tfdt", 4, 8) == expectedTime, "segment \(i): tfdt is the decode time of its first sample")
+            #expect(try field("tfdt", 4, 8) == track.timescale + expectedTime,
+                    "segment \(i): tfdt is the decode time of its first sample, after the 1 s origin")
             let count = try field("trun", 4)
             var ticks = 0
             for s in 0..<count { ticks += try field("trun", 12 + 8 * s) }

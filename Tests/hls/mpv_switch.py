@@ -2,7 +2,7 @@
 """Plays an HLS master playlist in mpv and switches its audio track (one variant of the ladder)
 mid-track through mpv's JSON IPC; mpv writes what it plays with --ao=pcm.
 
-usage: mpv_switch.py URL OUT.wav LOG FROM_AID TO_AID AT_SECONDS
+usage: mpv_switch.py URL OUT.wav LOG FROM_AID TO_AID AT_SECONDS [MPV_OPTION ...]
 
 The arealtime filter paces mpv at 4x real time, so the switch, sent when time-pos first reaches
 AT_SECONDS, lands mid-track even though --ao=pcm itself writes as fast as mpv decodes. Where it
@@ -10,10 +10,11 @@ lands exactly is read from the output, not assumed. Prints `switched at T` and m
 import json, os, socket, subprocess, sys
 
 url, out, log_path, from_aid, to_aid, at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+extra = sys.argv[7:]
 ours, theirs = socket.socketpair()
 with open(log_path, "w") as log:
     mpv = subprocess.Popen(["mpv", "--no-config", "--really-quiet=no", "-v", "--vo=null", "--ao=pcm", "--ao-pcm-file=" + out,
-                            "--af=lavfi=[arealtime=speed=4]", "--aid=%d" % from_aid, "--pause",
+                            "--af=lavfi=[arealtime=speed=4]", "--aid=%d" % from_aid, "--pause"] + extra + [
                             "--input-ipc-client=fd://%d" % theirs.fileno(), url],
                            stdout=log, stderr=subprocess.STDOUT, pass_fds=[theirs.fileno()])
 theirs.close()

@@ -96,5 +96,20 @@ for window in windows:
 for run in reference_runs:
     scores = run.pop("scores")
     run["windows"], run["median_snr"] = len(scores), float(np.median(scores))
+# Where each change of shift happens, to the frame: the split of the windows around it that
+# leaves the least error, the output before it at the old shift and after it at the new one.
+joins = []
+for before, after in zip(runs, runs[1:]):
+    low, high = max(0, before["end"] - WINDOW), min(len(out), after["start"] + WINDOW)
+    def error(shift):
+        lo, hi = low + shift, high + shift
+        if lo < 0 or hi > len(source):
+            return None
+        return np.concatenate([[0.0], np.cumsum((out[low:high] - source[lo:hi]) ** 2)])
+    old, new = error(before["shift"]), error(after["shift"])
+    if old is None or new is None:
+        continue
+    at = low + int(np.argmin(old + (new[-1] - new)))
+    joins.append({"at": at, "source": at + after["shift"]})
 print(json.dumps({"frames": len(out), "source_frames": len(source), "window": WINDOW, "runs": runs,
-                  "reference_runs": reference_runs, "silent": silent, "unmatched": unmatched}))
+                  "reference_runs": reference_runs, "silent": silent, "unmatched": unmatched, "joins": joins}))

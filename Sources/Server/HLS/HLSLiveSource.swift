@@ -219,7 +219,9 @@ public final class HLSLiveSource: @unchecked Sendable {
         } else {
             analysis = try TrackAnalyzer.analyze(file)
         }
-        let plan = try HLSTrackPlan.make(file: file, etag: file.etag, analysis: analysis)
+        var plan = try HLSTrackPlan.make(file: file, etag: file.etag, analysis: analysis)
+        // A loop's clock starts at 0, as the live segmenter's (packed audio) does.
+        plan.originSeconds = 0
         guard let total = Self.endNanos(plan).last, total > 0, analysis.sampleRate > 0 || plan.kind == .fmp4 else {
             throw HLSError.invalid("the track has no playing time")
         }

@@ -138,13 +138,28 @@ public enum HLSPackager {
           }
           const buffer = source.addSourceBuffer(audio.dataset.mime);
           if (!audio.dataset.mime.includes('mp4')) buffer.mode = 'sequence';
+          const settle = () => new Promise(r => buffer.addEventListener('updateend', r, {once: true}));
+          let placed = buffer.mode === 'sequence';
           for (const uri of uris) {
             const bytes = await (await fetch(new URL(uri, base))).arrayBuffer();
             // Stay at most 60 s ahead of the playhead.
             while (buffer.buffered.length && buffer.buffered.end(0) - audio.currentTime > 60)
               await new Promise(r => setTimeout(r, 500));
             buffer.appendBuffer(bytes);
-            await new Promise(r => buffer.addEventListener('updateend', r, {once: true}));
+            await settle();
+            // fMP4 times start at the variants' shared origin (1 s), not 0: the first fragment is
+            // put again so that the track starts at 0, where the playhead is.
+            if (!placed && buffer.buffered.length) {
+              placed = true;
+              const start = buffer.buffered.start(0);
+              if (start > 0) {
+                buffer.remove(0, Infinity);
+                await settle();
+                buffer.timestampOffset = -start;
+                buffer.appendBuffer(bytes);
+                await settle();
+              }
+            }
           }
           source.endOfStream();
         }

@@ -189,6 +189,10 @@ extension HLSTrackPlan {
             throw HLSError.invalid("the MP3 rendition does not start with a frame")
         }
         plan.headFrame = head
+        // ffmpeg trims the delay from segment 0 and moves its clock on: starting the timestamps
+        // that much early puts source sample 0 on the origin, as in the Opus variants and the original.
+        plan.trimmedLead = HLSRendition.mp3Delay
+        plan.trimmedLeadRate = HLSRendition.sampleRate
         return plan
     }
 

@@ -139,7 +139,9 @@ public final class HLSService: Sendable {
                                                expectedSamples: expectedSamples(absolute), complete: false)
         let ready: Bool
         switch name {
-        case "index.m3u8" where request.queryValue("byterange") != "1", "init.mp4":
+        case "index.m3u8" where request.queryValue("byterange") != "1":
+            ready = (plan?.spans.count ?? 0) >= Self.firstEventSegments
+        case "init.mp4":
             ready = plan != nil
         case _ where name.hasPrefix("seg-"):
             let ext = rendition.codec == .opus ? "m4s" : "mp3"
@@ -171,6 +173,12 @@ public final class HLSService: Sendable {
                 return busy
             }))
     }
+
+    /// Whole segments an EVENT playlist lists before it is answered at all. GStreamer's hlsdemux2
+    /// (1.22) cannot match a reload to a first playlist of one segment ("Could not synchronize new
+    /// variant playlist with previous one"): it resets with a flushing seek and its sink gets data
+    /// before a segment event, so it writes nothing. From two segments on it follows the reloads.
+    static let firstEventSegments = 2
 
     /// The token naming a variant's encode in its URIs: the source file's version and the variant,
     /// so the URIs of an encode under way stay those of the finished one.

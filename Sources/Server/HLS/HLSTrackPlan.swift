@@ -119,6 +119,18 @@ public struct HLSTrackPlan: Sendable {
     /// Packed MP3 renditions: the frame segment 0 carries in place of the file's first frame (its
     /// Info frame, which the encoder rewrites when it ends; see `MP3InfoFrame`).
     public var headFrame: [UInt8]? = nil
+    /// Seconds at which source sample 0 is presented in every VOD variant (the original and each
+    /// ladder rung): timestamps start there, so an MP3 variant, whose first decoded samples are
+    /// encoder delay players trim, can start before it without going negative.
+    public static let timelineOrigin = 1
+    /// Seconds added to every timestamp (`tfdt`, the ID3 timestamp): `timelineOrigin` for VOD and
+    /// packages, 0 for a `--live` loop, which keeps the clock its segmenter shares.
+    public var originSeconds = HLSTrackPlan.timelineOrigin
+    /// Samples (at `trimmedLeadRate`) a decode plays before source sample 0 and players trim by the
+    /// stream's own header (an MP3 rendition's encoder and decoder delay, told by its Info frame):
+    /// segment timestamps start that much before the origin, so the first kept sample lands on it.
+    public var trimmedLead = 0
+    public var trimmedLeadRate = 48_000
 
     /// File extension of the media segments.
     public var segmentExtension: String {
@@ -391,7 +403,7 @@ public struct HLSTrackPlan: Sendable {
                 throw HLSError.invalid("no sample table")
             }
             let loopTicks = UInt64(max(0, loopLength)) &* UInt64(max(0, loop))
-            let base = loopTicks &+ UInt64(max(0, start))
+            let base = UInt64(max(0, originSeconds)) &* UInt64(max(0, timescale)) &+ loopTicks &+ UInt64(max(0, start))
             var isOpus = false
             if case .oggOpus = framing { isOpus = true }
             if case .oggOpusWindows = framing { isOpus = true }
@@ -473,9 +485,13 @@ public struct HLSTrackPlan: Sendable {
     }
 
     /// The ID3 PRIV timestamp that starts packed segment `i` (RFC 8216 section 3.4): its
-    /// start in 90 kHz ticks (33 bits, as in MPEG-TS), counting `loop` earlier plays.
+    /// start in 90 kHz ticks (33 bits, as in MPEG-TS) on the shared timeline (`originSeconds`
+    /// less `trimmedLead`), counting `loop` earlier plays.
     func timestampTag(_ i: Int, loop: Int = 0) -> [UInt8] {
-        let start = Double(max(0, loop)) * duration + spans[i].startTime - spans[0].startTime
+        // The lead is not a whole number of ticks (1,105 / 48,000 s is 2,071.875): rounding keeps
+        // every segment's error under one tick, far below a sample.
+        let lead = trimmedLeadRate > 0 ? Double(trimmedLead) / Double(trimmedLeadRate) : 0
+        let start = Double(max(0, originSeconds)) + Double(max(0, loop)) * duration + spans[i].startTime - spans[0].startTime - lead
         let ticks = (start * 90_000).rounded()
         // Out-of-range times (a huge loop count) wrap like the 33-bit field instead of trapping.
         let wrapped = ticks.isFinite && ticks > 0 ? ticks.truncatingRemainder(dividingBy: 0x1p33) : 0
