@@ -14,6 +14,7 @@ Prints one line per check and "N passed, M failed"; exits 1 on any failure.
 """
 
 import argparse
+import asyncio
 import json
 import os
 import struct
@@ -276,8 +277,11 @@ def main():
         check("py-opensonic: typed decision", typed.can_transcode and not typed.can_direct_play
               and typed.transcode_stream.codec == "mp3" and typed.transcode_stream.audio_bitrate == 128000, str(typed))
         response = connection.get_transcode_stream(options.tone, "song", typed.transcode_params)
-        content = response.content if hasattr(response, "content") else response.read()
-        check("py-opensonic: stream is MP3", content[:3] == b"ID3" or content[:2] == b"\xff\xfb", repr(content[:8]))
+        # The sync Connection hands back aiohttp's response: its body is read on the connection's loop.
+        content = asyncio.run_coroutine_threadsafe(response.read(), connection._loop).result(timeout=60)
+        check("py-opensonic: stream is the MP3", response.status == 200 and response.headers.get("Content-Type") == "audio/mpeg"
+              and len(content) > 10000, f"{response.status} {len(content)}")
+        connection.cleanup()
     except Exception as error:  # noqa: BLE001 - any client error is the finding
         check("py-opensonic", False, f"{type(error).__name__}: {error}")
 
