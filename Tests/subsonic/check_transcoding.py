@@ -70,12 +70,12 @@ def http(url, data=None, content_type=None):
 
 
 class Client:
-    def __init__(self, base, user):
+    def __init__(self, base, user, password="x"):
         self.base = base.rstrip("/")
-        self.user = user
+        self.user, self.password = user, password
 
     def url(self, endpoint, params):
-        pairs = [("u", self.user), ("p", "x"), ("v", "1.16.1"), ("c", "check_transcoding")] + list(params)
+        pairs = [("u", self.user), ("p", self.password), ("v", "1.16.1"), ("c", "check_transcoding")] + list(params)
         return f"{self.base}/rest/{endpoint}?" + urllib.parse.urlencode(pairs)
 
     def decide(self, media_id, client_info, fmt="json", raw_body=None):
@@ -156,7 +156,11 @@ def main():
     parser.add_argument("--tone", required=True, help="the id of tone.flac")
     parser.add_argument("--marker", required=True, help="the id of marker.flac")
     parser.add_argument("--tone-file", required=True, help="tone.flac's path, to compare direct play's bytes")
+    parser.add_argument("--accounts", nargs=4, metavar=("USER", "PASSWORD", "OTHER", "OTHER_PASSWORD"),
+                        help="a server with accounts: only the checks of who may use a token")
     options = parser.parse_args()
+    if options.accounts:
+        return accounts_checks(options)
     alice, bob = Client(options.base, "alice"), Client(options.base, "bob")
     decision_schema = schema_validator("TranscodeDecision")
 
@@ -285,6 +289,29 @@ def main():
     except Exception as error:  # noqa: BLE001 - any client error is the finding
         check("py-opensonic", False, f"{type(error).__name__}: {error}")
 
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def accounts_checks(options):
+    """With accounts: a token streams for the user it was given to, not for another account, nor
+    without credentials or with a wrong password (401)."""
+    user, password, other, other_password = options.accounts
+    owner, stranger = Client(options.base, user, password), Client(options.base, other, other_password)
+    status, answer = owner.decide(options.tone, MP3_CLIENT)
+    params = answer.get("transcodeDecision", {}).get("transcodeParams", "")
+    check("accounts: decision with a token", answer.get("status") == "ok" and params, json.dumps(answer)[:300])
+    status, headers, data = owner.stream(options.tone, params)
+    check("accounts: the owner streams it", status == 200 and headers.get("Content-Type") == "audio/mpeg", f"{status} {headers}")
+    status, headers, data = stranger.stream(options.tone, params)
+    check("accounts: another account's token: 400", status == 400 and not headers.get("Content-Type", "").startswith("audio/"), f"{status}")
+    status, headers, _ = http(options.base.rstrip("/") + "/rest/getTranscodeStream?" + urllib.parse.urlencode(
+        [("mediaId", options.tone), ("mediaType", "song"), ("transcodeParams", params)]))
+    check("accounts: no credentials: 401 with a challenge", status == 401 and "WWW-Authenticate" in headers, f"{status} {headers}")
+    status, _, _ = Client(options.base, user, password + "x").stream(options.tone, params)
+    check("accounts: wrong password: 401", status == 401, str(status))
+    status, answer = stranger.decide(options.tone, None, raw_body=json.dumps(MP3_CLIENT).encode())
+    check("accounts: the other account gets its own decision", answer.get("status") == "ok", json.dumps(answer)[:200])
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
