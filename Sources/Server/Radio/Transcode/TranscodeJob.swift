@@ -120,6 +120,9 @@ final class TranscodeJob: @unchecked Sendable {
         /// Where the spool's last Ogg page starts (Opus, once complete): an estimated length's
         /// padding goes into it (`OggOpusPadding`).
         var lastPageStart: Int?
+        /// Parked requests (an HLS variant's segment not yet encoded): each is called once, when
+        /// `published` reaches its count or the encode is over.
+        var watchers: [(bytes: Int, wake: @Sendable () -> Void)] = []
     }
     let shared = Lock(Shared())
 
@@ -175,8 +178,26 @@ final class TranscodeJob: @unchecked Sendable {
     private var abandoned: Bool { shared.withLock { ($0.readers <= 0 && $0.everRead) || $0.stopRequested } }
 
     private func wakeReaders() {
-        let wakers = shared.withLock { Set($0.wakers.values) }
+        let (wakers, due) = shared.withLock { s in
+            let over = s.state.isOver || s.stopRequested
+            let published = s.published
+            let due = s.watchers.filter { over || published >= $0.bytes }
+            if !due.isEmpty { s.watchers.removeAll { over || published >= $0.bytes } }
+            return (Set(s.wakers.values), due)
+        }
         for waker in wakers { waker.wake() }
+        for watcher in due { watcher.wake() }
+    }
+
+    /// Calls `wake` once, from any thread, when `bytes` of the spool are published or the encode
+    /// is over (at once when that is so already). It holds no reader: the encode goes on to its end.
+    func notify(whenPublished bytes: Int, _ wake: @escaping @Sendable () -> Void) {
+        let now = shared.withLock { s in
+            if s.state.isOver || s.stopRequested || s.published >= bytes { return true }
+            s.watchers.append((bytes, wake))
+            return false
+        }
+        if now { wake() }
     }
 
     // MARK: the encode
