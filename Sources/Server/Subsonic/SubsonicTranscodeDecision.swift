@@ -1,159 +1,17 @@
 import StreamShared
 import StreamLibrary
 
-/// What a client says it can play (OpenSubsonic's `ClientInfo`, the JSON body of
-/// getTranscodeDecision). Bitrates are in bit/s, as the spec's examples give them; 0 is no limit.
-struct SubsonicClientInfo: Sendable, Equatable {
-    /// A way the client plays a file as it is. An empty list matches anything.
-    struct DirectPlayProfile: Sendable, Equatable {
-        var containers: [String] = []
-        var audioCodecs: [String] = []
-        var protocols: [String] = []
-        var maxAudioChannels = 0
-    }
+/// getTranscodeDecision's body as the Subsonic API reads it: StreamShared's reader, its refusals
+/// error 10 (a bad parameter) saying why.
+typealias SubsonicClientInfo = OpenSubsonicClientInfo
 
-    /// A format the client takes a transcode in, in the client's order of preference.
-    struct TranscodingProfile: Sendable, Equatable {
-        var container = ""
-        var audioCodec = ""
-        var `protocol` = ""
-        var maxAudioChannels = 0
-    }
-
-    /// One condition of a codec profile (`audioBitrate LessThanEqual 320000`).
-    struct Limitation: Sendable, Equatable {
-        var name: String
-        var comparison: String
-        var values: [String]
-        var required: Bool
-    }
-
-    /// The conditions a codec's streams must meet for this client.
-    struct CodecProfile: Sendable, Equatable {
-        var name: String
-        var limitations: [Limitation]
-    }
-
-    var name = ""
-    var platform = ""
-    var maxAudioBitrate = 0
-    var maxTranscodingAudioBitrate = 0
-    var directPlay: [DirectPlayProfile] = []
-    var transcoding: [TranscodingProfile] = []
-    var codecProfiles: [CodecProfile] = []
-
-    /// Largest body read (the HTTP core reads at most 256 KiB ahead; a ClientInfo is ~2 KiB).
-    static let maxBodyBytes = 64 * 1024
-    /// Most JSON values taken from one body, and most entries of each list: bounds the work and
-    /// memory whatever the body holds.
-    static let maxValues = 4096
-    static let maxListItems = 64
-
-    /// Reads a ClientInfo body; a body that is not one is error 10 (a bad parameter) saying why.
+extension OpenSubsonicClientInfo {
     init(json bytes: [UInt8]) throws(SubsonicError) {
-        guard bytes.count <= Self.maxBodyBytes else { throw .invalid("body", "ClientInfo over \(Self.maxBodyBytes) bytes") }
-        let root: JSONValue
         do {
-            root = try JSONValue.parse(bytes, maxValues: Self.maxValues)
+            try self.init(reading: bytes)
         } catch {
-            throw .invalid("body", "ClientInfo is not JSON (\(error))")
+            throw .invalid("body", error.why)
         }
-        guard case .object = root else { throw .invalid("body", "ClientInfo must be a JSON object") }
-        name = try Self.string(root["name"], "name") ?? ""
-        platform = try Self.string(root["platform"], "platform") ?? ""
-        maxAudioBitrate = try Self.count(root["maxAudioBitrate"], "maxAudioBitrate") ?? 0
-        maxTranscodingAudioBitrate = try Self.count(root["maxTranscodingAudioBitrate"], "maxTranscodingAudioBitrate") ?? 0
-        for item in try Self.list(root["directPlayProfiles"], "directPlayProfiles") {
-            directPlay.append(DirectPlayProfile(
-                containers: try Self.names(item["containers"] ?? item["container"], "directPlayProfiles.containers"),
-                audioCodecs: try Self.names(item["audioCodecs"] ?? item["audioCodec"], "directPlayProfiles.audioCodecs"),
-                protocols: try Self.names(item["protocols"] ?? item["protocol"], "directPlayProfiles.protocols"),
-                maxAudioChannels: try Self.count(item["maxAudioChannels"], "directPlayProfiles.maxAudioChannels") ?? 0))
-        }
-        for item in try Self.list(root["transcodingProfiles"], "transcodingProfiles") {
-            // Earlier drafts of the spec used the direct-play spelling (`containers`, a string).
-            let container = try Self.names(item["container"] ?? item["containers"], "transcodingProfiles.container")
-            let codec = try Self.names(item["audioCodec"] ?? item["audioCodecs"], "transcodingProfiles.audioCodec")
-            let wire = try Self.names(item["protocol"] ?? item["protocols"], "transcodingProfiles.protocol")
-            transcoding.append(TranscodingProfile(container: container.first ?? "", audioCodec: codec.first ?? "",
-                                                  protocol: wire.first ?? "",
-                                                  maxAudioChannels: try Self.count(item["maxAudioChannels"], "transcodingProfiles.maxAudioChannels") ?? 0))
-        }
-        for item in try Self.list(root["codecProfiles"], "codecProfiles") {
-            guard let codec = try Self.string(item["name"], "codecProfiles.name") else { throw .invalid("body", "codecProfiles.name is missing") }
-            var limitations: [Limitation] = []
-            for limit in try Self.list(item["limitations"], "codecProfiles.limitations") {
-                guard let name = try Self.string(limit["name"], "limitations.name"),
-                      let comparison = try Self.string(limit["comparison"], "limitations.comparison") else {
-                    throw .invalid("body", "a limitation needs a name and a comparison")
-                }
-                // `values` (the spec), or `value` (its first draft).
-                let values = try Self.names(limit["values"] ?? limit["value"], "limitations.values", lowercased: false)
-                var required = false
-                if case .bool(let value)? = limit["required"] { required = value }
-                limitations.append(Limitation(name: name, comparison: comparison, values: values, required: required))
-            }
-            codecProfiles.append(CodecProfile(name: codec.lowercased(), limitations: limitations))
-        }
-    }
-
-    init() {}
-
-    static func string(_ value: JSONValue?, _ field: String) throws(SubsonicError) -> String? {
-        switch value {
-        case nil, .null?: return nil
-        case .string(let text)?: return String(text.prefix(256))
-        default: throw .invalid("body", "\(field) must be a string")
-        }
-    }
-
-    static func count(_ value: JSONValue?, _ field: String) throws(SubsonicError) -> Int? {
-        switch value {
-        case nil, .null?: return nil
-        case .number?:
-            guard let number = value?.int, number >= 0, number <= 1 << 40 else { throw .invalid("body", "\(field) must be a whole number ≥ 0") }
-            return number
-        default: throw .invalid("body", "\(field) must be a number")
-        }
-    }
-
-    static func list(_ value: JSONValue?, _ field: String) throws(SubsonicError) -> [JSONValue] {
-        switch value {
-        case nil, .null?: return []
-        case .array(let items)?:
-            guard items.count <= maxListItems else { throw .invalid("body", "\(field) has more than \(maxListItems) entries") }
-            for item in items { guard case .object = item else { throw .invalid("body", "\(field) entries must be objects") } }
-            return items
-        default: throw .invalid("body", "\(field) must be an array")
-        }
-    }
-
-    /// A list of names: an array of strings, or one string of comma-separated names (a draft's
-    /// form); lower-cased for matching unless told otherwise; `*` and "" mean any.
-    static func names(_ value: JSONValue?, _ field: String, lowercased: Bool = true) throws(SubsonicError) -> [String] {
-        var texts: [String] = []
-        switch value {
-        case nil, .null?: return []
-        case .string(let text)?: texts = text.split(separator: ",").map(String.init)
-        case .array(let items)?:
-            guard items.count <= maxListItems else { throw .invalid("body", "\(field) has more than \(maxListItems) entries") }
-            for item in items {
-                guard case .string(let text) = item else { throw .invalid("body", "\(field) must hold strings") }
-                texts.append(text)
-            }
-        default: throw .invalid("body", "\(field) must be a string or an array of strings")
-        }
-        return texts.map { String($0.trimmingSpaces.prefix(64)) }.map { lowercased ? $0.lowercased() : $0 }
-            .filter { !$0.isEmpty && $0 != "*" }
-    }
-}
-
-private extension String {
-    var trimmingSpaces: Substring {
-        var text = self[...]
-        while text.first == " " { text = text.dropFirst() }
-        while text.last == " " { text = text.dropLast() }
-        return text
     }
 }
 
