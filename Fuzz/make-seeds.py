@@ -161,6 +161,12 @@ def main():
     write(out, "subsonic", b"[ar:Someone]\n[ti:Song]\n[offset:+250]\n[00:01.50][00:10.00]Chorus\n[00:05.1]Verse\r\n[00:07:250]x\n")
     write(out, "subsonic", "\ufeffJust words\nCaf\u00e9 \u2013 No\u00ebl\n\n".encode())
     write(out, "subsonic", b"u=ann&t=26719a1196d2a940705a59634eb18eab&s=c19b2d&v=1.16.1&c=x&f=json&id=tr-1&id=tr-2&query=two+words%21")
+    write(out, "subsonic", b'{"name":"Play:1","platform":"Sonos","maxAudioBitrate":512000,"maxTranscodingAudioBitrate":256000,'
+          b'"directPlayProfiles":[{"containers":["mp3"],"audioCodecs":["mp3"],"protocols":["http"],"maxAudioChannels":2},'
+          b'{"container":"mp4","audioCodec":"flac,aac,alac","protocol":"*"}],'
+          b'"transcodingProfiles":[{"container":"ogg","audioCodec":"opus","protocol":"http","maxAudioChannels":2}],'
+          b'"codecProfiles":[{"type":"AudioCodec","name":"mp3","limitations":[{"name":"audioBitrate","comparison":"LessThanEqual",'
+          b'"values":["320000"],"required":true}]}]}')
     # credentials: the first byte picks the cookie name (0: streamd_session), then a netrc or Cookie text.
     write(out, "credentials", b"\x00machine music.example.org\n  login alice\n  password s3cret\nmacdef init\nmachine x login y password z\n\n"
                               b"machine 127.0.0.1 login bob password \"pw\"\ndefault login anyone password everywhere\n")

@@ -2,8 +2,8 @@
 import StreamHTTP
 
 /// What the Subsonic API reads from a client or from the library that is text: a query or form
-/// body's pairs (`QueryValue.pairs`) and an `.lrc` file beside a track (`LRCLyrics`), each with
-/// its bounds.
+/// body's pairs (`QueryValue.pairs`), an `.lrc` file beside a track (`LRCLyrics`) and
+/// getTranscodeDecision's JSON ClientInfo (`OpenSubsonicClientInfo`), each with its bounds.
 enum SubsonicTarget {
     static func run(_ bytes: [UInt8]) {
         let lyrics = LRCLyrics(bytes)
@@ -20,6 +20,17 @@ enum SubsonicTarget {
             }
         }
         require(abs(lyrics.offsetMilliseconds) <= 86_400_000, "offset \(lyrics.offsetMilliseconds)")
+        if let info = try? OpenSubsonicClientInfo(reading: bytes) {
+            let limit = OpenSubsonicClientInfo.maxListItems
+            require(info.directPlay.count <= limit && info.transcoding.count <= limit && info.codecProfiles.count <= limit, "a list past its bound")
+            for profile in info.directPlay {
+                for names in [profile.containers, profile.audioCodecs, profile.protocols] {
+                    require(names.count <= limit && names.allSatisfy { !$0.isEmpty && $0 != "*" && $0.count <= 64 }, "names \(names)")
+                }
+            }
+            require(info.codecProfiles.allSatisfy { $0.limitations.count <= limit }, "limitations past their bound")
+            require(info.name.count <= 256 && info.platform.count <= 256 && info.maxAudioBitrate >= 0, "name, platform or bitrate")
+        }
         let text = String(decoding: bytes, as: UTF8.self)
         if case .success(let pairs) = QueryValue.pairs(Substring(text), maxValueBytes: 4096) {
             require(pairs.count <= 10_000, "\(pairs.count) pairs")

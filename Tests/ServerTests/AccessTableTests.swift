@@ -46,6 +46,13 @@ import StreamSubsonic
         Row(method: "GET", target: "/rest/ping", route: "subsonic", anonymous: 200, user: 200, admin: 200, wrongPassword: 401),
         Row(method: "POST", target: "/rest/getAlbumList2.view?type=newest", route: "subsonic",
             anonymous: 200, user: 200, admin: 200, wrongPassword: 401),
+        // OpenSubsonic transcoding, the rule of stream: a decision is the envelope (here error 10,
+        // no ClientInfo body); the stream's refusals are HTTP statuses (401 no credentials, 400 a
+        // transcodeParams token this server did not give this user).
+        Row(method: "POST", target: "/rest/getTranscodeDecision.view?mediaId=tr-1&mediaType=song", route: "subsonic transcoding",
+            anonymous: 200, user: 200, admin: 200, wrongPassword: 401),
+        Row(method: "GET", target: "/rest/getTranscodeStream?mediaId=tr-1&mediaType=song&transcodeParams=st1forged",
+            route: "subsonic transcoding", anonymous: 401, user: 400, admin: 400, wrongPassword: 401),
         Row(method: "GET", target: "/index.html", route: "web page", anonymous: 303, user: 200, admin: 200, wrongPassword: 401),
         Row(method: "GET", target: "/login", route: "login page", anonymous: 200, user: 200, admin: 200, wrongPassword: 200),
         Row(method: "GET", target: "/login.js", route: "login script", anonymous: 200, user: 200, admin: 200, wrongPassword: 200),

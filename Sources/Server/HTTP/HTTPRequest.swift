@@ -25,7 +25,7 @@ public struct HTTPRequest: Sendable, Equatable {
     public var authority: String?
     /// The body's framing, from Content-Length and Transfer-Encoding.
     public var bodyFraming: RequestBodyFraming
-    /// The body of a small `application/x-www-form-urlencoded` POST, read whole by the event
+    /// The body of a small `application/x-www-form-urlencoded` or `application/json` POST, read whole by the event
     /// loop before the handler sees the request (`HTTPRequest.maxFormBodyBytes`); nil otherwise.
     public var formBody: [UInt8]?
     /// The connection's peer as the server accepted it (`1.2.3.4:5678`, `[::1]:5678`; "" when
@@ -66,12 +66,23 @@ public struct HTTPRequest: Sendable, Equatable {
     public static let maxFormBodyBytes = 256 * 1024
 
     /// The length of the form body to read before handling, when this is a POST of a small
-    /// `application/x-www-form-urlencoded` body with a Content-Length; nil otherwise.
+    /// `application/x-www-form-urlencoded` or `application/json` body (OpenSubsonic's
+    /// getTranscodeDecision posts its ClientInfo as JSON) with a Content-Length; nil otherwise.
     public var formBodyLength: Int? {
         guard method == "POST", case .length(let length) = bodyFraming, length <= Self.maxFormBodyBytes,
               let type = header("Content-Type"),
-              HTTPSyntax.sameName(type.utf8.prefix(33), "application/x-www-form-urlencoded".utf8) else { return nil }
+              HTTPSyntax.sameName(type.utf8.prefix(33), "application/x-www-form-urlencoded".utf8) || Self.isJSON(type) else { return nil }
         return length
+    }
+
+    /// Whether the body read ahead (`formBody`) is JSON rather than a form.
+    public var formBodyIsJSON: Bool { formBody != nil && header("Content-Type").map(Self.isJSON) == true }
+
+    static func isJSON(_ contentType: String) -> Bool {
+        let type = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
+        var trimmed = type[...]
+        while let last = trimmed.last, last == 0x20 || last == 0x09 { trimmed = trimmed.dropLast() }
+        return HTTPSyntax.sameName(trimmed, "application/json".utf8)
     }
 
     public static func == (lhs: HTTPRequest, rhs: HTTPRequest) -> Bool {

@@ -95,6 +95,9 @@ extension Router {
         // (OpenSubsonic asks that of getOpenSubsonicExtensions); every other call proves its
         // user with the protocol's own credentials (u/p, u/t/s, apiKey), judged by the service.
         Route("subsonic public", methods: ["GET", "POST"], .subsonic(["getLicense", "getOpenSubsonicExtensions"]), .open),
+        // OpenSubsonic's transcoding extension: the same rule as stream (the service judges the
+        // credentials; getTranscodeDecision POSTs a JSON body, getTranscodeStream is a GET).
+        Route("subsonic transcoding", methods: ["GET", "POST"], .subsonic(["getTranscodeDecision", "getTranscodeStream"]), .selfAuthenticated),
         Route("subsonic", methods: ["GET", "POST"], .prefix("/rest/"), .selfAuthenticated),
         // The server's state: admins only.
         Route("status", .exact([APIRoutes.status]), .admin),

@@ -23,21 +23,11 @@ extension SubsonicService {
         } catch {
             throw SubsonicError.notFound("Song file")
         }
-        if !download, let transcode {
+        if !download, transcode != nil {
             let choice = try SubsonicStreamChoice(call.parameters, suffix: SubsonicItems.suffix(track.path), sourceKbps: track.bitrate / 1000)
             if case .transcode(let format, let kbps, let offset, let estimate) = choice {
-                var request = call.request
-                var query = "format=\(format)&bitrate=\(kbps)"
-                if offset > 0 { query += "&offset=\(offset)" }
-                if estimate { query += "&estimate=1" }
-                request.target = "/media/" + PathResolver.percentEncode(track.path) + "?" + query
-                request.formBody = nil
-                do {
-                    return .http(try transcode(request, opened.path, opened.file))
-                } catch {
-                    // Capacity (503 + Retry-After) and the like stay HTTP answers: a player retries them.
-                    return .http(error.response)
-                }
+                return .http(transcodeResponse(call.request, path: track.path, opened: opened, format: format, kbps: kbps,
+                                               offset: offset, estimate: estimate))
             }
         }
         var response = FileResponder.respond(to: call.request, file: opened.file,

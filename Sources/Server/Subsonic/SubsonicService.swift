@@ -51,6 +51,8 @@ public final class SubsonicService: Sendable {
     /// user's stars, ratings or plays): part of a kept answer's key, so no answer shows marks
     /// older than the user's last change.
     let marksVersions = Lock<(next: UInt64, byUser: [Int: UInt64])>((1, [:]))
+    /// The transcodeParams getTranscodeDecision handed out, each bound to its user and song.
+    let transcodeGrants = Lock(TranscodeGrants())
 
     public static let prefix = "/rest/"
 
@@ -81,6 +83,9 @@ public final class SubsonicService: Sendable {
         /// Its document depends only on its parameters, the catalog and the caller's marks: kept
         /// in `answers` (getAlbumList's `random` is not: `cacheKey` leaves it out).
         var cacheable = false
+        /// Refusals are plain HTTP statuses (401, 400, 404), not the envelope: a media stream's
+        /// (OpenSubsonic's getTranscodeStream).
+        var httpRefusals = false
         var run: @Sendable (SubsonicService, SubsonicCall) throws -> SubsonicAnswer
     }
 
@@ -129,6 +134,8 @@ public final class SubsonicService: Sendable {
         table["getNowPlaying"] = Endpoint { service, call in try service.getNowPlaying(call) }
         table["getPlayQueue"] = Endpoint { service, call in try service.getPlayQueue(call) }
         table["savePlayQueue"] = Endpoint { service, call in try service.savePlayQueue(call) }
+        table["getTranscodeDecision"] = Endpoint { service, call in try service.getTranscodeDecision(call) }
+        table["getTranscodeStream"] = Endpoint(httpRefusals: true) { service, call in try service.getTranscodeStream(call) }
         return table
     }()
 
@@ -142,7 +149,8 @@ public final class SubsonicService: Sendable {
         if name.hasSuffix(".view") { name = name.dropLast(5) }
         let parameters: SubsonicParameters
         do {
-            parameters = try SubsonicParameters(query: request.query, form: request.formBody)
+            // A JSON body (getTranscodeDecision's ClientInfo) is the call's to read, not parameters.
+            parameters = try SubsonicParameters(query: request.query, form: request.formBodyIsJSON ? nil : request.formBody)
         } catch {
             return Self.render(.failure(error), format: .xml, request: request)
         }
@@ -264,6 +272,7 @@ public final class SubsonicService: Sendable {
         case .failure(let error):
             guard endpoint.isPublic else {
                 logger.info("subsonic: \(name) refused: \(error.message)")
+                if endpoint.httpRefusals { return .success(.http(Self.httpRefusal(error, status: 401))) }
                 return .failure(error)
             }
             // A public call answered to someone not signed in: no one's data is read.
@@ -276,6 +285,7 @@ public final class SubsonicService: Sendable {
         do {
             return .success(try endpoint.run(self, call))
         } catch let error as SubsonicError {
+            if endpoint.httpRefusals { return .success(.http(Self.httpRefusal(error))) }
             return .failure(error)
         } catch {
             logger.warning("subsonic: \(error)")
@@ -330,7 +340,8 @@ public final class SubsonicService: Sendable {
 
     func extensions() -> SubsonicElement {
         // transcodeOffset: `stream`'s timeOffset is honoured (by transcoding from there).
-        let names = ["formPost", "apiKeyAuthentication", "songLyrics"] + (transcode == nil ? [] : ["transcodeOffset"])
+        // transcoding: getTranscodeDecision and getTranscodeStream (SubsonicService+Transcoding).
+        let names = ["formPost", "apiKeyAuthentication", "songLyrics"] + (transcode == nil ? [] : ["transcodeOffset", "transcoding"])
         var body = SubsonicElement()
         body.add("openSubsonicExtensions", list: names.map { name in
             var e = SubsonicElement([("name", .string(name))])
