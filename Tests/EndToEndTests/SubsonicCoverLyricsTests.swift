@@ -50,6 +50,67 @@ import Glibc
         #expect(cached.status == 0 && cached.output.contains(" passed, 0 failed"), "\(cached.output)")
     }
 
+    /// An embedded cover's thumbnail is looked for (memory, then disk) before the picture is read
+    /// from the track's tag, keyed by the track file's version: with the tag's APIC frame made
+    /// unreadable in place and the file's stamp (inode, size, mtime) kept, a cached size is still
+    /// answered, while a size not made yet finds no picture; a changed file (a new stamp) misses
+    /// and is resized from its new picture.
+    @Test(.timeLimit(.scaledMinutes(3))) func embeddedCover_cachedThumbnail_isFoundBeforeTheTag() throws {
+        let scratch = try Self.scratch("covers-embedded")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let album = scratch.appendingPathComponent("library/Artist/Album")
+        try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
+        let ffmpeg = try #require(which("ffmpeg"))
+        let track = album.appendingPathComponent("01 Tone.mp3")
+        func make(picture size: String) throws {
+            let picture = scratch.appendingPathComponent("picture.png")
+            let drawn = try runCommand(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=\(size)", "-frames:v", "1", picture.path], timeout: 30)
+            try #require(drawn.status == 0)
+            let made = try runCommand(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:duration=1", "-i", picture.path,
+                                               "-map", "0", "-map", "1", "-c:a", "libmp3lame", "-c:v", "copy", "-id3v2_version", "3",
+                                               "-metadata:s:v", "comment=Cover (front)", "-metadata", "album=Album", track.path], timeout: 30)
+            try #require(made.status == 0, "\(String(decoding: made.stderr, as: UTF8.self))")
+        }
+        try make(picture: "320x240")
+        let server = try StreamdProcess(folder: scratch.appendingPathComponent("library"), extraArguments: ["--quiet"])
+        defer { _ = server.stop() }
+        let list = try LibraryAPITests.get(server, "/rest/getAlbumList2?type=newest&f=json")
+        let body = String(decoding: list.body, as: UTF8.self)
+        let sid = try #require(body.range(of: "\"coverArt\":\"").map { body[$0.upperBound...].prefix { $0 != "\"" } }, "\(body)")
+        let first = try LibraryAPITests.get(server, "/rest/getCoverArt?id=\(sid)&size=100")
+        #expect(first.status == 200 && first.header("X-Cache") == "MISS" && first.header("Content-Type") == "image/jpeg", "\(first.headers)")
+
+        // The APIC frame's id overwritten in place (same inode and size), the mtime put back.
+        var info = stat()
+        try #require(stat(track.path, &info) == 0)
+        var bytes = try Data(contentsOf: track)
+        let apic = try #require(bytes.firstRange(of: Data("APIC".utf8)))
+        bytes.replaceSubrange(apic, with: Data("XXXX".utf8))
+        let handle = try FileHandle(forWritingTo: track)
+        try handle.write(contentsOf: bytes)
+        try handle.close()
+        var times = [timespec(tv_sec: info.st_atim.tv_sec, tv_nsec: info.st_atim.tv_nsec), info.st_mtim]
+        try #require(utimensat(AT_FDCWD, track.path, &times, 0) == 0)
+        let cached = try LibraryAPITests.get(server, "/rest/getCoverArt?id=\(sid)&size=100")
+        #expect(cached.status == 200 && cached.header("X-Cache") == "HIT" && cached.body == first.body,
+                "a cached thumbnail is answered without the tag: \(cached.status) \(cached.headers)")
+        let uncached = try LibraryAPITests.get(server, "/rest/getCoverArt?id=\(sid)&size=90")
+        #expect(uncached.header("X-Cache") != "HIT" && uncached.header("Content-Type") != "image/jpeg",
+                "a size not made yet reads the tag, which has no picture now: \(uncached.status) \(uncached.headers)")
+
+        // A new version of the file (a new picture, a new stamp): once the catalog has it, the
+        // old thumbnail is not served; the new picture is resized (320x240 then, 200x200 now).
+        try make(picture: "200x200")
+        let deadline = Date().addingTimeInterval(TestTiming.seconds(30))
+        var fresh = try LibraryAPITests.get(server, "/rest/getCoverArt?id=\(sid)&size=100")
+        while fresh.header("X-Cache") != "MISS", Date() < deadline {
+            #expect(fresh.body != first.body || fresh.header("X-Cache") != "HIT", "the old file's thumbnail was served for the new file")
+            usleep(200_000)
+            fresh = try LibraryAPITests.get(server, "/rest/getCoverArt?id=\(sid)&size=100")
+        }
+        #expect(fresh.status == 200 && fresh.header("X-Cache") == "MISS" && fresh.body != first.body, "\(fresh.status) \(fresh.headers)")
+    }
+
     /// A cover worker that traps, hangs (past `--cover-timeout`) or answers garbage costs that
     /// answer only: the original is sent, marked, and the server keeps serving.
     @Test(.timeLimit(.scaledMinutes(3)), arguments: ["trap", "hang", "garbage"])

@@ -36,10 +36,27 @@ public enum CoverArt {
     /// ETag derived from the file's.
     public static func embeddedPicture(_ relative: String, in catalog: Catalog) throws(SQLiteError)
         -> (data: [UInt8], mimeType: String, etag: String)? {
+        guard let (file, etag) = try analyzedVersion(relative, in: catalog),
+              let picture = try? EmbeddedPictureReader.picture(in: file) else { return nil }
+        return (picture.data, picture.mimeType, etag)
+    }
+
+    /// The ETag album `albumID`'s embedded cover has when its cover track is the version the
+    /// catalog analyzed (the file opened and its stamp compared, its tag not read): what a
+    /// thumbnail of it is cached under, so a cached thumbnail is found before the picture is
+    /// read, and a changed file (a new stamp) misses. nil: no cover track, or not that version.
+    public static func embeddedETag(albumID: Int, in catalog: Catalog) throws(SQLiteError) -> String? {
+        guard let track = try catalog.store.covers.source(albumID: albumID)?.embeddedTrackPath else { return nil }
+        return try analyzedVersion(track, in: catalog)?.etag
+    }
+
+    /// The track at `relative`, opened, when it is the version the catalog analyzed, and the
+    /// ETag of the picture it embeds (derived from the file's).
+    private static func analyzedVersion(_ relative: String, in catalog: Catalog) throws(SQLiteError) -> (file: OpenFile, etag: String)? {
         guard let absolute = try? catalog.resolver.resolve(encoded: Substring(PathResolver.percentEncode(relative))),
               let file = try? OpenFile(path: absolute), let row = try catalog.store.tracks.track(path: relative),
-              row.stamp == file.stamp, let picture = try? EmbeddedPictureReader.picture(in: file) else { return nil }
-        return (picture.data, picture.mimeType, "\"cover-" + file.etag.filter { $0 != "\"" } + "\"")
+              row.stamp == file.stamp else { return nil }
+        return (file, "\"cover-" + file.etag.filter { $0 != "\"" } + "\"")
     }
 
     /// The largest cover a transcode carries (an OpusTags packet or ID3v2 tag of that size is

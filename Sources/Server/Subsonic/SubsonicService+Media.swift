@@ -61,6 +61,12 @@ extension SubsonicService {
         default: albumID = nil
         }
         guard let albumID else { throw SubsonicError.notFound("Cover art") }
+        // A thumbnail of the embedded cover already made (memory, then disk) is answered before
+        // the picture is read from the track's tag; its key holds the track file's version.
+        if let size, let etag = try CoverArt.embeddedETag(albumID: albumID, in: catalog),
+           let hit = covers.cached(call.request, etag: etag, size: size) {
+            return .http(hit)
+        }
         switch try CoverArt.find(albumID: albumID, in: catalog) {
         case .failure, .success(nil):
             throw SubsonicError.notFound("Cover art")
