@@ -32,7 +32,12 @@ final class SessionTable: Sendable {
         var touched: Set<[UInt8]> = []
         /// Token hashes ended (expired, pushed out) whose rows are not deleted yet.
         var removed: Set<[UInt8]> = []
+        /// Wall-clock seconds of the last sweep of expired rows.
+        var sweptSeconds: Int64 = 0
     }
+
+    /// How often a flush with nothing else to write still deletes the expired rows.
+    static let sweepSeconds: Int64 = 3600
 
     /// Most sessions at once; past it the least recently used goes.
     static let maxSessions = 10_000
@@ -61,6 +66,7 @@ final class SessionTable: Sendable {
         do {
             let stored = try store.loadSessions(now: now, limit: Self.maxSessions)
             state.withLock { state in
+                state.sweptSeconds = now
                 for row in stored where row.lastSeenSeconds + self.idleSeconds > now {
                     // Idle for as long as the wall clock says it has been (0 if it went back).
                     let idle = UInt64(max(0, now - row.lastSeenSeconds)) * 1_000_000_000
@@ -153,7 +159,7 @@ final class SessionTable: Sendable {
     func flush() {
         guard let store else { return }
         let now = Self.wallSeconds()
-        let (touched, removed): ([(tokenHash: [UInt8], lastSeenSeconds: Int64, expiresSeconds: Int64)], [[UInt8]]) = state.withLock { state in
+        let changes: ([(tokenHash: [UInt8], lastSeenSeconds: Int64, expiresSeconds: Int64)], [[UInt8]])? = state.withLock { state in
             let monotonicNow = Monotonic.now.nanoseconds
             var touched: [(tokenHash: [UInt8], lastSeenSeconds: Int64, expiresSeconds: Int64)] = []
             for key in state.touched {
@@ -166,8 +172,12 @@ final class SessionTable: Sendable {
             let removed = Array(state.removed)
             state.touched.removeAll()
             state.removed.removeAll()
+            // Nothing changed and swept lately: no write (the database stays untouched while idle).
+            if touched.isEmpty && removed.isEmpty && now - state.sweptSeconds < Self.sweepSeconds { return nil }
+            state.sweptSeconds = now
             return (touched, removed)
         }
+        guard let (touched, removed) = changes else { return }
         do {
             try store.writeSessionChanges(touched: touched, removed: removed, now: now)
         } catch {
