@@ -55,7 +55,8 @@ final class SessionTable: Sendable {
     /// The sessions of `store` (loaded now, expired ones deleted: a blocking call, made at
     /// start), or memory-only ones without a store.
     init(idleSeconds: Double, store: UserStore? = nil, logger: Logger = Logger(label: "streamd.access")) {
-        self.idleSeconds = Int64(max(60, idleSeconds))
+        // 60 s to 10 years: a value past Int64 would trap in the conversion.
+        self.idleSeconds = Int64(min(max(60, idleSeconds), 315_360_000))
         idleNanos = UInt64(self.idleSeconds) * 1_000_000_000
         self.store = store
         self.logger = logger
@@ -67,9 +68,12 @@ final class SessionTable: Sendable {
             let stored = try store.loadSessions(now: now, limit: Self.maxSessions)
             state.withLock { state in
                 state.sweptSeconds = now
-                for row in stored where row.lastSeenSeconds + self.idleSeconds > now {
-                    // Idle for as long as the wall clock says it has been (0 if it went back).
-                    let idle = UInt64(max(0, now - row.lastSeenSeconds)) * 1_000_000_000
+                // A time ahead of now (the clock went back, or a damaged row) counts as now; no
+                // sum or difference of stored values can overflow.
+                for row in stored {
+                    let seen = min(max(row.lastSeenSeconds, 0), now)
+                    guard seen > now - self.idleSeconds else { continue }
+                    let idle = UInt64(now - seen) * 1_000_000_000
                     state.sessions[row.tokenHash] = Session(userID: row.userID, stamp: row.stamp, csrf: "",
                                                             lastUsed: monotonicNow - min(monotonicNow, idle),
                                                             createdSeconds: row.createdSeconds, savedSeenSeconds: row.lastSeenSeconds)
