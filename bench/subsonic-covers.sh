@@ -7,10 +7,13 @@
 #     process per picture as streamd starts one worker per resize;
 #   - cached: nginx serving the same thumbnails as static files over one keep-alive connection.
 # Each figure is a median over the albums, requests one at a time; ratios are streamd/peer.
-# usage: bench/subsonic-covers.sh   (STREAMD=binary, COVERS=N)
+# With EMBEDDED=1 each picture is in its MP3's tag (ID3v2 APIC) instead of a cover.jpg beside
+# it: the cached figure then shows what a hit costs with the tag not read (issue 25's leftover).
+# usage: bench/subsonic-covers.sh   (STREAMD=binary, COVERS=N, EMBEDDED=1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COVERS=${COVERS:-40}
+EMBEDDED=${EMBEDDED:-0}
 if [ -n "${STREAMD:-}" ]; then BIN=$STREAMD; else
   swift build -c release --product streamd >/dev/null
   BIN="$(swift build -c release --show-bin-path)/streamd"
@@ -25,11 +28,19 @@ ffmpeg -nostdin -v error -y -f lavfi -i sine=frequency=440:duration=0.2 -c:a lib
 for i in $(seq 1 "$COVERS"); do
   album="$WORK/library/Cover Bench/Album $i"
   mkdir -p "$album"
-  ffmpeg -nostdin -v error -y -i "$WORK/tone.mp3" -c copy -metadata title="Song $i" -metadata artist="Cover Bench" \
-    -metadata album="Album $i" "$album/01 Song.mp3"
+  mkdir -p "$WORK/pictures"
   # A different picture per album (another hue, grain like a photo's): each resize is its own work.
   ffmpeg -nostdin -v error -y -f lavfi -i "testsrc2=size=1200x1200:rate=1" -vf "hue=h=$((i * 9)),noise=alls=12:allf=u" \
-    -frames:v 1 -q:v 3 "$album/cover.jpg"
+    -frames:v 1 -q:v 3 "$WORK/pictures/$i.jpg"
+  if [ "$EMBEDDED" = 1 ]; then
+    ffmpeg -nostdin -v error -y -i "$WORK/tone.mp3" -i "$WORK/pictures/$i.jpg" -map 0 -map 1 -c copy -id3v2_version 3 \
+      -metadata:s:v comment="Cover (front)" -metadata title="Song $i" -metadata artist="Cover Bench" \
+      -metadata album="Album $i" "$album/01 Song.mp3"
+  else
+    ffmpeg -nostdin -v error -y -i "$WORK/tone.mp3" -c copy -metadata title="Song $i" -metadata artist="Cover Bench" \
+      -metadata album="Album $i" "$album/01 Song.mp3"
+    cp "$WORK/pictures/$i.jpg" "$album/cover.jpg"
+  fi
 done
 
 start_streamd() {
@@ -86,7 +97,7 @@ if times["other"]:
 PY
 }
 
-echo "covers: $COVERS albums, 1200x1200 JPEG each; $(nproc) cores; $(uptime)"
+echo "covers: $COVERS albums, 1200x1200 JPEG each ($([ "$EMBEDDED" = 1 ] && echo "embedded in the MP3s" || echo "cover.jpg files")); $(nproc) cores; $(uptime)"
 start_streamd
 measure first
 sample=$(ls "$WORK/thumbs" | head -1)
@@ -100,7 +111,7 @@ python3 - "$WORK" <<'PY'
 import glob, os, statistics, subprocess, sys, time
 work = sys.argv[1]
 times = []
-for index, cover in enumerate(sorted(glob.glob(os.path.join(work, "library", "Cover Bench", "*", "cover.jpg")))):
+for index, cover in enumerate(sorted(glob.glob(os.path.join(work, "pictures", "*.jpg")))):
     started = time.monotonic()
     subprocess.run(["vipsthumbnail", cover, "--size", "300x300>", "-o", os.path.join(work, f"peer-{index}.jpg[Q=85,strip]")], check=True)
     times.append((time.monotonic() - started) * 1000)

@@ -5,7 +5,8 @@
 #     getAlbumList2 (50 albums at random offsets, alphabeticalByName and newest), search3 with a new
 #     query each request, and beside them /api/search with a new query (the peer in the same run);
 #     ping with token auth (md5(password + salt) on every request); target p99 <= 20 ms (lists,
-#     search) and <= 2 ms (ping);
+#     search) and <= 2 ms (ping); and ping's peer, nginx serving a static 200-byte file with the
+#     same wrk setup (what 64 connections on these cores allow at all), with the ratios;
 #   - a full sync as clients do it: search3 with the empty query, songs in pages of 500 until
 #     the library is listed (target <= 10 s for 100,000);
 #   - getCoverArt?size=300 for albums with covers: cold (resized now) and cached, per request (this
@@ -82,17 +83,18 @@ PY
 )
 echo "albums: $albums"
 
-ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# CPU ticks (user + system) of the processes in $1 (ids separated by spaces).
+ticks() { local pid sum=0; for pid in $1; do sum=$((sum + $(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0))); done; echo "$sum"; }
 HZ=$(getconf CLK_TCK)
 run() {
   local name=$1; shift
   local out load before after elapsed
   load=$(awk '{ print $1 }' /proc/loadavg)
-  before=$(ticks "$PID")
+  before=$(ticks "${PID_MEASURED:-$PID}")
   elapsed=$(date +%s%N)
   out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$@" 2>&1)
   elapsed=$(( $(date +%s%N) - elapsed ))
-  after=$(ticks "$PID")
+  after=$(ticks "${PID_MEASURED:-$PID}")
   local p50 p99 rps errors requests
   p50=$(awk '$1 == "50%" { print $2 }' <<<"$out")
   p99=$(awk '$1 == "99%" { print $2 }' <<<"$out")
@@ -100,9 +102,12 @@ run() {
   requests=$(awk '/requests in/ { print $1 }' <<<"$out")
   errors=$(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr '\n' ' ' || true)
   printf '%-52s p50 %-9s p99 %-9s %9s req/s %s\n' "$name" "$p50" "$p99" "$rps" "${errors:-no errors}"
+  # For the peer's ratio: p99 in ms, req/s.
+  p99_ms=$(awk -v t="$p99" 'BEGIN { v = t + 0; if (t ~ /us$/) v /= 1000; else if (t ~ /ms$/) v += 0; else if (t ~ /s$/) v *= 1000; print v }')
+  rps_last=${rps:-0}
   awk -v load="$load" -v ticks=$((after - before)) -v hz="$HZ" -v ns="$elapsed" -v requests="${requests:-0}" 'BEGIN {
     s = ns / 1e9; cpu = ticks / hz
-    printf "    load %s; streamd CPU %.0f %% of a core, %.0f us/request\n", load, 100 * cpu / s, (requests > 0 ? 1e6 * cpu / requests : 0) }'
+    printf "    load %s; server CPU %.0f %% of a core, %.0f us/request\n", load, 100 * cpu / s, (requests > 0 ? 1e6 * cpu / requests : 0) }'
 }
 export WRK_USER=$SUBSONIC_USER WRK_TOKEN=$TOKEN WRK_SALT=$SALT WRK_ALBUMS=$albums
 echo "wrk: $CONNECTIONS connections, 2 threads, $DURATION s each; $(uptime)"
@@ -110,6 +115,47 @@ WRK_MODE=albumlist run "getAlbumList2, 50 albums, random offsets" -s bench/wrk/s
 WRK_MODE=search3 run "search3, a new query each request" -s bench/wrk/subsonic.lua "$BASE"
 WRK_LIMIT=20 run "peer: /api/search, a new query each request" -H "$BASIC" -s bench/wrk/search.lua "$BASE"
 WRK_MODE=ping run "ping with token auth" -s bench/wrk/subsonic.lua "$BASE"
+PING_P99=$p99_ms PING_RPS=$rps_last
+
+# The peer for ping: nginx-light serving a static 200-byte file, the same wrk setup in the same
+# run (what 64 connections on these cores allow a server that does almost nothing per request).
+if command -v nginx >/dev/null; then
+  mkdir -p "$WORK/nginx/root" "$WORK/nginx/temp"
+  head -c 200 /dev/zero | tr '\0' 'x' >"$WORK/nginx/root/ping.txt"
+  NGINX_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+  cat >"$WORK/nginx/nginx.conf" <<EOF
+$([ "$(id -u)" = 0 ] && echo "user root;")
+worker_processes $(nproc);
+daemon off;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
+events { worker_connections 1024; }
+http {
+    default_type text/plain;
+    access_log off;
+    keepalive_requests 1000000;
+    keepalive_timeout 120s;
+    client_body_temp_path $WORK/nginx/temp/body;
+    proxy_temp_path $WORK/nginx/temp/proxy;
+    fastcgi_temp_path $WORK/nginx/temp/fastcgi;
+    uwsgi_temp_path $WORK/nginx/temp/uwsgi;
+    scgi_temp_path $WORK/nginx/temp/scgi;
+    server { listen 127.0.0.1:$NGINX_PORT; root $WORK/nginx/root; location / { } }
+}
+EOF
+  nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx/" </dev/null >"$WORK/nginx/stdout" 2>&1 &
+  NGINX_PID=$!
+  for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$NGINX_PORT/ping.txt" -o /dev/null && break; sleep 0.1; done
+  # Its CPU is its workers' (the master only forks them).
+  PID_MEASURED=$(pgrep -P "$NGINX_PID" | tr '\n' ' ')
+  run "peer: nginx, a static 200-byte file" "http://127.0.0.1:$NGINX_PORT/ping.txt"
+  PID_MEASURED=$PID
+  kill "$NGINX_PID" 2>/dev/null; wait "$NGINX_PID" 2>/dev/null || true
+  awk -v a="$PING_P99" -v b="$p99_ms" -v ra="$PING_RPS" -v rb="$rps_last" 'BEGIN {
+    if (b > 0 && rb > 0) printf "    ping against nginx: p99 %.2fx (%.2f ms / %.2f ms), throughput %.2fx\n", a / b, a, b, ra / rb }'
+else
+  echo "peer: nginx not installed (apt-get install nginx-light): no peer for ping"
+fi
 
 # A client's full sync: the empty search3, 500 songs a page, over one keep-alive connection.
 python3 - "$BASE" "$AUTH" "$total" <<'PY'

@@ -12,8 +12,11 @@
 #   - a cache hit against a plain file of the same size (throughput, median of 15; goal >= 0.9x);
 #   - the loudness of a gain=track transcode (ebur128) against ReplayGain 2's -18 LUFS, the tag
 #     written by loudgain (goal within 0.5 LU).
-# usage: bench/transcode.sh   (STREAMD_BIN=DIR with a release streamd)
+# usage: bench/transcode.sh   (STREAMD_BIN=DIR with a release streamd; SECTIONS="ttfb hit" runs only
+#        those of: speed ttfb concurrent hit gain)
 set -euo pipefail
+SECTIONS=${SECTIONS:-all}
+want() { [ "$SECTIONS" = all ] || [[ " $SECTIONS " == *" $1 "* ]]; }
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 if [ -n "${STREAMD_BIN:-}" ]; then BIN=$STREAMD_BIN; else
@@ -62,6 +65,7 @@ curl -s -o /dev/null "$URL/api/index/long.flac"
 curl -s -o /dev/null "$URL/api/index/long.mp3"
 
 # Encode speed per core.
+if want speed; then
 /usr/bin/time -f "%U %S" -o "$TMP/ff_opus.time" ffmpeg -nostdin -v error -y -i "$TMP/music/cd.flac" -c:a libopus -b:a 128k "$TMP/ff.opus"
 /usr/bin/time -f "%U %S" -o "$TMP/ff_mp3.time" ffmpeg -nostdin -v error -y -i "$TMP/music/cd.flac" -c:a libmp3lame -b:a 192k "$TMP/ff.mp3"
 ff_opus=$(awk '{print $1 + $2}' "$TMP/ff_opus.time"); ff_mp3=$(awk '{print $1 + $2}' "$TMP/ff_mp3.time")
@@ -71,8 +75,10 @@ before=$(proc_cpu); curl -s -o /dev/null "$URL/media/cd2.flac?format=mp3&bitrate
 our_mp3=$(python3 -c "print($after - $before)")
 echo "encode opus 128k: streamd $(python3 -c "print('%.0f' % (300 / $our_opus))")x real time per core, ffmpeg $(python3 -c "print('%.0f' % (300 / $ff_opus))")x: ratio $(ratio "$ff_opus" "$our_opus") (goal >= 1.0)"
 echo "encode mp3 192k: streamd $(python3 -c "print('%.0f' % (300 / $our_mp3))")x real time per core, ffmpeg $(python3 -c "print('%.0f' % (300 / $ff_mp3))")x: ratio $(ratio "$ff_mp3" "$our_mp3") (goal >= 1.0)"
+fi
 
 # Time to first byte: a fresh encode each time (another bitrate, so neither cache nor join).
+if want ttfb; then
 for b in 96 100 104 108 112; do
   curl -s -o /dev/null -w '%{time_starttransfer}\n' --max-time 3 "$URL/media/cd3.flac?format=opus&bitrate=$b" || true
 done | median > "$TMP/ttfb"
@@ -101,9 +107,13 @@ PY
 for src in long.flac long.mp3; do
   for b in 97 101 105 109 113; do first_audio "/media/$src?format=opus&bitrate=$b&offset=1800"; done | median > "$TMP/audio_$src"
 done
+echo "first audio of a fresh encode (4 KiB past the head, through the spool reads): $(for b in 98 102 106 110 114; do first_audio "/media/cd3.flac?format=opus&bitrate=$b"; done | median | python3 -c "import sys; print('%.1f' % (1000 * float(sys.stdin.read())))") ms"
 echo "first audio offset=1800 of 1 h: FLAC $(python3 -c "print('%.1f' % (1000 * $(cat "$TMP/audio_long.flac")))") ms, MP3 $(python3 -c "print('%.1f' % (1000 * $(cat "$TMP/audio_long.mp3")))") ms: $(ratio "$(cat "$TMP/audio_long.mp3")" "$(cat "$TMP/audio_long.flac")")x the FLAC's"
 
+fi
+
 # Concurrent encodes held at real time: each listener must have its 20 s within 20 s.
+if want concurrent; then
 held=0; b=127
 for n in 10 20 40 60; do
   rm -f "$TMP"/conc.*
@@ -118,8 +128,10 @@ for n in 10 20 40 60; do
   [ "$ok" = 1 ] && held=$n || break
 done
 echo "concurrent encodes held at real time: $held (goal >= 40)"
+fi
 
 # Cache hit against a plain file of the same size.
+if want hit; then
 curl -s -o "$TMP/music/plain.opus" "$URL/media/cd4.flac?format=opus"
 sleep 0.5
 curl -s -o /dev/null "$URL/media/cd4.flac?format=opus"
@@ -127,10 +139,13 @@ for i in $(seq 1 15); do curl -s -o /dev/null -w '%{speed_download}\n' "$URL/med
 sleep 1   # the copy in the folder is scanned in
 for i in $(seq 1 15); do curl -s -o /dev/null -w '%{speed_download}\n' "$URL/media/plain.opus"; done | median > "$TMP/plain"
 echo "cache hit: $(python3 -c "print('%.0f' % ($(cat "$TMP/hit") / 1e6))") MB/s, plain file $(python3 -c "print('%.0f' % ($(cat "$TMP/plain") / 1e6))") MB/s: ratio $(ratio "$(cat "$TMP/hit")" "$(cat "$TMP/plain")") (goal >= 0.9)"
+fi
 
 # Loudness with the ReplayGain baked in (loudgain's tag: -18 LUFS).
+if want gain; then
 sleep 1
 curl -s -o "$TMP/gain.opus" "$URL/media/loud.flac?format=opus&gain=track"
 lufs=$(ffmpeg -nostdin -v info -i "$TMP/gain.opus" -af ebur128 -f null - 2>&1 | sed -n 's/^ *I: *\(-*[0-9.]*\) LUFS/\1/p' | tail -1)
 echo "gain=track loudness: $lufs LUFS against -18: $(python3 -c "print('%.2f' % abs($lufs + 18))") LU off (goal <= 0.5)"
+fi
 echo "load: $(uptime)"

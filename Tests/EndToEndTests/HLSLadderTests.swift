@@ -41,12 +41,14 @@ import Glibc
                                             "--hls-ladder", ladder.map(String.init).joined(separator: ",")])
     }
 
-    /// GET that waits out 503 + Retry-After while the variant's encode runs (at most 120 s).
+    /// GET that waits out 503 + Retry-After, and the EVENT playlist, while the variant's encode
+    /// runs (at most 120 s): these tests want the finished encode.
     static func getReady(_ server: StreamdProcess, _ target: String) throws -> RawResponse {
         let deadline = Date().addingTimeInterval(120)
         while true {
             let response = try get(server, target, [:])
-            guard response.status == 503, Date() < deadline else { return response }
+            let growing = response.status == 200 && HLSServerTests.text(response).contains("#EXT-X-PLAYLIST-TYPE:EVENT")
+            guard response.status == 503 || growing, Date() < deadline else { return response }
             let retry = response.header("Retry-After").flatMap(Int.init) ?? 1
             #expect((1...30).contains(retry), "\(target): Retry-After \(retry)")
             // A short poll, not the whole Retry-After: the test's encodes take well under a second.

@@ -119,6 +119,80 @@ import Glibc
     }
 
 
+    /// A transcode's spool is read off the loop (`TranscodeSpoolReads`): with every spool read
+    /// held 50 ms (the fault drill `STREAMD_FAULT_SPOOL_READ_DELAY`, a slow disk), a WAV
+    /// transcode streaming on the one loop (12 MB: about 90 such reads) leaves `/api/status` and
+    /// Range GETs on that loop answering as fast as on a control server without the delay. Both
+    /// transcodes then arrive whole and equal. Bounds as `hungAnalysis_leavesTheLoopServingOthers`.
+    @Test(.timeLimit(.scaledMinutes(3))) func slowSpoolReads_leaveTheLoopServingOthers() throws {
+        let library = try Self.makeLibrary()
+        defer { try? FileManager.default.removeItem(at: library) }
+        let cache = library.path + "-transcodes"
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let arguments = ["--threads", "1", "--quiet", "--transcode-cache", cache]
+        let delay = 0.05
+        let server = try StreamdProcess(folder: library, extraArguments: arguments,
+                                        environment: ["STREAMD_FAULT_SPOOL_READ_DELAY": String(delay)])
+        defer { _ = server.stop() }
+        let control = try StreamdProcess(folder: library, extraArguments: arguments)
+        defer { _ = control.stop() }
+
+        // Each server streams a WAV transcode to a thread of its own that reads it to the end.
+        final class Download: @unchecked Sendable {
+            // @unchecked: the connection is used by the thread only once it started; `result` is
+            // written by the thread before `done` is signalled, and read after.
+            let connection: RawConnection
+            var result: Result<RawResponse, Error>?
+            var seconds = 0.0
+            let done = DispatchSemaphore(value: 0)
+            init(port: Int) throws {
+                connection = try RawConnection(port: port, timeout: 120)
+                try connection.sendAll("GET /media/cbr-128k-44k.mp3?format=wav HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                let start = Date()
+                Thread { [self] in
+                    result = Result { try connection.readResponse() }
+                    seconds = Date().timeIntervalSince(start)
+                    done.signal()
+                }.start()
+            }
+        }
+        let slowDownload = try Download(port: server.port), calmDownload = try Download(port: control.port)
+
+        let expected = Array(try ServerEndToEndTests.bytes(of: library.appendingPathComponent("cbr-128k-44k.mp3")).prefix(65_536))
+        let isRange: (RawResponse) -> Bool = { $0.status == 206 && $0.body == expected }
+        let isStatus: (RawResponse) -> Bool = { $0.status == 200 && $0.body.first == UInt8(ascii: "{") }
+        func probers(_ port: Int) throws -> (status: Prober, range: Prober) {
+            (try Prober(port: port, target: "/api/status", check: isStatus),
+             try Prober(port: port, target: "/media/cbr-128k-44k.mp3", headers: ["Range": "bytes=0-65535"], check: isRange))
+        }
+        let (slowStatus, slowRange) = try probers(server.port)
+        let (calmStatus, calmRange) = try probers(control.port)
+        let all = [slowStatus, calmStatus, slowRange, calmRange]
+        for _ in 0..<20 { for prober in all { try prober.probe() } }
+        for prober in all { prober.seconds = [] }
+        for _ in 0..<200 { for prober in all { try prober.probe() } }
+        let probing = (slowStatus.seconds + slowRange.seconds).reduce(0, +)
+        let slowest = (slowStatus.seconds + slowRange.seconds).max() ?? 0
+        #expect(slowest < TestTiming.seconds(0.5), "a request waited \(slowest * 1000) ms")
+        let limit = TestTiming.seconds(0.005)
+        for (name, waiting, calm) in [("/api/status", slowStatus, calmStatus), ("Range GET", slowRange, calmRange)] {
+            let (p99, calmP99) = (Self.p99(waiting.seconds), Self.p99(calm.seconds))
+            #expect(p99 <= max(limit, 2 * calmP99), "\(name) p99 \(p99 * 1000) ms beside slow spool reads, \(calmP99 * 1000) ms on the control")
+            print("LoopNeverBlocksTests: \(name) p99 \(p99 * 1000) ms beside slow spool reads, \(calmP99 * 1000) ms on the control")
+        }
+
+        // Both transcodes whole and equal; the slow one took its reads' time (the drill was on),
+        // and was still streaming while the probes ran.
+        slowDownload.done.wait()
+        calmDownload.done.wait()
+        let slow = try #require(try slowDownload.result?.get()), calm = try #require(try calmDownload.result?.get())
+        let reads = slow.body.count / (128 * 1024)
+        #expect(slow.status == 200 && slow.body == calm.body && slow.body.count > 10_000_000,
+                "\(slow.status): \(slow.body.count) bytes, \(calm.body.count) on the control")
+        #expect(slowDownload.seconds >= Double(reads) * delay && slowDownload.seconds > probing,
+                "the slow transcode took \(slowDownload.seconds) s for \(reads) reads; the probes \(probing) s")
+    }
+
     /// Issue 25 under issue 22's rule: with accounts, the access check (Basic, Bearer API key)
     /// and Subsonic's token check answer from memory, so a catalog database another process
     /// holds locked stalls neither the loop nor a Subsonic call. Two phases on one server (the

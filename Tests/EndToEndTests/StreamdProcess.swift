@@ -34,7 +34,8 @@ final class StreamdProcess {
     /// `decoderFault` are fault drills for the workers (`streamd analyze-worker --fault SPEC`),
     /// started through a wrapper named by `--analyze-worker` / `--decode-worker`.
     init(folder: URL, extraArguments: [String] = [], analyzerFault: String? = nil, decoderFault: String? = nil,
-         waitForScan: Bool = true, accounts: [(name: String, password: String, admin: Bool)] = []) throws {
+         waitForScan: Bool = true, accounts: [(name: String, password: String, admin: Bool)] = [],
+         environment: [String: String] = [:]) throws {
         self.accounts = accounts
         let streamd = TestPaths.streamd
         process.executableURL = URL(fileURLWithPath: streamd)
@@ -57,6 +58,7 @@ final class StreamdProcess {
             extra += ["--decode-worker", try FaultDrillWorker.write(in: scratch, streamd: streamd, fault: decoderFault)]
         }
         process.arguments = [folder.path, "--host", "127.0.0.1", "--port", "0"] + extra
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let out = Pipe()
         process.standardOutput = out
         process.standardError = stderrPipe

@@ -111,6 +111,46 @@ import Glibc
         #expect(fresh.status == 200 && fresh.header("X-Cache") == "MISS" && fresh.body != first.body, "\(fresh.status) \(fresh.headers)")
     }
 
+    /// Cover workers are kept and reused: two cold resizes in a row are made by the same
+    /// `streamd cover-worker` process; once that worker is killed while idle, the next resize
+    /// starts a new one and still answers a thumbnail.
+    @Test(.timeLimit(.scaledMinutes(3))) func coverWorker_isReused_andReplacedWhenItDies() throws {
+        let scratch = try Self.scratch("covers-pool")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let ffmpeg = try #require(which("ffmpeg"))
+        for index in 1...3 {
+            let album = scratch.appendingPathComponent("library/Artist/Album \(index)")
+            try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
+            let made = try runCommand(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:duration=0.5", "-c:a", "libmp3lame",
+                                               "-metadata", "album=Album \(index)", "-metadata", "title=Song \(index)",
+                                               album.appendingPathComponent("01 Song.mp3").path], timeout: 30)
+            try #require(made.status == 0)
+            let drawn = try runCommand(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=\(200 + 40 * index)x240",
+                                                "-frames:v", "1", album.appendingPathComponent("cover.png").path], timeout: 30)
+            try #require(drawn.status == 0)
+        }
+        let server = try StreamdProcess(folder: scratch.appendingPathComponent("library"), extraArguments: ["--quiet"])
+        defer { _ = server.stop() }
+        let list = try LibraryAPITests.get(server, "/rest/getAlbumList2?type=alphabeticalByName&f=json")
+        let body = String(decoding: list.body, as: UTF8.self)
+        let ids = body.components(separatedBy: "\"coverArt\":\"").dropFirst().map { String($0.prefix { $0 != "\"" }) }
+        try #require(ids.count == 3, "\(body)")
+        let pid = server.process.processIdentifier
+        func resize(_ id: String) throws -> Set<String> {
+            let answer = try LibraryAPITests.get(server, "/rest/getCoverArt?id=\(id)&size=100")
+            #expect(answer.status == 200 && answer.header("X-Cache") == "MISS" && answer.header("Content-Type") == "image/jpeg"
+                    && answer.header("X-Resize-Failed") == nil, "\(answer.headers)")
+            return Set(AnalyzerIsolationTests.children(of: pid))
+        }
+        let first = try resize(ids[0])
+        #expect(first.count == 1, "one worker kept after a resize: \(first)")
+        let second = try resize(ids[1])
+        #expect(second == first, "the second resize is made by the same worker: \(first) then \(second)")
+        for worker in first { kill(pid_t(worker) ?? 0, SIGKILL) }
+        let third = try resize(ids[2])
+        #expect(third.count == 1 && third.isDisjoint(with: first), "a new worker after the old one died: \(first) then \(third)")
+    }
+
     /// A cover worker that traps, hangs (past `--cover-timeout`) or answers garbage costs that
     /// answer only: the original is sent, marked, and the server keeps serving.
     @Test(.timeLimit(.scaledMinutes(3)), arguments: ["trap", "hang", "garbage"])

@@ -220,6 +220,99 @@ import Glibc
         #expect(try Self.curl(server.baseURL + "/media/tone.flac?format=mp3&rate=48000").status == 400)
     }
 
+    /// The spool files (`.partial-*`, unlinked or not) streamd holds open now, by their size on
+    /// disk (`st_size`, and the blocks allocated): read through `/proc/PID/fd`.
+    static func spoolSizes(_ server: StreamdProcess) -> [(size: Int, allocated: Int)] {
+        let fdDirectory = "/proc/\(server.process.processIdentifier)/fd"
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: fdDirectory)) ?? []
+        return fds.compactMap { fd in
+            let path = fdDirectory + "/" + fd
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path), target.contains("/.partial-") else { return nil }
+            var info = stat()
+            guard stat(path, &info) == 0 else { return nil }
+            return (Int(info.st_size), Int(info.st_blocks) * 512)
+        }
+    }
+
+    /// `format=wav` is paced to its reader (issue: it spooled a whole track, ~1.3 GB an hour, as
+    /// fast as it decoded): a 70 s track (24.7 MB of float WAV) read slowly never has more than
+    /// the ring (10 s: 3,528,000 bytes) on disk, and still arrives bit for bit as `flac -d`
+    /// decodes it; a reader that leaves stops the encode and its decode worker.
+    @Test(.timeLimit(.scaledMinutes(3))) func wav_isPacedToItsReader_andStopsWhenItLeaves() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("streamd-tcwav-\(getpid())-\(UUID().uuidString.prefix(8))")
+        let music = dir.appendingPathComponent("music")
+        try FileManager.default.createDirectory(at: music, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ffmpeg = try #require(which("ffmpeg"))
+        let made = try runCommand(ffmpeg, ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100:duration=70",
+                                           "-ac", "2", "-c:a", "flac", music.appendingPathComponent("long.flac").path])
+        #expect(made.status == 0)
+        let server = try StreamdProcess(folder: music, extraArguments: ["--transcode-cache", dir.appendingPathComponent("cache").path])
+        defer { server.stop() }
+        let ring = 10 * 44_100 * 2 * 4
+        let whole = 44 + 70 * 44_100 * 2 * 4
+
+        // HTTP/1.0: the bare body up to the close. A small receive buffer keeps the client slow.
+        let slow = try RawConnection(port: server.port, timeout: 60, receiveBuffer: 64 * 1024)
+        try slow.sendAll("GET /media/long.flac?format=wav HTTP/1.0\r\n\r\n")
+        var received: [UInt8] = []
+        func read(until count: Int, within seconds: Double) -> RawConnection.End {
+            let deadline = Date().addingTimeInterval(TestTiming.seconds(seconds))
+            while received.count < count, Date() < deadline {
+                var poller = pollfd(fd: slow.fd, events: Int16(POLLIN), revents: 0)
+                if poll(&poller, 1, 100) <= 0 { continue }
+                let (bytes, end) = slow.readSome(upTo: 65_536)
+                received += bytes
+                if end != .open { return end }
+            }
+            return .open
+        }
+        _ = read(until: 1 << 20, within: 30)
+        #expect(received.count >= 1 << 20, "only \(received.count) bytes came")
+        // The reader stops for 3 s: the encode waits at a ring ahead of it (unpaced, it wrote the
+        // whole 24.7 MB in that time). Sampled every 50 ms: never more than the ring on disk.
+        var largest = 0, seen = 0
+        let pause = Date().addingTimeInterval(3)
+        while Date() < pause {
+            for spool in Self.spoolSizes(server) {
+                seen += 1
+                // The blocks allocated round up to the file system's 4 KiB.
+                largest = max(largest, spool.size, spool.allocated - 4095)
+            }
+            usleep(50_000)
+        }
+        #expect(seen > 0, "no spool file was open during the pause")
+        #expect(largest <= ring, "the spool held \(largest) bytes, more than the ring's \(ring)")
+        #expect(try Self.counters(server).active == 1, "the paced encode is still under way")
+        // The rest, read in full: the samples are flac -d's, bit for bit.
+        let end = read(until: Int.max, within: 120)
+        #expect(end == .eof && received.count - (received.firstRange(of: Array("\r\n\r\n".utf8))?.upperBound ?? 0) == whole,
+                "\(end), \(received.count) bytes with the head, \(whole) expected in the body")
+        let body = Data(received[(received.firstRange(of: Array("\r\n\r\n".utf8))?.upperBound ?? 0)...])
+        let wav = try PCMFile(path: try Self.file(body, ext: "wav").path)
+        let reference = try Self.decode(music.appendingPathComponent("long.flac"), with: "flac")
+        #expect(wav.frames == reference.frames && wav.samples() == reference.samples(),
+                "\(wav.frames) frames, flac -d \(reference.frames); the samples differ")
+        #expect(Self.spoolSizes(server).allSatisfy { $0.size <= ring }, "a spool grew past the ring")
+
+        // A reader that leaves half way: its encode stops, its decode worker is killed.
+        let leaving = try RawConnection(port: server.port, timeout: 60, receiveBuffer: 64 * 1024)
+        try leaving.sendAll("GET /media/long.flac?format=wav HTTP/1.0\r\n\r\n")
+        let deadline = Date().addingTimeInterval(TestTiming.seconds(20))
+        var got = 0
+        while got < 512 * 1024, Date() < deadline {
+            var poller = pollfd(fd: leaving.fd, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, 100) > 0 { got += leaving.readSome(upTo: 65_536).bytes.count }
+        }
+        leaving.close()
+        let settled = try Self.counters(server) { $0.active == 0 }
+        #expect(settled.active == 0 && settled.started == 2, "\(settled)")
+        #expect(server.log.contains("no listener left"), "\(server.log.suffix(2000))")
+        let stopDeadline = Date().addingTimeInterval(TestTiming.seconds(10))
+        while !AnalyzerIsolationTests.children(of: server.process.processIdentifier).isEmpty, Date() < stopDeadline { usleep(50_000) }
+        #expect(AnalyzerIsolationTests.children(of: server.process.processIdentifier).isEmpty, "the decode worker still runs")
+    }
+
     /// `offset` on lossy sources (MP3, AAC in MP4 and ADTS, Opus, Vorbis), which the decoder
     /// starts at their seek index point: the transcode from 5 s of a 6.5 s file whose tone starts
     /// at 5.5 s has it at 0.5 s, as ffmpeg's decode of the source has it 5 s later, and as many

@@ -139,15 +139,105 @@ import StreamHTTP
         #expect(failed.contains("\"status\":\"failed\"") && failed.contains("\"error\":{\"code\":70,\"message\":\"Album not found\"}"), "\(failed)")
     }
 
+    @Test func writtenAlbumItems_byteForByteTheElements() {
+        let plain = SubsonicAlbum(id: 5, sid: "al-0123456789abcdef", title: "Tab\there & \"quoted\" <x>", artist: "Ünïcode Ärtist",
+                                  artistSid: "ar-1", songCount: 3, duration: 181.6, year: 1999, created: 1_700_000_000, genre: "Rock")
+        var bare = SubsonicAlbum(id: 6, sid: "al-2", title: "Bare", artist: "", artistSid: nil, songCount: 0, duration: 0,
+                                 year: nil, created: 0, genre: nil)
+        bare.marks = SubsonicMarks(starredAt: 1_700_000_100, rating: 4, playCount: 7, playedAt: 1_700_000_200)
+        var starred = plain
+        starred.marks = SubsonicMarks(starredAt: 1_700_000_000, rating: nil, playCount: 2, playedAt: nil)
+        let albums = [plain, bare, starred, plain]
+        let tables = SubsonicTables()
+        for id3 in [true, false] {
+            var expected = SubsonicElement(), written = SubsonicElement()
+            expected.add("album", list: albums.map { id3 ? SubsonicItems.album($0) : SubsonicItems.albumChild($0) })
+            written.add("album", written: tables.items(albums, id3: id3, generation: 1))
+            // Twice: the second time from the kept bytes.
+            var again = SubsonicElement()
+            again.add("album", written: tables.items(albums, id3: id3, generation: 1))
+            for body in [written, again] {
+                #expect(SubsonicWriter.jsonBytes(ok: true, body: body) == SubsonicWriter.jsonBytes(ok: true, body: expected), "id3 \(id3)")
+                #expect(SubsonicWriter.xmlBytes(ok: true, body: body) == SubsonicWriter.xmlBytes(ok: true, body: expected), "id3 \(id3)")
+            }
+        }
+        // An element with no fixed attributes: the marks are its first members, and nothing else moves.
+        var children = SubsonicElement(text: "t")
+        children.add("genres", list: [SubsonicElement([("name", .string("x"))])])
+        let fixed = SubsonicWrittenElement(name: "album", children)
+        for extra in [[], [("playCount", SubsonicValue.int(1))]] {
+            var expected = children
+            expected.attributes = extra
+            var a = SubsonicElement(), b = SubsonicElement()
+            a.add("album", list: [expected])
+            b.add("album", written: [SubsonicWrittenItem(fixed, attributes: extra)])
+            #expect(SubsonicWriter.json(ok: true, body: a) == SubsonicWriter.json(ok: true, body: b))
+            #expect(SubsonicWriter.xml(ok: true, body: a) == SubsonicWriter.xml(ok: true, body: b))
+        }
+    }
+
+    @Test func dates_asISO8601InUTC() {
+        let reference = ISO8601DateFormatter()
+        reference.timeZone = TimeZone(identifier: "UTC")
+        for seconds in [0, 59, 86_399, 951_782_400, 1_700_000_000, 4_102_444_799, -1] {
+            #expect(SubsonicItems.date(seconds) == reference.string(from: Date(timeIntervalSince1970: TimeInterval(seconds))), "\(seconds)")
+        }
+        #expect(SubsonicItems.date(-62_135_596_801).hasPrefix("0-12-31T23:59:59Z"))
+    }
+
+    @Test func queryPairs_splitOnBytesDecodedInOrder() throws {
+        let pairs = try QueryValue.pairs("a=1&&b=two+words&a=%33&c&=x&d=&e=caf%C3%A9&", maxValueBytes: 64).get()
+        #expect(pairs.map(\.0) == ["a", "b", "a", "c", "", "d", "e"])
+        #expect(pairs.map(\.1) == ["1", "two words", "3", "", "x", "", "café"])
+        #expect(try QueryValue.pairs("", maxValueBytes: 8).get().isEmpty)
+        // A combining mark after `&` does not hide it: the form encoding is bytes.
+        #expect(try QueryValue.pairs("a=1&\u{301}b=2", maxValueBytes: 8).get().map(\.1) == ["1", "2"])
+        for bad in ["a=%zz", "a=%4", "a=%00", "n=123456789", String(repeating: "x", count: 65) + "=1"] {
+            #expect(throws: FormPairError.self, "\(bad)") { try QueryValue.pairs(Substring(bad), maxValueBytes: 8).get() }
+        }
+    }
+
+    @Test func jsonStrings_escapedAsBefore() {
+        var out: [UInt8] = []
+        SubsonicWriter.writeJSONString("a\"b\\c\n\r\t\u{1}é\u{1F}z", to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == #""a\"b\\c\n\r\t\u0001é\u001fz""#)
+        out = []
+        SubsonicWriter.writeJSONString("", to: &out)
+        #expect(out == Array(#""""#.utf8))
+    }
+
     @Test func nameIndex_everyWordAPrefix_foldedAndInIDOrder() {
-        let index = SubsonicNameIndex([(7, "Silver River"), (3, "River Deep"), (9, "Café Noël"), (4, "riverside"), (12, "The Rivers")])
+        let index = SubsonicNameIndex([(7, "Silver River"), (3, "River Deep"), (9, "Café Noël"), (4, "riverside"), (12, "The Rivers"),
+                                       (13, "Rio Rivers river")])
         func ids(_ query: String) -> [Int] { index.ids(matching: SubsonicNameIndex.words(query)) }
-        #expect(ids("ri") == [3, 4, 7, 12])
+        #expect(ids("ri") == [3, 4, 7, 12, 13], "each id once, however many of its words match")
+        #expect(ids("rio riv") == [13])
         #expect(ids("RIV sil") == [7])
         #expect(ids("sil riv") == [7])
         #expect(ids("cafe") == [9] && ids("NOEL") == [9] && ids("café noë") == [9])
         #expect(ids("river deeper").isEmpty && ids("x").isEmpty && ids("").isEmpty && ids("!!").isEmpty)
         #expect(SubsonicNameIndex([]).ids(matching: SubsonicNameIndex.words("a")).isEmpty)
+    }
+
+    @Test func nameIndex_sameAnswersAsEveryNameRead() {
+        let vocabulary = ["river", "rivers", "rio", "riverside", "silver", "sil", "é", "ab", "a", "abc", "zz", "12", "123"]
+        var generator = SystemRandomNumberGenerator()
+        let rows = (0..<400).map { id in
+            (id * 3 + 1, (0..<Int.random(in: 1...4, using: &generator)).map { _ in vocabulary.randomElement(using: &generator) ?? "" }.joined(separator: " "))
+        }
+        let index = SubsonicNameIndex(rows)
+        for _ in 0..<200 {
+            let query = (0..<Int.random(in: 1...3, using: &generator)).map { _ in
+                let word = vocabulary.randomElement(using: &generator) ?? "a"
+                return String(word.prefix(Int.random(in: 1...word.count, using: &generator)))
+            }
+            let terms = query.flatMap { SubsonicNameIndex.words($0) }
+            let expected = rows.filter { row in
+                let words = SubsonicNameIndex.words(row.1)
+                return terms.allSatisfy { term in words.contains { $0.starts(with: term) } }
+            }.map(\.0).sorted()
+            #expect(index.ids(matching: terms) == (terms.isEmpty ? [] : expected), "\(query)")
+        }
     }
 
     @Test func lrc_syncedRepeatedAndPlain() {

@@ -39,7 +39,7 @@ struct TranscodePartsTests {
         let cache = try TranscodeCache(directory: dir, capacity: 2_500)
         for name in ["a", "b", "c"] {
             try Data(repeating: 1, count: 1_000).write(to: URL(fileURLWithPath: cache.path(of: name)))
-            cache.added(name, size: 1_000)
+            cache.added(name)
             if name == "b" { #expect(cache.open("a") != nil) }   // a served again: b is now the oldest
         }
         #expect(cache.total == 2_000)
@@ -50,6 +50,10 @@ struct TranscodePartsTests {
         let again = try TranscodeCache(directory: dir, capacity: 2_500)
         #expect(again.total == 2_000 && !FileManager.default.fileExists(atPath: dir + "/.partial-1-1"))
         #expect(TranscodeCache.name(key: "x|1", ext: "mp3") != TranscodeCache.name(key: "x|2", ext: "mp3"))
+        // A hit renews the access time only: the file's ETag (inode, size, mtime) stays as clients hold it.
+        let etag = try #require(again.open("a")).etag
+        usleep(20_000)
+        #expect(try #require(again.open("a")).etag == etag, "a hit changed the cached file's ETag")
     }
 
     @Test func id3v2Tag_carriesTitleArtistAlbum_inUTF8() throws {

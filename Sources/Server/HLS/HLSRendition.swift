@@ -47,6 +47,8 @@ public struct HLSRendition: Sendable, Hashable {
     public static let mp3Delay = 576 + 529
     /// libopus's look-ahead at 48 kHz: the pre-skip libopusenc writes.
     public static let opusLookahead = 312
+    /// LAME's own delay (the decoder adds 529).
+    public static let lameDelay = 576
     /// Silence encoded before the track in an Opus variant, so its content lines up with the MP3's.
     public static let opusLead = mp3Delay - opusLookahead
 
@@ -62,12 +64,56 @@ public struct HLSRendition: Sendable, Hashable {
 /// never borrows bytes from the frame before, which after a switch belongs to another variant);
 /// Opus renditions after `HLSRendition.opusLead` samples of silence.
 public protocol HLSRenditionEncoder: Sendable {
-    /// The completed encode of the track at `absolute` for `rendition`, started when none is under
-    /// way; the calling thread (a blocking-pool one, never the loop) waits at most `wait` seconds for
-    /// it, then gets 503 with Retry-After.
-    func renditionFile(absolute: String, file: OpenFile, rendition: HLSRendition, wait: Double) throws(HTTPRefusal) -> OpenFile
+    /// The encode of the track at `absolute` for `rendition`: complete from the cache, or under
+    /// way (started when none was). Never waits: a failed or stopped encode is 503 with Retry-After.
+    func renditionEncode(absolute: String, file: OpenFile, rendition: HLSRendition) throws(HTTPRefusal) -> RenditionEncode
     /// The completed encode when the cache has it; nothing is started.
     func cachedRendition(absolute: String, file: OpenFile, rendition: HLSRendition) -> OpenFile?
+}
+
+/// A variant's encode as far as it has gone.
+public enum RenditionEncode: Sendable {
+    /// The whole encode, a file of the transcoder's cache.
+    case complete(OpenFile)
+    /// The encode under way.
+    case encoding(RenditionProgress)
+}
+
+/// An encode under way: its spool, whose first `published` bytes are written for good (an MP3's
+/// Info frame aside, rewritten at the end: segment 0 never carries it, see `HLSTrackPlan.headFrame`).
+public struct RenditionProgress: Sendable {
+    public var spool: OpenFile
+    public var published: Int
+    /// Calls the closure once, from any thread, when this many bytes are published or the encode is over.
+    public var notify: @Sendable (_ bytes: Int, _ wake: @escaping @Sendable () -> Void) -> Void
+    /// The same encode as it stands now (never another one: a failed encode stays a 503).
+    public var current: @Sendable () throws(HTTPRefusal) -> RenditionEncode
+
+    public init(spool: OpenFile, published: Int, notify: @escaping @Sendable (_ bytes: Int, _ wake: @escaping @Sendable () -> Void) -> Void,
+                current: @escaping @Sendable () throws(HTTPRefusal) -> RenditionEncode) {
+        self.spool = spool
+        self.published = published
+        self.notify = notify
+        self.current = current
+    }
+
+    /// The spool's published bytes, as a file of that size.
+    public var prefix: SpoolPrefix { SpoolPrefix(file: spool, size: published) }
+}
+
+/// The first `size` bytes of a file that is still being written.
+public struct SpoolPrefix: RandomAccessBytes, Sendable {
+    public let file: OpenFile
+    public let size: Int
+
+    public func read(at offset: Int, count: Int) throws -> [UInt8] {
+        guard offset >= 0, offset < size, count > 0 else { return [] }
+        do {
+            return try PositionalRead.bytes(file.fd, at: offset, count: min(count, size - offset))
+        } catch {
+            throw SystemError(call: "pread", errno: error.errno)
+        }
+    }
 }
 
 /// The transcoded variants offered beside each track's original (`--hls-ladder 64,128,192`).
@@ -75,14 +121,14 @@ public struct HLSLadder: Sendable {
     /// Bitrates in kbit/s; each is offered as Opus and as MP3.
     public var rungs: [Int]
     public var encoder: any HLSRenditionEncoder
-    /// How long a variant's request waits for its encode before 503 (seconds).
+    /// How long a variant's request is parked for its encode's next segment before 503 (seconds).
     public var wait: Double
 
     /// The bitrates `--hls-ladder` takes (MPEG-1 layer III at 48 kHz: 32...320).
     public static let kbpsRange = 32...320
     public static let defaultRungs = [64, 128, 192]
 
-    public init(rungs: [Int], encoder: any HLSRenditionEncoder, wait: Double = 3) {
+    public init(rungs: [Int], encoder: any HLSRenditionEncoder, wait: Double = 10) {
         self.rungs = rungs
         self.encoder = encoder
         self.wait = wait
@@ -106,28 +152,58 @@ public struct HLSLadder: Sendable {
 }
 
 extension HLSTrackPlan {
-    /// The plan of a rendition's whole encode, cut on `HLSRendition`'s grid.
-    static func rendition(_ rendition: HLSRendition, file: some RandomAccessBytes, etag: String) throws -> HLSTrackPlan {
+    /// The plan of a rendition's encode, cut on `HLSRendition`'s grid. `complete`: false for an
+    /// encode under way, whose plan keeps only the segments that are whole (their bytes final),
+    /// so its playlist is a prefix of the finished one. `version` names the encode in URIs (the
+    /// same while it grows and once it is done). `expectedSamples`: the source's length at 48 kHz,
+    /// the Opus edit list's duration (known from the start, so the init segment never changes).
+    static func rendition(_ rendition: HLSRendition, file: some RandomAccessBytes, etag: String, version: String,
+                          expectedSamples: Int?, complete: Bool) throws -> HLSTrackPlan {
         switch rendition.codec {
-        case .mp3: return try mp3Rendition(file: file, etag: etag)
-        case .opus: return try opusRendition(file: file, etag: etag, kbps: rendition.kbps)
+        case .mp3:
+            return try mp3Rendition(file: file, etag: etag, version: version, kbps: rendition.kbps, expectedSamples: expectedSamples,
+                                    complete: complete)
+        case .opus:
+            return try opusRendition(file: file, etag: etag, version: version, kbps: rendition.kbps, expectedSamples: expectedSamples,
+                                     complete: complete)
         }
     }
 
-    /// MP3 at 48 kHz as packed audio, cut by `RenditionGrid.mp3Cuts`.
-    static func mp3Rendition(file: some RandomAccessBytes, etag: String) throws -> HLSTrackPlan {
-        let cuts = try RenditionGrid.mp3Cuts(file)
-        let spans = cuts.spans
-        return HLSTrackPlan(kind: .packedMP3, fileETag: etag, version: versionToken(etag), spans: spans,
-                            targetDuration: HLSSegmenter.targetDuration(for: spans, target: targetSeconds),
-                            codec: "mp4a.40.34", audioRange: spans[0].start..<cuts.audioEnd, initSegment: nil, framing: nil,
-                            timescale: 90_000)
+    /// MP3 at 48 kHz as packed audio, cut by `RenditionGrid.mp3Cuts`. Segment 0 carries
+    /// `MP3InfoFrame.startOnly` in place of the file's Info frame (see `headFrame`).
+    static func mp3Rendition(file: some RandomAccessBytes, etag: String, version: String, kbps: Int, expectedSamples: Int?,
+                             complete: Bool) throws -> HLSTrackPlan {
+        let cuts = try RenditionGrid.mp3Cuts(file, inProgress: !complete)
+        var spans = cuts.spans
+        if !complete { spans.removeLast() }
+        guard let first = spans.first else { throw HLSError.invalid("no whole segment yet") }
+        var plan = HLSTrackPlan(kind: .packedMP3, fileETag: etag, version: version, spans: spans,
+                                targetDuration: targetSeconds, codec: "mp4a.40.34",
+                                audioRange: first.start..<(complete ? cuts.audioEnd : first.end), initSegment: nil, framing: nil,
+                                timescale: 90_000)
+        // The Info frame's own header and length (a frame splitter would skip an Info frame).
+        let header = try file.read(at: first.start, count: 4)
+        guard let length = MP3InfoFrame.frameLength(header),
+              let head = MP3InfoFrame.startOnly(header: header, length: length, encoderDelay: HLSRendition.lameDelay, kbps: kbps,
+                                                expectedSamples: expectedSamples ?? 0) else {
+            throw HLSError.invalid("the MP3 rendition does not start with a frame")
+        }
+        plan.headFrame = head
+        return plan
     }
 
     /// Opus in fMP4, cut by `RenditionGrid.opusCuts` wherever the pages fall: each span starts at
     /// the page its first packet starts on and keeps a window of the packets.
-    static func opusRendition(file: some RandomAccessBytes, etag: String, kbps: Int) throws -> HLSTrackPlan {
-        let cuts = try RenditionGrid.opusCuts(file)
+    static func opusRendition(file: some RandomAccessBytes, etag: String, version: String, kbps: Int, expectedSamples: Int?,
+                              complete: Bool) throws -> HLSTrackPlan {
+        var cuts = try RenditionGrid.opusCuts(file)
+        if !complete {
+            // Only segments followed by another are whole; the last one waits for the end.
+            cuts.spans.removeLast()
+            cuts.windows.removeLast()
+            cuts.startSamples.removeLast()
+        }
+        guard !cuts.spans.isEmpty else { throw HLSError.invalid("no whole segment yet") }
         var head = cuts.head
         // The pre-skip covers the look-ahead and the lead of silence: whole-track players trim both.
         let ownPreSkip = head.preSkip
@@ -135,14 +211,76 @@ extension HLSTrackPlan {
         var track = FMP4AudioTrackInfo(timescale: 48_000, channels: head.channels, sampleRate: 48_000, audioSpecificConfig: [],
                                        avgBitrate: kbps * 1000)
         track.codec = .opus(head)
-        track.edit = (mediaTime: head.preSkip, duration: max(0, cuts.lastGranule - ownPreSkip - HLSRendition.opusLead))
+        let length: Int
+        if let expectedSamples {
+            length = expectedSamples
+        } else if complete {
+            length = max(0, cuts.lastGranule - ownPreSkip - HLSRendition.opusLead)
+        } else {
+            throw HLSError.invalid("the track's length is not known before its encode ends")
+        }
+        track.edit = (mediaTime: head.preSkip, duration: length)
         track.rollDistance = -((3840 + 959) / 960)
         let spans = cuts.spans
-        return HLSTrackPlan(kind: .fmp4, fileETag: etag, version: versionToken(etag), spans: spans,
-                            targetDuration: HLSSegmenter.targetDuration(for: spans, target: targetSeconds),
+        return HLSTrackPlan(kind: .fmp4, fileETag: etag, version: version, spans: spans,
+                            targetDuration: targetSeconds,
                             codec: "opus", audioRange: spans[0].start..<(spans.last?.end ?? file.size),
                             initSegment: FMP4Writer.initSegment(track),
                             framing: .oggOpusWindows(serial: cuts.serial, startSamples: cuts.startSamples, windows: cuts.windows),
                             timescale: 48_000)
+    }
+}
+
+/// The Info frame that starts segment 0 of an MP3 rendition, the same before and after its
+/// encode ends: LAME writes a placeholder frame first and its real Info + LAME tag (frame count,
+/// byte count, end padding) only at the end, so a segment 0 served while the encode runs would
+/// differ from the one served after. This frame says only what is known at the start: "Info"
+/// (CBR), the byte count the track's length predicts (without a count, ffmpeg takes the frame
+/// for audio: a frame of silence in front), no frame count, and a LAME tag with the encoder's
+/// delay and no end padding. Players trim the delay (1,105 samples with the decoder's) exactly as
+/// before and keep the last frame whole.
+enum MP3InfoFrame {
+    /// A frame of `length` bytes with `header` (MPEG-1 layer III, no CRC); nil for another header.
+    static func startOnly(header: [UInt8], length: Int, encoderDelay: Int, kbps: Int, expectedSamples: Int) -> [UInt8]? {
+        guard header.count == 4, header[0] == 0xFF, header[1] & 0xFE == 0xFA, header[1] & 0x01 == 1 else { return nil }
+        let mono = header[3] >> 6 == 3
+        var frame = header
+        frame += [UInt8](repeating: 0, count: mono ? 17 : 32)       // side information: nothing to decode
+        // The frames the encode will have (the delay and the encoder's flush frame included), in bytes.
+        let frames = (max(0, expectedSamples) + encoderDelay + 1151) / 1152 + 2
+        let bytes = UInt32(clamping: max(1, frames * length))
+        frame += Array("Info".utf8) + [0, 0, 0, 2]                  // CBR; the byte count only (no frames, TOC or quality)
+        frame += [UInt8(bytes >> 24), UInt8((bytes >> 16) & 0xFF), UInt8((bytes >> 8) & 0xFF), UInt8(bytes & 0xFF)]
+        frame += Array("LAME3.100".utf8)
+        frame += [0x01, 0]                                          // tag revision 0, CBR; no lowpass given
+        frame += [0, 0, 0, 0, 0, 0, 0, 0, 0]                        // peak, radio and audiophile gain, flags and ATH
+        frame.append(UInt8(min(255, max(0, kbps))))
+        let delay = min(4095, max(0, encoderDelay))
+        frame += [UInt8(delay >> 4), UInt8((delay & 0xF) << 4), 0]  // 12 bits delay, 12 bits padding (unknown: 0)
+        frame += [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]                     // misc, MP3Gain, preset, music length and CRC
+        let crc = crc16(frame)
+        frame += [UInt8(crc >> 8), UInt8(crc & 0xFF)]
+        guard frame.count <= length else { return nil }
+        return frame + [UInt8](repeating: 0, count: length - frame.count)
+    }
+
+    /// The length of the MPEG-1 layer III frame `header` starts (nil for anything else).
+    static func frameLength(_ header: [UInt8]) -> Int? {
+        guard header.count == 4, header[0] == 0xFF, header[1] & 0xFE == 0xFA else { return nil }
+        let kbpsTable = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 0]
+        let rates = [44_100, 48_000, 32_000, 0]
+        let kbps = kbpsTable[Int(header[2] >> 4)], rate = rates[Int((header[2] >> 2) & 3)]
+        guard kbps > 0, rate > 0 else { return nil }
+        return 144_000 * kbps / rate + Int((header[2] >> 1) & 1)
+    }
+
+    /// CRC-16 of the LAME tag (polynomial 0x8005, bits reflected, from 0): over the frame before it.
+    static func crc16(_ bytes: [UInt8]) -> UInt16 {
+        var crc: UInt16 = 0
+        for byte in bytes {
+            crc ^= UInt16(byte)
+            for _ in 0..<8 { crc = crc & 1 != 0 ? (crc >> 1) ^ 0xA001 : crc >> 1 }
+        }
+        return crc
     }
 }

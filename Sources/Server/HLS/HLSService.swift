@@ -84,7 +84,7 @@ public final class HLSService: Sendable {
             for rendition in ladder.renditions where rendition.kbps * 1000 < lossyBitrate ?? Int.max {
                 let uri = rendition.folder + "/index.m3u8"
                 if let encoded = ladder.encoder.cachedRendition(absolute: absolute, file: file, rendition: rendition),
-                   let plan = try? renditionPlan(rendition, absolute: absolute, encoded: encoded),
+                   let plan = try? renditionPlan(rendition, absolute: absolute, file: file, encoded: encoded),
                    var measured = plan.masterPlaylist(query: "").variants.first {
                     measured.uri = uri
                     variants.append(measured)
@@ -103,32 +103,94 @@ public final class HLSService: Sendable {
         return HLSMasterPlaylist(variants: variants)
     }
 
-    /// A file of a transcoded variant: its encode is found in the transcoder's cache, or started
-    /// and waited for a bounded time (this runs on the blocking pool), then cut on the grid.
+    /// A file of a transcoded variant: its encode is found in the transcoder's cache, or started.
+    /// While it runs, the playlist is an EVENT one listing its whole segments, and a request for
+    /// what is not encoded yet is parked (no thread waits) until the encode publishes more.
     private func renditionResponse(_ request: HTTPRequest, _ rendition: HLSRendition, ladder: HLSLadder, name: String,
                                    absolute: String, file: OpenFile) throws(HTTPRefusal) -> HTTPResponse {
         guard name == "index.m3u8" || name == "init.mp4" || name == "rendition.\(rendition.fileExtension)"
                 || name.hasPrefix("seg-") || name.hasPrefix("packed.") else { throw .notFound() }
-        let encoded = try ladder.encoder.renditionFile(absolute: absolute, file: file, rendition: rendition, wait: ladder.wait)
-        let plan: HLSTrackPlan
-        do {
-            plan = try renditionPlan(rendition, absolute: absolute, encoded: encoded)
-        } catch {
-            throw HTTPRefusal(500, "the \(rendition.folder) encode cannot be cut: \(error)")
-        }
-        if name == "rendition.\(rendition.fileExtension)" {
-            // The whole encode, as the segments were cut from it (a download, or a reference decode).
-            return Self.respond(request, parts: [.file(encoded, offset: 0, length: encoded.size)], contentType: rendition.fileContentType,
-                                etag: "\"\(plan.version)-file\"", cacheControl: Self.immutable)
-        }
-        return try answer(request, name: name, plan: plan, file: encoded, segmentKey: "vod|\(absolute)|\(rendition.folder)")
+        let encode = try ladder.encoder.renditionEncode(absolute: absolute, file: file, rendition: rendition)
+        return try renditionAnswer(request, rendition, ladder: ladder, name: name, absolute: absolute, file: file, encode: encode)
     }
 
-    /// The plan of a variant's encode, reused while the encode is the same file.
-    func renditionPlan(_ rendition: HLSRendition, absolute: String, encoded: OpenFile) throws -> HLSTrackPlan {
+    private func renditionAnswer(_ request: HTTPRequest, _ rendition: HLSRendition, ladder: HLSLadder, name: String,
+                                 absolute: String, file: OpenFile, encode: RenditionEncode) throws(HTTPRefusal) -> HTTPResponse {
+        let progress: RenditionProgress
+        switch encode {
+        case .complete(let encoded):
+            let plan: HLSTrackPlan
+            do {
+                plan = try renditionPlan(rendition, absolute: absolute, file: file, encoded: encoded)
+            } catch {
+                throw HTTPRefusal(500, "the \(rendition.folder) encode cannot be cut: \(error)")
+            }
+            if name == "rendition.\(rendition.fileExtension)" {
+                // The whole encode, as the segments were cut from it (a download, or a reference decode).
+                return Self.respond(request, parts: [.file(encoded, offset: 0, length: encoded.size)], contentType: rendition.fileContentType,
+                                    etag: "\"\(plan.version)-file\"", cacheControl: Self.immutable)
+            }
+            return try answer(request, name: name, plan: plan, file: encoded, segmentKey: "vod|\(absolute)|\(rendition.folder)")
+        case .encoding(let running):
+            progress = running
+        }
+        // The whole segments so far (none yet: nil).
+        let plan = try? HLSTrackPlan.rendition(rendition, file: progress.prefix, etag: "", version: Self.renditionVersion(file, rendition),
+                                               expectedSamples: expectedSamples(absolute), complete: false)
+        let ready: Bool
+        switch name {
+        case "index.m3u8" where request.queryValue("byterange") != "1", "init.mp4":
+            ready = plan != nil
+        case _ where name.hasPrefix("seg-"):
+            let ext = rendition.codec == .opus ? "m4s" : "mp3"
+            guard let index = Self.segmentIndex(name, extension: ext) else { return .error(404, "no such segment") }
+            ready = index < (plan?.spans.count ?? 0)
+        default:
+            // The whole encode, the packed file and its playlist: at the end.
+            ready = false
+        }
+        if ready, let plan {
+            if name == "index.m3u8" {
+                return playlist(request, plan.mediaPlaylist(query: "?v=" + plan.version, growing: true).render(), plan: plan)
+            }
+            return try answer(request, name: name, plan: plan, file: progress.spool, segmentKey: "vod|\(absolute)|\(rendition.folder)")
+        }
+        // Parked until about a second more of the encode is published (or it ends), then asked again.
+        let wake = progress.published + max(4096, rendition.kbps * 125)
+        let folder = rendition.folder
+        return .parked(ParkedResponse(
+            timeout: UInt64(max(0.1, ladder.wait) * 1e9),
+            arm: { wake_ in progress.notify(wake, wake_) },
+            resume: { [self] () throws(HTTPRefusal) -> HTTPResponse in
+                try renditionAnswer(request, rendition, ladder: ladder, name: name, absolute: absolute, file: file,
+                                    encode: try progress.current())
+            },
+            expired: {
+                var busy = HTTPResponse.error(503, "the \(folder) rendition is being encoded: try again shortly")
+                busy.headers.append(("Retry-After", "1"))
+                return busy
+            }))
+    }
+
+    /// The token naming a variant's encode in its URIs: the source file's version and the variant,
+    /// so the URIs of an encode under way stay those of the finished one.
+    static func renditionVersion(_ source: OpenFile, _ rendition: HLSRendition) -> String {
+        HLSTrackPlan.versionToken(source.etag + "|" + rendition.folder)
+    }
+
+    /// The track's length at 48 kHz, as the variants' encodes make it (nil when the catalog does not know it).
+    func expectedSamples(_ absolute: String) -> Int? {
+        guard let track = catalog.track(forAbsolutePath: absolute), track.totalSamples > 0, track.sampleRate > 0 else { return nil }
+        let rate = HLSRendition.sampleRate
+        return (track.totalSamples * rate + track.sampleRate / 2) / track.sampleRate
+    }
+
+    /// The plan of a variant's finished encode, reused while the encode is the same file.
+    func renditionPlan(_ rendition: HLSRendition, absolute: String, file: OpenFile, encoded: OpenFile) throws -> HLSTrackPlan {
         let key = absolute + "|" + rendition.folder
         if let plan = plans.get(key), plan.fileETag == encoded.etag { return plan }
-        let plan = try HLSTrackPlan.rendition(rendition, file: encoded, etag: encoded.etag)
+        let plan = try HLSTrackPlan.rendition(rendition, file: encoded, etag: encoded.etag, version: Self.renditionVersion(file, rendition),
+                                              expectedSamples: expectedSamples(absolute), complete: true)
         plans.put(key, plan)
         return plan
     }

@@ -116,6 +116,9 @@ public struct HLSTrackPlan: Sendable {
     /// How fMP4 segments find their samples; nil for packed audio.
     let framing: FMP4Framing?
     public let timescale: Int
+    /// Packed MP3 renditions: the frame segment 0 carries in place of the file's first frame (its
+    /// Info frame, which the encoder rewrites when it ends; see `MP3InfoFrame`).
+    public var headFrame: [UInt8]? = nil
 
     /// File extension of the media segments.
     public var segmentExtension: String {
@@ -406,8 +409,9 @@ public struct HLSTrackPlan: Sendable {
         let span = spans[i]
         switch kind {
         case .packedMP3, .packedAAC:
-            let body = try file.read(at: span.start, count: span.end - span.start)
+            var body = try file.read(at: span.start, count: span.end - span.start)
             guard body.count == span.end - span.start else { throw HLSError.invalid("the file is shorter than its index") }
+            if i == 0, let headFrame, headFrame.count <= body.count { body.replaceSubrange(0..<headFrame.count, with: headFrame) }
             return (body, [], [])
         case .fmp4:
             switch framing {
@@ -507,6 +511,11 @@ public struct HLSTrackPlan: Sendable {
         parts.reserveCapacity(spans.count * 2)
         for (i, span) in spans.enumerated() {
             parts.append(.bytes(timestampTag(i)))
+            if i == 0, let headFrame, headFrame.count <= span.end - span.start {
+                parts.append(.bytes(headFrame))
+                parts.append(.file(file, offset: span.start + headFrame.count, length: span.end - span.start - headFrame.count))
+                continue
+            }
             parts.append(.file(file, offset: span.start, length: span.end - span.start))
         }
         return parts
@@ -518,8 +527,10 @@ public struct HLSTrackPlan: Sendable {
     public func segmentName(_ i: Int) -> String { "seg-\(i).\(segmentExtension)" }
 
     /// The VOD media playlist; `query` is appended to every generated URI ("?v=…" on the server, "" in a package).
-    public func mediaPlaylist(query: String) -> HLSMediaPlaylist {
-        var playlist = HLSMediaPlaylist(targetDuration: targetDuration, playlistType: .vod, endList: true)
+    /// `growing`: an EVENT playlist without ENDLIST, for an encode under way (its whole segments so far).
+    public func mediaPlaylist(query: String, growing: Bool = false) -> HLSMediaPlaylist {
+        var playlist = HLSMediaPlaylist(targetDuration: targetDuration, playlistType: growing ? .event : .vod, endList: !growing)
+        if growing { playlist.startOffset = 0 }
         if kind == .fmp4 { playlist.mapURI = "init.mp4" + query }
         playlist.segments = spans.indices.map { HLSSegmentEntry(duration: spans[$0].duration, uri: segmentName($0) + query) }
         return playlist

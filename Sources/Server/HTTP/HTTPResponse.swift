@@ -153,6 +153,9 @@ public struct HTTPResponse: Sendable {
     /// event loop runs it on the server's `BlockingPool` and sends the response it makes instead
     /// of this one, so the loop's other connections never wait behind it.
     public var offLoop: (@Sendable () throws(HTTPRefusal) -> HTTPResponse)?
+    /// A response that waits for an event (a segment still being encoded) without holding any
+    /// thread: see `ParkedResponse`.
+    public var parked: ParkedResponse?
 
     public init(status: Int, headers: [(String, String)] = [], body: (any ResponseBody)? = nil) {
         self.status = status
@@ -164,6 +167,14 @@ public struct HTTPResponse: Sendable {
     public static func offLoop(_ make: @escaping @Sendable () throws(HTTPRefusal) -> HTTPResponse) -> HTTPResponse {
         var response = HTTPResponse(status: 0)
         response.offLoop = make
+        return response
+    }
+
+    /// A response that waits, holding no thread, until `parked`'s event source wakes it or its
+    /// timeout passes.
+    public static func parked(_ parked: ParkedResponse) -> HTTPResponse {
+        var response = HTTPResponse(status: 0)
+        response.parked = parked
         return response
     }
 
@@ -196,5 +207,28 @@ public struct HTTPResponse: Sendable {
         }
         text += "\r\n"
         return Array(text.utf8)
+    }
+}
+
+/// A request parked until an event: the loop keeps the connection (reading nothing more), asks
+/// the event's source to wake it (`arm`), then makes the response on the blocking pool
+/// (`resume`, which may park it again); when `timeout` passes first, `expired` answers. No thread
+/// waits meanwhile, neither the loop's nor the pool's.
+public struct ParkedResponse: Sendable {
+    /// The longest wait from the first parking of the request (ns); re-parking does not extend it.
+    public var timeout: UInt64
+    /// Asks the event's source to call `wake` once, from any thread (at once when it is already due).
+    public var arm: @Sendable (_ wake: @escaping @Sendable () -> Void) -> Void
+    /// Made on the blocking pool after a wake: the response, or another parked one.
+    public var resume: @Sendable () throws(HTTPRefusal) -> HTTPResponse
+    /// The answer when the timeout passes first (or the server stops).
+    public var expired: @Sendable () -> HTTPResponse
+
+    public init(timeout: UInt64, arm: @escaping @Sendable (_ wake: @escaping @Sendable () -> Void) -> Void,
+                resume: @escaping @Sendable () throws(HTTPRefusal) -> HTTPResponse, expired: @escaping @Sendable () -> HTTPResponse) {
+        self.timeout = timeout
+        self.arm = arm
+        self.resume = resume
+        self.expired = expired
     }
 }

@@ -4,9 +4,10 @@ import Glibc
 import StreamShared
 import StreamLibrary
 
-/// The child side of a cover resize: `streamd cover-worker` reads one request on stdin (the
-/// longest side wanted and the picture's bytes), decodes and shrinks it with libvips, and
-/// writes one answer on stdout. A crafted picture that crashes the decoder, loops in it or
+/// The child side of cover resizes: `streamd cover-worker` reads requests on stdin (the
+/// longest side wanted and the picture's bytes), decodes and shrinks each with libvips, and
+/// writes one answer per request on stdout, until stdin ends (the server keeps a few alive and
+/// reuses them: `CoverResizer`). A crafted picture that crashes the decoder, loops in it or
 /// asks for gigabytes ends this process only (its address space is capped and an alarm ends it),
 /// and the server sends the original or its error instead.
 ///
@@ -88,29 +89,38 @@ public enum CoverWorker {
         }
     }
 
-    /// Resizes the one requested picture; returns the process exit status.
+    /// Resizes the requested pictures, one answer each, until stdin ends (exit 0) or a request
+    /// is malformed (2); returns the process exit status.
     public static func run(fault: String = "", alarmSeconds: UInt32 = 30) -> Int32 {
         WorkerSide.becomeExpendable()
         var limit = rlimit(rlim_cur: rlim_t(maxAddressSpace), rlim_max: rlim_t(maxAddressSpace))
         setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit)
-        // A second line of defence: a decoder that loops ends even if the server is gone.
-        alarm(alarmSeconds)
         var requests = WorkerRequests(chunkBytes: 64 * 1024)
-        // A bad frame, or the server gone before asking: nothing to resize.
-        guard let payload = try? requests.next() else { return 2 }
-        guard let (size, image) = try? parseRequest(payload) else { return 2 }
-        switch fault {
-        case "trap":
-            // A trap as a decoder bug would make one: a Double too large for Int.
-            let ticks = Double(UInt64.max) * 2
-            if Int(ticks) != 0 { return 3 }
-        case "hang":
-            while true { sched_yield() }
-        case "garbage":
-            return WorkerSide.writeAll(AnalyzerProtocol.frame([0x7F, 1, 2])) ? 0 : 1
-        default: break
+        var served = 0
+        while true {
+            let request: [UInt8]?
+            // An idle worker waits without an alarm; each request gets its own.
+            do { request = try requests.next(beforeWaiting: { alarm(0) }) } catch { return 2 }
+            // The server let this worker go (or went away): between requests, a normal end.
+            guard let request else { return served == 0 ? 2 : 0 }
+            // A second line of defence: a decoder that loops ends even if the server is gone.
+            alarm(alarmSeconds)
+            guard let (size, image) = try? parseRequest(request) else { return 2 }
+            switch fault {
+            case "trap":
+                // A trap as a decoder bug would make one: a Double too large for Int.
+                let ticks = Double(UInt64.max) * 2
+                if Int(ticks) != 0 { return 3 }
+            case "hang":
+                while true { sched_yield() }
+            case "garbage":
+                return WorkerSide.writeAll(AnalyzerProtocol.frame([0x7F, 1, 2])) ? 0 : 1
+            default: break
+            }
+            guard WorkerSide.writeAll(answer(resize(Array(image), size: size))) else { return 1 }
+            alarm(0)
+            served += 1
         }
-        return WorkerSide.writeAll(answer(resize(Array(image), size: size))) ? 0 : 1
     }
 
     static func resize(_ image: [UInt8], size: Int) -> Answer {

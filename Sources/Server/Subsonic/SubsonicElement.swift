@@ -16,6 +16,9 @@ public struct SubsonicElement: Sendable, Equatable {
         case one(SubsonicElement)
         case many([SubsonicElement])
         case values([SubsonicValue])
+        /// A list of elements whose fixed part was written before (`SubsonicWrittenElement`),
+        /// each with the attributes that change from answer to answer.
+        case written([SubsonicWrittenItem])
     }
 
     public var attributes: [(String, SubsonicValue)] = []
@@ -36,6 +39,7 @@ public struct SubsonicElement: Sendable, Equatable {
     public mutating func add(_ name: String, _ element: SubsonicElement) { children.append((name, .one(element))) }
     public mutating func add(_ name: String, list: [SubsonicElement]) { children.append((name, .many(list))) }
     public mutating func add(_ name: String, values: [SubsonicValue]) { children.append((name, .values(values))) }
+    public mutating func add(_ name: String, written: [SubsonicWrittenItem]) { children.append((name, .written(written))) }
 
     public static func == (lhs: SubsonicElement, rhs: SubsonicElement) -> Bool {
         lhs.text == rhs.text && lhs.attributes.elementsEqual(rhs.attributes) { $0.0 == $1.0 && $0.1 == $1.1 }
@@ -98,9 +102,19 @@ public enum SubsonicWriter {
     // MARK: XML
 
     static func writeElement(_ name: String, _ element: SubsonicElement, to out: inout [UInt8]) {
+        writeElementHead(name, element, to: &out)
+        writeElementTail(name, element, to: &out)
+    }
+
+    /// `<name` and the attributes.
+    static func writeElementHead(_ name: String, _ element: SubsonicElement, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "<"))
         raw(name, &out)
         for (key, value) in element.attributes { writeAttribute(key, value, to: &out) }
+    }
+
+    /// What follows the attributes: `/>`, or the content and the end tag.
+    static func writeElementTail(_ name: String, _ element: SubsonicElement, to out: inout [UInt8]) {
         if element.children.isEmpty && element.text == nil {
             raw("/>", &out)
             return
@@ -116,6 +130,12 @@ public enum SubsonicWriter {
             switch child {
             case .one(let one): writeElement(name, one, to: &out)
             case .many(let list): for item in list { writeElement(name, item, to: &out) }
+            case .written(let list):
+                for item in list {
+                    out.append(contentsOf: item.element.xmlHead)
+                    for (key, value) in item.attributes { writeAttribute(key, value, to: &out) }
+                    out.append(contentsOf: item.element.xmlTail)
+                }
             case .values(let values):
                 for value in values {
                     raw("<" + name + ">", &out)
@@ -181,16 +201,32 @@ public enum SubsonicWriter {
 
     static func writeJSON(_ element: SubsonicElement, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
-        var first = true
+        let first = writeJSONAttributes(element.attributes, first: true, to: &out)
+        writeJSONTail(element, first: first, to: &out)
+    }
+
+    /// Attributes as members, each after a comma but the very first (`first`: none written
+    /// yet); whether none has been written still.
+    static func writeJSONAttributes(_ attributes: [(String, SubsonicValue)], first: Bool, to out: inout [UInt8]) -> Bool {
+        var first = first
+        for (name, value) in attributes {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            writeJSONString(name, to: &out)
+            out.append(UInt8(ascii: ":"))
+            writeJSONScalar(value, to: &out)
+        }
+        return first
+    }
+
+    /// What follows the attributes: the text, the children and the closing brace.
+    static func writeJSONTail(_ element: SubsonicElement, first: Bool, to out: inout [UInt8]) {
+        var first = first
         func key(_ name: String) {
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
             writeJSONString(name, to: &out)
             out.append(UInt8(ascii: ":"))
-        }
-        for (name, value) in element.attributes {
-            key(name)
-            writeJSONScalar(value, to: &out)
         }
         if let text = element.text {
             key("value")
@@ -205,6 +241,13 @@ public enum SubsonicWriter {
                 for (index, item) in list.enumerated() {
                     if index > 0 { out.append(UInt8(ascii: ",")) }
                     writeJSON(item, to: &out)
+                }
+                out.append(UInt8(ascii: "]"))
+            case .written(let list):
+                out.append(UInt8(ascii: "["))
+                for (index, item) in list.enumerated() {
+                    if index > 0 { out.append(UInt8(ascii: ",")) }
+                    item.writeJSON(to: &out)
                 }
                 out.append(UInt8(ascii: "]"))
             case .values(let values):
@@ -228,22 +271,95 @@ public enum SubsonicWriter {
         }
     }
 
-    /// A JSON string: `"`, `\` and control characters escaped, the rest as UTF-8.
+    /// A JSON string: `"`, `\` and control characters escaped, the rest as UTF-8; the runs
+    /// between bytes to escape (nearly always the whole string) are copied whole.
     static func writeJSONString(_ text: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): raw("\\\"", &out)
-            case UInt8(ascii: "\\"): raw("\\\\", &out)
-            case 0x0A: raw("\\n", &out)
-            case 0x0D: raw("\\r", &out)
-            case 0x09: raw("\\t", &out)
-            case 0..<0x20:
-                let hex = String(byte, radix: 16)
-                raw("\\u" + String(repeating: "0", count: 4 - hex.count) + hex, &out)
-            default: out.append(byte)
+        var text = text
+        text.withUTF8 { bytes in
+            var runStart = 0
+            for index in 0..<bytes.count {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                runStart = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): raw("\\\"", &out)
+                case UInt8(ascii: "\\"): raw("\\\\", &out)
+                case 0x0A: raw("\\n", &out)
+                case 0x0D: raw("\\r", &out)
+                case 0x09: raw("\\t", &out)
+                default:
+                    let hex = String(byte, radix: 16)
+                    raw("\\u" + String(repeating: "0", count: 4 - hex.count) + hex, &out)
+                }
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<bytes.count]))
         }
         out.append(UInt8(ascii: "\""))
+    }
+}
+
+/// An element's fixed part (its name, the attributes every answer shows alike, its text and
+/// children) written once in both wire forms and kept, so a list of many such items (albums)
+/// copies bytes instead of writing each element again; the attributes that differ by answer
+/// (a user's marks) are written between the two parts (`SubsonicWrittenItem`). Written by the
+/// same code as any element: a list of these is byte for byte the list of the elements.
+public final class SubsonicWrittenElement: Sendable {
+    /// `<name` and the fixed attributes.
+    let xmlHead: [UInt8]
+    /// `/>`, or `>`, the content and `</name>`.
+    let xmlTail: [UInt8]
+    /// `{` and the fixed attributes as members.
+    let jsonHead: [UInt8]
+    /// The text and children as members (after a comma) and `}`.
+    let jsonTail: [UInt8]
+    /// Whether `jsonHead` holds a member (then anything after it needs a comma).
+    let jsonHeadHasMembers: Bool
+
+    public init(name: String, _ element: SubsonicElement) {
+        var bytes: [UInt8] = []
+        SubsonicWriter.writeElementHead(name, element, to: &bytes)
+        xmlHead = bytes
+        bytes = []
+        SubsonicWriter.writeElementTail(name, element, to: &bytes)
+        xmlTail = bytes
+        bytes = [UInt8(ascii: "{")]
+        jsonHeadHasMembers = !SubsonicWriter.writeJSONAttributes(element.attributes, first: true, to: &bytes)
+        jsonHead = bytes
+        bytes = []
+        SubsonicWriter.writeJSONTail(element, first: false, to: &bytes)
+        jsonTail = bytes
+    }
+
+    /// The bytes it was written as, both forms.
+    var written: [UInt8] { xmlHead + xmlTail + jsonHead + jsonTail }
+}
+
+/// A list item of a `SubsonicWrittenElement`: its fixed part and this answer's attributes, which
+/// come after the fixed ones.
+public struct SubsonicWrittenItem: Sendable, Equatable {
+    public let element: SubsonicWrittenElement
+    public var attributes: [(String, SubsonicValue)]
+
+    public init(_ element: SubsonicWrittenElement, attributes: [(String, SubsonicValue)] = []) {
+        self.element = element
+        self.attributes = attributes
+    }
+
+    func writeJSON(to out: inout [UInt8]) {
+        out.append(contentsOf: element.jsonHead)
+        let first = SubsonicWriter.writeJSONAttributes(attributes, first: !element.jsonHeadHasMembers, to: &out)
+        // The tail was written after a member: without any before it, its leading comma goes.
+        if first, element.jsonTail.first == UInt8(ascii: ",") {
+            out.append(contentsOf: element.jsonTail.dropFirst())
+        } else {
+            out.append(contentsOf: element.jsonTail)
+        }
+    }
+
+    public static func == (lhs: SubsonicWrittenItem, rhs: SubsonicWrittenItem) -> Bool {
+        (lhs.element === rhs.element || lhs.element.written == rhs.element.written)
+            && lhs.attributes.elementsEqual(rhs.attributes) { $0.0 == $1.0 && $0.1 == $1.1 }
     }
 }

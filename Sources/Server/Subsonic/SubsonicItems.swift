@@ -11,8 +11,35 @@ enum SubsonicItems {
         var time = time_t(seconds)
         var parts = tm()
         gmtime_r(&time, &parts)
-        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+        let year = Int(parts.tm_year) + 1900
+        guard (1000...9999).contains(year) else {
+            func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+            return "\(year)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+        }
+        // Digits into 20 bytes: string interpolation cost a few µs a date, one or two per song.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(20)
+        func digits(_ n: Int, _ count: Int) {
+            var divisor = 1
+            for _ in 1..<count { divisor *= 10 }
+            while divisor > 0 {
+                bytes.append(UInt8(truncatingIfNeeded: 0x30 + n / divisor % 10))
+                divisor /= 10
+            }
+        }
+        digits(year, 4)
+        bytes.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mon) + 1, 2)
+        bytes.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mday), 2)
+        bytes.append(UInt8(ascii: "T"))
+        digits(Int(parts.tm_hour), 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_min), 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_sec), 2)
+        bytes.append(UInt8(ascii: "Z"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func now() -> Int {
@@ -28,7 +55,13 @@ enum SubsonicItems {
     }
 
     static func contentType(_ path: String) -> String {
-        let type = Catalog.contentType(byExtensionOf: path)
+        contentType(suffix: suffix(path))
+    }
+
+    /// The type of a file with this `suffix` (the same as of its path: the catalog's table reads
+    /// only what follows the last dot; a suffix is one word, splitting a whole path was not).
+    static func contentType(suffix: String) -> String {
+        let type = Catalog.contentType(byExtensionOf: "." + suffix)
         return type.hasPrefix("audio/") ? type : "application/octet-stream"
     }
 
@@ -58,12 +91,13 @@ enum SubsonicItems {
 
     static func song(_ song: SubsonicSong) -> SubsonicElement {
         let t = song.track
+        let suffix = suffix(t.path)
         var e = SubsonicElement([
             ("id", .string(song.sid)), ("parent", .optional(song.albumSid)), ("isDir", .bool(false)),
             ("title", .string(t.displayTitle)), ("album", .optional(t.album)), ("artist", .optional(t.artist)),
             ("track", .optional(t.trackNumber)), ("year", .optional(t.year)), ("genre", .optional(t.genre)),
-            ("coverArt", .optional(song.albumSid)), ("size", .int(t.stamp.size)), ("contentType", .string(contentType(t.path))),
-            ("suffix", .string(suffix(t.path))), ("duration", .int(Int(t.durationSeconds.rounded()))),
+            ("coverArt", .optional(song.albumSid)), ("size", .int(t.stamp.size)), ("contentType", .string(contentType(suffix: suffix))),
+            ("suffix", .string(suffix)), ("duration", .int(Int(t.durationSeconds.rounded()))),
             ("bitRate", .int(t.bitrate / 1000)), ("bitDepth", .optional(t.bitsPerSample)), ("samplingRate", .int(t.sampleRate)),
             ("channelCount", .int(t.channels)), ("path", .string(t.path)), ("isVideo", .bool(false)),
             ("discNumber", .optional(t.discNumber)), ("created", .string(date(max(0, t.stamp.mtimeNanos / 1_000_000_000)))),
@@ -81,6 +115,15 @@ enum SubsonicItems {
 
     /// An album (AlbumID3), with `songs` when given (AlbumID3WithSongs).
     static func album(_ album: SubsonicAlbum, songs: [SubsonicSong]? = nil) -> SubsonicElement {
+        var e = albumFixed(album)
+        marks(album.marks, into: &e)
+        if let songs { e.add("song", list: songs.map(song)) }
+        return e
+    }
+
+    /// An album (AlbumID3) without anyone's marks or songs: the same for every user (what
+    /// `SubsonicTables` writes once). Its attributes come before the marks', its children after.
+    static func albumFixed(_ album: SubsonicAlbum) -> SubsonicElement {
         var e = SubsonicElement([
             ("id", .string(album.sid)), ("name", .string(album.title)), ("artist", .string(album.artist)),
             ("artistId", .optional(album.artistSid)), ("coverArt", .string(album.sid)), ("songCount", .int(album.songCount)),
@@ -88,15 +131,20 @@ enum SubsonicItems {
             ("year", .optional(album.year)), ("genre", .optional(album.genre)), ("displayArtist", .string(album.artist)),
             ("sortName", .string(album.title)), ("isCompilation", .bool(false)),
         ])
-        marks(album.marks, into: &e)
         e.add("genres", list: album.genre.map { [SubsonicElement([("name", .string($0))])] } ?? [])
-        if let songs { e.add("song", list: songs.map(song)) }
         return e
     }
 
     /// An album as a directory entry (Child with isDir), for the folder-based calls.
     static func albumChild(_ album: SubsonicAlbum) -> SubsonicElement {
-        var e = SubsonicElement([
+        var e = albumChildFixed(album)
+        marks(album.marks, into: &e)
+        return e
+    }
+
+    /// `albumChild` without anyone's marks.
+    static func albumChildFixed(_ album: SubsonicAlbum) -> SubsonicElement {
+        SubsonicElement([
             ("id", .string(album.sid)), ("parent", .optional(album.artistSid)), ("isDir", .bool(true)),
             ("title", .string(album.title)), ("name", .string(album.title)), ("album", .string(album.title)),
             ("artist", .string(album.artist)), ("year", .optional(album.year)), ("genre", .optional(album.genre)),
@@ -104,8 +152,13 @@ enum SubsonicItems {
             ("created", .string(date(album.created))), ("albumId", .string(album.sid)), ("artistId", .optional(album.artistSid)),
             ("songCount", .int(album.songCount)), ("mediaType", .string("album")),
         ])
-        marks(album.marks, into: &e)
-        return e
+    }
+
+    /// The attributes `marks(_:into:)` adds, in its order.
+    static func markAttributes(_ marks: SubsonicMarks) -> [(String, SubsonicValue)] {
+        var e = SubsonicElement()
+        self.marks(marks, into: &e)
+        return e.attributes
     }
 
     /// An artist (ArtistID3).

@@ -17,7 +17,7 @@ struct SubsonicSong: SubsonicMarked {
 }
 
 /// One user's marks on a song, album or artist (`subsonic_annotations`).
-struct SubsonicMarks {
+struct SubsonicMarks: Equatable {
     var starredAt: Int?
     var rating: Int?
     var playCount = 0
@@ -25,7 +25,7 @@ struct SubsonicMarks {
 }
 
 /// An album (AlbumID3) as the answers show it.
-struct SubsonicAlbum: SubsonicMarked {
+struct SubsonicAlbum: SubsonicMarked, Equatable {
     var id: Int
     var sid: String
     var title: String
@@ -166,6 +166,14 @@ struct SubsonicLibrary {
     }
 
     // MARK: Albums and artists
+
+    /// `items` with the user's marks (read in one statement).
+    func marked<Item: SubsonicMarked>(_ items: [Item], user: Int) throws(SQLiteError) -> [Item] {
+        guard !items.isEmpty else { return items }
+        var items = items
+        try store.read { db throws(SQLiteError) in try Self.mark(&items, user: user, db) }
+        return items
+    }
 
     func albums(_ whereAndOrder: String, _ values: [SQLiteValue] = [], user: Int) throws(SQLiteError) -> [SubsonicAlbum] {
         try store.read { db throws(SQLiteError) in

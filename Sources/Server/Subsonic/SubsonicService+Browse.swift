@@ -122,7 +122,7 @@ extension SubsonicService {
                 : type == "alphabeticalByName" ? "a.title COLLATE NOCASE, a.id" : "a.artist_name COLLATE NOCASE, a.title COLLATE NOCASE, a.id"
             let ids = try orders.ids("albums " + type, store: store,
                                      sql: "SELECT a.id FROM albums a JOIN subsonic_album_ids al ON al.album_id = a.id ORDER BY " + order)
-            albums = try library.albums(ids: SubsonicOrderCache.page(ids, offset: offset, count: size), user: call.user.id)
+            albums = try tables.albums(ids: SubsonicOrderCache.page(ids, offset: offset, count: size), user: call.user.id, store: store)
         case "frequent":
             albums = try library.albums(marked + " WHERE n.play_count > 0 ORDER BY n.play_count DESC, a.id" + limit, [.int(user)], user: call.user.id)
         case "recent":
@@ -147,7 +147,7 @@ extension SubsonicService {
             throw SubsonicError.invalid("type", "one of random, newest, highest, frequent, recent, alphabeticalByName, alphabeticalByArtist, starred, byYear, byGenre")
         }
         var list = SubsonicElement()
-        list.add("album", list: albums.map { id3 ? SubsonicItems.album($0) : SubsonicItems.albumChild($0) })
+        list.add("album", written: tables.items(albums, id3: id3, generation: store.generation))
         return Self.body(id3 ? "albumList2" : "albumList", list)
     }
 
@@ -222,11 +222,11 @@ extension SubsonicService {
                     SELECT r.id FROM artists r JOIN subsonic_artist_ids ar ON ar.artist_id = r.id
                     WHERE EXISTS (SELECT 1 FROM albums WHERE artist_id = r.id) ORDER BY r.id
                     """)
-                artists = try library.artists(ids: SubsonicOrderCache.page(ids, offset: artistOffset, count: artistCount), user: user)
+                artists = try tables.artists(ids: SubsonicOrderCache.page(ids, offset: artistOffset, count: artistCount), user: user, store: store)
             }
             if albumCount > 0 {
                 let ids = try orders.ids("albums", store: store, sql: "SELECT album_id FROM subsonic_album_ids ORDER BY album_id")
-                albums = try library.albums(ids: SubsonicOrderCache.page(ids, offset: albumOffset, count: albumCount), user: user)
+                albums = try tables.albums(ids: SubsonicOrderCache.page(ids, offset: albumOffset, count: albumCount), user: user, store: store)
             }
             if songCount > 0 {
                 let ids = try orders.ids("songs", store: store, sql: "SELECT track_id FROM subsonic_track_ids ORDER BY track_id")
@@ -242,21 +242,25 @@ extension SubsonicService {
                     WHERE EXISTS (SELECT 1 FROM albums WHERE artist_id = r.id)
                     """)
                 let page = SubsonicOrderCache.page(index.ids(matching: Array(terms)), offset: artistOffset, count: artistCount)
-                artists = try library.artists(ids: page, user: user)
+                artists = try tables.artists(ids: page, user: user, store: store)
             }
             if albumCount > 0 {
                 let index = try names.index("albums", store: store, sql: """
                     SELECT a.id, a.title FROM albums a JOIN subsonic_album_ids al ON al.album_id = a.id
                     """)
                 let page = SubsonicOrderCache.page(index.ids(matching: Array(terms)), offset: albumOffset, count: albumCount)
-                albums = try library.albums(ids: page, user: user)
+                albums = try tables.albums(ids: page, user: user, store: store)
             }
             if songCount > 0, songOffset < 1000 {
                 let ids = try store.search.trackIDs(query: query, limit: min(1000, songOffset + songCount))
                 songs = try library.songs(trackIDs: Array(ids.dropFirst(songOffset)), user: user)
             }
         }
-        let result = SubsonicItems.artistsAlbumsSongs(artists, albums, songs, id3: id3)
+        // As `SubsonicItems.artistsAlbumsSongs` writes them, the albums from their written items.
+        var result = SubsonicElement()
+        result.add("artist", list: artists.map { id3 ? SubsonicItems.artist($0) : SubsonicItems.folderArtist($0) })
+        result.add("album", written: tables.items(albums, id3: id3, generation: store.generation))
+        result.add("song", list: songs.map(SubsonicItems.song))
         return Self.body(id3 ? "searchResult3" : "searchResult2", result)
     }
 }

@@ -35,6 +35,8 @@ public final class SubsonicService: Sendable {
     let covers: SubsonicCoverCache
     /// The lists' orders (albums by name, artist, date; songs, albums and artists by id).
     let orders = SubsonicOrderCache()
+    /// Every album and artist without marks, and album list items written once (getAlbumList/2, search).
+    let tables = SubsonicTables()
     /// Album titles' and album artists' words, for search's albums and artists.
     let names = SubsonicNameIndexes()
     /// `stream`'s transcodes: `/media/`'s transcoder (streamd passes `TranscodeService.respond`);
@@ -292,8 +294,19 @@ public final class SubsonicService: Sendable {
         return document(bytes(ok: ok, body: body, format: format), format: format)
     }
 
+    /// The ok envelope with nothing in it (ping's answer), in XML and JSON, written once.
+    static let emptyOK = (xml: SubsonicWriter.xmlBytes(ok: true, body: SubsonicElement()),
+                          json: SubsonicWriter.jsonBytes(ok: true, body: SubsonicElement()))
+
     /// The envelope around `body` in the wire form asked for.
     static func bytes(ok: Bool, body: SubsonicElement, format: SubsonicFormat) -> [UInt8] {
+        if ok, body.attributes.isEmpty, body.children.isEmpty, body.text == nil {
+            switch format {
+            case .xml: return emptyOK.xml
+            case .json: return emptyOK.json
+            case .jsonp: break
+            }
+        }
         switch format {
         case .xml: return SubsonicWriter.xmlBytes(ok: ok, body: body)
         case .json: return SubsonicWriter.jsonBytes(ok: ok, body: body)

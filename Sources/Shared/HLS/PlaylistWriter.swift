@@ -42,6 +42,9 @@ public struct HLSMediaPlaylist: Sendable, Equatable {
     public var endList: Bool
     /// EXT-X-INDEPENDENT-SEGMENTS (every audio segment starts at a frame boundary).
     public var independentSegments = true
+    /// EXT-X-START TIME-OFFSET: where a player starts (an EVENT playlist says 0, so players start
+    /// at the beginning rather than near its live end).
+    public var startOffset: Double?
 
     public init(targetDuration: Int, playlistType: PlaylistType? = nil, endList: Bool) {
         self.targetDuration = targetDuration
@@ -61,6 +64,7 @@ public struct HLSMediaPlaylist: Sendable, Equatable {
         var lines = ["#EXTM3U", "#EXT-X-VERSION:\(version)", "#EXT-X-TARGETDURATION:\(targetDuration)"]
         if independentSegments { lines.append("#EXT-X-INDEPENDENT-SEGMENTS") }
         if let playlistType { lines.append("#EXT-X-PLAYLIST-TYPE:\(playlistType.rawValue)") }
+        if let startOffset { lines.append("#EXT-X-START:TIME-OFFSET=\(HLSAttributes.decimal(startOffset)),PRECISE=YES") }
         lines.append("#EXT-X-MEDIA-SEQUENCE:\(mediaSequence)")
         if discontinuitySequence > 0 { lines.append("#EXT-X-DISCONTINUITY-SEQUENCE:\(discontinuitySequence)") }
         if let mapURI { lines.append("#EXT-X-MAP:URI=\(HLSAttributes.quoted(mapURI))") }

@@ -8,7 +8,9 @@ public enum RenditionGrid {
 
     /// MP3 at 48 kHz: byte spans of 250 frames each; the first starts at the Info frame (after
     /// the file's ID3v2 tag, which packed segments leave out), the last ends with the last frame.
-    public static func mp3Cuts(_ file: some RandomAccessBytes) throws -> (spans: [HLSSegmentSpan], audioEnd: Int) {
+    /// `inProgress`: the file is an encode still being written, whose first frame may be LAME's
+    /// blank placeholder for the Info frame (a header, then zeros), which is no audio either.
+    public static func mp3Cuts(_ file: some RandomAccessBytes, inProgress: Bool = false) throws -> (spans: [HLSSegmentSpan], audioEnd: Int) {
         let framesPerSegment = segmentSamples / 1152
         var reader = RenditionBlockReader(file: file)
         var splitter = AudioFrameSplitter(codec: .mpeg)
@@ -28,6 +30,13 @@ public enum RenditionGrid {
                 guard frame.sampleRate == sampleRate, frame.samples == 1152 else {
                     throw FormatError.invalid(component: "MP3 rendition", reason: "a frame of \(frame.samples) samples at \(frame.sampleRate) Hz (48 kHz wanted)",
                                               offset: reader.position)
+                }
+                // An encode in progress holds LAME's blank placeholder (a header, then zeros) where
+                // the finished file has its Info frame, which the splitter skips: so is this.
+                if inProgress, frameStarts.isEmpty, reader.position == firstByte, frame.length <= bytes.count,
+                   bytes.dropFirst(4).prefix(frame.length - 4).allSatisfy({ $0 == 0 }) {
+                    reader.position += frame.length
+                    continue
                 }
                 frameStarts.append(reader.position)
                 reader.position += frame.length

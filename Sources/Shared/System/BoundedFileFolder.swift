@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// A folder of files kept under `maxBytes`, least recently used out first: the one place the
-/// server's disk caches (waveforms, cover thumbnails) write, read and trim their files. A file is
+/// server's disk caches (waveforms, cover thumbnails, transcodes) write, read and trim their files. A file is
 /// written whole under a temporary name and renamed into place, so readers need no lock; a read
 /// that counts renews the file's modification time, which is its last use; after each write the
 /// least recently used files go until the folder fits. It touches the disk: off the event loops only.
@@ -14,11 +14,21 @@ public final class BoundedFileFolder: Sendable {
     public let suffix: String
     /// Serializes the writes and the trimming.
     private let writeLock = Lock(())
+    /// Which of a file's times marks its last use.
+    public enum UseMark: Sendable {
+        /// The modification time (the waveform and cover caches, whose files carry no validator).
+        case modification
+        /// The access time: a file served as it is (a transcode) keeps the modification time its
+        /// ETag is made from, so a hit does not change the validator clients hold.
+        case access
+    }
+    public let useMark: UseMark
 
-    public init(directory: String, maxBytes: Int, suffix: String) {
+    public init(directory: String, maxBytes: Int, suffix: String, useMark: UseMark = .modification) {
         self.directory = directory
         self.maxBytes = maxBytes
         self.suffix = suffix
+        self.useMark = useMark
     }
 
     /// The whole file `name` if it exists and holds at most `limit` bytes.
@@ -40,7 +50,16 @@ public final class BoundedFileFolder: Sendable {
     }
 
     /// Marks `name` as just used, so the trimming keeps it longest.
-    public func renew(_ name: String) { utimensat(AT_FDCWD, path(name), nil, 0) }
+    public func renew(_ name: String) {
+        switch useMark {
+        case .modification: utimensat(AT_FDCWD, path(name), nil, 0)
+        case .access:
+            // utimensat's `UTIME_NOW` and `UTIME_OMIT` (bits/stat.h macros Swift does not import).
+            let now = (1 << 30) - 1, omit = (1 << 30) - 2
+            var times = [timespec(tv_sec: 0, tv_nsec: now), timespec(tv_sec: 0, tv_nsec: omit)]
+            utimensat(AT_FDCWD, path(name), &times, 0)
+        }
+    }
 
     /// Removes `name` (a file that did not decode).
     public func remove(_ name: String) { unlink(path(name)) }
@@ -66,6 +85,35 @@ public final class BoundedFileFolder: Sendable {
         }
     }
 
+    /// A file whose maker moved it in whole as `name` (a completed transcode renamed from its
+    /// spool): the folder is trimmed as after a `write`, keeping it.
+    public func added(_ name: String) {
+        writeLock.withLock { _ in trim(keeping: name, removing: { _ in false }) }
+    }
+
+    /// Trims the folder to `maxBytes` (the least recently used files first): what a new server
+    /// finds there from an earlier run, under a smaller bound.
+    public func trim() {
+        writeLock.withLock { _ in trim(keeping: "", removing: { _ in false }) }
+    }
+
+    /// The bytes the folder's own files hold now (a walk of the folder).
+    public var totalBytes: Int {
+        guard let folder = opendir(directory) else { return 0 }
+        defer { closedir(folder) }
+        var total = 0
+        while let entry = readdir(folder) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name.hasSuffix(suffix), !name.hasPrefix(".") else { continue }
+            var info = stat()
+            if stat(path(name), &info) == 0, info.st_mode & S_IFMT == S_IFREG { total += Int(info.st_size) }
+        }
+        return total
+    }
+
+    /// Where `name` is (or would be) on disk.
+    public func path(of name: String) -> String { path(name) }
+
     private func path(_ name: String) -> String { directory + "/" + name }
 
     /// The folder, and any missing above it, created private (0700).
@@ -90,8 +138,9 @@ public final class BoundedFileFolder: Sendable {
                 continue
             }
             var info = stat()
-            guard stat(path(name), &info) == 0 else { continue }
-            files.append((name, Int(info.st_size), Int(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int(info.st_mtim.tv_nsec)))
+            guard stat(path(name), &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+            let used = useMark == .modification ? info.st_mtim : info.st_atim
+            files.append((name, Int(info.st_size), Int(used.tv_sec) &* 1_000_000_000 &+ Int(used.tv_nsec)))
         }
         closedir(folder)
         var total = files.reduce(0) { $0 + $1.size }

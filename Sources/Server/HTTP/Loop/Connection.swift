@@ -41,6 +41,9 @@ final class Connection {
     /// The request whose response is being made on the blocking pool (`HTTPResponse.offLoop`):
     /// nothing else is parsed or sent on this connection until it comes back.
     var awaiting: HTTPRequest?
+    /// The awaited response is parked until an event (`HTTPResponse.parked`), and when its wait ends.
+    var parked: ParkedResponse?
+    var parkedDeadline: UInt64?
     /// The epoll events currently registered.
     var interest: UInt32 = 0
     var requestsServed = 0

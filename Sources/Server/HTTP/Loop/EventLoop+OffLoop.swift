@@ -65,8 +65,65 @@ extension EventLoop {
         for (fd, generation, response) in made {
             guard let connection = connections[fd], connection.generation == generation,
                   let request = connection.awaiting else { continue }
+            if let parked = response.parked {
+                park(parked, for: request, on: connection, now: now)
+                continue
+            }
             connection.awaiting = nil
+            connection.parkedDeadline = nil
             begin(Self.finished(response, for: request), for: request, on: connection, now: now)
+            progress(connection)
+            if isOpen(connection) { updateInterest(connection) }
+        }
+    }
+
+    /// Parks the connection's request until `parked`'s event (see `ParkedResponse`); the wait's
+    /// end is counted from the first parking, and checked by the timers' sweep.
+    func park(_ parked: ParkedResponse, for request: HTTPRequest, on connection: Connection, now: UInt64) {
+        connection.awaiting = request
+        connection.parked = parked
+        if connection.parkedDeadline == nil { connection.parkedDeadline = now + parked.timeout }
+        let fd = connection.fd, generation = connection.generation
+        parked.arm { [weak self] in
+            guard let self else { return }
+            handoffLock.withLock { _ in woken.append((fd, generation)) }
+            Epoll.signal(eventFD: wakeFD)
+        }
+    }
+
+    /// Resumes the parked requests whose event came: their responses are made on the pool (a
+    /// wake for a connection closed meanwhile, or resumed already, is dropped).
+    func resumeWoken() {
+        let woken = handoffLock.withLock { _ in
+            let woken = self.woken
+            self.woken.removeAll()
+            return woken
+        }
+        guard !woken.isEmpty else { return }
+        let now = monotonicNanos()
+        for (fd, generation) in woken {
+            guard let connection = connections[fd], connection.generation == generation,
+                  let parked = connection.parked, let request = connection.awaiting else { continue }
+            connection.parked = nil
+            makeOffLoop(parked.resume, for: request, on: connection, now: now)
+            if connection.awaiting == nil {
+                // The pool was full: a 503 was begun instead.
+                connection.parkedDeadline = nil
+                progress(connection)
+                if isOpen(connection) { updateInterest(connection) }
+            }
+        }
+    }
+
+    /// Answers the parked requests whose wait is over (`all`: every one, the server stopping).
+    func expireParked(now: UInt64, all: Bool = false) {
+        for connection in Array(connections.values) {
+            guard let parked = connection.parked, let request = connection.awaiting,
+                  all || (connection.parkedDeadline ?? 0) <= now else { continue }
+            connection.parked = nil
+            connection.parkedDeadline = nil
+            connection.awaiting = nil
+            begin(Self.finished(parked.expired(), for: request), for: request, on: connection, now: now)
             progress(connection)
             if isOpen(connection) { updateInterest(connection) }
         }

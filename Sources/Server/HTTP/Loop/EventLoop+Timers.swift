@@ -41,6 +41,7 @@ extension EventLoop {
         // Timeouts need only second precision: sweep at most a few times a second.
         guard now - lastSweep > Self.sweepInterval else { return }
         lastSweep = now
+        expireParked(now: now)
         for connection in Array(connections.values) {
             // Waiting on the pool: the work's own bounds (a worker's timeout) end the wait.
             if connection.awaiting != nil { continue }

@@ -67,6 +67,8 @@ final class EventLoop: @unchecked Sendable {
     var handoffClosed = false
     /// Responses the pool has made, waiting for this loop to send them; under `handoffLock`.
     var madeOffLoop: [(fd: Int32, generation: UInt32, response: HTTPResponse)] = []
+    /// Parked responses whose event came, waiting for this loop to resume them; under `handoffLock`.
+    var woken: [(fd: Int32, generation: UInt32)] = []
     /// The loop's thread, once it runs: loop-owned state is touched only there (checked in debug builds).
     var loopThread: pthread_t?
 
@@ -113,6 +115,7 @@ final class EventLoop: @unchecked Sendable {
                 }
                 // Idle connections close now; busy ones (writing, or closing lingeringly) get until the deadline.
                 // Live exchanges (radio) never end by themselves: they close at once too.
+                expireParked(now: now, all: true)
                 for connection in Array(connections.values)
                 where (connection.outgoing == nil || connection.outgoing?.liveStarted == true) && connection.lingerDeadline == nil
                     && connection.awaiting == nil {
@@ -140,6 +143,7 @@ final class EventLoop: @unchecked Sendable {
                     Epoll.drain(eventFD: wakeFD)
                     takeHandedOver()
                     sendMadeOffLoop()
+                    resumeWoken()
                     pumpLiveConnections()
                 } else if token == Self.listenToken {
                     acceptPending()
@@ -381,6 +385,8 @@ final class EventLoop: @unchecked Sendable {
         }
         if let make = response.offLoop {
             makeOffLoop(make, for: request, on: connection, now: now)
+        } else if let parked = response.parked {
+            park(parked, for: request, on: connection, now: now)
         } else {
             begin(Self.finished(response, for: request), for: request, on: connection, now: now)
         }

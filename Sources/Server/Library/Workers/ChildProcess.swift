@@ -31,7 +31,7 @@ package final class ChildProcess {
     /// Write end of the child's stdin; -1 once closed.
     package private(set) var input: Int32
     /// Read end of the child's stdout (non-blocking).
-    let output: Int32
+    package let output: Int32
     /// Read end of the child's stderr (non-blocking).
     package let errors: Int32
     private(set) var termination: Termination?

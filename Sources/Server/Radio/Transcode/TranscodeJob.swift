@@ -60,6 +60,9 @@ struct TranscodeSpec: Sendable {
     var opusLength: (bytes: Int, holdPages: Int)? = nil
     /// The cover the file carries (OpusTags' METADATA_BLOCK_PICTURE, an ID3v2 APIC frame).
     var cover: EmbeddedPicture? = nil
+    /// A paced spool (`wav`, never cached): a ring file of this many bytes, which the encode
+    /// never runs further ahead of its reader than (nil: the whole encode, as fast as it goes).
+    var ring: Int? = nil
 
     var outputChannels: Int { min(2, max(1, channels)) }
 
@@ -88,13 +91,20 @@ enum TranscodeState: Equatable {
 /// reader (`TranscodeReader`, on the event loops) reads from its own offset. Identical requests
 /// join the one job. When the last reader goes before the end, the encode stops. A complete
 /// encode of a whole track becomes a cache file (MP3: its Xing/Info + LAME frame written over
-/// the placeholder first, with the exact frame count, delay and padding).
+/// the placeholder first, with the exact frame count, delay and padding). A paced job
+/// (`spec.ring`: `wav`, which is never cached and ~1.3 GB an hour) writes into a ring file and
+/// waits while it is a ring ahead of its one reader, so neither the disk nor the worker's
+/// output runs ahead of the listener by more than the ring.
 final class TranscodeJob: @unchecked Sendable {
     // @unchecked: `spec`, `fd`, `number` are immutable; everything else is behind `state`.
     let spec: TranscodeSpec
     let number: Int
     /// The spool: written by the job thread, read (pread) by the readers' loops.
     let fd: Int32
+    /// The paced spool's size (`spec.ring`): byte `n` of the stream is at `n % ring`.
+    var ring: Int? { spec.ring }
+    /// Signalled when a paced job's reader moves on or leaves: the job may have room again.
+    private let room = ConditionLock()
     private let spoolPath: String
     private let settings: DecodeWorker.Settings
     private let logger: Logger
@@ -114,12 +124,17 @@ final class TranscodeJob: @unchecked Sendable {
         var readers = 0
         var everRead = false
         var wakers: [ObjectIdentifier: LoopWaker] = [:]
+        /// How far each reader has read (a paced job: the ring is free behind the slowest).
+        var positions: [ObjectIdentifier: Int] = [:]
         var format: (rate: Int, channels: Int)?
         /// The server is stopping: the encode ends as if abandoned.
         var stopRequested = false
         /// Where the spool's last Ogg page starts (Opus, once complete): an estimated length's
         /// padding goes into it (`OggOpusPadding`).
         var lastPageStart: Int?
+        /// Parked requests (an HLS variant's segment not yet encoded): each is called once, when
+        /// `published` reaches its count or the encode is over.
+        var watchers: [(bytes: Int, wake: @Sendable () -> Void)] = []
     }
     let shared = Lock(Shared())
 
@@ -158,15 +173,61 @@ final class TranscodeJob: @unchecked Sendable {
         let queuedAndIdle = shared.withLock {
             $0.readers -= 1
             $0.wakers[ObjectIdentifier(reader)] = nil
+            $0.positions[ObjectIdentifier(reader)] = nil
             return $0.readers <= 0 && $0.state == .queued
         }
+        signalRoom()
         if queuedAndIdle { onQueuedAbandoned(self) }
+    }
+
+    /// `reader` has read the spool up to `position` (a paced job may write on behind it).
+    func readerMoved(_ reader: AnyObject, to position: Int) {
+        guard ring != nil else { return }
+        shared.withLock { $0.positions[ObjectIdentifier(reader)] = position }
+        signalRoom()
+    }
+
+    /// A fault drill (`STREAMD_FAULT_SPOOL_READ_DELAY`, seconds in 0...60, for the tests): every
+    /// spool read waits this long first, as a read from a slow or stalled disk would.
+    static let faultReadDelay: Double = {
+        guard let text = getenv("STREAMD_FAULT_SPOOL_READ_DELAY"), let value = Double(String(cString: text)),
+              (0...60).contains(value) else { return 0 }
+        return value
+    }()
+
+    private func signalRoom() {
+        guard ring != nil else { return }
+        room.withLock { room.signal() }
+    }
+
+    /// Up to `count` bytes of the spool from stream byte `position` (a paced spool: up to the
+    /// ring's end, the rest at its start in the next read); empty when the read fails. Runs on
+    /// `TranscodeSpoolReads`' threads, never on a loop (the disk may wait).
+    func readSpool(at position: Int, count: Int) -> [UInt8] {
+        if Self.faultReadDelay > 0 { Monotonic.sleep(seconds: Self.faultReadDelay) }
+        var offset = position, wanted = count
+        if let ring {
+            offset = position % ring
+            wanted = min(count, ring - offset)
+        }
+        guard wanted > 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: wanted)
+        var done = 0
+        while done < wanted {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress.map { $0 + done }, wanted - done, off_t(offset + done)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            done += n
+        }
+        bytes.removeSubrange(done...)
+        return bytes
     }
 
     /// The server is stopping: the encode stops at its next step (its worker killed within the
     /// worker's cancel poll); readers see it cut short.
     func requestStop() {
         shared.withLock { $0.stopRequested = true }
+        signalRoom()
         wakeReaders()
     }
 
@@ -175,8 +236,26 @@ final class TranscodeJob: @unchecked Sendable {
     private var abandoned: Bool { shared.withLock { ($0.readers <= 0 && $0.everRead) || $0.stopRequested } }
 
     private func wakeReaders() {
-        let wakers = shared.withLock { Set($0.wakers.values) }
+        let (wakers, due) = shared.withLock { s in
+            let over = s.state.isOver || s.stopRequested
+            let published = s.published
+            let due = s.watchers.filter { over || published >= $0.bytes }
+            if !due.isEmpty { s.watchers.removeAll { over || published >= $0.bytes } }
+            return (Set(s.wakers.values), due)
+        }
         for waker in wakers { waker.wake() }
+        for watcher in due { watcher.wake() }
+    }
+
+    /// Calls `wake` once, from any thread, when `bytes` of the spool are published or the encode
+    /// is over (at once when that is so already). It holds no reader: the encode goes on to its end.
+    func notify(whenPublished bytes: Int, _ wake: @escaping @Sendable () -> Void) {
+        let now = shared.withLock { s in
+            if s.state.isOver || s.stopRequested || s.published >= bytes { return true }
+            s.watchers.append((bytes, wake))
+            return false
+        }
+        if now { wake() }
     }
 
     // MARK: the encode
@@ -271,6 +350,8 @@ final class TranscodeJob: @unchecked Sendable {
                 // The last pages wait: the padding that meets the estimate goes into them.
                 try tail?.take(&bytes, release: &released)
                 try append(&released, at: &written)
+            } else if ring != nil {
+                try appendPaced(&bytes, at: &written)
             } else {
                 try append(&bytes, at: &written)
             }
@@ -294,7 +375,7 @@ final class TranscodeJob: @unchecked Sendable {
             }
         }
         try append(&released, at: &written)
-        try append(&bytes, at: &written)
+        if ring != nil { try appendPaced(&bytes, at: &written) } else { try append(&bytes, at: &written) }
         if spec.format == .mp3, spec.cachePath != nil, let lame = encoder.encoder as? LAMEEncoder, let frame = lame.infoFrame() {
             guard frame.count == infoFrameLength else {
                 throw EncoderError(message: "the LAME tag frame (\(frame.count) bytes) does not fit its placeholder")
@@ -317,6 +398,51 @@ final class TranscodeJob: @unchecked Sendable {
         }
         written += bytes.count
         bytes.removeAll(keepingCapacity: true)
+    }
+
+    /// Writes `bytes` into the paced spool's ring behind the slowest reader, waiting (readers
+    /// woken with what is written so far) while the ring is full; throws when no reader is left.
+    private func appendPaced(_ bytes: inout [UInt8], at written: inout Int) throws {
+        guard let ring else { return try append(&bytes, at: &written) }
+        var done = 0
+        while done < bytes.count {
+            let free = try roomInRing(written: written, ring: ring)
+            let count = min(free, bytes.count - done, ring - written % ring)
+            var put = 0
+            while put < count {
+                let n = bytes[(done + put)...].withUnsafeBytes { pwrite(fd, $0.baseAddress, count - put, off_t(written % ring + put)) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw SystemError(call: "pwrite", errno: errno) }
+                put += n
+            }
+            done += count
+            written += count
+        }
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    /// Bytes the ring may take after `written` (at least 1): it waits while the slowest reader
+    /// (one counted but not started yet is at 0) is a whole ring behind.
+    private func roomInRing(written: Int, ring: Int) throws -> Int {
+        room.lock()
+        defer { room.unlock() }
+        var published = false
+        while true {
+            let (slowest, over) = shared.withLock { s in
+                (s.readers > s.positions.count ? 0 : s.positions.values.min() ?? 0,
+                 (s.readers <= 0 && s.everRead) || s.stopRequested)
+            }
+            if over { throw EncoderError(message: "no reader left") }
+            if slowest + ring > written { return slowest + ring - written }
+            if !published {
+                // The reader is to move on: it must see all that is written.
+                shared.withLock { $0.published = written }
+                wakeReaders()
+                published = true
+            }
+            // Signalled when the reader moves or leaves; the time-out is only a safety net.
+            room.wait(seconds: 1)
+        }
     }
 
     /// The length of the MPEG audio frame at the start of `bytes`, if its header is whole.

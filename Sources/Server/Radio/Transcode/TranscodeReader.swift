@@ -6,8 +6,10 @@ import StreamHTTP
 import CLinux
 
 /// One response reading a transcode in progress, on its connection's event loop: it sends the
-/// spool's bytes as the job publishes them (pread, then a write the socket takes without
-/// waiting) and sleeps until the job wakes the loop again; it never waits for the encode.
+/// spool's bytes as the job publishes them and sleeps until the job wakes the loop again; it
+/// never waits for the encode, nor for the disk: each chunk is read on `TranscodeSpoolReads`'
+/// threads, which wake the loop when it is in memory, and sent with writes the socket takes
+/// without waiting. A paced spool (`TranscodeJob.ring`) is told how far this reader has come.
 /// Framing: chunked (HTTP/1.1), the bare bytes up to the close (HTTP/1.0), or an estimated
 /// Content-Length (`&estimate=1`) met exactly by silence frames after the last real byte.
 final class TranscodeReader: LiveExchange, @unchecked Sendable {
@@ -25,7 +27,11 @@ final class TranscodeReader: LiveExchange, @unchecked Sendable {
     private var bodySent = 0
     private var ending = false
     private var stopped = false
-    private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    private let reads: TranscodeSpoolReads
+    private var waker: LoopWaker?
+    /// The chunk being read off the loop, and what the read brought (empty: it failed).
+    private struct Fetch { var inFlight = false; var result: [UInt8]? }
+    private let fetch = Lock(Fetch())
     /// The silence that completes an estimated length (`TranscodeService.padding`).
     private let padding: @Sendable (Int) -> [UInt8]?
 
@@ -36,8 +42,10 @@ final class TranscodeReader: LiveExchange, @unchecked Sendable {
 
     /// `job` has already counted this reader (`TranscodeService.admit`, under its lock, so a job
     /// is never dropped between a request joining it and its reader starting).
-    init(job: TranscodeJob, framing: Framing, pace: Int? = nil, padding: @escaping @Sendable (Int) -> [UInt8]? = { _ in nil }) {
+    init(job: TranscodeJob, reads: TranscodeSpoolReads, framing: Framing, pace: Int? = nil,
+         padding: @escaping @Sendable (Int) -> [UInt8]? = { _ in nil }) {
         self.job = job
+        self.reads = reads
         self.framing = framing
         self.pace = pace
         self.padding = padding
@@ -47,6 +55,7 @@ final class TranscodeReader: LiveExchange, @unchecked Sendable {
 
     func start(waker: LoopWaker, leftover: [UInt8], now: UInt64) {
         started = now
+        self.waker = waker
         job.setWaker(waker, for: self)
     }
 
@@ -81,12 +90,25 @@ final class TranscodeReader: LiveExchange, @unchecked Sendable {
             pending.removeAll(keepingCapacity: true)
             pendingSent = 0
             if ending { return .finished }
+            // The chunk read off the loop: sent once it is in memory, waited for until then.
+            let (inFlight, fetched) = fetch.withLock { f in
+                defer { f.result = nil }
+                return (f.inFlight, f.result)
+            }
+            if inFlight { return .wait(readable: true, writable: false, wakeAt: nil) }
+            if let fetched {
+                guard !fetched.isEmpty else { return .failed }
+                position += fetched.count
+                job.readerMoved(self, to: position)
+                frame(fetched[...])
+                continue
+            }
             let (state, published, skip) = job.shared.withLock { ($0.state, $0.published, $0.skip) }
             if let skip, position >= skip.lowerBound, position < skip.upperBound { position = skip.upperBound }
             var limit = published
             if let skip, position < skip.lowerBound { limit = min(limit, skip.lowerBound) }
             if position < limit {
-                var count = min(buffer.count, limit - position)
+                var count = min(TranscodeSpoolReads.chunk, limit - position)
                 if let pace {
                     // Paced: no byte before its time (the loop wakes this exchange then).
                     let allowed = Self.paceBurst + Int(Double(now &- started) / 1e9 * Double(pace))
@@ -96,11 +118,15 @@ final class TranscodeReader: LiveExchange, @unchecked Sendable {
                     }
                     count = min(count, allowed - bodySent)
                 }
-                let n = buffer.withUnsafeMutableBytes { pread(job.fd, $0.baseAddress, count, off_t(position)) }
-                guard n > 0 else { return .failed }
-                position += n
-                frame(buffer[0..<n])
-                continue
+                guard let waker else { return .failed }
+                fetch.withLock { $0.inFlight = true }
+                let fetch = fetch
+                let asked = reads.read(job, at: position, count: count) { bytes in
+                    fetch.withLock { $0 = Fetch(inFlight: false, result: bytes) }
+                    waker.wake()
+                }
+                guard asked else { return .failed }
+                return .wait(readable: true, writable: false, wakeAt: nil)
             }
             switch state {
             case .complete:

@@ -40,48 +40,49 @@ extension TranscodeService: HLSRenditionEncoder {
         return cache.open(made.cacheName)
     }
 
-    public func renditionFile(absolute: String, file: OpenFile, rendition: HLSRendition, wait: Double) throws(HTTPRefusal) -> OpenFile {
+    public func renditionEncode(absolute: String, file: OpenFile, rendition: HLSRendition) throws(HTTPRefusal) -> RenditionEncode {
         let (spec, cacheName, relative) = try renditionSpec(absolute: absolute, file: file, rendition: rendition)
         if let cached = cache.open(cacheName) {
             state.withLock { $0.hits += 1 }
-            return cached
+            return .complete(cached)
         }
-        // Nobody reads a rendition's encode as it is made, so it must not wait in the queue (a
+        // Nobody reads a rendition's encode through a reader, so it must not wait in the queue (a
         // queued job is dropped when it has no reader): with every slot taken, 503 at once.
         let full = state.withLock { s in s.active[spec.key] == nil && s.running >= settings.jobs }
         if full { throw HTTPRefusal(503, "transcoding at capacity: try again shortly", headers: [("Retry-After", "2")]) }
+        // The request counts as a reader that never leaves: the encode runs to its end, whoever waits.
         let job = try admit(spec, relative: relative)
-        let started = monotonicNanos()
-        let deadline = started + UInt64(max(0, wait) * 1e9)
-        while true {
-            let (state, published) = job.shared.withLock { ($0.state, $0.published) }
-            switch state {
-            case .complete:
-                // The spool was renamed into the cache before the state said so.
-                if let made = try? OpenFile(path: cache.path(of: cacheName)) { return made }
-                throw HTTPRefusal(503, "the \(rendition.folder) encode was evicted: try again", headers: [("Retry-After", "1")])
-            case .failed(let why):
-                throw HTTPRefusal(422, "the \(rendition.folder) encode failed: \(why)")
-            case .cancelled:
-                throw HTTPRefusal(503, "the \(rendition.folder) encode stopped: try again", headers: [("Retry-After", "1")])
-            case .queued, .running:
-                break
-            }
-            let now = monotonicNanos()
-            if now >= deadline {
-                // Retry-After from the encode's pace so far (its bytes against the bitrate's for the track).
-                let expected = Double(rendition.kbps * 125) * max(1, durationSeconds(absolute))
-                let done = min(0.99, Double(published) / expected)
-                let elapsed = Double(now - started) / 1e9 + 0.001
-                let rest = done > 0.01 ? elapsed * (1 - done) / done : 2
-                throw HTTPRefusal(503, "the \(rendition.folder) rendition is being encoded (\(Int(done * 100))%): try again shortly",
-                                  headers: [("Retry-After", String(Int(min(30, max(1, rest.rounded(.up))))))])
-            }
-            usleep(10_000)
-        }
+        return try progress(of: job, cacheName: cacheName, folder: rendition.folder)
     }
 
-    private func durationSeconds(_ absolute: String) -> Double {
-        catalog.track(forAbsolutePath: absolute)?.durationSeconds ?? 1
+    /// Where `job` stands now: complete (its cache file), under way (its spool), or a 503.
+    private func progress(of job: TranscodeJob, cacheName: String, folder: String) throws(HTTPRefusal) -> RenditionEncode {
+        let (state, published) = job.shared.withLock { ($0.state, $0.published) }
+        switch state {
+        case .complete:
+            // The spool was renamed into the cache before the state said so.
+            if let made = try? OpenFile(path: cache.path(of: cacheName)) { return .complete(made) }
+            throw HTTPRefusal(503, "the \(folder) encode was evicted: try again", headers: [("Retry-After", "1")])
+        case .failed(let why):
+            // A worker that crashed or hung costs this encode; the next request starts another.
+            throw HTTPRefusal(503, "the \(folder) encode failed: \(why)", headers: [("Retry-After", "2")])
+        case .cancelled:
+            throw HTTPRefusal(503, "the \(folder) encode stopped: try again", headers: [("Retry-After", "1")])
+        case .queued, .running:
+            // The spool as it grows: its own descriptor, so a rename into the cache changes nothing for it.
+            let copy = dup(job.fd)
+            guard copy >= 0 else { throw HTTPRefusal(500, "cannot read the \(folder) encode: errno \(errno)") }
+            let spool: OpenFile
+            do {
+                spool = try OpenFile(adopting: copy)
+            } catch {
+                throw HTTPRefusal(500, "cannot read the \(folder) encode: \(error)")
+            }
+            return .encoding(RenditionProgress(spool: spool, published: min(published, spool.size),
+                                               notify: { [job] bytes, wake in job.notify(whenPublished: bytes, wake) },
+                                               current: { [self, job] () throws(HTTPRefusal) in
+                                                   try progress(of: job, cacheName: cacheName, folder: folder)
+                                               }))
+        }
     }
 }

@@ -36,6 +36,8 @@ public final class TranscodeService: @unchecked Sendable {
     // @unchecked: immutable after init but for `state`, which is behind a lock.
     let settings: TranscodeSettings
     let cache: TranscodeCache
+    /// The spools' reads, off the event loops.
+    let spoolReads: TranscodeSpoolReads
     let catalog: Catalog
     private let logger: Logger
 
@@ -57,7 +59,10 @@ public final class TranscodeService: @unchecked Sendable {
         self.catalog = catalog
         self.logger = logger
         cache = try TranscodeCache(directory: settings.cacheDirectory, capacity: settings.cacheBytes)
+        spoolReads = try TranscodeSpoolReads()
     }
+
+    deinit { spoolReads.shutdown(deadline: monotonicNanos()) }
 
     /// Encodes started so far (for tests and the status line).
     public var encodesStarted: Int { state.withLock { $0.started } }
@@ -95,6 +100,7 @@ public final class TranscodeService: @unchecked Sendable {
         }
         for job in running { job.requestStop() }
         while state.withLock({ $0.running > 0 }), Monotonic.now < deadline { Monotonic.sleep(seconds: 0.005) }
+        spoolReads.shutdown(deadline: deadline.nanoseconds)
         return state.withLock { s in s.active.values.map(\.number).sorted() }
     }
 
@@ -205,14 +211,15 @@ public final class TranscodeService: @unchecked Sendable {
                                                                             totalSamples: track.totalSamples),
                                  channels: track.channels, sourceRate: track.sampleRate, format: format, kbps: kbps,
                                  gain: factor, start: start, tags: Self.tags(track), key: key,
-                                 cachePath: cacheName.map(cache.path(of:)), wavRate: wavRate, opusLength: opusLength, cover: cover)
+                                 cachePath: cacheName.map(cache.path(of:)), wavRate: wavRate, opusLength: opusLength, cover: cover,
+                                 ring: format == .wav ? Self.pacedRing(rate: wavRate ?? track.sampleRate, channels: outputChannels) : nil)
         if cacheName != nil, !estimate { state.withLock { $0.misses += 1 } }
         let job = try admit(spec, relative: relative)
         let framing: TranscodeReader.Framing = estimated.map { .length($0) } ?? (request.minorVersion >= 1 ? .chunked : .closeDelimited)
         var response = HTTPResponse(status: 200, headers: headers)
         let rate = spec.outputRate(input: track.sampleRate)
         // MP3 is filled after its last frame by silent frames; Opus is made to the length by the job.
-        response.live = TranscodeReader(job: job, framing: framing, pace: pace, padding: { count in
+        response.live = TranscodeReader(job: job, reads: spoolReads, framing: framing, pace: pace, padding: { count in
             format == .mp3 ? MP3Silence.fill(count, sampleRate: rate, channels: outputChannels) : nil
         })
         return response
@@ -223,7 +230,8 @@ public final class TranscodeService: @unchecked Sendable {
         enum Decision { case joined(TranscodeJob), start(TranscodeJob), queued(TranscodeJob), full, stopping, failed(String) }
         let decision: Decision = state.withLock { s in
             if s.stopping { return .stopping }
-            if let job = s.active[spec.key], job.shared.withLock({ !$0.state.isOver && !$0.stopRequested }) {
+            // A paced job is its one reader's: its ring no longer holds the start for another.
+            if let job = s.active[spec.key], job.ring == nil, job.shared.withLock({ !$0.state.isOver && !$0.stopRequested }) {
                 s.joined += 1
                 // Counted here, under the lock: the job cannot be dropped before the reader starts.
                 job.addReader()
@@ -302,9 +310,8 @@ public final class TranscodeService: @unchecked Sendable {
     /// A job is over (`end`, not yet shown to its readers): its slot goes to the next queued job
     /// somebody still waits for.
     private func ended(_ job: TranscodeJob, _ end: TranscodeState) {
-        let size = job.shared.withLock { $0.published }
         if end == .complete, let path = job.spec.cachePath {
-            cache.added(String(path.split(separator: "/").last ?? ""), size: size)
+            cache.added(String(path.split(separator: "/").last ?? ""))
         }
         let next: TranscodeJob? = state.withLock { s in
             if s.active[job.spec.key] === job { s.active[job.spec.key] = nil }
@@ -340,6 +347,13 @@ public final class TranscodeService: @unchecked Sendable {
         }
         guard let point else { return nil }
         return (point.byte, point.sample ?? Int((point.t * Double(sampleRate)).rounded()))
+    }
+
+    /// How far a paced (`wav`) encode may run ahead of its reader: 10 s of the 32-bit float
+    /// output, within 1...8 MiB (44.1 kHz stereo: 3.5 MB, where the whole hour would be 1.3 GB).
+    /// The page's player reads ahead of what it plays, so this is a lead over the network, not a wait.
+    static func pacedRing(rate: Int, channels: Int) -> Int {
+        min(8 << 20, max(1 << 20, 10 * rate * channels * 4))
     }
 
     /// The track's title, artist and album as Vorbis comment names.
