@@ -56,7 +56,9 @@ async function showAlbums(offset) {
   const items = page.items.map(album => {
     const li = el('li', 'album'); li.dataset.id = album.id;
     const art = el('div', 'art'); art.appendChild(el('span', null, (album.title || '?').slice(0, 1).toUpperCase()));
-    const img = el('img'); img.alt = ''; img.loading = 'lazy'; img.src = album.cover;
+    // The grid's cells are 152 CSS pixels or a little wider: a 256-pixel thumbnail, 512 on dense screens.
+    const img = el('img'); img.alt = ''; img.loading = 'lazy'; img.src = album.cover + '?size=256';
+    img.srcset = album.cover + '?size=256 1x, ' + album.cover + '?size=512 2x';
     img.addEventListener('error', () => img.remove());
     art.appendChild(img);
     activatable(li, () => openAlbum(album.id), null,
@@ -233,7 +235,9 @@ function showMediaSession() {
   const track = player.track;
   navigator.mediaSession.metadata = track ? new MediaMetadata({
     title: track.title || track.path.split('/').pop(), artist: track.artist || '', album: track.album || '',
-    artwork: track.album_id ? [{ src: '/api/cover/' + track.album_id, sizes: '512x512' }] : [] }) : null;
+    // Thumbnails the size each lock screen or notification asks for, not the whole picture.
+    artwork: track.album_id ? [96, 256, 512].map(size => ({ src: '/api/cover/' + track.album_id + '?size=' + size,
+                                                            sizes: size + 'x' + size, type: 'image/jpeg' })) : [] }) : null;
 }
 if ('mediaSession' in navigator) {
   const handlers = {

@@ -276,6 +276,8 @@ extension Serve {
         FileHandle.standardOutput.write(Data("listening on http://\(shownHost):\(bound)/\n".utf8))
         logger.info("serving \((try? library.store.tracks.count()) ?? 0) tracks from \(library.catalog.resolver.root) (catalog \(library.databasePath)); scanning in the background")
         waitForSignals(&signals, lifecycle: lifecycle, scanner: scanner, logger: logger)
+        // The page sessions' last uses since the last flush: a restart keeps them current.
+        access.flushSessions()
     }
 }
 
@@ -345,6 +347,7 @@ extension Serve {
         // when `streamd user` (another process) changes the database.
         do {
             try users.startWatching()
+            try access.startSessionFlushing()
         } catch {
             throw exitLine("accounts: cannot start the thread that watches them: \(error)")
         }

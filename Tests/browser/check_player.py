@@ -483,7 +483,8 @@ def controls(driver, base, album_title, gain_title):
         return m ? {title: m.title, artist: m.artist, album: m.album, artwork: m.artwork.map(a => a.src)} : null""")
     want = tracks[0]
     check(session is not None and session["title"] == want["title"] and session["artist"] == want["artist"]
-          and session["album"] == want["album"] and any(src.endswith(f"/api/cover/{want['album_id']}") for src in session["artwork"]),
+          and session["album"] == want["album"]
+          and [src.split("/api/cover/", 1)[-1] for src in session["artwork"]] == [f"{want['album_id']}?size={n}" for n in (96, 256, 512)],
           f"Media Session metadata: {session}")
     body = driver.find_element(By.TAG_NAME, "body")
     body.send_keys("n")

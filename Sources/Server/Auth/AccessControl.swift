@@ -74,7 +74,18 @@ public final class AccessControl: Sendable {
         self.limiter = limiter
         self.logger = logger
         self.signer = users.map { URLSigner(key: $0.derivedKey("url-signing")) }
-        self.sessions = SessionTable(idleSeconds: settings.sessionIdleSeconds)
+        self.sessions = SessionTable(idleSeconds: settings.sessionIdleSeconds, store: users, logger: logger)
+    }
+
+    /// Starts the thread that writes the page sessions' last-seen times to the catalog database
+    /// in batches, every `interval` seconds (a request never writes).
+    public func startSessionFlushing(interval: Double = 30) throws(ThreadError) {
+        try sessions.startFlushing(interval: interval)
+    }
+
+    /// Writes what the sessions changed since the last flush (at shutdown). Blocking.
+    public func flushSessions() {
+        sessions.flush()
     }
 
     /// Whether any account exists: from the store's in-memory snapshot, as is every lookup the
@@ -346,12 +357,17 @@ public final class AccessControl: Sendable {
     /// 401 without a challenge: the page's own form asks, not the browser's dialog.
     func unauthorizedWithoutChallenge(_ message: String) -> HTTPResponse { .error(401, message) }
 
-    /// `POST /api/logout`: ends the session (its CSRF token was checked by `decide`).
+    /// `POST /api/logout`: ends the session (its CSRF token was checked by `decide`), in the
+    /// database too, so on the blocking pool.
     public func logout(_ request: HTTPRequest) -> HTTPResponse {
-        if let token = Self.cookie(Self.sessionCookie, in: request) { sessions.remove(token) }
-        var response = HTTPResponse.json("{\"user\":null}", for: request)
-        response.headers.append(("Set-Cookie", Self.cookieHeader("", maxAge: 0, secure: cameOverTLS(request))))
-        return response
+        let token = Self.cookie(Self.sessionCookie, in: request)
+        let secure = cameOverTLS(request)
+        return .offLoop { [self] in
+            if let token { sessions.remove(token) }
+            var response = HTTPResponse.json("{\"user\":null}", for: request)
+            response.headers.append(("Set-Cookie", Self.cookieHeader("", maxAge: 0, secure: secure)))
+            return response
+        }
     }
 
     /// `GET /api/session`: who the page is logged in as, its CSRF token, and whether a login is needed.

@@ -180,7 +180,7 @@ public final class UserStore: Sendable {
         Sodium.hash(Array(("streamd:" + purpose).utf8), key: masterKey)
     }
 
-    private func withDatabase<T>(_ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(UserStoreError) -> T {
+    func withDatabase<T>(_ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(UserStoreError) -> T {
         do {
             return try database.withLock { (db: inout SQLiteDatabase) throws(SQLiteError) -> T in try body(db) }
         } catch {
@@ -309,7 +309,11 @@ public final class UserStore: Sendable {
         let hash: String
         do { hash = try Sodium.hashPassword(password) } catch { throw .sodium(error) }
         try withDatabase { db throws(SQLiteError) in
-            try db.run("UPDATE users SET password_hash = ? WHERE id = ?", [.text(hash), .int(user.id)])
+            try db.transaction { () throws(SQLiteError) in
+                try db.run("UPDATE users SET password_hash = ? WHERE id = ?", [.text(hash), .int(user.id)])
+                // A new password ends the page's sessions (a running server also refuses them by stamp).
+                try db.run("DELETE FROM web_sessions WHERE user_id = ?", [.int(user.id)])
+            }
         }
         try reloadSnapshot()
     }
@@ -338,7 +342,7 @@ public final class UserStore: Sendable {
         try reloadSnapshot()
     }
 
-    /// Deletes `name`, its API keys and what it kept through Subsonic (stars, ratings, plays,
+    /// Deletes `name`, its API keys, its page sessions and what it kept through Subsonic (stars, ratings, plays,
     /// playlists, play queue); its id is never given again.
     public func delete(name: String) throws(UserStoreError) {
         guard let user = try user(named: name) else { throw .noSuchUser(name) }
@@ -346,6 +350,7 @@ public final class UserStore: Sendable {
             try db.transaction { () throws(SQLiteError) in
                 try Self.recordUserID(user.id, db)
                 try db.run("DELETE FROM api_keys WHERE user_id = ?", [.int(user.id)])
+                try db.run("DELETE FROM web_sessions WHERE user_id = ?", [.int(user.id)])
                 // The Subsonic tables exist once /rest/ has been served from this database.
                 let subsonic = try db.queryOne("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'subsonic_annotations'") { _ in true } ?? false
                 if subsonic {

@@ -159,5 +159,20 @@ enum LibrarySchema {
         """
         DELETE FROM track_json;
         """,
+        // 7 → 8: the page's login sessions (`SessionTable`), so a restart does not log every
+        // browser out. Only a BLAKE2b hash of each token is kept (a copy of the file hands out
+        // no live cookie); the CSRF token is derived from the token under the key file's secret;
+        // `stamp` is the password stamp at login (a changed password ends the session).
+        """
+        CREATE TABLE web_sessions(
+          token_hash BLOB PRIMARY KEY,
+          user_id INTEGER NOT NULL,
+          stamp BLOB NOT NULL,
+          created_s INTEGER NOT NULL,
+          last_seen_s INTEGER NOT NULL,
+          expires_s INTEGER NOT NULL);
+        CREATE INDEX web_sessions_by_user ON web_sessions(user_id);
+        CREATE INDEX web_sessions_by_expiry ON web_sessions(expires_s);
+        """,
     ]
 }

@@ -6,6 +6,7 @@ import StreamHTTP
 import StreamLibrary
 import StreamHLS
 import StreamRadio
+import StreamSubsonic
 import Logging
 
 /// The browse and search API over the catalog database (`/api/tracks`, `/api/search`,
@@ -14,6 +15,9 @@ import Logging
 /// `/playlist/all.m3u8`). Every list is paged or bounded; a bad parameter is a 400 with a JSON error.
 struct LibraryRoutes: Sendable {
     let catalog: Catalog
+    /// Resizes `/api/cover/<id>?size=` through `getCoverArt`'s path (cover worker, thumbnail
+    /// cache); nil (a router without Subsonic): the original is sent.
+    var sizedCovers: SubsonicService? = nil
     let orders = TrackOrderCache()
     /// Recent JSON answers by target, valid while the catalog is unchanged (16 MiB), kept from
     /// a target's second request on.
@@ -273,7 +277,21 @@ struct LibraryRoutes: Sendable {
 
     // MARK: Cover art
 
+    /// `/api/cover/<id>[?size=N]`: the album's cover, its longer side resized to N pixels
+    /// (`SubsonicService.coverSizes`, as `getCoverArt`) when asked, else the original.
     private func cover(_ request: HTTPRequest, id: Int) throws -> HTTPResponse {
+        if let text = request.queryValue("size") {
+            let sizes = SubsonicService.coverSizes
+            guard let size = QueryValue.integer(text, in: sizes) else {
+                throw Self.bad("size must be a whole number of pixels in \(sizes.lowerBound)...\(sizes.upperBound)")
+            }
+            if let sizedCovers {
+                guard let response = try sizedCovers.albumCover(request, albumID: id, size: size) else {
+                    return .error(404, "no such album, or no cover for it")
+                }
+                return response
+            }
+        }
         switch try CoverArt.find(albumID: id, in: catalog) {
         case .failure: return .error(404, "no such album")
         case .success(.embedded(let data, let mimeType, let etag)?):

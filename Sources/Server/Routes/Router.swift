@@ -54,7 +54,7 @@ public final class Router: Sendable {
         self.catalog = catalog
         self.hls = hls
         self.framing = framing
-        self.library = LibraryRoutes(catalog: catalog)
+        self.library = LibraryRoutes(catalog: catalog, sizedCovers: subsonic)
         self.playlists = PlaylistRoutes(folder: PlaylistFolder(resolver: resolver), describe: { [catalog] path in
             try? catalog.store.tracks.track(path: path)
         })

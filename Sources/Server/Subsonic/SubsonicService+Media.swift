@@ -42,7 +42,7 @@ extension SubsonicService {
     /// An album's cover for an album id, or a song's album's for a song id (artists have none here).
     func getCoverArt(_ call: SubsonicCall) throws -> SubsonicAnswer {
         let sid = try call.parameters.required("id")
-        let size = try call.parameters.int("size", in: 1...4096)
+        let size = try call.parameters.int("size", in: Self.coverSizes)
         let albumID: Int?
         switch SubsonicIDKind(sid) {
         case .album: albumID = try ids.albumID(sid)
@@ -50,28 +50,41 @@ extension SubsonicService {
             albumID = try library.songs(sids: [sid], user: call.user.id).first?.track.albumID
         default: albumID = nil
         }
-        guard let albumID else { throw SubsonicError.notFound("Cover art") }
+        guard let albumID, let response = try albumCover(call.request, albumID: albumID, size: size) else {
+            throw SubsonicError.notFound("Cover art")
+        }
+        return .http(response)
+    }
+
+    /// Album `albumID`'s cover, resized so its longer side is at most `size` pixels when a size
+    /// is asked for (the cover worker, then the memory and disk thumbnail cache), else the
+    /// original; nil when there is no such album or it has no cover. What `getCoverArt` and the
+    /// page's `/api/cover/<id>?size=` answer. Reads files: on the blocking pool.
+    public func albumCover(_ request: HTTPRequest, albumID: Int, size: Int?) throws(SQLiteError) -> HTTPResponse? {
         // A thumbnail of the embedded cover already made (memory, then disk) is answered before
         // the picture is read from the track's tag; its key holds the track file's version.
         if let size, let etag = try CoverArt.embeddedETag(albumID: albumID, in: catalog),
-           let hit = covers.cached(call.request, etag: etag, size: size) {
-            return .http(hit)
+           let hit = covers.cached(request, etag: etag, size: size) {
+            return hit
         }
         switch try CoverArt.find(albumID: albumID, in: catalog) {
         case .failure, .success(nil):
-            throw SubsonicError.notFound("Cover art")
+            return nil
         case .success(.embedded(let data, let mimeType, let etag)?):
-            return .http(covers.respond(call.request, source: data, mimeType: mimeType, etag: etag, size: size))
+            return covers.respond(request, source: data, mimeType: mimeType, etag: etag, size: size)
         case .success(.file(let path, let mimeType)?):
-            guard let file = try? OpenFile(path: path) else { throw SubsonicError.notFound("Cover art") }
+            guard let file = try? OpenFile(path: path) else { return nil }
             // A thumbnail already made is answered without reading the cover file.
-            if let size, let hit = covers.cached(call.request, etag: file.etag, size: size) { return .http(hit) }
+            if let size, let hit = covers.cached(request, etag: file.etag, size: size) { return hit }
             if let size, let bytes = SubsonicCoverCache.readWhole(file) {
-                return .http(covers.respond(call.request, source: bytes, mimeType: mimeType, etag: file.etag, size: size))
+                return covers.respond(request, source: bytes, mimeType: mimeType, etag: file.etag, size: size)
             }
-            return .http(FileResponder.respond(to: call.request, file: file, contentType: mimeType, framing: .contentLength))
+            return FileResponder.respond(to: request, file: file, contentType: mimeType, framing: .contentLength)
         }
     }
+
+    /// The sizes `getCoverArt` and `/api/cover` resize to (the longer side, in pixels).
+    public static let coverSizes = 1...4096
 }
 
 /// `/media/`'s transcoder as `stream` calls it: the request (its target a `/media/` one with the
