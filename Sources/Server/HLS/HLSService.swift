@@ -9,6 +9,8 @@ public final class HLSService: Sendable {
     /// Generated segments, bounded by `--hls-cache-mb`.
     public let cache: LRUByteCache
     private let plans = PlanCache(limit: 128)
+    /// Variant encodes whose EVENT playlist has been answered: their reloads are not held.
+    private let growingAnswered = Lock(Set<String>())
     private let live: [String: HLSLiveSource]
     /// The transcoded variants beside each original (`--hls-ladder`); nil: the original only.
     public let ladder: HLSLadder?
@@ -111,11 +113,13 @@ public final class HLSService: Sendable {
         guard name == "index.m3u8" || name == "init.mp4" || name == "rendition.\(rendition.fileExtension)"
                 || name.hasPrefix("seg-") || name.hasPrefix("packed.") else { throw .notFound() }
         let encode = try ladder.encoder.renditionEncode(absolute: absolute, file: file, rendition: rendition)
-        return try renditionAnswer(request, rendition, ladder: ladder, name: name, absolute: absolute, file: file, encode: encode)
+        return try renditionAnswer(request, rendition, ladder: ladder, name: name, absolute: absolute, file: file, encode: encode,
+                                   asked: monotonicNanos())
     }
 
     private func renditionAnswer(_ request: HTTPRequest, _ rendition: HLSRendition, ladder: HLSLadder, name: String,
-                                 absolute: String, file: OpenFile, encode: RenditionEncode) throws(HTTPRefusal) -> HTTPResponse {
+                                 absolute: String, file: OpenFile, encode: RenditionEncode,
+                                 asked: UInt64) throws(HTTPRefusal) -> HTTPResponse {
         let progress: RenditionProgress
         switch encode {
         case .complete(let encoded):
@@ -140,7 +144,18 @@ public final class HLSService: Sendable {
         let ready: Bool
         switch name {
         case "index.m3u8" where request.queryValue("byterange") != "1":
+            let key = absolute + "|" + Self.renditionVersion(file, rendition)
             ready = (plan?.spans.count ?? 0) >= Self.firstEventSegments
+                && (growingAnswered.withLock { $0.contains(key) }
+                    || !Self.endsSoon(published: progress.published, kbps: rendition.kbps,
+                                      totalSamples: expectedSamples(absolute), asked: asked))
+            if ready {
+                growingAnswered.withLock { answered in
+                    // Bounded: an encode forgotten here only holds its next reload a moment.
+                    if answered.count >= 1024 { answered.removeAll() }
+                    answered.insert(key)
+                }
+            }
         case "init.mp4":
             ready = plan != nil
         case _ where name.hasPrefix("seg-"):
@@ -165,7 +180,7 @@ public final class HLSService: Sendable {
             arm: { wake_ in progress.notify(wake, wake_) },
             resume: { [self] () throws(HTTPRefusal) -> HTTPResponse in
                 try renditionAnswer(request, rendition, ladder: ladder, name: name, absolute: absolute, file: file,
-                                    encode: try progress.current())
+                                    encode: try progress.current(), asked: asked)
             },
             expired: {
                 var busy = HTTPResponse.error(503, "the \(folder) rendition is being encoded: try again shortly")
@@ -179,6 +194,27 @@ public final class HLSService: Sendable {
     /// variant playlist with previous one"): it resets with a flushing seek and its sink gets data
     /// before a segment event, so it writes nothing. From two segments on it follows the reloads.
     static let firstEventSegments = 2
+
+    /// How long a variant's first playlist may wait for an encode that will finish by then, to be
+    /// answered VOD rather than EVENT. GStreamer's playbin (hlsdemux, 1.22) starts on the original,
+    /// switches up to a cold variant a moment later and stalls for good if that playlist has no
+    /// ENDLIST (a VOD variant followed by an EVENT one). An encode that will take longer is
+    /// answered growing at once, so a long track's first playlist is not held.
+    static let eventPlaylistHoldNanos: UInt64 = 1_000_000_000
+
+    /// Whether an encode, going at the pace it has kept since the playlist was asked for, ends
+    /// within `eventPlaylistHoldNanos` of that (audio so far from the bytes published at the
+    /// variant's bitrate; a length the catalog does not know: no).
+    static func endsSoon(published: Int, kbps: Int, totalSamples: Int?, asked: UInt64) -> Bool {
+        let elapsed = monotonicNanos() &- asked
+        guard elapsed < eventPlaylistHoldNanos, let totalSamples, kbps > 0 else { return false }
+        let total = Double(totalSamples) / Double(HLSRendition.sampleRate)
+        let done = Double(published) / Double(kbps * 125)
+        // Too early to tell a pace: wait for more to be published.
+        guard done > 0, elapsed >= 20_000_000 else { return true }
+        let remaining = max(0, total - done) * Double(elapsed) / done
+        return Double(elapsed) + remaining <= Double(eventPlaylistHoldNanos)
+    }
 
     /// The token naming a variant's encode in its URIs: the source file's version and the variant,
     /// so the URIs of an encode under way stay those of the finished one.
