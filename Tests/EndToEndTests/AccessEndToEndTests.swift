@@ -136,6 +136,21 @@ import Glibc
             let other = String(segments[1].split(separator: "?")[0]) + "?" + String(first.split(separator: "?")[1])
             #expect(try Self.get(server, directory + other).status == 401)
         }
+        // Each signed variant playlist answers (its encode finished: VOD), so GStreamer's playbin,
+        // which starts on the original and switches up to a variant, meets no EVENT playlist:
+        // switching into one it stalls for good (DESIGN, HLS renditions), which is not what this
+        // test is about. A cold variant's playlist holds VOD only for an encode that will end
+        // within a second, which a loaded debug build may miss.
+        for variant in ladder {
+            let deadline = Date().addingTimeInterval(TestTiming.seconds(60))
+            while true {
+                let answer = try Self.get(server, directory + variant)
+                if answer.status == 200, HLSServerTests.text(answer).contains("#EXT-X-ENDLIST") { break }
+                guard Date() < deadline else { throw TestFailure("\(variant) never became VOD: \(answer.status)") }
+                // An EVENT reload answers at once: a player's reload interval, shortened.
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
         // Generic players follow the signed master through to the segments.
         let playerURL = server.baseURL + String(url.dropFirst("http://127.0.0.1".count))
         // ffmpeg decodes every segment: as many samples as the file itself gives it, within two
