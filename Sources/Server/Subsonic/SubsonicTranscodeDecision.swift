@@ -26,6 +26,19 @@ struct SubsonicStreamDetails: Sendable, Equatable {
     /// Lossless and PCM sources only.
     var bitDepth: Int?
 
+    var element: SubsonicElement {
+        var e = SubsonicElement([("protocol", .string("http")), ("container", .string(container)), ("codec", .string(codec)),
+                                 ("audioChannels", .int(channels)), ("audioBitrate", .int(bitrate)),
+                                 ("audioSamplerate", .int(sampleRate))])
+        if let bitDepth { e.set("audioBitdepth", .int(bitDepth)) }
+        return e
+    }
+
+    var isLossless: Bool { ["flac", "alac", "pcm", "wavpack", "ape"].contains(codec) }
+}
+
+// In an extension, so Swift still gives the struct its memberwise initializer.
+extension SubsonicStreamDetails {
     /// The file as the catalog describes it, with the names clients use (`aac` for ADTS, `pcm`
     /// for any PCM).
     init(track: Track) {
@@ -36,25 +49,6 @@ struct SubsonicStreamDetails: Sendable, Equatable {
         sampleRate = track.sampleRate
         bitDepth = track.bitsPerSample
     }
-
-    init(container: String, codec: String, channels: Int, bitrate: Int, sampleRate: Int, bitDepth: Int? = nil) {
-        self.container = container
-        self.codec = codec
-        self.channels = channels
-        self.bitrate = bitrate
-        self.sampleRate = sampleRate
-        self.bitDepth = bitDepth
-    }
-
-    var element: SubsonicElement {
-        var e = SubsonicElement([("protocol", .string("http")), ("container", .string(container)), ("codec", .string(codec)),
-                                 ("audioChannels", .int(channels)), ("audioBitrate", .int(bitrate)),
-                                 ("audioSamplerate", .int(sampleRate))])
-        if let bitDepth { e.set("audioBitdepth", .int(bitDepth)) }
-        return e
-    }
-
-    var isLossless: Bool { ["flac", "alac", "pcm", "wavpack", "ape"].contains(codec) }
 }
 
 /// What getTranscodeDecision decides for one song and one client: the original when a direct
