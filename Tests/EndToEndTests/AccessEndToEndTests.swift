@@ -146,7 +146,10 @@ import Glibc
             while true {
                 let answer = try Self.get(server, directory + variant)
                 if answer.status == 200, HLSServerTests.text(answer).contains("#EXT-X-ENDLIST") { break }
-                guard Date() < deadline else { throw TestFailure("\(variant) never became VOD: \(answer.status)") }
+                guard Date() < deadline else {
+                    let transcodes = server.log.split(separator: "\n").filter { $0.contains("transcode") }.suffix(20)
+                    throw TestFailure("\(variant) never became VOD: \(answer.status)\n\(transcodes.joined(separator: "\n"))")
+                }
                 // An EVENT reload answers at once: a player's reload interval, shortened.
                 Thread.sleep(forTimeInterval: 0.1)
             }

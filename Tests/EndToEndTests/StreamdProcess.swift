@@ -48,6 +48,13 @@ final class StreamdProcess {
             databasePath = scratch.appendingPathComponent("catalog.db").path
             extra += ["--db", databasePath]
         }
+        // Transcodes go to a folder of this server's own, not the user's cache (which every test
+        // server would share, each trimming it to its own bound).
+        if !extra.contains("--transcode-cache") {
+            let folder = scratch.appendingPathComponent("transcode")
+            ownTranscodeCache = folder
+            extra += ["--transcode-cache", folder.path]
+        }
         for account in accounts {
             try Self.addAccount(account, folder: folder, databasePath: databasePath)
         }
@@ -178,5 +185,11 @@ final class StreamdProcess {
         FileHandle.standardError.write(Data("StreamdProcess: streamd (port \(port)) exited by itself with \(how) \(process.terminationStatus) before the test stopped it; its stderr ends:\n\(tail)\n".utf8))
     }
 
-    deinit { stop() }
+    /// The transcode cache made for this server alone (removed with it); nil when the test named one.
+    private var ownTranscodeCache: URL?
+
+    deinit {
+        stop()
+        if let ownTranscodeCache { try? FileManager.default.removeItem(at: ownTranscodeCache) }
+    }
 }

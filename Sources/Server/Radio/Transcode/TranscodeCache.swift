@@ -10,7 +10,8 @@ import StreamHTTP
 /// first (a hit renews its access time, not its modification time, which the file's ETag is
 /// made from; each file moved in trims the folder). Files are
 /// named by a hash of their key; what the folder held at start is taken over, trimmed to the
-/// bound, and partial spools of a dead run (`.partial-*`, which the folder leaves alone) removed.
+/// bound, and partial spools of a dead run (`.partial-*`, which the folder leaves alone) removed;
+/// those of a live process are another server's encodes under way, and stay.
 final class TranscodeCache: Sendable {
     let directory: String
     let capacity: Int
@@ -22,10 +23,20 @@ final class TranscodeCache: Sendable {
         // Every transcode's file (`.opus`, `.mp3`, HLS renditions): no one ending.
         folder = BoundedFileFolder(directory: directory, maxBytes: capacity, suffix: "", useMark: .access)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix(".partial-") {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        where name.hasPrefix(".partial-") && !Self.spoolWriterIsAlive(name) {
             unlink(directory + "/" + name)
         }
         folder.trim()
+    }
+
+    /// Whether the process a partial spool is named after (`.partial-<pid>-<n>`, `TranscodeJob`)
+    /// still runs: another streamd sharing this folder (the default one is per user) is writing
+    /// it, and removing it would cost that server its encode. A name without a pid: not alive.
+    static func spoolWriterIsAlive(_ name: String) -> Bool {
+        guard let pidText = name.dropFirst(".partial-".count).split(separator: "-").first,
+              let pid = pid_t(pidText), pid > 0 else { return false }
+        return kill(pid, 0) == 0 || errno == EPERM
     }
 
     /// The file name of `key` with `ext` (FNV-1a 64 of the key, in hex).
