@@ -34,13 +34,16 @@ demo: deps media release
 # Expected time after the build: within 240 s on 2 idle cores (about 330 s of CPU), plus the
 # fuzz smoke run. Tests that wait (the end-to-end ones) run on threads of their own, six at a time
 # (STREAM_TEST_WIDTH=N to change); STREAM_TEST_TIMES=1 prints each one's own time ("test-time").
+# The tests' temporary files (libraries, databases, transcodes) go to a folder of this run,
+# removed at its end (sticky and world-writable as /tmp is: VLC runs as nobody).
 test: deps media
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	@mkdir -p .build
-	set -o pipefail; STREAM_MEDIA_DIR=$(CURDIR)/$(MEDIA_DIR) STREAM_LOSSLESS_DIR=$(CURDIR)/$(LOSSLESS_DIR) \
+	set -o pipefail; scratch=$$(mktemp -d /tmp/streamd-make-test.XXXXXX) && chmod 1777 $$scratch; \
+	  TMPDIR=$$scratch STREAM_MEDIA_DIR=$(CURDIR)/$(MEDIA_DIR) STREAM_LOSSLESS_DIR=$(CURDIR)/$(LOSSLESS_DIR) \
 	  SWIFT_BACKTRACE=$${SWIFT_BACKTRACE:-interactive=no,threads=crashed,registers=none,images=none} \
-	  $(SWIFT) test --skip-build $(BUILD_FLAGS) 2>&1 | tee .build/test.log \
-	  || { scripts/test-failures.sh .build/test.log; exit 1; }
+	  $(SWIFT) test --skip-build $(BUILD_FLAGS) 2>&1 | tee .build/test.log; status=$$?; rm -rf $$scratch; \
+	  [ $$status -eq 0 ] || { scripts/test-failures.sh .build/test.log; exit 1; }
 	@$(MAKE) --no-print-directory fuzz-smoke
 
 # libFuzzer over every parser (Fuzz/README.md): FUZZ_SECONDS per target, two at a time.
