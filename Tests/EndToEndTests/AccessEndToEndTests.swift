@@ -144,7 +144,7 @@ import Glibc
         for variant in ladder {
             let deadline = Date().addingTimeInterval(TestTiming.seconds(60))
             while true {
-                let answer = try Self.get(server, directory + variant)
+                let answer = try HLSServerTests.get(server, directory + variant)
                 if answer.status == 200, HLSServerTests.text(answer).contains("#EXT-X-ENDLIST") { break }
                 guard Date() < deadline else {
                     let transcodes = server.log.split(separator: "\n").filter { $0.contains("transcode") }.suffix(20)

@@ -9,8 +9,10 @@ import Glibc
 /// streamd's HLS: playlists checked against RFC 8216, segments checked byte by byte, and Debian's
 /// ffmpeg as an independent client that must decode our HLS like the original file.
 @Suite(.ownThreads) struct HLSServerTests {
+    /// A GET that waits longer than a variant's request may be parked for its encode (10 s,
+    /// `HLSLadder.wait`): on a loaded machine the server's 503 is what comes, not a client time-out.
     static func get(_ server: StreamdProcess, _ target: String, headers: [String: String] = [:]) throws -> RawResponse {
-        try RawConnection(port: server.port).request("GET", target, headers: headers)
+        try RawConnection(port: server.port, timeout: 30).request("GET", target, headers: headers)
     }
 
     static func text(_ response: RawResponse) -> String { String(decoding: response.body, as: UTF8.self) }

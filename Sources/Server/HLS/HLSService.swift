@@ -139,8 +139,9 @@ public final class HLSService: Sendable {
             progress = running
         }
         // The whole segments so far (none yet: nil).
+        let totalSamples = expectedSamples(absolute)
         let plan = try? HLSTrackPlan.rendition(rendition, file: progress.prefix, etag: "", version: Self.renditionVersion(file, rendition),
-                                               expectedSamples: expectedSamples(absolute), complete: false)
+                                               expectedSamples: totalSamples, complete: false)
         let ready: Bool
         switch name {
         case "index.m3u8" where request.queryValue("byterange") != "1":
@@ -148,7 +149,7 @@ public final class HLSService: Sendable {
             ready = (plan?.spans.count ?? 0) >= Self.firstEventSegments
                 && (growingAnswered.withLock { $0.contains(key) }
                     || !Self.endsSoon(published: progress.published, kbps: rendition.kbps,
-                                      totalSamples: expectedSamples(absolute), asked: asked))
+                                      totalSamples: totalSamples, asked: asked))
             if ready {
                 growingAnswered.withLock { answered in
                     // Bounded: an encode forgotten here only holds its next reload a moment.
