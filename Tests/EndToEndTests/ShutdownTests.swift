@@ -13,7 +13,6 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: library) }
         let server = try StreamdProcess(folder: library, extraArguments: ["--quiet", "--channel", "main=ch"])
         defer { _ = server.stop() }
-        let pid = server.process.processIdentifier
 
         // A radio listener, reading; a download paced to 8 kbit/s (minutes to go), reading.
         let listener = try RawConnection(port: server.port)
@@ -24,13 +23,7 @@ import Glibc
         _ = download.readUntilEnd(quiet: 0.5, limit: 0.5)
         #expect(server.process.isRunning)
 
-        let started = Date()
-        kill(pid, SIGTERM)
-        server.process.waitUntilExit()
-        let took = Date().timeIntervalSince(started)
-        #expect(server.process.terminationReason == .exit && server.process.terminationStatus == 0,
-                "exit status \(server.process.terminationStatus)")
-        #expect(took <= 5.0, "SIGTERM took \(took) s")
+        Self.expectCleanExit(server)
         // The database was checkpointed and closed: its WAL is empty (or gone).
         let wal = (try? FileManager.default.attributesOfItem(atPath: server.databasePath + "-wal")[.size] as? Int) ?? 0
         #expect(wal == 0, "WAL left with \(wal) bytes")
@@ -68,24 +61,11 @@ import Glibc
         let hung = try RawConnection(port: server.port)
         hung.send("GET /api/index/slow.mp3 HTTP/1.1\r\nHost: x\r\n\r\n")
         _ = download.readUntilEnd(quiet: 0.5, limit: 0.5)
-        var children = Self.children(of: pid)
+        let children = Self.children(of: pid)
         #expect(children.count >= 2, "a decode worker and the hung analyzer worker run: \(children)")
         #expect(server.process.isRunning)
 
-        let started = Date()
-        kill(pid, SIGTERM)
-        // Every child seen until streamd exits must be gone with it: reaped, not orphaned.
-        while server.process.isRunning {
-            children.formUnion(Self.children(of: pid))
-            usleep(10_000)
-        }
-        server.process.waitUntilExit()
-        let took = Date().timeIntervalSince(started)
-        #expect(server.process.terminationReason == .exit && server.process.terminationStatus == 0,
-                "exit status \(server.process.terminationStatus)")
-        #expect(took <= 5.0, "SIGTERM took \(took) s")
-        let alive = children.filter { Self.isAlive($0) }
-        #expect(alive.isEmpty, "child processes left running after streamd exited: \(alive)")
+        Self.expectCleanExit(server, childrenSeen: children)
         let wal = (try? FileManager.default.attributesOfItem(atPath: server.databasePath + "-wal")[.size] as? Int) ?? 0
         #expect(wal == 0, "WAL left with \(wal) bytes")
         _ = server.stop()
@@ -115,6 +95,19 @@ import Glibc
         #expect(!children.isEmpty, "a decode worker runs")
         Thread.sleep(forTimeInterval: 1)   // b.mp3's worker has sent its first samples and spins
 
+        Self.expectCleanExit(server, childrenSeen: children)
+        _ = server.stop()
+        #expect(!server.log.contains("did not stop"), "the producer stopped in time: \(server.log)")
+        #expect(!server.log.contains("killing"), "no worker was left for the last resort: \(server.log)")
+    }
+
+    /// The pids whose parent is `parent` (/proc/PID/stat: "pid (comm) state ppid ...").
+    /// Sends streamd SIGTERM and watches it go: it exits 0 within 5 s, and every child process
+    /// seen until then (`seen` and any started meanwhile) is gone with it, reaped, not orphaned.
+    static func expectCleanExit(_ server: StreamdProcess, childrenSeen seen: Set<pid_t> = [],
+                                sourceLocation: SourceLocation = #_sourceLocation) {
+        let pid = server.process.processIdentifier
+        var children = seen
         let started = Date()
         kill(pid, SIGTERM)
         while server.process.isRunning {
@@ -124,16 +117,12 @@ import Glibc
         server.process.waitUntilExit()
         let took = Date().timeIntervalSince(started)
         #expect(server.process.terminationReason == .exit && server.process.terminationStatus == 0,
-                "exit status \(server.process.terminationStatus)")
-        #expect(took <= 5.0, "SIGTERM took \(took) s")
+                "exit status \(server.process.terminationStatus)", sourceLocation: sourceLocation)
+        #expect(took <= 5.0, "SIGTERM took \(took) s", sourceLocation: sourceLocation)
         let alive = children.filter { Self.isAlive($0) }
-        #expect(alive.isEmpty, "child processes left running after streamd exited: \(alive)")
-        _ = server.stop()
-        #expect(!server.log.contains("did not stop"), "the producer stopped in time: \(server.log)")
-        #expect(!server.log.contains("killing"), "no worker was left for the last resort: \(server.log)")
+        #expect(alive.isEmpty, "child processes left running after streamd exited: \(alive)", sourceLocation: sourceLocation)
     }
 
-    /// The pids whose parent is `parent` (/proc/PID/stat: "pid (comm) state ppid ...").
     static func children(of parent: pid_t) -> Set<pid_t> {
         var found: Set<pid_t> = []
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {

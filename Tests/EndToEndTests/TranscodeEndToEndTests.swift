@@ -343,7 +343,7 @@ import Glibc
             } else {
                 let reference = try Self.decode(music.appendingPathComponent(name), with: "ffmpeg")
                 #expect(reference.sampleRate == 48_000 && reference.channels == 1)
-                let samples = try reference.samples()
+                let samples = reference.samples()
                 referenceOnset = try #require(onset(samples), "\(name): no tone in ffmpeg's decode")
                 referenceLength = samples.count
             }
@@ -524,21 +524,9 @@ import Glibc
         let busy = try Self.counters(server) { $0.active == 1 && $0.queued == 1 }
         #expect(busy.active == 1 && busy.queued == 1, "\(busy)")
         let pid = server.process.processIdentifier
-        var children = ShutdownTests.children(of: pid)
+        let children = ShutdownTests.children(of: pid)
         #expect(!children.isEmpty, "the encode's decode worker runs")
-        let started = Date()
-        kill(pid, SIGTERM)
-        while server.process.isRunning {
-            children.formUnion(ShutdownTests.children(of: pid))
-            usleep(10_000)
-        }
-        server.process.waitUntilExit()
-        let took = Date().timeIntervalSince(started)
-        #expect(server.process.terminationReason == .exit && server.process.terminationStatus == 0,
-                "exit status \(server.process.terminationStatus)")
-        #expect(took <= 5.0, "SIGTERM took \(took) s")
-        let alive = children.filter { ShutdownTests.isAlive($0) }
-        #expect(alive.isEmpty, "child processes left running after streamd exited: \(alive)")
+        ShutdownTests.expectCleanExit(server, childrenSeen: children)
         server.stop()
         // (Which of the two the pool admitted first is not fixed: one ran, the other waited.)
         #expect(Self.count("encoding slow.flac", in: server.log) == 1 && Self.count("queued slow.flac", in: server.log) == 1,

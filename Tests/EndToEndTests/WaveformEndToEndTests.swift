@@ -271,21 +271,10 @@ import Glibc
         }
         #expect(started, "the worker sent its first pairs")
         let pid = server.process.processIdentifier
-        var children = ShutdownTests.children(of: pid)
+        let children = ShutdownTests.children(of: pid)
         #expect(!children.isEmpty, "a decode worker runs")
 
-        let stopping = Date()
-        kill(pid, SIGTERM)
-        while server.process.isRunning {
-            children.formUnion(ShutdownTests.children(of: pid))
-            usleep(10_000)
-        }
-        server.process.waitUntilExit()
-        let took = Date().timeIntervalSince(stopping)
-        #expect(server.process.terminationReason == .exit && server.process.terminationStatus == 0,
-                "exit status \(server.process.terminationStatus)")
-        #expect(took <= 5.0, "SIGTERM took \(took) s")
-        #expect(children.filter { ShutdownTests.isAlive($0) }.isEmpty, "no worker outlives streamd")
+        ShutdownTests.expectCleanExit(server, childrenSeen: children)
         _ = server.stop()
         #expect(!server.log.contains("did not stop") && !server.log.contains("killing"), "the builder stopped its worker itself: \(server.log)")
     }
