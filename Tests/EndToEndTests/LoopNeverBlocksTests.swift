@@ -70,6 +70,39 @@ import Glibc
         return sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.99).rounded(.up)) - 1)]
     }
 
+    /// `/api/status` and a 64 KiB Range GET of cbr-128k-44k.mp3, each on the server under test
+    /// and on the control in turn (so both see the same machine): 20 rounds to warm up, then 200
+    /// timed. Returns the pairs of probers (under test, control) by name.
+    static func probeBoth(library: URL, port: Int, controlPort: Int) throws -> [(name: String, waiting: Prober, calm: Prober)] {
+        let expected = Array(try ServerEndToEndTests.bytes(of: library.appendingPathComponent("cbr-128k-44k.mp3")).prefix(65_536))
+        let isRange: (RawResponse) -> Bool = { $0.status == 206 && $0.body == expected }
+        let isStatus: (RawResponse) -> Bool = { $0.status == 200 && $0.body.first == UInt8(ascii: "{") }
+        func probers(_ port: Int) throws -> (status: Prober, range: Prober) {
+            (try Prober(port: port, target: "/api/status", check: isStatus),
+             try Prober(port: port, target: "/media/cbr-128k-44k.mp3", headers: ["Range": "bytes=0-65535"], check: isRange))
+        }
+        let (status, range) = try probers(port)
+        let (calmStatus, calmRange) = try probers(controlPort)
+        let all = [status, calmStatus, range, calmRange]
+        for _ in 0..<20 { for prober in all { try prober.probe() } }
+        for prober in all { prober.seconds = [] }
+        for _ in 0..<200 { for prober in all { try prober.probe() } }
+        return [("/api/status", status, calmStatus), ("Range GET", range, calmRange)]
+    }
+
+    /// Each pair's p99 under test keeps up with the control's (`keepsUp`, 5 ms at least); `beside`
+    /// names the fault in the message and the printed figures.
+    static func expectKeepUp(_ pairs: [(name: String, waiting: Prober, calm: Prober)], beside: String,
+                             sourceLocation: SourceLocation = #_sourceLocation) {
+        let limit = TestTiming.seconds(0.005)
+        for (name, waiting, calm) in pairs {
+            let (p99, calmP99) = (Self.p99(waiting.seconds), Self.p99(calm.seconds))
+            #expect(Self.keepsUp(p99, control: calmP99, limit: limit),
+                    "\(name) p99 \(p99 * 1000) ms \(beside), \(calmP99 * 1000) ms on the control", sourceLocation: sourceLocation)
+            print("LoopNeverBlocksTests: \(name) p99 \(p99 * 1000) ms \(beside), \(calmP99 * 1000) ms on the control")
+        }
+    }
+
     /// Two servers, one loop each: one with a request waiting on a hung walk, one without (the
     /// control). The same requests go to both in turn, so both see the same machine; the waiting
     /// one must answer as fast: p99 within 5 ms, or within twice the control's (or 20 ms over it) when other work
@@ -94,31 +127,13 @@ import Glibc
             Thread.sleep(forTimeInterval: 0.01)
         }
 
-        // Status and 64 KiB Range GETs on both servers in turn, warmed up, then timed.
-        let expected = Array(try ServerEndToEndTests.bytes(of: library.appendingPathComponent("cbr-128k-44k.mp3")).prefix(65_536))
-        let isRange: (RawResponse) -> Bool = { $0.status == 206 && $0.body == expected }
-        let isStatus: (RawResponse) -> Bool = { $0.status == 200 && $0.body.first == UInt8(ascii: "{") }
-        func probers(_ port: Int) throws -> (status: Prober, range: Prober) {
-            (try Prober(port: port, target: "/api/status", check: isStatus),
-             try Prober(port: port, target: "/media/cbr-128k-44k.mp3", headers: ["Range": "bytes=0-65535"], check: isRange))
-        }
-        let (hungStatus, hungRange) = try probers(server.port)
-        let (calmStatus, calmRange) = try probers(control.port)
-        let all = [hungStatus, calmStatus, hungRange, calmRange]
-        for _ in 0..<20 { for prober in all { try prober.probe() } }
-        for prober in all { prober.seconds = [] }
-        for _ in 0..<200 { for prober in all { try prober.probe() } }
+        let pairs = try Self.probeBoth(library: library, port: server.port, controlPort: control.port)
 
         // No request waited for the walk (it hangs for seconds): the property itself.
-        let slowest = (hungStatus.seconds + hungRange.seconds).max() ?? 0
+        let slowest = pairs.flatMap(\.waiting.seconds).max() ?? 0
         #expect(slowest < walkTimeout / 5, "a request waited \(slowest * 1000) ms")
         #expect(!AnalyzerIsolationTests.children(of: server.process.processIdentifier).isEmpty, "the walk still hangs")
-        let limit = TestTiming.seconds(0.005)
-        for (name, waiting, calm) in [("/api/status", hungStatus, calmStatus), ("Range GET", hungRange, calmRange)] {
-            let (p99, calmP99) = (Self.p99(waiting.seconds), Self.p99(calm.seconds))
-            #expect(Self.keepsUp(p99, control: calmP99, limit: limit), "\(name) p99 \(p99 * 1000) ms behind a hung analysis, \(calmP99 * 1000) ms on the control")
-            print("LoopNeverBlocksTests: \(name) p99 \(p99 * 1000) ms while a walk hangs, \(calmP99 * 1000) ms on the control")
-        }
+        Self.expectKeepUp(pairs, beside: "while a walk hangs")
 
         // The waiting request then gets its answer.
         let answer = try hung.readResponse()
@@ -166,28 +181,11 @@ import Glibc
         }
         let slowDownload = try Download(port: server.port), calmDownload = try Download(port: control.port)
 
-        let expected = Array(try ServerEndToEndTests.bytes(of: library.appendingPathComponent("cbr-128k-44k.mp3")).prefix(65_536))
-        let isRange: (RawResponse) -> Bool = { $0.status == 206 && $0.body == expected }
-        let isStatus: (RawResponse) -> Bool = { $0.status == 200 && $0.body.first == UInt8(ascii: "{") }
-        func probers(_ port: Int) throws -> (status: Prober, range: Prober) {
-            (try Prober(port: port, target: "/api/status", check: isStatus),
-             try Prober(port: port, target: "/media/cbr-128k-44k.mp3", headers: ["Range": "bytes=0-65535"], check: isRange))
-        }
-        let (slowStatus, slowRange) = try probers(server.port)
-        let (calmStatus, calmRange) = try probers(control.port)
-        let all = [slowStatus, calmStatus, slowRange, calmRange]
-        for _ in 0..<20 { for prober in all { try prober.probe() } }
-        for prober in all { prober.seconds = [] }
-        for _ in 0..<200 { for prober in all { try prober.probe() } }
-        let probing = (slowStatus.seconds + slowRange.seconds).reduce(0, +)
-        let slowest = (slowStatus.seconds + slowRange.seconds).max() ?? 0
+        let pairs = try Self.probeBoth(library: library, port: server.port, controlPort: control.port)
+        let probing = pairs.flatMap(\.waiting.seconds).reduce(0, +)
+        let slowest = pairs.flatMap(\.waiting.seconds).max() ?? 0
         #expect(slowest < TestTiming.seconds(0.5), "a request waited \(slowest * 1000) ms")
-        let limit = TestTiming.seconds(0.005)
-        for (name, waiting, calm) in [("/api/status", slowStatus, calmStatus), ("Range GET", slowRange, calmRange)] {
-            let (p99, calmP99) = (Self.p99(waiting.seconds), Self.p99(calm.seconds))
-            #expect(Self.keepsUp(p99, control: calmP99, limit: limit), "\(name) p99 \(p99 * 1000) ms beside slow spool reads, \(calmP99 * 1000) ms on the control")
-            print("LoopNeverBlocksTests: \(name) p99 \(p99 * 1000) ms beside slow spool reads, \(calmP99 * 1000) ms on the control")
-        }
+        Self.expectKeepUp(pairs, beside: "beside slow spool reads")
 
         // Both transcodes whole and equal; the slow one took its reads' time (the drill was on),
         // and was still streaming while the probes ran.
@@ -256,14 +254,11 @@ import Glibc
             try rounds(100)
             let slowest = locked.flatMap(\.seconds).max() ?? 0
             #expect(slowest < TestTiming.seconds(0.5), "\(phase): a request waited \(slowest * 1000) ms")
-            let limit = TestTiming.seconds(0.005)
-            for (name, waiting, control) in zip(["Basic Range GET", "Bearer Range GET", "Subsonic t+s ping"], zip(locked, calm)).map({ ($0, $1.0, $1.1) }) {
-                let (p99, calmP99) = (Self.p99(waiting.seconds), Self.p99(control.seconds))
-                // A ping's credentials are judged from memory and it is answered on the loop, with
-                // accounts too (it waited 5 s before the accounts were kept in memory): the loop's bound.
-                #expect(Self.keepsUp(p99, control: calmP99, limit: limit), "\(phase): \(name) p99 \(p99 * 1000) ms, \(calmP99 * 1000) ms on the control")
-                print("LoopNeverBlocksTests: \(phase): \(name) p99 \(p99 * 1000) ms, \(calmP99 * 1000) ms on the control")
-            }
+            // A ping's credentials are judged from memory and it is answered on the loop, with
+            // accounts too (it waited 5 s before the accounts were kept in memory): the loop's bound.
+            let pairs = zip(["Basic Range GET", "Bearer Range GET", "Subsonic t+s ping"], zip(locked, calm))
+                .map { (name: $0, waiting: $1.0, calm: $1.1) }
+            Self.expectKeepUp(pairs, beside: "(\(phase))")
         }
 
         // Phase 1: the sqlite3 CLI holds the database's write lock (bounded: `timeout`, and its
