@@ -88,13 +88,20 @@ public struct RenditionProgress: Sendable {
     public var notify: @Sendable (_ bytes: Int, _ wake: @escaping @Sendable () -> Void) -> Void
     /// The same encode as it stands now (never another one: a failed encode stays a 503).
     public var current: @Sendable () throws(HTTPRefusal) -> RenditionEncode
+    /// Whether an EVENT playlist of this encode has been answered (its reloads are not held).
+    public var growingAnswered: Bool
+    /// Records that an EVENT playlist of this encode was answered.
+    public var markGrowingAnswered: @Sendable () -> Void
 
     public init(spool: OpenFile, published: Int, notify: @escaping @Sendable (_ bytes: Int, _ wake: @escaping @Sendable () -> Void) -> Void,
-                current: @escaping @Sendable () throws(HTTPRefusal) -> RenditionEncode) {
+                current: @escaping @Sendable () throws(HTTPRefusal) -> RenditionEncode,
+                growingAnswered: Bool, markGrowingAnswered: @escaping @Sendable () -> Void) {
         self.spool = spool
         self.published = published
         self.notify = notify
         self.current = current
+        self.growingAnswered = growingAnswered
+        self.markGrowingAnswered = markGrowingAnswered
     }
 
     /// The spool's published bytes, as a file of that size.

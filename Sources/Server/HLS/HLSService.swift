@@ -9,8 +9,6 @@ public final class HLSService: Sendable {
     /// Generated segments, bounded by `--hls-cache-mb`.
     public let cache: LRUByteCache
     private let plans = PlanCache(limit: 128)
-    /// Variant encodes whose EVENT playlist has been answered: their reloads are not held.
-    private let growingAnswered = Lock(Set<String>())
     private let live: [String: HLSLiveSource]
     /// The transcoded variants beside each original (`--hls-ladder`); nil: the original only.
     public let ladder: HLSLadder?
@@ -145,18 +143,10 @@ public final class HLSService: Sendable {
         let ready: Bool
         switch name {
         case "index.m3u8" where request.queryValue("byterange") != "1":
-            let key = absolute + "|" + Self.renditionVersion(file, rendition)
             ready = (plan?.spans.count ?? 0) >= Self.firstEventSegments
-                && (growingAnswered.withLock { $0.contains(key) }
-                    || !Self.endsSoon(published: progress.published, kbps: rendition.kbps,
-                                      totalSamples: totalSamples, asked: asked))
-            if ready {
-                growingAnswered.withLock { answered in
-                    // Bounded: an encode forgotten here only holds its next reload a moment.
-                    if answered.count >= 1024 { answered.removeAll() }
-                    answered.insert(key)
-                }
-            }
+                && (progress.growingAnswered
+                    || !Self.endsSoon(published: progress.published, kbps: rendition.kbps, totalSamples: totalSamples, asked: asked))
+            if ready { progress.markGrowingAnswered() }
         case "init.mp4":
             ready = plan != nil
         case _ where name.hasPrefix("seg-"):

@@ -135,6 +135,9 @@ final class TranscodeJob: @unchecked Sendable {
         /// Parked requests (an HLS variant's segment not yet encoded): each is called once, when
         /// `published` reaches its count or the encode is over.
         var watchers: [(bytes: Int, wake: @Sendable () -> Void)] = []
+        /// An HLS variant's EVENT playlist of this encode has been answered: `HLSService` holds
+        /// its reloads no more.
+        var growingAnswered = false
     }
     let shared = Lock(Shared())
 

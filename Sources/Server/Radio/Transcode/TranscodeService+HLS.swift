@@ -57,7 +57,7 @@ extension TranscodeService: HLSRenditionEncoder {
 
     /// Where `job` stands now: complete (its cache file), under way (its spool), or a 503.
     private func progress(of job: TranscodeJob, cacheName: String, folder: String) throws(HTTPRefusal) -> RenditionEncode {
-        let (state, published) = job.shared.withLock { ($0.state, $0.published) }
+        let (state, published, growingAnswered) = job.shared.withLock { ($0.state, $0.published, $0.growingAnswered) }
         switch state {
         case .complete:
             // The spool was renamed into the cache before the state said so.
@@ -82,7 +82,9 @@ extension TranscodeService: HLSRenditionEncoder {
                                                notify: { [job] bytes, wake in job.notify(whenPublished: bytes, wake) },
                                                current: { [self, job] () throws(HTTPRefusal) in
                                                    try progress(of: job, cacheName: cacheName, folder: folder)
-                                               }))
+                                               },
+                                               growingAnswered: growingAnswered,
+                                               markGrowingAnswered: { [job] in job.shared.withLock { $0.growingAnswered = true } }))
         }
     }
 }
