@@ -292,6 +292,7 @@ final class TranscodeJob: @unchecked Sendable {
         wakeReaders()
     }
 
+    /// Decode, gain, resample and encode, into the spool: the job's data path, step by step.
     private func encode() throws -> TranscodeState {
         var workerSettings = settings
         let previous = settings.isCancelled
@@ -301,93 +302,132 @@ final class TranscodeJob: @unchecked Sendable {
                                        settings: workerSettings, start: spec.start)
         var encoder: ResamplingEncoder?
         var samples: [Float] = []
-        var bytes: [UInt8] = []
-        var written = 0
+        var output = PendingOutput(spec: spec)
         var lastWake: UInt64 = 0
         var unpublished = 0
-        // MP3 files start with an ID3v2 tag (title, artist, album), then the tag frame.
-        if spec.format == .mp3 { bytes = ID3v2Writer.tag(spec.tags, cover: spec.cover) }
-        let tagBytes = bytes.count
-        var infoFrameLength: Int?
-        var tail = spec.opusLength.map { OggOpusTail(holdPages: $0.holdPages) }
-        var released: [UInt8] = []
         while true {
             if abandoned { return .cancelled }
             samples.removeAll(keepingCapacity: true)
             guard let rate = try pcm.next(into: &samples) else { break }
-            if encoder == nil {
-                let outputRate = spec.outputRate(input: rate)
-                switch spec.format {
-                case .opus:
-                    encoder = ResamplingEncoder(try OggOpusEncoder(channels: spec.outputChannels, kbps: spec.kbps, tags: spec.tags,
-                                                                   cover: spec.cover, constantBitrate: spec.opusLength != nil))
-                case .mp3:
-                    encoder = ResamplingEncoder(try LAMEEncoder(sampleRate: outputRate, channels: spec.outputChannels, kbps: spec.kbps,
-                                                                quality: ChannelTranscoder.quality, infoFrame: spec.cachePath != nil,
-                                                                reservoir: spec.reservoir))
-                case .wav:
-                    encoder = ResamplingEncoder(try WaveFloatEncoder(sampleRate: outputRate, channels: spec.outputChannels))
-                }
-                if spec.leadingSilence > 0, let made = encoder {
-                    // Silence at the encoder's own rate, ahead of the resampler.
-                    try made.encoder.encode([Float](repeating: 0, count: spec.leadingSilence * spec.outputChannels)[...], appendingTo: &bytes)
-                }
-                shared.withLock { $0.format = (outputRate, spec.outputChannels) }
-            }
+            if encoder == nil { encoder = try makeEncoder(inputRate: rate, appendingTo: &output.bytes) }
             guard let encoder else { break }
             if spec.gain != 1 {
                 let gain = spec.gain
                 for i in samples.indices { samples[i] *= gain }
             }
             // A rate that changes mid-track (a chained Ogg) is resampled too, the filter's tail first.
-            try encoder.encode(&samples, rate: rate, appendingTo: &bytes)
-            if spec.format == .mp3, spec.cachePath != nil, infoFrameLength == nil, bytes.count >= tagBytes + 4 {
-                infoFrameLength = Self.mpegFrameLength(bytes[tagBytes...])
-                if let length = infoFrameLength {
-                    shared.withLock { $0.skip = tagBytes..<(tagBytes + length) }
-                }
-            }
-            // Until the placeholder frame's length is known, nothing of an MP3 goes out.
-            if spec.format == .mp3, spec.cachePath != nil, infoFrameLength == nil { continue }
-            if tail != nil {
-                // The last pages wait: the padding that meets the estimate goes into them.
-                try tail?.take(&bytes, release: &released)
-                try append(&released, at: &written)
-            } else if ring != nil {
-                try appendPaced(&bytes, at: &written)
-            } else {
-                try append(&bytes, at: &written)
-            }
+            try encoder.encode(&samples, rate: rate, appendingTo: &output.bytes)
+            guard try writeToSpool(&output) else { continue }
             unpublished += 1
             let now = monotonicNanos()
             if now - lastWake > 20_000_000 || unpublished > 16 {
-                shared.withLock { $0.published = written }
-                wakeReaders()
+                publish(output.written)
                 lastWake = now
                 unpublished = 0
             }
         }
         guard let encoder else { throw EncoderError(message: "the track has no samples from its start") }
-        try encoder.finish(appendingTo: &bytes)
-        if var last = tail, let target = spec.opusLength?.bytes {
-            try last.take(&bytes, release: &released)
-            let missing = target - written - released.count - last.heldBytes
-            let added = try last.finish(padding: missing, release: &released)
+        try finish(encoder, &output)
+        // The readers are woken by `run` once the state says complete.
+        let written = output.written
+        shared.withLock { $0.published = written }
+        return .complete
+    }
+
+    /// The encoded bytes on their way to the spool, and what the format holds back.
+    private struct PendingOutput {
+        /// The encoder's output not yet written (MP3: starting with the ID3v2 tag).
+        var bytes: [UInt8]
+        /// Bytes written to the spool.
+        var written = 0
+        /// The MP3's ID3v2 tag, before the placeholder tag frame.
+        let tagBytes: Int
+        /// The placeholder frame's length once its header is whole (a cached MP3 only).
+        var infoFrameLength: Int?
+        /// Opus with an estimated length: the last pages held back for the padding.
+        var tail: OggOpusTail?
+        var released: [UInt8] = []
+
+        init(spec: TranscodeSpec) {
+            // MP3 files start with an ID3v2 tag (title, artist, album).
+            bytes = spec.format == .mp3 ? ID3v2Writer.tag(spec.tags, cover: spec.cover) : []
+            tagBytes = bytes.count
+            tail = spec.opusLength.map { OggOpusTail(holdPages: $0.holdPages) }
+        }
+    }
+
+    /// The encoder for the first samples' rate, with the rendition's leading silence in `bytes`.
+    private func makeEncoder(inputRate: Int, appendingTo bytes: inout [UInt8]) throws -> ResamplingEncoder {
+        let outputRate = spec.outputRate(input: inputRate)
+        let made: ResamplingEncoder
+        switch spec.format {
+        case .opus:
+            made = ResamplingEncoder(try OggOpusEncoder(channels: spec.outputChannels, kbps: spec.kbps, tags: spec.tags,
+                                                        cover: spec.cover, constantBitrate: spec.opusLength != nil))
+        case .mp3:
+            made = ResamplingEncoder(try LAMEEncoder(sampleRate: outputRate, channels: spec.outputChannels, kbps: spec.kbps,
+                                                     quality: ChannelTranscoder.quality, infoFrame: spec.cachePath != nil,
+                                                     reservoir: spec.reservoir))
+        case .wav:
+            made = ResamplingEncoder(try WaveFloatEncoder(sampleRate: outputRate, channels: spec.outputChannels))
+        }
+        if spec.leadingSilence > 0 {
+            // Silence at the encoder's own rate, ahead of the resampler.
+            try made.encoder.encode([Float](repeating: 0, count: spec.leadingSilence * spec.outputChannels)[...], appendingTo: &bytes)
+        }
+        shared.withLock { $0.format = (outputRate, spec.outputChannels) }
+        return made
+    }
+
+    /// Writes what may go out of `output` now; false while nothing may (a cached MP3 until its
+    /// placeholder frame's length is known: streaming readers leave that frame out).
+    private func writeToSpool(_ output: inout PendingOutput) throws -> Bool {
+        if spec.format == .mp3, spec.cachePath != nil, output.infoFrameLength == nil {
+            guard output.bytes.count >= output.tagBytes + 4,
+                  let length = Self.mpegFrameLength(output.bytes[output.tagBytes...]) else { return false }
+            output.infoFrameLength = length
+            let skip = output.tagBytes..<(output.tagBytes + length)
+            shared.withLock { $0.skip = skip }
+        }
+        if output.tail != nil {
+            // The last pages wait: the padding that meets the estimate goes into them.
+            try output.tail?.take(&output.bytes, release: &output.released)
+            try append(&output.released, at: &output.written)
+        } else if ring != nil {
+            try appendPaced(&output.bytes, at: &output.written)
+        } else {
+            try append(&output.bytes, at: &output.written)
+        }
+        return true
+    }
+
+    /// The end of the encode: the encoder's last bytes, an estimated Opus length's padding, and
+    /// a cached MP3's final LAME frame over its placeholder.
+    private func finish(_ encoder: ResamplingEncoder, _ output: inout PendingOutput) throws {
+        try encoder.finish(appendingTo: &output.bytes)
+        if var last = output.tail, let target = spec.opusLength?.bytes {
+            try last.take(&output.bytes, release: &output.released)
+            let missing = target - output.written - output.released.count - last.heldBytes
+            let added = try last.finish(padding: missing, release: &output.released)
             if missing < 0 || added < missing {
                 logger.warning("transcode \(number): the estimated length \(target) is \(missing < 0 ? "short by \(-missing)" : "\(missing - added) bytes more than the padding room") bytes")
             }
         }
-        try append(&released, at: &written)
-        if ring != nil { try appendPaced(&bytes, at: &written) } else { try append(&bytes, at: &written) }
+        try append(&output.released, at: &output.written)
+        if ring != nil { try appendPaced(&output.bytes, at: &output.written) } else { try append(&output.bytes, at: &output.written) }
         if spec.format == .mp3, spec.cachePath != nil, let lame = encoder.encoder as? LAMEEncoder, let frame = lame.infoFrame() {
-            guard frame.count == infoFrameLength else {
+            guard frame.count == output.infoFrameLength else {
                 throw EncoderError(message: "the LAME tag frame (\(frame.count) bytes) does not fit its placeholder")
             }
-            let n = frame.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(tagBytes)) }
+            let n = frame.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(output.tagBytes)) }
             guard n == frame.count else { throw SystemError(call: "pwrite", errno: errno) }
         }
+    }
+
+    /// Lets the readers (and parked requests) have the spool's first `written` bytes.
+    private func publish(_ written: Int) {
         shared.withLock { $0.published = written }
-        return .complete
+        wakeReaders()
     }
 
     /// Writes `bytes` at the spool's end and empties it.
