@@ -216,6 +216,7 @@ extension SubsonicService {
         let (songCount, songOffset) = try Self.page(p, size: "songCount", offset: "songOffset", default: 20, max: 500)
         let user = call.user.id
         var artists: [SubsonicArtist] = [], albums: [SubsonicAlbum] = [], songs: [SubsonicSong] = []
+        var songItems: [SubsonicWrittenItem] = []
         if query.isEmpty {
             if artistCount > 0 {
                 let ids = try orders.ids("artists", store: store, sql: """
@@ -251,16 +252,22 @@ extension SubsonicService {
                 let page = SubsonicOrderCache.page(index.ids(matching: Array(terms)), offset: albumOffset, count: albumCount)
                 albums = try tables.albums(ids: page, user: user, store: store)
             }
+            // Songs from the catalog's in-memory search index (no SQLite), title hits first, then
+            // the others, in catalog order (`unrankedTrackIDs`); their items written once.
             if songCount > 0, songOffset < 1000 {
-                let ids = try store.search.trackIDs(query: query, limit: min(1000, songOffset + songCount))
-                songs = try library.songs(trackIDs: Array(ids.dropFirst(songOffset)), user: user)
+                let ids = try store.search.unrankedTrackIDs(query: query, limit: min(1000, songOffset + songCount), readIndexNow: true)
+                songItems = try tables.songItems(trackIDs: Array(ids.dropFirst(songOffset)), user: user, store: store)
             }
         }
         // As `SubsonicItems.artistsAlbumsSongs` writes them, the albums from their written items.
         var result = SubsonicElement()
         result.add("artist", list: artists.map { id3 ? SubsonicItems.artist($0) : SubsonicItems.folderArtist($0) })
         result.add("album", written: tables.items(albums, id3: id3, generation: store.generation))
-        result.add("song", list: songs.map(SubsonicItems.song))
+        if query.isEmpty {
+            result.add("song", list: songs.map(SubsonicItems.song))
+        } else {
+            result.add("song", written: songItems)
+        }
         return Self.body(id3 ? "searchResult3" : "searchResult2", result)
     }
 }

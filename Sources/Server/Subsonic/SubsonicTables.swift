@@ -105,6 +105,78 @@ final class SubsonicTables: Sendable {
         }
     }
 
+    // MARK: songs
+
+    /// A song's item as written once for every user, and its Subsonic id (for the marks).
+    private struct WrittenSong {
+        var sid: String
+        var element: SubsonicWrittenElement
+    }
+
+    /// Song items by catalog row id, for one generation (within which a track's row does not
+    /// change), and the bytes they keep.
+    private let writtenSongs = Lock<(generation: UInt64, items: [Int: WrittenSong], bytes: Int)>((0, [:], 0))
+
+    /// The most bytes of song items kept (about 1.6 KB a song in both forms: 10,000 songs):
+    /// beyond, the kept ones are let go and the answers from then on fill it again, so the songs
+    /// searched lately are the ones kept. A library's worth (160 MB at 100,000 songs) would be
+    /// what a whole sync shows once.
+    static var maxWrittenSongBytes: Int { 16 << 20 }
+
+    /// The song items (Child) of `trackIDs` in that order with `user`'s marks, byte for byte
+    /// `SubsonicItems.song` of each (ids without a track left out). An item is written once per
+    /// catalog generation and kept (`keep`; a sync's pages, shown once, are not): a search's 20
+    /// songs were 20 point lookups of four joined rows and 20 elements written afresh; now the
+    /// kept ones are dictionary reads, and only the marks are read (one statement).
+    func songItems(trackIDs: [Int], user: Int, store: LibraryStore, keep: Bool = true) throws(SQLiteError) -> [SubsonicWrittenItem] {
+        guard !trackIDs.isEmpty else { return [] }
+        let generation = store.generation
+        var found: [Int: WrittenSong] = writtenSongs.withLock { kept in
+            guard kept.generation == generation else { return [:] }
+            var found: [Int: WrittenSong] = [:]
+            for id in trackIDs { if let item = kept.items[id] { found[id] = item } }
+            return found
+        }
+        let missing = trackIDs.filter { found[$0] == nil }
+        let (rows, marks) = try store.read { db throws(SQLiteError) in
+            try db.reading { () throws(SQLiteError) -> ([SubsonicSong], [String: SubsonicMarks]) in
+                var rows: [SubsonicSong] = []
+                if !missing.isEmpty {
+                    rows.reserveCapacity(missing.count)
+                    try db.each(SubsonicLibrary.songSelect + " WHERE t.id = ?", keys: missing) { rows.append(SubsonicLibrary.song($0)) }
+                }
+                var sids = found.values.map(\.sid)
+                sids += rows.map(\.sid)
+                return (rows, try SubsonicLibrary.marks(sids, user: user, db))
+            }
+        }
+        if !rows.isEmpty {
+            var written: [(Int, WrittenSong)] = []
+            written.reserveCapacity(rows.count)
+            for row in rows {
+                let item = WrittenSong(sid: row.sid, element: SubsonicWrittenElement(name: "song", SubsonicItems.songFixed(row)))
+                found[row.track.id] = item
+                written.append((row.track.id, item))
+            }
+            if keep {
+                let max = Self.maxWrittenSongBytes
+                writtenSongs.withLock { kept in
+                    if kept.generation != generation { kept = (generation, [:], 0) }
+                    for (id, item) in written {
+                        if kept.bytes + item.element.byteCount > max { kept = (generation, [:], 0) }
+                        if kept.items.updateValue(item, forKey: id) == nil { kept.bytes += item.element.byteCount }
+                    }
+                }
+            }
+        }
+        return trackIDs.compactMap { id in
+            found[id].map { SubsonicWrittenItem($0.element, attributes: SubsonicItems.markAttributes(marks[$0.sid] ?? SubsonicMarks())) }
+        }
+    }
+
+    /// Song items kept now and their bytes (for tests and figures).
+    var writtenSongCount: (songs: Int, bytes: Int) { writtenSongs.withLock { ($0.items.count, $0.bytes) } }
+
     private func writtenElement(_ album: SubsonicAlbum, id3: Bool, generation: UInt64) -> SubsonicWrittenElement {
         var plain = album
         plain.marks = SubsonicMarks()
