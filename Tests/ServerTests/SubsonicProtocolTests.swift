@@ -205,14 +205,25 @@ import StreamHTTP
             if user == 3 { #expect(songs.contains { $0.marks.rating == 4 } && songs.contains { $0.marks.rating == 2 }) }
             var expected = SubsonicElement()
             expected.add("song", list: songs.map(SubsonicItems.song))
-            for pass in ["written", "kept"] {
+            let who = SubsonicUser(id: user, name: "u\(user)", isAdmin: false)
+            for pass in ["written", "kept", "marks from memory"] {
+                let marks = pass == "marks from memory" ? try #require(try tables.userMarks(user: who, version: 1, store: store)) : nil
                 var written = SubsonicElement()
-                written.add("song", written: try tables.songItems(trackIDs: asked, user: user, store: store))
+                written.add("song", written: try tables.songItems(trackIDs: asked, user: user, store: store, marks: marks))
                 #expect(SubsonicWriter.jsonBytes(ok: true, body: written) == SubsonicWriter.jsonBytes(ok: true, body: expected), "user \(user), \(pass)")
                 #expect(SubsonicWriter.xmlBytes(ok: true, body: written) == SubsonicWriter.xmlBytes(ok: true, body: expected), "user \(user), \(pass)")
             }
         }
         #expect(tables.writtenSongCount.songs == 5 && tables.writtenSongCount.bytes > 5 * 500)
+        // Marks in memory are read again for a new marks version only (a write takes one).
+        let who = SubsonicUser(id: 4, name: "u4", isAdmin: false)
+        try store.write { db throws(SQLiteError) in
+            try db.run("INSERT INTO subsonic_annotations(user_id, sid, starred_at, rating, play_count, played_at) VALUES (4, ?, NULL, 5, 0, NULL)", [.text(sids[2])])
+        }
+        #expect(try tables.userMarks(user: who, version: 1, store: store)?.count == 1, "kept for version 1")
+        #expect(try tables.userMarks(user: who, version: 2, store: store)?[sids[2]]?.rating == 5, "read again for version 2")
+        #expect(try tables.userMarks(user: SubsonicUser(id: 4, name: "other", isAdmin: false), version: 2, store: store)?.count == 2,
+                "another name with the same id reads its own")
         // Not kept (a sync's pages); a new generation lets the kept ones go.
         _ = try tables.songItems(trackIDs: [ids[2]], user: 3, store: store, keep: false)
         #expect(tables.writtenSongCount.songs == 5)

@@ -215,6 +215,8 @@ extension SubsonicService {
         let (albumCount, albumOffset) = try Self.page(p, size: "albumCount", offset: "albumOffset", default: 20, max: 500)
         let (songCount, songOffset) = try Self.page(p, size: "songCount", offset: "songOffset", default: 20, max: 500)
         let user = call.user.id
+        // The caller's marks from memory, read once per change of them (nil: too many, read per list).
+        let marks = try tables.userMarks(user: call.user, version: marksVersion(of: user), store: store)
         var artists: [SubsonicArtist] = [], albums: [SubsonicAlbum] = [], songs: [SubsonicSong] = []
         var songItems: [SubsonicWrittenItem] = []
         if query.isEmpty {
@@ -223,11 +225,13 @@ extension SubsonicService {
                     SELECT r.id FROM artists r JOIN subsonic_artist_ids ar ON ar.artist_id = r.id
                     WHERE EXISTS (SELECT 1 FROM albums WHERE artist_id = r.id) ORDER BY r.id
                     """)
-                artists = try tables.artists(ids: SubsonicOrderCache.page(ids, offset: artistOffset, count: artistCount), user: user, store: store)
+                artists = try tables.artists(ids: SubsonicOrderCache.page(ids, offset: artistOffset, count: artistCount), user: user, store: store,
+                                             marks: marks)
             }
             if albumCount > 0 {
                 let ids = try orders.ids("albums", store: store, sql: "SELECT album_id FROM subsonic_album_ids ORDER BY album_id")
-                albums = try tables.albums(ids: SubsonicOrderCache.page(ids, offset: albumOffset, count: albumCount), user: user, store: store)
+                albums = try tables.albums(ids: SubsonicOrderCache.page(ids, offset: albumOffset, count: albumCount), user: user, store: store,
+                                           marks: marks)
             }
             if songCount > 0 {
                 let ids = try orders.ids("songs", store: store, sql: "SELECT track_id FROM subsonic_track_ids ORDER BY track_id")
@@ -243,20 +247,20 @@ extension SubsonicService {
                     WHERE EXISTS (SELECT 1 FROM albums WHERE artist_id = r.id)
                     """)
                 let page = SubsonicOrderCache.page(index.ids(matching: Array(terms)), offset: artistOffset, count: artistCount)
-                artists = try tables.artists(ids: page, user: user, store: store)
+                artists = try tables.artists(ids: page, user: user, store: store, marks: marks)
             }
             if albumCount > 0 {
                 let index = try names.index("albums", store: store, sql: """
                     SELECT a.id, a.title FROM albums a JOIN subsonic_album_ids al ON al.album_id = a.id
                     """)
                 let page = SubsonicOrderCache.page(index.ids(matching: Array(terms)), offset: albumOffset, count: albumCount)
-                albums = try tables.albums(ids: page, user: user, store: store)
+                albums = try tables.albums(ids: page, user: user, store: store, marks: marks)
             }
             // Songs from the catalog's in-memory search index (no SQLite), title hits first, then
             // the others, in catalog order (`unrankedTrackIDs`); their items written once.
             if songCount > 0, songOffset < 1000 {
                 let ids = try store.search.unrankedTrackIDs(query: query, limit: min(1000, songOffset + songCount), readIndexNow: true)
-                songItems = try tables.songItems(trackIDs: Array(ids.dropFirst(songOffset)), user: user, store: store)
+                songItems = try tables.songItems(trackIDs: Array(ids.dropFirst(songOffset)), user: user, store: store, marks: marks)
             }
         }
         // As `SubsonicItems.artistsAlbumsSongs` writes them, the albums from their written items.
