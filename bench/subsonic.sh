@@ -115,9 +115,11 @@ export WRK_USER=$SUBSONIC_USER WRK_TOKEN=$TOKEN WRK_SALT=$SALT WRK_ALBUMS=$album
 # search waits for it, so the bench does too before measuring (a streamd that reads it in the
 # background gets a second for that). Each round's queries come from a seed of its own
 # (WRK_SEED, printed), so no round is answered from the answers an earlier one left kept.
+rss() { awk '/^VmRSS/ { printf "%.1f MB", $2 / 1024 }' "/proc/$PID/status"; }
+rss_before=$(rss)
 first=$(date +%s%N)
 curl -sf "$BASE/rest/search3?$AUTH&query=warm&songCount=20&albumCount=20&artistCount=20" -o /dev/null
-echo "first search3 (reads the song search index): $(( ($(date +%s%N) - first) / 1000000 )) ms"
+echo "first search3 (reads the song search index): $(( ($(date +%s%N) - first) / 1000000 )) ms; RSS $rss_before before, $(rss) after"
 sleep 1
 seed() { WRK_SEED=$(( (RANDOM << 15) | RANDOM )); export WRK_SEED; }
 echo "wrk: $CONNECTIONS connections, 2 threads, $DURATION s each; $(uptime)"
@@ -128,6 +130,7 @@ seed; WRK_LIMIT=20 run "peer: /api/search, a new query each request" -H "$BASIC"
 seed; WRK_MODE=ping run "ping with token auth" -s bench/wrk/subsonic.lua "$BASE"
 PING_P99=$p99_ms PING_RPS=$rps_last
 seed; WRK_MODE=search3 run "search3 again (seed $WRK_SEED)" -s bench/wrk/subsonic.lua "$BASE"
+echo "    RSS after the search3 rounds (song items kept, at most 16 MiB; kept answers, at most 16 MiB): $(rss)"
 awk -v a="$SEARCH_P99" -v b="$p99_ms" 'BEGIN { m = a > b ? a : b
   printf "    search3 p99, the worse round: %.2f ms (%s: <= 20 ms)\n", m, m <= 20 ? "met" : "MISSED" }'
 
