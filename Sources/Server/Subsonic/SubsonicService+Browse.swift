@@ -122,7 +122,8 @@ extension SubsonicService {
                 : type == "alphabeticalByName" ? "a.title COLLATE NOCASE, a.id" : "a.artist_name COLLATE NOCASE, a.title COLLATE NOCASE, a.id"
             let ids = try orders.ids("albums " + type, store: store,
                                      sql: "SELECT a.id FROM albums a JOIN subsonic_album_ids al ON al.album_id = a.id ORDER BY " + order)
-            albums = try tables.albums(ids: SubsonicOrderCache.page(ids, offset: offset, count: size), user: call.user.id, store: store)
+            albums = try tables.albums(ids: SubsonicOrderCache.page(ids, offset: offset, count: size), user: call.user.id, store: store,
+                                       marks: try tables.userMarks(user: call.user, version: marksVersion(of: call.user.id), store: store))
         case "frequent":
             albums = try library.albums(marked + " WHERE n.play_count > 0 ORDER BY n.play_count DESC, a.id" + limit, [.int(user)], user: call.user.id)
         case "recent":
