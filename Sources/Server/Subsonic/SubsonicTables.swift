@@ -170,7 +170,8 @@ final class SubsonicTables: Sendable {
     /// `SubsonicItems.song` of each (ids without a track left out). An item is written once per
     /// catalog generation and kept (`keep`; a sync's pages, shown once, are not): a search's 20
     /// songs were 20 point lookups of four joined rows and 20 elements written afresh; now the
-    /// kept ones are dictionary reads, and only the marks are read (one statement).
+    /// kept ones are dictionary reads. The marks come from `marks` (`userMarks`: no SQLite read
+    /// when every item is kept), else they are read in one statement.
     func songItems(trackIDs: [Int], user: Int, store: LibraryStore, marks userMarks: [String: SubsonicMarks]? = nil,
                    keep: Bool = true) throws(SQLiteError) -> [SubsonicWrittenItem] {
         guard !trackIDs.isEmpty else { return [] }
