@@ -3,7 +3,8 @@
 # bench/make-library.py, as bench/library-api.sh makes it), in one run:
 #   - wrk, WRK_CONNECTIONS (64) connections on 2 threads, WRK_SECONDS (15) each, latency p50/p99:
 #     getAlbumList2 (50 albums at random offsets, alphabeticalByName and newest), search3 with a new
-#     query each request, and beside them /api/search with a new query (the peer in the same run);
+#     query each request (two rounds, each with its own seed, after a first search that waits for
+#     the song index), and beside them /api/search with a new query (the peer in the same run);
 #     ping with token auth (md5(password + salt) on every request); target p99 <= 20 ms (lists,
 #     search) and <= 2 ms (ping); and ping's peer, nginx serving a static 200-byte file with the
 #     same wrk setup (what 64 connections on these cores allow at all), with the ratios;
@@ -83,6 +84,7 @@ PY
 )
 echo "albums: $albums"
 
+rss() { awk '/^VmRSS/ { printf "%.1f MB", $2 / 1024 }' "/proc/$PID/status"; }
 # CPU ticks (user + system) of the processes in $1 (ids separated by spaces).
 ticks() { local pid sum=0; for pid in $1; do sum=$((sum + $(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0))); done; echo "$sum"; }
 HZ=$(getconf CLK_TCK)
@@ -107,15 +109,31 @@ run() {
   rps_last=${rps:-0}
   awk -v load="$load" -v ticks=$((after - before)) -v hz="$HZ" -v ns="$elapsed" -v requests="${requests:-0}" 'BEGIN {
     s = ns / 1e9; cpu = ticks / hz
-    printf "    load %s; server CPU %.0f %% of a core, %.0f us/request\n", load, 100 * cpu / s, (requests > 0 ? 1e6 * cpu / requests : 0) }'
+    printf "    load %s; server CPU %.0f %% of a core, %.0f us/request", load, 100 * cpu / s, (requests > 0 ? 1e6 * cpu / requests : 0) }'
+  # streamd's RSS after the round (what its answers left in memory: tables, items, kept answers).
+  if [ -z "${PID_MEASURED:-}" ] || [ "$PID_MEASURED" = "$PID" ]; then echo "; streamd RSS $(rss)"; else echo; fi
 }
 export WRK_USER=$SUBSONIC_USER WRK_TOKEN=$TOKEN WRK_SALT=$SALT WRK_ALBUMS=$albums
+# The song search index is read by the first search once the scan has settled: a client's first
+# search waits for it, so the bench does too before measuring (a streamd that reads it in the
+# background gets a second for that). Each round's queries come from a seed of its own
+# (WRK_SEED, printed), so no round is answered from the answers an earlier one left kept.
+rss_before=$(rss)
+first=$(date +%s%N)
+curl -sf "$BASE/rest/search3?$AUTH&query=warm&songCount=20&albumCount=20&artistCount=20" -o /dev/null
+echo "first search3 (reads the song search index): $(( ($(date +%s%N) - first) / 1000000 )) ms; RSS $rss_before before, $(rss) after"
+sleep 1
+seed() { WRK_SEED=$(( (RANDOM << 15) | RANDOM )); export WRK_SEED; }
 echo "wrk: $CONNECTIONS connections, 2 threads, $DURATION s each; $(uptime)"
-WRK_MODE=albumlist run "getAlbumList2, 50 albums, random offsets" -s bench/wrk/subsonic.lua "$BASE"
-WRK_MODE=search3 run "search3, a new query each request" -s bench/wrk/subsonic.lua "$BASE"
-WRK_LIMIT=20 run "peer: /api/search, a new query each request" -H "$BASIC" -s bench/wrk/search.lua "$BASE"
-WRK_MODE=ping run "ping with token auth" -s bench/wrk/subsonic.lua "$BASE"
+seed; WRK_MODE=albumlist run "getAlbumList2, 50 albums, random offsets" -s bench/wrk/subsonic.lua "$BASE"
+seed; WRK_MODE=search3 run "search3, a new query each request (seed $WRK_SEED)" -s bench/wrk/subsonic.lua "$BASE"
+SEARCH_P99=$p99_ms
+seed; WRK_LIMIT=20 run "peer: /api/search, a new query each request" -H "$BASIC" -s bench/wrk/search.lua "$BASE"
+seed; WRK_MODE=ping run "ping with token auth" -s bench/wrk/subsonic.lua "$BASE"
 PING_P99=$p99_ms PING_RPS=$rps_last
+seed; WRK_MODE=search3 run "search3 again (seed $WRK_SEED)" -s bench/wrk/subsonic.lua "$BASE"
+awk -v a="$SEARCH_P99" -v b="$p99_ms" 'BEGIN { m = a > b ? a : b
+  printf "    search3 p99, the worse round: %.2f ms (%s: <= 20 ms)\n", m, m <= 20 ? "met" : "MISSED" }'
 
 # The peer for ping: nginx-light serving a static 200-byte file, the same wrk setup in the same
 # run (what 64 connections on these cores allow a server that does almost nothing per request).

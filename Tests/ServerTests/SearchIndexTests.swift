@@ -186,3 +186,103 @@ import Testing
         #expect(SearchIndex.terms(["RiV", "09"]) == [Array("riv".utf8), Array("09".utf8)])
     }
 }
+
+/// Subsonic's song search (`unrankedTrackIDs`): the in-memory index and FTS5 give the same ids
+/// in the same order (title hits, then the others, each in row order) for every query, and the
+/// index's answer is what a brute-force reading of the tags says.
+@Suite struct UnrankedSearchTests {
+    typealias Fixture = LibraryStoreTests
+
+    /// FTS5's ids for `query` without ranking (`rankedMatchLimit` 0), read apart from the index.
+    static func ftsIDs(_ store: LibraryStore, _ query: String, limit: Int) throws -> [Int] {
+        try store.read { db throws(SQLiteError) in
+            try db.reading { () throws(SQLiteError) in
+                try SearchRepository.ids(query: query, limit: limit, db, index: nil, rankedMatchLimit: 0)
+            }
+        }
+    }
+
+    @Test func indexAndFTS5_giveTheSameUnrankedAnswers_onTrickyTags() throws {
+        let dir = try Fixture.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try LibraryStore(path: dir.appendingPathComponent("catalog.db").path, folder: "/music")
+        try store.apply(SearchIndexTests.library(1_500, seed: 7))
+        #expect(store.search.currentIndex(startBuilding: false) == nil)
+        // The first search once the catalog has settled (300 ms after the write) reads the index
+        // on its own thread; until then FTS5 answers (at most 30 s: a hang guard).
+        let deadline = Date().addingTimeInterval(30)
+        while store.search.currentIndex(startBuilding: false) == nil, Date() < deadline {
+            #expect(try store.search.unrankedTrackIDs(query: "riv", limit: 20, readIndexNow: true) == (try Self.ftsIDs(store, "riv", limit: 20)))
+            usleep(10_000)
+        }
+        let index = try #require(store.search.currentIndex(startBuilding: false), "read by a search")
+        #expect(!store.withSearchIndexState { $0.building }, "read on the caller's thread, not in the background")
+        var fromIndex = 0, few = 0
+        for query in SearchIndexTests.queries() {
+            if SearchIndex.terms(SearchRepository.searchWords(query)) != nil { fromIndex += 1 }
+            let all = try Self.ftsIDs(store, query, limit: 100_000)
+            if (1...SearchRepository.rankedMatchLimit).contains(all.count) { few += 1 }
+            // The same tracks as FTS5's MATCH finds, each once.
+            let matching = try SearchRepository.ftsQuery(query).map { match in
+                try store.read { db throws(SQLiteError) in
+                    try db.query("SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? ORDER BY rowid", [.text(match)]) { $0.int(0) }
+                }
+            } ?? []
+            #expect(all.sorted() == matching, "q=\(query): \(all.count) against MATCH's \(matching.count)")
+            #expect(Set(all).count == all.count, "q=\(query): each track once")
+            for limit in [1, 20, 250, 1000] {
+                let memory = try store.search.unrankedTrackIDs(query: query, limit: limit, readIndexNow: true)
+                let same = memory == Array(all.prefix(limit))
+                #expect(same, "q=\(query) limit=\(limit): \(memory.prefix(12)) against FTS5's \(all.prefix(12))")
+            }
+        }
+        #expect(fromIndex > 300 && few > 20, "most queries from the index, many with few matches (once ranked by bm25)")
+        #expect(store.search.currentIndex(startBuilding: false) === index, "read once for the generation")
+    }
+
+    /// Plain ASCII tags (mixed case, punctuation): the answer is the tracks whose title, artist,
+    /// album artist or album have a word beginning with each query word, those with every word
+    /// in the title first, each group by row id.
+    @Test func indexAnswers_equalABruteForceReading() throws {
+        let dir = try Fixture.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try LibraryStore(path: dir.appendingPathComponent("catalog.db").path, folder: "/music")
+        let words = ["Amber", "amberly", "BLUE", "blues", "Cedar", "dawn", "Dawning", "echo", "Echoes", "falcon", "R.E.M.",
+                     "rock'n'roll", "AC/DC", "x86_64", "1999", "007", "river", "Riverside", "rive", "a", "an"]
+        var g = SearchIndexTests.Generator(state: 11)
+        func text(_ count: Int) -> String { (0..<count).map { _ in words[g.next(words.count)] }.joined(separator: g.next(3) == 0 ? " - " : " ") }
+        let changes: [LibraryChange] = (0..<1_200).map { n in
+            .track(path: String(format: "p/%05d.mp3", (n * 7_919) % 100_003), stamp: Fixture.stamp(n),
+                   analysis: Fixture.analysis(title: text(1 + g.next(3)), artist: g.next(6) == 0 ? nil : text(1 + g.next(2)),
+                                              album: g.next(6) == 0 ? nil : text(1 + g.next(2)),
+                                              albumArtist: g.next(5) == 0 ? text(1) : nil))
+        }
+        try store.apply(changes)
+        #expect(try store.search.buildIndex() != nil)
+        func folded(_ text: String?) -> [String] {
+            (text ?? "").lowercased().split { !($0.isLetter || $0.isNumber) }.map(String.init)
+        }
+        let rows = try store.read { db throws(SQLiteError) in
+            try db.query("SELECT id, sort_title, artist, album_artist, album FROM tracks ORDER BY id") { s in
+                (id: s.int(0), title: folded(s.optionalText(1)),
+                 any: folded(s.optionalText(1)) + folded(s.optionalText(2)) + folded(s.optionalText(3)) + folded(s.optionalText(4)))
+            }
+        }
+        var queries = ["am", "amber", "AMBERL", "bl blu", "r e m", "rock n", "ac dc", "x86", "64", "19", "00", "riv", "rivers",
+                       "dawn echo", "e", "a an", "zz", "river zz", "Cedar Falcon", "c f"]
+        for _ in 0..<80 {
+            let a = folded(words[g.next(words.count)]).first ?? "a", b = folded(words[g.next(words.count)]).first ?? "b"
+            queries.append(String(a.prefix(1 + g.next(a.count))) + (g.next(2) == 0 ? "" : " " + String(b.prefix(1 + g.next(b.count)))))
+        }
+        for query in queries {
+            let terms = folded(query)
+            func has(_ words: [String]) -> Bool { terms.allSatisfy { term in words.contains { $0.hasPrefix(term) } } }
+            let expected = rows.filter { has($0.title) }.map(\.id) + rows.filter { !has($0.title) && has($0.any) }.map(\.id)
+            for limit in [20, 100_000] {
+                let answer = try store.search.unrankedTrackIDs(query: query, limit: limit, readIndexNow: true)
+                let same = answer == Array(expected.prefix(limit))
+                #expect(same, "q=\(query) limit=\(limit): \(answer.prefix(12)) against \(expected.prefix(12)) (\(answer.count)/\(expected.count))")
+            }
+        }
+    }
+}

@@ -3,6 +3,7 @@ import Testing
 import StreamShared
 import StreamHTTP
 @testable import StreamSubsonic
+@testable import StreamLibrary
 
 /// The parts of the Subsonic API that need no server: MD5, the one model written as XML and
 /// JSON, parameters, credentials, lyrics.
@@ -174,6 +175,61 @@ import StreamHTTP
             #expect(SubsonicWriter.json(ok: true, body: a) == SubsonicWriter.json(ok: true, body: b))
             #expect(SubsonicWriter.xml(ok: true, body: a) == SubsonicWriter.xml(ok: true, body: b))
         }
+    }
+
+    /// Song items written once (`SubsonicTables.songItems`) against today's elements
+    /// (`SubsonicItems.song` of the rows `SubsonicLibrary` reads with the user's marks): the
+    /// same bytes in both forms, for a user with marks and one without, first written and kept.
+    @Test func writtenSongItems_byteForByteTheElements_withEachUsersMarks() throws {
+        let store = try LibraryStoreTests.sampleStore()
+        try store.apply([.track(path: "Odd/01.mp3", stamp: LibraryStoreTests.stamp(20),
+                                analysis: LibraryStoreTests.analysis(title: "Tab\there & \"quoted\" <x>", artist: "Ünïcode Ärtist",
+                                                                     album: "Ålbum", track: "3", date: "1999"))])
+        try SubsonicSchema.migrate(store)
+        try SubsonicIDs(store: store).ensureCurrent()
+        let library = SubsonicLibrary(store: store)
+        let ids = try store.read { db throws(SQLiteError) in try db.query("SELECT track_id FROM subsonic_track_ids ORDER BY track_id DESC") { $0.int(0) } }
+        #expect(ids.count == 8)
+        let sids = try library.songs(trackIDs: ids, user: 0).map(\.sid)
+        try store.write { db throws(SQLiteError) in
+            try db.run("INSERT INTO subsonic_annotations(user_id, sid, starred_at, rating, play_count, played_at) VALUES (3, ?, 1700000100, 4, 7, 1700000200)", [.text(sids[0])])
+            try db.run("INSERT INTO subsonic_annotations(user_id, sid, starred_at, rating, play_count, played_at) VALUES (3, ?, NULL, 2, 0, NULL)", [.text(sids[3])])
+            try db.run("INSERT INTO subsonic_annotations(user_id, sid, starred_at, rating, play_count, played_at) VALUES (4, ?, 1700000000, NULL, 1, 1700000001)", [.text(sids[1])])
+        }
+        let tables = SubsonicTables()
+        // Out of order, with an id that has no track (left out).
+        let asked = [ids[3], ids[0], 999_999, ids[1], ids[7], ids[5]]
+        for user in [3, 4, 9] {
+            let songs = try library.songs(trackIDs: asked, user: user)
+            #expect(songs.count == 5)
+            if user == 3 { #expect(songs.contains { $0.marks.rating == 4 } && songs.contains { $0.marks.rating == 2 }) }
+            var expected = SubsonicElement()
+            expected.add("song", list: songs.map(SubsonicItems.song))
+            let who = SubsonicUser(id: user, name: "u\(user)", isAdmin: false)
+            for pass in ["written", "kept", "marks from memory"] {
+                let marks = pass == "marks from memory" ? try #require(try tables.userMarks(user: who, version: 1, store: store)) : nil
+                var written = SubsonicElement()
+                written.add("song", written: try tables.songItems(trackIDs: asked, user: user, store: store, marks: marks))
+                #expect(SubsonicWriter.jsonBytes(ok: true, body: written) == SubsonicWriter.jsonBytes(ok: true, body: expected), "user \(user), \(pass)")
+                #expect(SubsonicWriter.xmlBytes(ok: true, body: written) == SubsonicWriter.xmlBytes(ok: true, body: expected), "user \(user), \(pass)")
+            }
+        }
+        #expect(tables.writtenSongCount.songs == 5 && tables.writtenSongCount.bytes > 5 * 500)
+        // Marks in memory are read again for a new marks version only (a write takes one).
+        let who = SubsonicUser(id: 4, name: "u4", isAdmin: false)
+        try store.write { db throws(SQLiteError) in
+            try db.run("INSERT INTO subsonic_annotations(user_id, sid, starred_at, rating, play_count, played_at) VALUES (4, ?, NULL, 5, 0, NULL)", [.text(sids[2])])
+        }
+        #expect(try tables.userMarks(user: who, version: 1, store: store)?.count == 1, "kept for version 1")
+        #expect(try tables.userMarks(user: who, version: 2, store: store)?[sids[2]]?.rating == 5, "read again for version 2")
+        #expect(try tables.userMarks(user: SubsonicUser(id: 4, name: "other", isAdmin: false), version: 2, store: store)?.count == 2,
+                "another name with the same id reads its own")
+        // Not kept (a sync's pages); a new generation lets the kept ones go.
+        _ = try tables.songItems(trackIDs: [ids[2]], user: 3, store: store, keep: false)
+        #expect(tables.writtenSongCount.songs == 5)
+        try store.apply([.removed(path: "loose.mp3")])
+        _ = try tables.songItems(trackIDs: [ids[2]], user: 3, store: store)
+        #expect(tables.writtenSongCount.songs == 1)
     }
 
     @Test func dates_asISO8601InUTC() {

@@ -60,6 +60,27 @@ public struct SearchRepository: Sendable {
         }
     }
 
+    /// The ids of the tracks matching every word of `query` as a prefix (as `trackIDs`), without
+    /// bm25: the tracks whose title holds every word first, then the others, each group in
+    /// catalog (row id) order, at most `limit`; Subsonic's search, whose clients show songs as
+    /// they come and page through them. From the in-memory index, no SQLite read, when it is
+    /// current and every word is plain ASCII; else from FTS5, in the same order. With
+    /// `readIndexNow`, a caller finding the index not current while the catalog is settled and
+    /// no build runs reads it now on its own thread (off the loop: a client's first search waits
+    /// for it, as the first getAlbumList2 waits for the albums); otherwise the background build
+    /// starts as for `trackIDs`.
+    public func unrankedTrackIDs(query: String, limit: Int, readIndexNow: Bool) throws(SQLiteError) -> [Int] {
+        let words = Self.searchWords(query)
+        guard limit > 0, !words.isEmpty else { return [] }
+        if let prefixes = SearchIndex.terms(words), let index = readIndexNow ? currentIndexReadingNow() : currentIndex(),
+           case .ids(let ids) = index.search(prefixes: prefixes, limit: limit, rankedMatchLimit: 0) {
+            return ids
+        }
+        return try store.read { db throws(SQLiteError) in
+            try db.reading { () throws(SQLiteError) in try Self.ids(query: query, limit: limit, db, index: nil, rankedMatchLimit: 0) }
+        }
+    }
+
     /// `tracks(query:limit:)` handing each row to `body` as the statement's row (`TrackRepository.columns`).
     public func forEach(query: String, limit: Int, _ body: (SQLiteDatabase.Statement) -> Void) throws(SQLiteError) {
         let index = currentIndex()
@@ -100,7 +121,9 @@ public struct SearchRepository: Sendable {
     /// read by id after, one prepared statement for them all). With `index` (current), a query
     /// of plain ASCII words is answered from it, and FTS5 only ranks 1 to `rankedMatchLimit`
     /// matches (bm25).
-    static func ids(query: String, limit: Int, _ db: SQLiteDatabase, index: SearchIndex?) throws(SQLiteError) -> [Int] {
+    /// With `rankedMatchLimit` 0 nothing is ranked: every answer is title hits, then the others.
+    static func ids(query: String, limit: Int, _ db: SQLiteDatabase, index: SearchIndex?,
+                    rankedMatchLimit: Int = Self.rankedMatchLimit) throws(SQLiteError) -> [Int] {
         guard limit > 0 else { return [] }
         let words = searchWords(query)
         guard !words.isEmpty else { return [] }
@@ -172,6 +195,46 @@ public struct SearchRepository: Sendable {
             }
             return nil
         }
+    }
+
+    /// `currentIndex()`, but when it is not current, the catalog has settled, no build runs and
+    /// the last build's duty cycle allows, the index is read now on the caller's thread (nil when
+    /// a write came in meanwhile or it cannot be held: the caller answers from FTS5).
+    func currentIndexReadingNow() -> SearchIndex? {
+        let generation = store.generation
+        let now = DispatchTime.now().uptimeNanoseconds
+        let quiet = now &- store.lastWriteNanos.load(ordering: .acquiring)
+        let claim: (index: SearchIndex?, readNow: Bool) = store.withSearchIndexState { state in
+            if let index = state.index {
+                if index.generation == generation { return (index, false) }
+                if index.generation < generation { state.index = nil }
+            }
+            let due = state.lastBuildEnd &+ state.lastBuildCost &* (Self.dutyCycle - 1)
+            guard quiet >= Self.settleNanos, now >= due, !state.building, !state.stopped, state.failedGeneration != generation
+            else { return (nil, false) }
+            state.building = true
+            return (nil, true)
+        }
+        if let index = claim.index { return index }
+        guard claim.readNow else { return currentIndex() }
+        let built: SearchIndex?
+        do {
+            built = try buildIndex()
+        } catch {
+            store.withSearchIndexState { state in
+                state.failedGeneration = generation
+                state.building = false
+            }
+            // FTS5 answers (and says what is wrong, if it is the database).
+            return nil
+        }
+        let end = DispatchTime.now().uptimeNanoseconds
+        store.withSearchIndexState { state in
+            state.lastBuildEnd = end
+            state.lastBuildCost = end &- now
+            state.building = false
+        }
+        return built
     }
 
     /// How long the catalog must have been unchanged before the index is read: a scan writes a

@@ -334,6 +334,9 @@ public final class SubsonicWrittenElement: Sendable {
 
     /// The bytes it was written as, both forms.
     var written: [UInt8] { xmlHead + xmlTail + jsonHead + jsonTail }
+
+    /// How many bytes it keeps (both forms).
+    var byteCount: Int { xmlHead.count + xmlTail.count + jsonHead.count + jsonTail.count }
 }
 
 /// A list item of a `SubsonicWrittenElement`: its fixed part and this answer's attributes, which

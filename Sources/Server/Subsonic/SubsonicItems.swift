@@ -90,6 +90,14 @@ enum SubsonicItems {
     }
 
     static func song(_ song: SubsonicSong) -> SubsonicElement {
+        var e = songFixed(song)
+        marks(song.marks, into: &e)
+        return e
+    }
+
+    /// A song (Child) without anyone's marks: the same for every user (what `SubsonicTables`
+    /// writes once). Its attributes come before the marks', its children after.
+    static func songFixed(_ song: SubsonicSong) -> SubsonicElement {
         let t = song.track
         let suffix = suffix(t.path)
         var e = SubsonicElement([
@@ -104,7 +112,6 @@ enum SubsonicItems {
             ("albumId", .optional(song.albumSid)), ("artistId", .optional(song.artistSid)), ("type", .string("music")),
             ("mediaType", .string("song")), ("displayArtist", .optional(t.artist)), ("displayAlbumArtist", .optional(t.albumArtist)),
         ])
-        marks(song.marks, into: &e)
         if let gain = t.replayGain {
             e.add("replayGain", SubsonicElement([("trackGain", gain.trackGain.map { .double($0) }), ("albumGain", gain.albumGain.map { .double($0) }),
                                                  ("trackPeak", gain.trackPeak.map { .double($0) }), ("albumPeak", gain.albumPeak.map { .double($0) })]))

@@ -122,7 +122,8 @@ extension SubsonicService {
                 : type == "alphabeticalByName" ? "a.title COLLATE NOCASE, a.id" : "a.artist_name COLLATE NOCASE, a.title COLLATE NOCASE, a.id"
             let ids = try orders.ids("albums " + type, store: store,
                                      sql: "SELECT a.id FROM albums a JOIN subsonic_album_ids al ON al.album_id = a.id ORDER BY " + order)
-            albums = try tables.albums(ids: SubsonicOrderCache.page(ids, offset: offset, count: size), user: call.user.id, store: store)
+            albums = try tables.albums(ids: SubsonicOrderCache.page(ids, offset: offset, count: size), user: call.user.id, store: store,
+                                       marks: try tables.userMarks(user: call.user, version: marksVersion(of: call.user.id), store: store))
         case "frequent":
             albums = try library.albums(marked + " WHERE n.play_count > 0 ORDER BY n.play_count DESC, a.id" + limit, [.int(user)], user: call.user.id)
         case "recent":
@@ -215,18 +216,23 @@ extension SubsonicService {
         let (albumCount, albumOffset) = try Self.page(p, size: "albumCount", offset: "albumOffset", default: 20, max: 500)
         let (songCount, songOffset) = try Self.page(p, size: "songCount", offset: "songOffset", default: 20, max: 500)
         let user = call.user.id
+        // The caller's marks from memory, read once per change of them (nil: too many, read per list).
+        let marks = try tables.userMarks(user: call.user, version: marksVersion(of: user), store: store)
         var artists: [SubsonicArtist] = [], albums: [SubsonicAlbum] = [], songs: [SubsonicSong] = []
+        var songItems: [SubsonicWrittenItem] = []
         if query.isEmpty {
             if artistCount > 0 {
                 let ids = try orders.ids("artists", store: store, sql: """
                     SELECT r.id FROM artists r JOIN subsonic_artist_ids ar ON ar.artist_id = r.id
                     WHERE EXISTS (SELECT 1 FROM albums WHERE artist_id = r.id) ORDER BY r.id
                     """)
-                artists = try tables.artists(ids: SubsonicOrderCache.page(ids, offset: artistOffset, count: artistCount), user: user, store: store)
+                artists = try tables.artists(ids: SubsonicOrderCache.page(ids, offset: artistOffset, count: artistCount), user: user, store: store,
+                                             marks: marks)
             }
             if albumCount > 0 {
                 let ids = try orders.ids("albums", store: store, sql: "SELECT album_id FROM subsonic_album_ids ORDER BY album_id")
-                albums = try tables.albums(ids: SubsonicOrderCache.page(ids, offset: albumOffset, count: albumCount), user: user, store: store)
+                albums = try tables.albums(ids: SubsonicOrderCache.page(ids, offset: albumOffset, count: albumCount), user: user, store: store,
+                                           marks: marks)
             }
             if songCount > 0 {
                 let ids = try orders.ids("songs", store: store, sql: "SELECT track_id FROM subsonic_track_ids ORDER BY track_id")
@@ -242,25 +248,31 @@ extension SubsonicService {
                     WHERE EXISTS (SELECT 1 FROM albums WHERE artist_id = r.id)
                     """)
                 let page = SubsonicOrderCache.page(index.ids(matching: Array(terms)), offset: artistOffset, count: artistCount)
-                artists = try tables.artists(ids: page, user: user, store: store)
+                artists = try tables.artists(ids: page, user: user, store: store, marks: marks)
             }
             if albumCount > 0 {
                 let index = try names.index("albums", store: store, sql: """
                     SELECT a.id, a.title FROM albums a JOIN subsonic_album_ids al ON al.album_id = a.id
                     """)
                 let page = SubsonicOrderCache.page(index.ids(matching: Array(terms)), offset: albumOffset, count: albumCount)
-                albums = try tables.albums(ids: page, user: user, store: store)
+                albums = try tables.albums(ids: page, user: user, store: store, marks: marks)
             }
+            // Songs from the catalog's in-memory search index (no SQLite), title hits first, then
+            // the others, in catalog order (`unrankedTrackIDs`); their items written once.
             if songCount > 0, songOffset < 1000 {
-                let ids = try store.search.trackIDs(query: query, limit: min(1000, songOffset + songCount))
-                songs = try library.songs(trackIDs: Array(ids.dropFirst(songOffset)), user: user)
+                let ids = try store.search.unrankedTrackIDs(query: query, limit: min(1000, songOffset + songCount), readIndexNow: true)
+                songItems = try tables.songItems(trackIDs: Array(ids.dropFirst(songOffset)), user: user, store: store, marks: marks)
             }
         }
         // As `SubsonicItems.artistsAlbumsSongs` writes them, the albums from their written items.
         var result = SubsonicElement()
         result.add("artist", list: artists.map { id3 ? SubsonicItems.artist($0) : SubsonicItems.folderArtist($0) })
         result.add("album", written: tables.items(albums, id3: id3, generation: store.generation))
-        result.add("song", list: songs.map(SubsonicItems.song))
+        if query.isEmpty {
+            result.add("song", list: songs.map(SubsonicItems.song))
+        } else {
+            result.add("song", written: songItems)
+        }
         return Self.body(id3 ? "searchResult3" : "searchResult2", result)
     }
 }

@@ -81,20 +81,63 @@ final class SubsonicTables: Sendable {
     /// the album it was written from (used only for that same album), for one generation.
     private let written = Lock<(generation: UInt64, items: [WrittenKey: (album: SubsonicAlbum, element: SubsonicWrittenElement)])>((0, [:]))
 
-    /// The albums of `ids` in that order, with `user`'s marks (ids without an album left out).
-    func albums(ids: [Int], user: Int, store: LibraryStore) throws(SQLiteError) -> [SubsonicAlbum] {
+    /// The albums of `ids` in that order, with `user`'s marks (ids without an album left out);
+    /// the marks from `marks` (`userMarks`) when given, else read.
+    func albums(ids: [Int], user: Int, store: LibraryStore, marks: [String: SubsonicMarks]? = nil) throws(SQLiteError) -> [SubsonicAlbum] {
         let library = SubsonicLibrary(store: store)
         guard !ids.isEmpty else { return [] }
         guard let table = try albumRows.current(store) else { return try library.albums(ids: ids, user: user) }
-        return try library.marked(ids.compactMap { table.byID[$0] }, user: user)
+        let rows = ids.compactMap { table.byID[$0] }
+        guard let marks else { return try library.marked(rows, user: user) }
+        return Self.marked(rows, marks)
     }
 
-    /// The artists of `ids` in that order, with `user`'s marks (ids without an artist left out).
-    func artists(ids: [Int], user: Int, store: LibraryStore) throws(SQLiteError) -> [SubsonicArtist] {
+    /// The artists of `ids` in that order, with `user`'s marks (ids without an artist left out);
+    /// the marks from `marks` when given, else read.
+    func artists(ids: [Int], user: Int, store: LibraryStore, marks: [String: SubsonicMarks]? = nil) throws(SQLiteError) -> [SubsonicArtist] {
         let library = SubsonicLibrary(store: store)
         guard !ids.isEmpty else { return [] }
         guard let table = try artistRows.current(store) else { return try library.artists(ids: ids, user: user) }
-        return try library.marked(ids.compactMap { table.byID[$0] }, user: user)
+        let rows = ids.compactMap { table.byID[$0] }
+        guard let marks else { return try library.marked(rows, user: user) }
+        return Self.marked(rows, marks)
+    }
+
+    /// `items` with their marks from `marks` (none when it has none for an item).
+    static func marked<Item: SubsonicMarked>(_ items: [Item], _ marks: [String: SubsonicMarks]) -> [Item] {
+        guard !marks.isEmpty else { return items }
+        var items = items
+        for i in items.indices { items[i].marks = marks[items[i].sid] ?? SubsonicMarks() }
+        return items
+    }
+
+    // MARK: marks
+
+    /// Each user's marks on every song, album and artist they marked, by Subsonic id, as of the
+    /// user's marks version (`SubsonicService.marksVersion`): a search read them in a statement
+    /// per list (a JSON array of its ids for `json_each`), most of its SQLite time.
+    private let userMarks = Lock<[Int: (name: String, version: UInt64, marks: [String: SubsonicMarks])]>([:])
+
+    /// The most marks kept for one user (about 100 bytes each): a user with more is read per answer.
+    static var maxKeptMarks: Int { 50_000 }
+
+    /// All of `user`'s marks at marks version `version` (read before: a change after it takes a
+    /// new version, so marks read later and kept under the older one are never used after it),
+    /// read once per version; nil for a user with more than `maxKeptMarks`.
+    func userMarks(user: SubsonicUser, version: UInt64, store: LibraryStore) throws(SQLiteError) -> [String: SubsonicMarks]? {
+        if let kept = userMarks.withLock({ $0[user.id] }), kept.version == version, kept.name == user.name { return kept.marks }
+        let limit = Self.maxKeptMarks
+        let rows = try store.read { db throws(SQLiteError) in
+            try db.query("""
+                SELECT sid, starred_at, rating, play_count, played_at FROM subsonic_annotations WHERE user_id = ?1 LIMIT ?2
+                """, [.int(Int64(user.id)), .int(Int64(limit + 1))]) {
+                ($0.text(0), SubsonicMarks(starredAt: $0.optionalInt(1), rating: $0.optionalInt(2), playCount: $0.int(3), playedAt: $0.optionalInt(4)))
+            }
+        }
+        guard rows.count <= limit else { return nil }
+        let marks = Dictionary(rows, uniquingKeysWith: { first, _ in first })
+        userMarks.withLock { $0[user.id] = (user.name, version, marks) }
+        return marks
     }
 
     /// The list items of `albums` with their marks: AlbumID3 (`id3`) or Child elements, byte for
@@ -104,6 +147,86 @@ final class SubsonicTables: Sendable {
             SubsonicWrittenItem(writtenElement(album, id3: id3, generation: generation), attributes: SubsonicItems.markAttributes(album.marks))
         }
     }
+
+    // MARK: songs
+
+    /// A song's item as written once for every user, and its Subsonic id (for the marks).
+    private struct WrittenSong {
+        var sid: String
+        var element: SubsonicWrittenElement
+    }
+
+    /// Song items by catalog row id, for one generation (within which a track's row does not
+    /// change), and the bytes they keep.
+    private let writtenSongs = Lock<(generation: UInt64, items: [Int: WrittenSong], bytes: Int)>((0, [:], 0))
+
+    /// The most bytes of song items kept (about 1.6 KB a song in both forms: 10,000 songs):
+    /// beyond, the kept ones are let go and the answers from then on fill it again, so the songs
+    /// searched lately are the ones kept. A library's worth (160 MB at 100,000 songs) would be
+    /// what a whole sync shows once.
+    static var maxWrittenSongBytes: Int { 16 << 20 }
+
+    /// The song items (Child) of `trackIDs` in that order with `user`'s marks, byte for byte
+    /// `SubsonicItems.song` of each (ids without a track left out). An item is written once per
+    /// catalog generation and kept (`keep`; a sync's pages, shown once, are not): a search's 20
+    /// songs were 20 point lookups of four joined rows and 20 elements written afresh; now the
+    /// kept ones are dictionary reads. The marks come from `marks` (`userMarks`: no SQLite read
+    /// when every item is kept), else they are read in one statement.
+    func songItems(trackIDs: [Int], user: Int, store: LibraryStore, marks userMarks: [String: SubsonicMarks]? = nil,
+                   keep: Bool = true) throws(SQLiteError) -> [SubsonicWrittenItem] {
+        guard !trackIDs.isEmpty else { return [] }
+        let generation = store.generation
+        // The kept items in the order asked (nil: not kept), then the others written below.
+        var found: [WrittenSong?] = writtenSongs.withLock { kept in
+            guard kept.generation == generation else { return [WrittenSong?](repeating: nil, count: trackIDs.count) }
+            return trackIDs.map { kept.items[$0] }
+        }
+        let missing = zip(trackIDs, found).compactMap { $1 == nil ? $0 : nil }
+        var rows: [SubsonicSong] = []
+        var marks = userMarks ?? [:]
+        if !missing.isEmpty || userMarks == nil {
+            (rows, marks) = try store.read { db throws(SQLiteError) in
+                try db.reading { () throws(SQLiteError) -> ([SubsonicSong], [String: SubsonicMarks]) in
+                    var rows: [SubsonicSong] = []
+                    if !missing.isEmpty {
+                        rows.reserveCapacity(missing.count)
+                        try db.each(SubsonicLibrary.songSelect + " WHERE t.id = ?", keys: missing) { rows.append(SubsonicLibrary.song($0)) }
+                    }
+                    if let userMarks { return (rows, userMarks) }
+                    var sids = found.compactMap { $0?.sid }
+                    sids += rows.map(\.sid)
+                    return (rows, try SubsonicLibrary.marks(sids, user: user, db))
+                }
+            }
+        }
+        if !rows.isEmpty {
+            var written: [(Int, WrittenSong)] = []
+            written.reserveCapacity(rows.count)
+            var byID: [Int: WrittenSong] = [:]
+            for row in rows {
+                let item = WrittenSong(sid: row.sid, element: SubsonicWrittenElement(name: "song", SubsonicItems.songFixed(row)))
+                byID[row.track.id] = item
+                written.append((row.track.id, item))
+            }
+            for i in found.indices where found[i] == nil { found[i] = byID[trackIDs[i]] }
+            if keep {
+                let max = Self.maxWrittenSongBytes
+                writtenSongs.withLock { kept in
+                    if kept.generation != generation { kept = (generation, [:], 0) }
+                    for (id, item) in written {
+                        if kept.bytes + item.element.byteCount > max { kept = (generation, [:], 0) }
+                        if kept.items.updateValue(item, forKey: id) == nil { kept.bytes += item.element.byteCount }
+                    }
+                }
+            }
+        }
+        return found.compactMap { song in
+            song.map { SubsonicWrittenItem($0.element, attributes: SubsonicItems.markAttributes(marks[$0.sid] ?? SubsonicMarks())) }
+        }
+    }
+
+    /// Song items kept now and their bytes (for tests and figures).
+    var writtenSongCount: (songs: Int, bytes: Int) { writtenSongs.withLock { ($0.items.count, $0.bytes) } }
 
     private func writtenElement(_ album: SubsonicAlbum, id3: Bool, generation: UInt64) -> SubsonicWrittenElement {
         var plain = album
