@@ -207,7 +207,8 @@ import StreamHTTP
             expected.add("song", list: songs.map(SubsonicItems.song))
             let who = SubsonicUser(id: user, name: "u\(user)", isAdmin: false)
             for pass in ["written", "kept", "marks from memory"] {
-                let marks = pass == "marks from memory" ? try #require(try tables.userMarks(user: who, version: 1, store: store)) : nil
+                let marks = pass == "marks from memory" ? try tables.userMarks(user: who, version: 1, store: store) : nil
+                #expect((marks != nil) == (pass == "marks from memory"), "a user with few marks has them kept")
                 var written = SubsonicElement()
                 written.add("song", written: try tables.songItems(trackIDs: asked, user: user, store: store, marks: marks))
                 #expect(SubsonicWriter.jsonBytes(ok: true, body: written) == SubsonicWriter.jsonBytes(ok: true, body: expected), "user \(user), \(pass)")

@@ -525,7 +525,7 @@ public final class Catalog: @unchecked Sendable {
         let state = scanProgress
         // The first 100 by path: a library of cover pictures and notes would make this list the whole answer.
         let skips = (try? store.skipped.summary(limit: Self.statusSkippedLimit)) ?? (count: 0, quarantined: 0, first: [])
-        var status = StatusDocument(
+        let status = StatusDocument(
             tracks: (try? store.tracks.count()) ?? 0, skippedCount: skips.count,
             // Until a full scan has ended, the first one's count so far.
             ignoredCount: state.scans > 0 ? state.lastIgnored : state.ignored,

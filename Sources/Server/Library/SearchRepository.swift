@@ -203,38 +203,52 @@ public struct SearchRepository: Sendable {
     func currentIndexReadingNow() -> SearchIndex? {
         let generation = store.generation
         let now = DispatchTime.now().uptimeNanoseconds
-        let quiet = now &- store.lastWriteNanos.load(ordering: .acquiring)
+        let wait = waitBeforeReading(now: now)
         let claim: (index: SearchIndex?, readNow: Bool) = store.withSearchIndexState { state in
             if let index = state.index {
                 if index.generation == generation { return (index, false) }
                 if index.generation < generation { state.index = nil }
             }
-            let due = state.lastBuildEnd &+ state.lastBuildCost &* (Self.dutyCycle - 1)
-            guard quiet >= Self.settleNanos, now >= due, !state.building, !state.stopped, state.failedGeneration != generation
-            else { return (nil, false) }
+            guard wait == nil, !state.building, !state.stopped, state.failedGeneration != generation else { return (nil, false) }
             state.building = true
             return (nil, true)
         }
         if let index = claim.index { return index }
         guard claim.readNow else { return currentIndex() }
-        let built: SearchIndex?
+        // On a failure FTS5 answers (and says what is wrong, if it is the database).
+        let read = readIndex(startedAt: now)
+        store.withSearchIndexState { $0.building = false }
+        return read.index
+    }
+
+    /// Nanoseconds to wait before the index may be read at `now` (nil: it may be read now): the
+    /// catalog must have settled, and a library that changes every few seconds would have the
+    /// index read again after each change, so reads take at most a tenth of the time (FTS5
+    /// answers in between).
+    private func waitBeforeReading(now: UInt64) -> UInt64? {
+        let quiet = now &- store.lastWriteNanos.load(ordering: .acquiring)
+        if quiet < Self.settleNanos { return Self.settleNanos - quiet }
+        let due = store.withSearchIndexState { $0.lastBuildEnd &+ $0.lastBuildCost &* (Self.dutyCycle - 1) }
+        return now < due ? due - now : nil
+    }
+
+    /// Reads the index (`buildIndex`), begun at `start`, and records the read's end and cost for
+    /// the duty cycle. `over`: nothing more to try for this generation (read, or it failed).
+    private func readIndex(startedAt start: UInt64) -> (index: SearchIndex?, over: Bool) {
+        let attempted = store.generation
         do {
-            built = try buildIndex()
-        } catch {
-            store.withSearchIndexState { state in
-                state.failedGeneration = generation
-                state.building = false
+            let index = try buildIndex()
+            let end = DispatchTime.now().uptimeNanoseconds
+            let failed = store.withSearchIndexState { state in
+                state.lastBuildEnd = end
+                state.lastBuildCost = end &- start
+                return state.failedGeneration == attempted
             }
-            // FTS5 answers (and says what is wrong, if it is the database).
-            return nil
+            return (index, index != nil || failed)
+        } catch {
+            store.withSearchIndexState { $0.failedGeneration = attempted }
+            return (nil, true)
         }
-        let end = DispatchTime.now().uptimeNanoseconds
-        store.withSearchIndexState { state in
-            state.lastBuildEnd = end
-            state.lastBuildCost = end &- now
-            state.building = false
-        }
-        return built
     }
 
     /// How long the catalog must have been unchanged before the index is read: a scan writes a
@@ -255,25 +269,8 @@ public struct SearchRepository: Sendable {
         }
         if stopped { return nil }
         let now = DispatchTime.now().uptimeNanoseconds
-        let quiet = now &- store.lastWriteNanos.load(ordering: .acquiring)
-        if quiet < Self.settleNanos { return Self.settleNanos - quiet }
-        // A library that changes every few seconds would have the index read again after each
-        // change: builds take at most a tenth of the time (FTS5 answers in between).
-        let due = store.withSearchIndexState { $0.lastBuildEnd &+ $0.lastBuildCost &* (Self.dutyCycle - 1) }
-        if now < due { return due - now }
-        let attempted = store.generation
-        let done: Bool
-        do {
-            done = try buildIndex() != nil || store.withSearchIndexState { $0.failedGeneration == attempted }
-            let end = DispatchTime.now().uptimeNanoseconds
-            store.withSearchIndexState { state in
-                state.lastBuildEnd = end
-                state.lastBuildCost = end &- now
-            }
-        } catch {
-            store.withSearchIndexState { $0.failedGeneration = attempted }
-            done = true
-        }
+        if let wait = waitBeforeReading(now: now) { return wait }
+        let done = readIndex(startedAt: now).over
         if done { store.withSearchIndexState { $0.building = false } }
         return done ? nil : 1_000_000
     }
