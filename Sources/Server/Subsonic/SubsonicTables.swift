@@ -84,21 +84,28 @@ final class SubsonicTables: Sendable {
     /// The albums of `ids` in that order, with `user`'s marks (ids without an album left out);
     /// the marks from `marks` (`userMarks`) when given, else read.
     func albums(ids: [Int], user: Int, store: LibraryStore, marks: [String: SubsonicMarks]? = nil) throws(SQLiteError) -> [SubsonicAlbum] {
-        let library = SubsonicLibrary(store: store)
-        guard !ids.isEmpty else { return [] }
-        guard let table = try albumRows.current(store) else { return try library.albums(ids: ids, user: user) }
-        let rows = ids.compactMap { table.byID[$0] }
-        guard let marks else { return try library.marked(rows, user: user) }
-        return Self.marked(rows, marks)
+        try rows(ids, of: albumRows, user: user, store: store, marks: marks) { library throws(SQLiteError) in
+            try library.albums(ids: ids, user: user)
+        }
     }
 
     /// The artists of `ids` in that order, with `user`'s marks (ids without an artist left out);
     /// the marks from `marks` when given, else read.
     func artists(ids: [Int], user: Int, store: LibraryStore, marks: [String: SubsonicMarks]? = nil) throws(SQLiteError) -> [SubsonicArtist] {
+        try rows(ids, of: artistRows, user: user, store: store, marks: marks) { library throws(SQLiteError) in
+            try library.artists(ids: ids, user: user)
+        }
+    }
+
+    /// The rows of `ids` from `table` in that order with `user`'s marks; `uncached` reads them
+    /// while the table cannot be held (a scan writing).
+    private func rows<Row: SubsonicMarked & Sendable>(_ ids: [Int], of table: SubsonicRowTable<Row>, user: Int, store: LibraryStore,
+                                                      marks: [String: SubsonicMarks]?,
+                                                      uncached: (SubsonicLibrary) throws(SQLiteError) -> [Row]) throws(SQLiteError) -> [Row] {
         let library = SubsonicLibrary(store: store)
         guard !ids.isEmpty else { return [] }
-        guard let table = try artistRows.current(store) else { return try library.artists(ids: ids, user: user) }
-        let rows = ids.compactMap { table.byID[$0] }
+        guard let current = try table.current(store) else { return try uncached(library) }
+        let rows = ids.compactMap { current.byID[$0] }
         guard let marks else { return try library.marked(rows, user: user) }
         return Self.marked(rows, marks)
     }
