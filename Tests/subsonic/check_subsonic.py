@@ -86,6 +86,11 @@ class Spec:
         with open(path) as f:
             return Resource.from_contents(json.load(f), default_specification=DRAFT7)
 
+    def schema(self, name):
+        """A validator of one of the description's schemas (schemas/NAME.json)."""
+        target = "file://" + os.path.join(self.root, "schemas", name + ".json")
+        return jsonschema.Draft7Validator({"$ref": target}, registry=self.registry)
+
     def validator(self, endpoint):
         path = os.path.join(self.root, "endpoints", endpoint + ".json")
         with open(path) as f:

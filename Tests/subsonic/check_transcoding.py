@@ -26,36 +26,11 @@ import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
 
-import jsonschema
-import libopensonic
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT7
-
-SPEC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "specs", "opensubsonic-openapi")
-
-passed = 0
-failed = 0
-
-
-def check(name, condition, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}")
-
-
-def schema_validator(name):
-    root = os.path.abspath(SPEC)
-
-    def retrieve(uri):
-        with open(urllib.parse.urlparse(uri).path) as f:
-            return Resource.from_contents(json.load(f), default_specification=DRAFT7)
-
-    target = "file://" + os.path.join(root, "schemas", name + ".json")
-    return jsonschema.Draft7Validator({"$ref": target}, registry=Registry(retrieve=retrieve))
+# The tally (`check`), the packages it installs and the OpenAPI schemas are check_subsonic's.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_subsonic as tally  # noqa: E402
+from check_subsonic import SPEC, Spec, check  # noqa: E402
+import libopensonic  # noqa: E402
 
 
 def http(url, data=None, content_type=None):
@@ -162,7 +137,7 @@ def main():
     if options.accounts:
         return accounts_checks(options)
     alice, bob = Client(options.base, "alice"), Client(options.base, "bob")
-    decision_schema = schema_validator("TranscodeDecision")
+    decision_schema = Spec(SPEC).schema("TranscodeDecision")
 
     def decided(name, answer):
         ok = answer.get("status") == "ok" and "transcodeDecision" in answer
@@ -289,8 +264,8 @@ def main():
     except Exception as error:  # noqa: BLE001 - any client error is the finding
         check("py-opensonic", False, f"{type(error).__name__}: {error}")
 
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(f"{tally.passed} passed, {tally.failed} failed")
+    return 1 if tally.failed else 0
 
 
 def accounts_checks(options):
@@ -312,8 +287,8 @@ def accounts_checks(options):
     check("accounts: wrong password: 401", status == 401, str(status))
     status, answer = stranger.decide(options.tone, None, raw_body=json.dumps(MP3_CLIENT).encode())
     check("accounts: the other account gets its own decision", answer.get("status") == "ok", json.dumps(answer)[:200])
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(f"{tally.passed} passed, {tally.failed} failed")
+    return 1 if tally.failed else 0
 
 
 if __name__ == "__main__":
