@@ -24,19 +24,7 @@ import TestSupport
 
     /// `streamd user ARGUMENTS --db DB` with `input` on stdin; its exit status.
     static func user(_ arguments: [String], db: String, folder: URL, input: String = "") throws -> Int32 {
-        let command = Process()
-        command.executableURL = URL(fileURLWithPath: TestPaths.streamd)
-        command.arguments = ["user"] + arguments + ["--folder", folder.path, "--db", db]
-        let stdin = Pipe(), stdout = Pipe()
-        command.standardInput = stdin
-        command.standardOutput = stdout
-        command.standardError = stdout
-        try command.run()
-        stdin.fileHandleForWriting.write(Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
-        _ = stdout.fileHandleForReading.readDataToEndOfFile()
-        command.waitUntilExit()
-        return command.terminationStatus
+        try SubsonicClientTests.runUserCommand(arguments + ["--folder", folder.path], db: db, input: input).status
     }
 
     @Test(.timeLimit(.scaledMinutes(3))) func sessionsSurviveRestarts_untilLogoutPasswdOrDel() throws {

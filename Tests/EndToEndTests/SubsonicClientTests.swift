@@ -83,6 +83,13 @@ import Glibc
 
     /// `streamd user ARGS --db DB` with `input` on stdin (passwords are never taken from argv).
     static func userCommand(_ arguments: [String], db: String, input: String) throws -> String {
+        let run = try runUserCommand(arguments, db: db, input: input)
+        try #require(run.status == 0, "streamd user \(arguments): \(run.output) \(run.errors)")
+        return run.output
+    }
+
+    /// `streamd user ARGUMENTS --db DB` with `input` on stdin: its exit status, stdout and stderr.
+    static func runUserCommand(_ arguments: [String], db: String, input: String) throws -> (status: Int32, output: String, errors: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: TestPaths.streamd)
         process.arguments = ["user"] + arguments + ["--db", db]
@@ -96,9 +103,7 @@ import Glibc
         let out = stdout.fileHandleForReading.readDataToEndOfFile()
         let err = stderr.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let text = String(decoding: out, as: UTF8.self)
-        try #require(process.terminationStatus == 0, "streamd user \(arguments): \(text) \(String(decoding: err, as: UTF8.self))")
-        return text
+        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
     }
 
     /// With accounts: token and legacy auth with the app password, apiKey, a wrong password
